@@ -1,0 +1,1 @@
+"""Shared machinery for every domain module: operands, streams, memory, caches, devices."""

@@ -1,0 +1,11 @@
+"""Thin ctypes bindings to the CUDA libraries, one module per library.
+
+Modules: :mod:`~accelmath.bindings.cufft`, :mod:`~accelmath.bindings.cublas`,
+:mod:`~accelmath.bindings.cublaslt`, :mod:`~accelmath.bindings.cusolver`,
+:mod:`~accelmath.bindings.nvrtc` and :mod:`~accelmath.bindings.driver`. Importing a module
+loads nothing; a library is loaded on the first call of one of its functions.
+"""
+
+MODULES = ("cufft", "cublas", "cublaslt", "cusolver", "nvrtc", "driver")
+
+__all__ = ["MODULES"]

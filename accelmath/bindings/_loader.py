@@ -1,0 +1,161 @@
+"""Find and load the CUDA libraries, and bind C functions declared in tables.
+
+Each binding module (``cufft.py``, ``cublas.py``, ...) declares its C functions once, in a
+table of :class:`Function` entries, and builds one :class:`Library` from it. A function is
+resolved on first use; a function that returns a status is checked in one place,
+:meth:`Library._check`, which raises :class:`~accelmath.errors.CudaLibraryError` carrying the
+library, the C function and the status name.
+
+Libraries are found with ``cuda-pathfinder`` (pip wheels, conda, the system toolkit), so CUDA 12
+and 13 both work; differences between the two (other symbol names) are written as several
+candidate C names in one entry.
+"""
+
+import ctypes
+import threading
+from dataclasses import dataclass
+
+from accelmath.errors import CudaLibraryError, LibraryNotFoundError
+
+__all__ = ["Function", "Library", "load_library"]
+
+_lock = threading.Lock()
+_loaded = {}
+
+
+def load_library(name):
+    """Load a CUDA library by its cuda-pathfinder name and return ``(ctypes.CDLL, path)``.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        If the library cannot be found or loaded.
+    """
+    with _lock:
+        if name in _loaded:
+            return _loaded[name]
+        if name == "cuda":
+            # The driver ships with the display driver, never as a wheel.
+            path = "libcuda.so.1"
+        else:
+            try:
+                import cuda.pathfinder
+            except ImportError as exc:
+                raise LibraryNotFoundError(name, f"cuda-pathfinder is not installed ({exc})") from None
+            try:
+                path = cuda.pathfinder.load_nvidia_dynamic_lib(name).abs_path
+            except Exception as exc:  # pathfinder raises several unrelated types
+                raise LibraryNotFoundError(name, str(exc) or type(exc).__name__) from None
+        try:
+            cdll = ctypes.CDLL(path)
+        except OSError as exc:
+            if name == "cuda":
+                raise LibraryNotFoundError(name, str(exc), "it comes with the NVIDIA display driver") from None
+            raise LibraryNotFoundError(name, str(exc)) from None
+        _loaded[name] = (cdll, path)
+        return _loaded[name]
+
+
+@dataclass(frozen=True)
+class Function:
+    """One C function: its Python name, candidate C names, result and argument types.
+
+    ``restype=None`` marks a function that returns a status to check; any other ``restype``
+    is returned as is.
+    """
+
+    name: str
+    c_names: tuple
+    argtypes: tuple
+    restype: object = None
+
+
+class Library:
+    """A lazily loaded CUDA library whose functions come from a declaration table.
+
+    Parameters
+    ----------
+    name : str
+        The cuda-pathfinder name (``"cufft"``, ``"cublasLt"``, ...).
+    functions : sequence of Function
+        The declaration table.
+    status_names : dict
+        Status code to symbolic name.
+    status_type : ctypes type
+        The C type of the status a checked function returns.
+    success : int
+        The success status.
+    """
+
+    def __init__(self, name, functions, status_names, status_type=ctypes.c_int, success=0):
+        self.name = name
+        self.functions = {f.name: f for f in functions}
+        self.status_names = status_names
+        self.status_type = status_type
+        self.success = success
+
+    @property
+    def cdll(self):
+        """The loaded ``ctypes.CDLL`` (loads the library on first use)."""
+        return load_library(self.name)[0]
+
+    @property
+    def path(self):
+        """The file the library was loaded from."""
+        return load_library(self.name)[1]
+
+    def status_name(self, status):
+        """The symbolic name of a status code."""
+        return self.status_names.get(status, f"{self.name} status {status} (not a known status)")
+
+    def c_name(self, name):
+        """The C name that ``name`` binds to in the loaded library.
+
+        Raises
+        ------
+        CudaLibraryError
+            If none of the candidate C names exists in the library.
+        """
+        cdll = self.cdll
+        candidates = self.functions[name].c_names
+        for c_name in candidates:
+            if hasattr(cdll, c_name):
+                return c_name
+        raise CudaLibraryError(self.name, "/".join(candidates), -1, "symbol not found in " + self.path)
+
+    def bind(self, name):
+        """Resolve ``name`` to a ctypes function with its types and status check set."""
+        entry = self.functions[name]
+        c_name = self.c_name(name)
+        func = getattr(self.cdll, c_name)
+        func.argtypes = entry.argtypes
+        if entry.restype is None:
+            func.restype = self.status_type
+            func.errcheck = self._checker(c_name)
+        else:
+            func.restype = entry.restype
+        return func
+
+    def _checker(self, c_name):
+        success = self.success
+
+        def check(status, func, args):
+            if status != success:
+                raise CudaLibraryError(self.name, c_name, status, self.status_name(status))
+            return status
+
+        return check
+
+    def __getattr__(self, name):
+        if name not in self.__dict__.get("functions", ()):
+            raise AttributeError(f"{self.name} binding has no function {name!r}")
+        func = self.bind(name)
+        setattr(self, name, func)
+        return func
+
+    def __dir__(self):
+        return [*super().__dir__(), *self.functions]
+
+    def raise_status(self, c_name, status):
+        """Raise the error for ``status`` returned by ``c_name`` (for unchecked callers)."""
+        raise CudaLibraryError(self.name, c_name, status, self.status_name(status))

@@ -1,0 +1,78 @@
+"""ctypes bindings for the CUDA driver API (``libcuda.so.1``, shipped with the display driver).
+
+Only what accelmath needs: device and context queries, module loading and kernel launch for
+the kernels it compiles, and stream-ordered copies.
+"""
+
+from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
+
+from accelmath.bindings._loader import Function, Library
+
+__all__ = ["lib", "FUNCTIONS", "STATUS_NAMES", "ATTRIBUTE", "POINTER_ATTRIBUTE", "status_name"]
+
+# CUdevice_attribute values used by accelmath
+ATTRIBUTE = {"multiprocessor_count": 16, "compute_capability_major": 75,
+             "compute_capability_minor": 76, "pci_bus_id": 33}
+
+# CUpointer_attribute values used by accelmath
+POINTER_ATTRIBUTE = {"memory_type": 2, "device_ordinal": 9}
+
+STATUS_NAMES = {
+    0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
+    3: "CUDA_ERROR_NOT_INITIALIZED", 4: "CUDA_ERROR_DEINITIALIZED", 100: "CUDA_ERROR_NO_DEVICE",
+    101: "CUDA_ERROR_INVALID_DEVICE", 200: "CUDA_ERROR_INVALID_IMAGE",
+    201: "CUDA_ERROR_INVALID_CONTEXT", 209: "CUDA_ERROR_NO_BINARY_FOR_GPU",
+    218: "CUDA_ERROR_INVALID_PTX", 222: "CUDA_ERROR_UNSUPPORTED_PTX_VERSION",
+    400: "CUDA_ERROR_INVALID_HANDLE", 500: "CUDA_ERROR_NOT_FOUND", 600: "CUDA_ERROR_NOT_READY",
+    700: "CUDA_ERROR_ILLEGAL_ADDRESS", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
+    719: "CUDA_ERROR_LAUNCH_FAILED", 999: "CUDA_ERROR_UNKNOWN",
+}
+
+_p = c_void_p
+
+FUNCTIONS = (
+    # CUresult cuInit(unsigned int Flags);
+    Function("init", ("cuInit",), (c_uint,)),
+    # CUresult cuDriverGetVersion(int *driverVersion);
+    Function("driver_get_version", ("cuDriverGetVersion",), (POINTER(c_int),)),
+    # CUresult cuDeviceGetCount(int *count);
+    Function("device_get_count", ("cuDeviceGetCount",), (POINTER(c_int),)),
+    # CUresult cuDeviceGet(CUdevice *device, int ordinal);
+    Function("device_get", ("cuDeviceGet",), (POINTER(c_int), c_int)),
+    # CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
+    Function("device_get_name", ("cuDeviceGetName",), (c_char_p, c_int, c_int)),
+    # CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
+    Function("device_get_attribute", ("cuDeviceGetAttribute",), (POINTER(c_int), c_int, c_int)),
+    # CUresult cuDeviceTotalMem(size_t *bytes, CUdevice dev);
+    Function("device_total_mem", ("cuDeviceTotalMem_v2",), (POINTER(c_size_t), c_int)),
+    # CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+    Function("device_primary_ctx_retain", ("cuDevicePrimaryCtxRetain",), (POINTER(_p), c_int)),
+    # CUresult cuCtxGetCurrent(CUcontext *pctx);
+    Function("ctx_get_current", ("cuCtxGetCurrent",), (POINTER(_p),)),
+    # CUresult cuCtxSetCurrent(CUcontext ctx);
+    Function("ctx_set_current", ("cuCtxSetCurrent",), (_p,)),
+    # CUresult cuCtxGetDevice(CUdevice *device);
+    Function("ctx_get_device", ("cuCtxGetDevice",), (POINTER(c_int),)),
+    # CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+    Function("pointer_get_attribute", ("cuPointerGetAttribute",), (_p, c_int, c_ulonglong)),
+    # CUresult cuModuleLoadData(CUmodule *module, const void *image);
+    Function("module_load_data", ("cuModuleLoadData",), (POINTER(_p), c_char_p)),
+    # CUresult cuModuleUnload(CUmodule hmod);
+    Function("module_unload", ("cuModuleUnload",), (_p,)),
+    # CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+    Function("module_get_function", ("cuModuleGetFunction",), (POINTER(_p), _p, c_char_p)),
+    # CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY,
+    #     unsigned gridDimZ, unsigned blockDimX, unsigned blockDimY, unsigned blockDimZ,
+    #     unsigned sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
+    Function("launch_kernel", ("cuLaunchKernel",),
+             (_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, _p, _p, _p)),
+    # CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+    #     CUstream hStream);
+    Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),
+    # CUresult cuStreamSynchronize(CUstream hStream);
+    Function("stream_synchronize", ("cuStreamSynchronize",), (_p,)),
+    # CUresult cuGetErrorName(CUresult error, const char **pStr);
+    Function("get_error_name", ("cuGetErrorName",), (c_int, POINTER(c_char_p))),
+)
+
+lib = Library("cuda", FUNCTIONS, STATUS_NAMES)

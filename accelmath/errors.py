@@ -1,0 +1,90 @@
+"""The accelmath exception hierarchy.
+
+Every error accelmath raises derives from :class:`AccelmathError` and from the natural
+built-in exception (``TypeError``, ``ValueError``, ``RuntimeError``), so callers may catch
+either.
+"""
+
+__all__ = [
+    "AccelmathError",
+    "CompileError",
+    "CudaLibraryError",
+    "DeviceMismatchError",
+    "InvalidArgumentError",
+    "LibraryNotFoundError",
+    "NoDeviceError",
+    "StateError",
+    "UnsupportedDTypeError",
+    "UnsupportedOperandError",
+]
+
+
+class AccelmathError(Exception):
+    """Base class of every accelmath exception."""
+
+
+class InvalidArgumentError(AccelmathError, ValueError):
+    """An argument has a value outside what the function accepts (axes, shapes, norms...)."""
+
+
+class UnsupportedOperandError(AccelmathError, TypeError):
+    """An object that is not an array accelmath can read."""
+
+
+class UnsupportedDTypeError(AccelmathError, TypeError):
+    """An array whose element type the operation does not support."""
+
+
+class DeviceMismatchError(AccelmathError, ValueError):
+    """Operands that live on different devices."""
+
+
+class StateError(AccelmathError, RuntimeError):
+    """An object used in a state that does not allow it (for example after ``free()``)."""
+
+
+class NoDeviceError(AccelmathError, RuntimeError):
+    """A GPU was required, but none is usable."""
+
+
+class LibraryNotFoundError(AccelmathError, RuntimeError):
+    """A CUDA library could not be found or loaded."""
+
+    PIP_HINT = ("install the CUDA libraries with `pip install accelmath[cu12]` (CUDA 12) or "
+                "`pip install accelmath[cu13]` (CUDA 13)")
+
+    def __init__(self, library, reason, hint=PIP_HINT):
+        self.library = library
+        self.reason = reason
+        super().__init__(f"could not load the CUDA library {library!r}: {reason}; {hint}")
+
+
+class CudaLibraryError(AccelmathError, RuntimeError):
+    """A CUDA library call returned an error status.
+
+    Attributes
+    ----------
+    library : str
+        The library (``"cufft"``, ``"cublas"``, ...).
+    function : str
+        The C function that failed.
+    status : int
+        The raw status code.
+    status_name : str
+        The symbolic name of the status, for example ``"CUFFT_INVALID_SIZE"``.
+    """
+
+    def __init__(self, library, function, status, status_name):
+        self.library = library
+        self.function = function
+        self.status = status
+        self.status_name = status_name
+        super().__init__(f"{function} failed: {status_name}")
+
+
+class CompileError(AccelmathError, RuntimeError):
+    """Run-time compilation (NVRTC) failed; ``log`` holds the compiler's log."""
+
+    def __init__(self, message, log=""):
+        self.log = log
+        super().__init__(f"{message}\n{log}" if log else message)

@@ -1,0 +1,3 @@
+"""accelmath.fusion (to come)."""
+
+__all__ = []

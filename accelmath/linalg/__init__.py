@@ -1,0 +1,3 @@
+"""accelmath.linalg (to come)."""
+
+__all__ = []
