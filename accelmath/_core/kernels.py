@@ -1,0 +1,213 @@
+"""Small element-wise kernels accelmath needs around library calls: strided copy and scaling.
+
+The CUDA C++ source is compiled once per GPU architecture with NVRTC (to a cubin), loaded once
+per device with the driver API, and launched through ``cuLaunchKernel`` on the caller's stream.
+One kernel covers copy, scale and copy-with-scale for any strided layout of up to
+:data:`MAX_DIMS` dimensions and every dtype accelmath transforms.
+"""
+
+import ctypes
+import threading
+
+from accelmath._core.compiler import compile_cuda
+from accelmath.bindings import driver
+from accelmath.errors import InvalidArgumentError
+
+__all__ = ["MAX_DIMS", "copy_scale", "SOURCE"]
+
+MAX_DIMS = 8
+
+SOURCE = r"""
+struct Dims { long long shape[8]; long long src[8]; long long dst[8]; };
+
+__device__ __forceinline__ float h2f(unsigned short h) {
+    float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+__device__ __forceinline__ unsigned short f2h(float f) {
+    unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+
+struct half1 { unsigned short x; };
+struct half2c { unsigned short x, y; };
+
+__device__ __forceinline__ float scale_of(float v, double s) { return v * (float)s; }
+__device__ __forceinline__ double scale_of(double v, double s) { return v * s; }
+__device__ __forceinline__ float2 scale_of(float2 v, double s) {
+    return make_float2(v.x * (float)s, v.y * (float)s); }
+__device__ __forceinline__ double2 scale_of(double2 v, double s) {
+    return make_double2(v.x * s, v.y * s); }
+__device__ __forceinline__ half1 scale_of(half1 v, double s) {
+    half1 r; r.x = f2h(h2f(v.x) * (float)s); return r; }
+__device__ __forceinline__ half2c scale_of(half2c v, double s) {
+    half2c r; r.x = f2h(h2f(v.x) * (float)s); r.y = f2h(h2f(v.y) * (float)s); return r; }
+
+__device__ __forceinline__ float conj_of(float v) { return v; }
+__device__ __forceinline__ double conj_of(double v) { return v; }
+__device__ __forceinline__ half1 conj_of(half1 v) { return v; }
+__device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
+__device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
+__device__ __forceinline__ half2c conj_of(half2c v) { v.y ^= 0x8000; return v; }
+
+// mode: bit 0 scales by s, bit 1 conjugates
+template <typename T>
+__device__ __forceinline__ T apply(T v, double s, int mode) {
+    if (mode & 1) v = scale_of(v, s);
+    if (mode & 2) v = conj_of(v);
+    return v;
+}
+
+template <typename T>
+__device__ void copy_scale(const T* src, T* dst, long long n,
+                           int ndim, Dims d, double s, int mode) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        long long rest = i, so = 0, dof = 0;
+        for (int k = ndim - 1; k >= 0; --k) {
+            long long idx = rest % d.shape[k];
+            rest /= d.shape[k];
+            so += idx * d.src[k];
+            dof += idx * d.dst[k];
+        }
+        dst[dof] = apply(src[so], s, mode);
+    }
+}
+
+template <typename T>
+__device__ void copy_scale_flat(const T* src, T* dst, long long n,
+                                double s, int mode) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
+        dst[i] = apply(src[i], s, mode);
+    }
+}
+
+#define DEFINE(NAME, T) \
+extern "C" __global__ void copy_##NAME(const T* src, T* dst, long long n, int ndim, Dims d, \
+                                       double s, int mode) { \
+    copy_scale<T>(src, dst, n, ndim, d, s, mode); } \
+extern "C" __global__ void flat_##NAME(const T* src, T* dst, long long n, double s, \
+                                       int mode) { \
+    copy_scale_flat<T>(src, dst, n, s, mode); }
+
+DEFINE(float16, half1)
+DEFINE(complex32, half2c)
+DEFINE(float32, float)
+DEFINE(complex64, float2)
+DEFINE(float64, double)
+DEFINE(complex128, double2)
+"""
+
+
+class _Dims(ctypes.Structure):
+    _fields_ = [("shape", ctypes.c_longlong * MAX_DIMS), ("src", ctypes.c_longlong * MAX_DIMS),
+                ("dst", ctypes.c_longlong * MAX_DIMS)]
+
+
+class _Module:
+    """The kernels loaded on one device."""
+
+    def __init__(self, device_id):
+        from accelmath._core.device import compute_capability, ensure_context
+
+        ensure_context(device_id)
+        image = compile_cuda(SOURCE, "accelmath_kernels.cu", compute_capability(device_id))
+        handle = ctypes.c_void_p()
+        driver.lib.module_load_data(ctypes.byref(handle), image)
+        self.handle = handle
+        self.functions = {}
+        self.blocks = 132 * 16
+        try:
+            from accelmath._core.device import multiprocessor_count
+
+            self.blocks = multiprocessor_count(device_id) * 16
+        except Exception:
+            pass
+
+    def function(self, name):
+        func = self.functions.get(name)
+        if func is None:
+            func = ctypes.c_void_p()
+            driver.lib.module_get_function(ctypes.byref(func), self.handle, name.encode())
+            self.functions[name] = func
+        return func
+
+
+_modules = {}
+_lock = threading.Lock()
+
+
+def _module(device_id):
+    module = _modules.get(device_id)
+    if module is None:
+        with _lock:
+            module = _modules.get(device_id)
+            if module is None:
+                module = _modules[device_id] = _Module(device_id)
+    return module
+
+
+def _merge(shape, src, dst):
+    """Drop extent-1 dimensions and merge dimensions contiguous in both layouts."""
+    dims = [(n, a, b) for n, a, b in zip(shape, src, dst) if n != 1]
+    merged = []
+    for n, a, b in dims:
+        if merged:
+            pn, pa, pb = merged[-1]
+            if pa == a * n and pb == b * n:
+                merged[-1] = (pn * n, a, b)
+                continue
+        merged.append((n, a, b))
+    return merged
+
+
+_THREADS = 256
+
+
+def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, stream,
+               device_id, conj=False):
+    """Enqueue ``dst = src * scale`` (conjugated if ``conj``) over a strided layout.
+
+    Parameters
+    ----------
+    src_ptr, dst_ptr : int
+        Device addresses of the first elements (they may be equal for an in-place scale).
+    shape : tuple of int
+        The extents.
+    src_strides, dst_strides : tuple of int
+        Strides in elements.
+    dtype : str
+        One of float16, complex32, float32, complex64, float64, complex128.
+    scale : float or None
+        The factor; None (or 1) copies.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    conj : bool
+        Conjugate the values (complex dtypes).
+    """
+    n = 1
+    for extent in shape:
+        n *= extent
+    if n == 0:
+        return
+    module = _module(device_id)
+    dims = _merge(shape, src_strides, dst_strides)
+    do_scale = (0 if scale is None or scale == 1 else 1) | (2 if conj else 0)
+    s = ctypes.c_double(1.0 if scale is None else scale)
+    blocks = min((n + _THREADS - 1) // _THREADS, module.blocks)
+    src, dst, count, flag = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr),
+                             ctypes.c_longlong(n), ctypes.c_int(do_scale))
+    if not dims or (len(dims) == 1 and dims[0][1] == 1 and dims[0][2] == 1):
+        func = module.function("flat_" + dtype)
+        args = (ctypes.c_void_p * 5)(*(ctypes.addressof(a) for a in (src, dst, count, s, flag)))
+    else:
+        if len(dims) > MAX_DIMS:
+            raise InvalidArgumentError(
+                f"a strided copy over {len(dims)} non-mergeable dimensions exceeds {MAX_DIMS}")
+        d = _Dims()
+        for k, (extent, a, b) in enumerate(dims):
+            d.shape[k], d.src[k], d.dst[k] = extent, a, b
+        ndim = ctypes.c_int(len(dims))
+        func = module.function("copy_" + dtype)
+        args = (ctypes.c_void_p * 7)(
+            *(ctypes.addressof(a) for a in (src, dst, count, ndim, d, s, flag)))
+    driver.lib.launch_kernel(func, blocks, 1, 1, _THREADS, 1, 1, 0, stream, args, None)

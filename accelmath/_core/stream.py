@@ -1,0 +1,68 @@
+"""Resolve the CUDA stream a call runs on.
+
+An explicit ``stream=`` may be an integer handle, a CuPy stream, a PyTorch stream, a
+``cuda.core`` stream or any object with ``__cuda_stream__``. Without one, a call runs on the
+current stream of the operand's package (CuPy's or PyTorch's), or on the legacy default
+stream for other packages.
+"""
+
+from accelmath.errors import UnsupportedOperandError
+
+__all__ = ["resolve_stream", "stream_handle"]
+
+
+def stream_handle(stream):
+    """The ``cudaStream_t`` handle (an int) of an explicit stream object.
+
+    Parameters
+    ----------
+    stream : int or stream object
+        An int handle, an object with ``__cuda_stream__`` (cuda.core, recent CuPy and PyTorch),
+        a CuPy stream (``.ptr``) or a PyTorch stream (``.cuda_stream``).
+
+    Raises
+    ------
+    UnsupportedOperandError
+        For anything else (a ``TypeError`` naming the type).
+
+    Examples
+    --------
+    >>> from accelmath._core.stream import stream_handle
+    >>> stream_handle(0)
+    0
+    """
+    if type(stream) is int:
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        return int(protocol()[1])
+    for attr in ("ptr", "cuda_stream"):
+        handle = getattr(stream, attr, None)
+        if isinstance(handle, int):
+            return handle
+    if isinstance(stream, int) and not isinstance(stream, bool):
+        return int(stream)
+    raise UnsupportedOperandError(
+        f"stream must be an int handle, a CuPy, PyTorch or cuda.core stream, or an object "
+        f"with __cuda_stream__; got {type(stream).__qualname__}")
+
+
+def resolve_stream(stream, operand):
+    """The stream handle for work on ``operand``: ``stream`` if given, else the current one.
+
+    Parameters
+    ----------
+    stream : int, stream object or None
+        The explicit stream (see :func:`stream_handle`), or None for the current stream of
+        the operand's package on its device.
+    operand : Operand
+        The operand the work is for.
+
+    Returns
+    -------
+    int
+        The ``cudaStream_t`` handle (0 is the legacy default stream).
+    """
+    if stream is None:
+        return operand.adapter.current_stream(operand.device_id)
+    return stream_handle(stream)

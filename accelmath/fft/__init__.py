@@ -1,0 +1,18 @@
+"""FFTs on any array: NumPy-compatible functions, stateful plans, a plan cache.
+
+Functions (``fft``, ``rfft2``, ``irfftn``, ...) take the arguments of ``numpy.fft`` plus
+keyword-only ``out``, ``stream``, ``execution`` and ``workers``; device arrays run through
+cuFFT with cached plans, host arrays through ``scipy.fft``. :class:`FFT` plans once and
+executes many times. :mod:`accelmath.fft.scipy_backend` plugs accelmath into
+``scipy.fft.set_backend``.
+"""
+
+from accelmath.fft._functions import (cache_info, clear_cache, fft, fft2, fftn, hfft, ifft,
+                                      ifft2, ifftn, ihfft, irfft, irfft2, irfftn, rfft, rfft2,
+                                      rfftn, set_cache_limits)
+from accelmath.fft._helper import fftfreq, fftshift, ifftshift, rfftfreq
+from accelmath.fft._plan import FFT
+
+__all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+           "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift",
+           "ifftshift", "cache_info", "clear_cache", "set_cache_limits"]

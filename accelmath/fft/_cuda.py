@@ -1,0 +1,240 @@
+"""GPU execution of an FFT: cuFFT handles for the layout's steps, copies, scaling.
+
+A :class:`CudaExecutor` is built once per plan. It owns one cuFFT handle per step, made with
+auto-allocation off, and one workspace per stream (cuFFT's work area plus the scratch buffers
+the plan needs), so that the same plan may run on several streams and threads at once. Its
+:meth:`execute` does no validation and no allocation once a stream has been seen.
+"""
+
+import ctypes
+import threading
+import weakref
+
+from accelmath._core.device import ensure_context
+from accelmath._core.kernels import copy_scale
+from accelmath._core.memory import allocate_workspace
+from accelmath._core.operand import ITEMSIZE
+from accelmath.bindings import cufft
+from accelmath.fft._layout import contiguous_strides, plan_steps
+
+__all__ = ["CudaExecutor"]
+
+# (kind, input dtype) -> (typed exec function name, takes a direction)
+_TYPED_EXEC = {
+    ("c2c", "complex64"): ("exec_c2c", True), ("c2c", "complex128"): ("exec_z2z", True),
+    ("r2c", "float32"): ("exec_r2c", False), ("r2c", "float64"): ("exec_d2z", False),
+    ("c2r", "complex64"): ("exec_c2r", False), ("c2r", "complex128"): ("exec_z2d", False),
+}
+_ALIGN = 256
+
+
+def _align(n):
+    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+
+
+def _nbytes(shape, dtype):
+    n = ITEMSIZE[dtype]
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def _axis_order(strides):
+    """Axes from slowest to fastest (stable for ties)."""
+    return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
+
+
+class _Handles:
+    """cuFFT handles, destroyed by a finalizer when the executor goes away."""
+
+    def __init__(self):
+        self.handles = []
+
+    def destroy(self):
+        for handle in self.handles:
+            try:
+                cufft.lib.destroy(handle)
+            except Exception:  # interpreter shutdown or a lost context: nothing to do
+                pass
+        self.handles = []
+
+
+class CudaExecutor:
+    """Runs one planned FFT on the GPU.
+
+    Parameters
+    ----------
+    kind : {"c2c", "r2c", "c2r"}
+    axes : tuple of int
+    in_shape, in_strides, out_shape, out_strides : tuple of int
+        The operand layouts (strides in elements).
+    in_dtype, out_dtype : str
+        The transform's dtypes.
+    scales : tuple
+        The factor for (forward, inverse) execution, None where it is 1.
+    conjugate : bool
+        Conjugate the input (c2r) or the output (r2c) (for hfft/ihfft).
+    device_id : int
+    package : str
+        Whose memory pool the workspaces come from.
+    """
+
+    def __init__(self, kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
+                 out_dtype, scales, conjugate, device_id, package):
+        ensure_context(device_id)
+        self.device_id = device_id
+        self.package = package
+        self.in_dtype, self.out_dtype = in_dtype, out_dtype
+        self.in_shape, self.in_strides = in_shape, in_strides
+        self.out_shape, self.out_strides = out_shape, out_strides
+        self.scales = scales
+        self.conjugate = conjugate
+        self._lock = threading.Lock()
+        self._stream = None
+        self._workspaces = {}
+        scratch = 0
+
+        # Where the transform reads and writes: the operands themselves, or scratch copies
+        # when cuFFT would overwrite the input (c2r) or cannot express the layout.
+        self.copy_in = None  # (shape, strides) of a scratch copy of the input
+        self.copy_out = None  # (shape, strides) of a scratch output copied to the operand
+        work_in = (in_shape, in_strides)
+        if kind == "c2r":
+            work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
+            self.copy_in = work_in
+        steps = plan_steps(kind, axes, *work_in, out_shape, out_strides)
+        if steps is None:
+            # Copy to dense scratch buffers with the transform axes fastest.
+            order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
+            work_in = (in_shape, contiguous_strides(in_shape, order))
+            self.copy_in = work_in
+            self.copy_out = (out_shape, contiguous_strides(out_shape, order))
+            steps = plan_steps(kind, axes, *work_in, *self.copy_out)
+        self.steps = steps
+        in_size, out_size = ITEMSIZE[in_dtype], ITEMSIZE[out_dtype]
+        self._in_offset = 0
+        if self.copy_in is not None:
+            scratch += _align(_nbytes(in_shape, in_dtype))
+        self._out_offset = scratch
+        if self.copy_out is not None:
+            scratch += _align(_nbytes(out_shape, out_dtype))
+
+        self._handles = _Handles()
+        self._finalizer = weakref.finalize(self, self._handles.destroy)
+        work = 0
+        self._calls = []
+        for step in steps:
+            handle, size = self._make_plan(step, in_dtype, out_dtype)
+            work = max(work, size)
+            exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
+                                                        ("xt_exec", True))
+            src_size = in_size if step.src == "in" else out_size
+            dst_size = out_size if step.dst == "out" else in_size
+            if step.kind == "c2r":
+                dst_size = out_size
+            offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
+            self._calls.append((getattr(cufft.lib, exec_name), handle, with_direction,
+                                step.src, step.dst, offsets))
+        self._work_offset = _align(scratch)
+        self.nbytes = self._work_offset + work
+        self._simple = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
+                        and len(self._calls[0][5]) == 1 and scales == (None, None)
+                        and not conjugate)
+
+    def _step_in_dtype(self, step):
+        if step.kind == "c2c":
+            return self.in_dtype if self.in_dtype.startswith("complex") else self.out_dtype
+        return self.in_dtype
+
+    def _make_plan(self, step, in_dtype, out_dtype):
+        complex_dtype = in_dtype if in_dtype.startswith("complex") else out_dtype
+        src_type = complex_dtype if step.kind in ("c2c", "c2r") else in_dtype
+        dst_type = complex_dtype if step.kind in ("c2c", "r2c") else out_dtype
+        handle = ctypes.c_int()
+        cufft.lib.create(ctypes.byref(handle))
+        self._handles.handles.append(handle.value)
+        cufft.lib.set_auto_allocation(handle, 0)
+        rank = len(step.n)
+        arr = ctypes.c_longlong * rank
+        size = ctypes.c_size_t()
+        cufft.lib.xt_make_plan_many(
+            handle, rank, arr(*step.n), arr(*step.inembed), step.istride, step.idist,
+            cufft.DATA_TYPE[src_type], arr(*step.onembed), step.ostride, step.odist,
+            cufft.DATA_TYPE[dst_type], step.batch, ctypes.byref(size),
+            cufft.DATA_TYPE[complex_dtype])
+        return handle.value, size.value
+
+    def _use_stream(self, stream):
+        """Point every handle at ``stream`` and at that stream's workspace."""
+        workspace = self._workspaces.get(stream)
+        if workspace is None:
+            workspace = allocate_workspace(self.nbytes, self.device_id, stream, self.package)
+            self._workspaces[stream] = workspace
+        for handle in self._handles.handles:
+            cufft.lib.set_stream(handle, stream)
+            cufft.lib.set_work_area(handle, workspace.ptr + self._work_offset)
+        self._stream = stream
+        return workspace
+
+    def execute(self, in_ptr, out_ptr, stream, inverse, direction):
+        """Enqueue the transform of ``in_ptr`` into ``out_ptr`` on ``stream``.
+
+        ``direction`` is cuFFT's (-1 forward, 1 inverse); ``inverse`` selects the scale.
+        """
+        with self._lock:
+            if stream != self._stream:
+                self._use_stream(stream)
+            if self._simple:
+                func, handle, with_direction, _, _, _ = self._calls[0]
+                if with_direction:
+                    func(handle, in_ptr, out_ptr, direction)
+                else:
+                    func(handle, in_ptr, out_ptr)
+                return
+            self._execute(in_ptr, out_ptr, stream, inverse, direction)
+
+    def _execute(self, in_ptr, out_ptr, stream, inverse, direction):
+        base = self._workspaces[stream].ptr
+        scale = self.scales[1 if inverse else 0]
+        conj_in = self.conjugate and self.copy_in is not None and not self.out_dtype.startswith(
+            "complex")
+        device = self.device_id
+        src = in_ptr
+        if self.copy_in is not None:
+            src = base + self._in_offset
+            # c2r: scale (and conjugate) on the way in, not in a pass of its own.
+            fold = self.copy_out is None and self.out_dtype.startswith("float")
+            copy_scale(in_ptr, src, self.in_shape, self.in_strides, self.copy_in[1],
+                       self.in_dtype, scale if fold else None, stream, device, conj=conj_in)
+            if fold:
+                scale = None
+        dst = out_ptr if self.copy_out is None else base + self._out_offset
+        buffers = {"in": src, "out": dst}
+        for func, handle, with_direction, step_src, step_dst, offsets in self._calls:
+            a, b = buffers[step_src], buffers[step_dst]
+            for da, db in offsets:
+                if with_direction:
+                    func(handle, a + da, b + db, direction)
+                else:
+                    func(handle, a + da, b + db)
+        if not self._calls:
+            # every transform axis has length 1: the transform is a copy
+            copy_scale(src, dst, self.out_shape,
+                       self.copy_in[1] if self.copy_in else self.in_strides,
+                       self.copy_out[1] if self.copy_out else self.out_strides,
+                       self.out_dtype, None, stream, device)
+        conj_out = self.conjugate and not conj_in
+        if self.copy_out is not None:
+            copy_scale(dst, out_ptr, self.out_shape, self.copy_out[1], self.out_strides,
+                       self.out_dtype, scale, stream, device, conj=conj_out)
+        elif scale is not None or conj_out:
+            copy_scale(out_ptr, out_ptr, self.out_shape, self.out_strides, self.out_strides,
+                       self.out_dtype, scale, stream, device, conj=conj_out)
+
+    def free(self):
+        """Destroy the cuFFT handles and return the workspaces (idempotent)."""
+        self._finalizer()
+        for workspace in self._workspaces.values():
+            workspace.free()
+        self._workspaces.clear()
+        self._stream = None

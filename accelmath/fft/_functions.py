@@ -1,0 +1,300 @@
+"""The NumPy-compatible FFT functions: normalize, get a cached plan, execute.
+
+Every transform goes through :func:`_transform`: host arrays run on ``scipy.fft`` (unless
+``execution="cuda"``), device arrays through a cached :class:`~accelmath.fft.FFT` plan.
+hfft and ihfft are irfft and rfft of conjugates with the norm direction swapped, as in NumPy.
+"""
+
+import threading
+
+from accelmath._core.cache import PlanCache
+from accelmath._core.operand import ITEMSIZE, Operand, check_same_device, wrap_operand
+from accelmath.errors import InvalidArgumentError
+from accelmath.fft import _normalize as norms
+from accelmath.fft._plan import FFT
+
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
+           "fftn", "ifftn", "rfftn", "irfftn", "cache_info", "clear_cache", "set_cache_limits"]
+
+_caches = {}
+_caches_lock = threading.Lock()
+_limits = {"max_size": 64, "max_bytes": 4 << 30}
+
+
+def _cache(device_id):
+    cache = _caches.get(device_id)
+    if cache is None:
+        with _caches_lock:
+            cache = _caches.setdefault(device_id, PlanCache(**_limits))
+    return cache
+
+
+def cache_info(device=None):
+    """Statistics of the plan cache behind the stateless functions.
+
+    Parameters
+    ----------
+    device : int, optional
+        A device id; by default the statistics of all devices are summed.
+
+    Returns
+    -------
+    dict
+        ``hits``, ``misses``, ``size`` (plans cached), ``nbytes`` (their workspace bytes),
+        ``max_size`` and ``max_bytes``.
+
+    Examples
+    --------
+    >>> import accelmath.fft
+    >>> sorted(accelmath.fft.cache_info())
+    ['hits', 'max_bytes', 'max_size', 'misses', 'nbytes', 'size']
+    """
+    infos = [c.info() for d, c in list(_caches.items()) if device is None or d == device]
+    total = {k: sum(getattr(i, k) for i in infos) for k in ("hits", "misses", "size", "nbytes")}
+    total.update(_limits)
+    return total
+
+
+def clear_cache():
+    """Drop every cached plan (plans in use finish first) and reset the statistics."""
+    for cache in list(_caches.values()):
+        cache.clear()
+
+
+def set_cache_limits(max_size=None, max_bytes=None):
+    """Set the plan cache limits per device: entries and workspace bytes (None: unchanged).
+
+    Examples
+    --------
+    >>> import accelmath.fft
+    >>> accelmath.fft.set_cache_limits(max_size=32)
+    >>> accelmath.fft.cache_info()["max_size"]
+    32
+    >>> accelmath.fft.set_cache_limits(max_size=64)
+    """
+    if max_size is not None:
+        _limits["max_size"] = int(max_size)
+    if max_bytes is not None:
+        _limits["max_bytes"] = int(max_bytes)
+    for cache in list(_caches.values()):
+        cache.set_limits(max_size, max_bytes)
+
+
+def _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers):
+    """Host execution through scipy.fft."""
+    import scipy.fft
+
+    op = wrap_operand(x)
+    a = op.adapter.to_numpy(x)
+    if kind == "c2c":
+        r = (scipy.fft.ifftn if inverse else scipy.fft.fftn)(a, s, axes, norm, workers=workers)
+    elif kind == "r2c":
+        r = scipy.fft.rfftn(a, s, axes, norm, workers=workers)
+        if conjugate:
+            r = r.conj()
+    else:
+        r = scipy.fft.irfftn(a.conj() if conjugate else a, s, axes, norm, workers=workers)
+    if out is not None:
+        out_op = wrap_operand(out)
+        check_same_device(op, out_op, names=("x", "out"))
+        if out_op.shape != r.shape or out_op.dtype != r.dtype.name:
+            raise InvalidArgumentError(
+                f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
+                f"{r.shape} and dtype {r.dtype.name}")
+        out_op.adapter.to_numpy(out)[...] = r
+        return out
+    return op.adapter.from_numpy(r, x)
+
+
+def _to_device(x):
+    """Copy a host array to the GPU (CuPy when installed, else PyTorch)."""
+    from accelmath._core.operand import _device_adapter
+
+    return _device_adapter().to_device(wrap_operand(x).adapter.to_numpy(x))
+
+
+def _resize(op, axes, lengths):
+    """``op`` cut or zero-padded to ``lengths`` along ``axes`` (a view when only cut)."""
+    from accelmath._core.kernels import copy_scale
+    from accelmath._core.stream import resolve_stream
+
+    shape = list(op.shape)
+    for axis, length in zip(axes, lengths):
+        shape[axis] = length
+    shape = tuple(shape)
+    if shape == op.shape:
+        return op
+    if all(n <= m for n, m in zip(shape, op.shape)):
+        return Operand(op.obj, op.ptr, shape, op.strides, op.dtype, op.device_id, op.adapter,
+                       op.keepalive)
+    padded = op.adapter.zeros(shape, op.dtype, op.device_id)
+    new = wrap_operand(padded)
+    new.adapter = op.adapter  # results stay in the caller's package (JAX allocates elsewhere)
+    common = tuple(min(a, b) for a, b in zip(shape, op.shape))
+    copy_scale(op.ptr, new.ptr, common, op.strides, new.strides, op.dtype, None,
+               resolve_stream(None, op), op.device_id)
+    return new
+
+
+def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execution,
+               workers, conjugate=False):
+    """Every FFT function ends here: see the module docstring."""
+    norm = norms.check_norm(norm)
+    norms.check_execution(execution)
+    op = wrap_operand(x)
+    axes, s = norms.normalize_axes(len(op.shape), s, axes, default_axes)
+    for axis in axes:
+        if op.shape[axis] == 0 and (s is None or kind == "c2r"):
+            raise InvalidArgumentError(f"axis {axis} has length 0; cannot transform it")
+    in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype)
+    if not op.on_device and execution != "cuda":
+        return _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers)
+    if not op.on_device:
+        from accelmath._core.operand import _device_adapter
+
+        result = _transform(kind, _to_device(x), s, axes, norm, None, inverse, None, stream,
+                            "auto", workers, conjugate)
+        host = _device_adapter().to_numpy(result)
+        return op.adapter.from_numpy(host, x) if out is None else _copy_into(out, host)
+    if execution == "cpu":
+        raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
+    if op.dtype != in_dtype:
+        x = op.adapter.astype(x, in_dtype)
+        op = wrap_operand(x)
+    last_axis_size = None
+    if kind == "c2r":
+        last_axis_size = s[-1] if s is not None else 2 * (op.shape[axes[-1]] - 1)
+        if last_axis_size < 1:
+            raise InvalidArgumentError(
+                f"invalid number of data points ({last_axis_size}) specified")
+        s = (*(s[:-1] if s is not None else (op.shape[a] for a in axes[:-1])),
+             last_axis_size // 2 + 1)
+    if s is not None:
+        op = _resize(op, axes, s)
+    out_op = None
+    if out is not None:
+        out_op = wrap_operand(out)
+        check_same_device(op, out_op, names=("x", "out"))
+    key = (kind, axes, op.shape, op.strides, op.dtype, norm, conjugate, last_axis_size,
+           out_op.strides if out_op is not None else None, op.adapter.package)
+
+    def create():
+        return FFT(op, axes=axes, kind=kind, norm=norm, last_axis_size=last_axis_size,
+                   conjugate=conjugate, out_strides=out_op.strides if out_op else None)
+
+    plan = _cache(op.device_id).get_or_create(key, create)
+    return plan._run(op, out, inverse, stream)
+
+
+def _copy_into(out, host):
+    wrap_operand(out).adapter.to_numpy(out)[...] = host
+    return out
+
+
+_DOC = """{summary}
+
+Signature-compatible with ``numpy.fft.{name}``, plus keyword-only ``out``, ``stream``,
+``execution`` and ``workers``. Host arrays run on the CPU (``scipy.fft``), device arrays on
+their GPU through a cached cuFFT plan; the result is of the input's package.
+
+Parameters
+----------
+x : array
+    Input (NumPy, CuPy, PyTorch, JAX, or any ``__dlpack__`` / ``__cuda_array_interface__``
+    producer). Integer and bool inputs are promoted as NumPy does.
+{size_doc}
+norm : {{"backward", "ortho", "forward"}}, optional
+    Normalization mode (default "backward").
+out : array, optional
+    Where to write the result (same device; the result's shape and dtype).
+stream : int or stream object, optional
+    The CUDA stream (default: the current stream of the input's package).
+execution : {{"auto", "cuda", "cpu"}}
+    "auto" runs where ``x`` lives; "cuda" moves host data to the GPU and back.
+workers : int, optional
+    CPU threads for host execution.
+
+Returns
+-------
+array
+    {returns}
+
+Examples
+--------
+>>> import numpy as np
+>>> import accelmath.fft
+>>> x = np.random.default_rng(0).standard_normal({example_shape})
+>>> bool(np.allclose(accelmath.fft.{name}(x), np.fft.{name}(x)))
+True
+"""
+
+_ONE_AXIS = """n : int, optional
+    Length of the transformed axis of the {what} (cut or zero-padded); default: {default}.
+axis : int, optional
+    The axis to transform (default -1)."""
+_MANY_AXES = """s : sequence of int, optional
+    Lengths of the transformed axes of the {what} (cut or zero-padded); default: {default}.
+axes : sequence of int, optional
+    The axes to transform (default: {axes_default})."""
+
+
+def _define(name, kind, inverse, arity, summary, returns, conjugate=False, swap=False):
+    """Build one public function: ``arity`` is 1 (n, axis), 2 (s, axes=(-2,-1)) or "n"."""
+    what = "output" if kind == "c2r" else "input"
+    default = ("2 * (m - 1) for the last axis, m its input length" if kind == "c2r"
+               else "the input's")
+    if arity == 1:
+        size_doc = _ONE_AXIS.format(what=what, default=default)
+
+        def function(x, n=None, axis=-1, norm=None, *, out=None, stream=None,
+                     execution="auto", workers=None):
+            s = None if n is None else (n,)
+            return _transform(kind, x, s, (axis,), swap_norm(norm) if swap else norm, None,
+                              inverse, out, stream, execution, workers, conjugate)
+    else:
+        default_axes = (-2, -1) if arity == 2 else None
+        size_doc = _MANY_AXES.format(
+            what=what, default=default,
+            axes_default="(-2, -1)" if arity == 2 else "the last len(s) axes, or all")
+
+        def function(x, s=None, axes=default_axes, norm=None, *, out=None, stream=None,
+                     execution="auto", workers=None):
+            return _transform(kind, x, s, axes, swap_norm(norm) if swap else norm, None,
+                              inverse, out, stream, execution, workers, conjugate)
+    example_shape = "(4, 6)" if arity != 1 else "(8,)"
+    if kind == "c2r" or conjugate:
+        example_shape = "(4, 6)" if arity != 1 else "(8,)"
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = _DOC.format(summary=summary, name=name, size_doc=size_doc,
+                                   returns=returns, example_shape=example_shape)
+    return function
+
+
+def swap_norm(norm):
+    return norms.swap_norm(norm)
+
+
+_C, _R = "The complex transform.", "The real result."
+fft = _define("fft", "c2c", False, 1, "One-dimensional discrete Fourier transform.", _C)
+ifft = _define("ifft", "c2c", True, 1, "One-dimensional inverse discrete Fourier transform.", _C)
+rfft = _define("rfft", "r2c", False, 1,
+               "One-dimensional Fourier transform of real input (the non-negative half).",
+               "The complex half-spectrum (``n // 2 + 1`` points on the axis).")
+irfft = _define("irfft", "c2r", True, 1, "Inverse of :func:`rfft`.", _R)
+hfft = _define("hfft", "c2r", True, 1,
+               "Fourier transform of a Hermitian-symmetric signal (given by its first half).",
+               _R, conjugate=True, swap=True)
+ihfft = _define("ihfft", "r2c", False, 1, "Inverse of :func:`hfft`.",
+                "The complex half-spectrum.", conjugate=True, swap=True)
+fft2 = _define("fft2", "c2c", False, 2, "Two-dimensional discrete Fourier transform.", _C)
+ifft2 = _define("ifft2", "c2c", True, 2, "Two-dimensional inverse discrete Fourier transform.",
+                _C)
+rfft2 = _define("rfft2", "r2c", False, 2, "Two-dimensional Fourier transform of real input.",
+                "The complex half-spectrum.")
+irfft2 = _define("irfft2", "c2r", True, 2, "Inverse of :func:`rfft2`.", _R)
+fftn = _define("fftn", "c2c", False, "n", "N-dimensional discrete Fourier transform.", _C)
+ifftn = _define("ifftn", "c2c", True, "n", "N-dimensional inverse discrete Fourier transform.",
+                _C)
+rfftn = _define("rfftn", "r2c", False, "n", "N-dimensional Fourier transform of real input.",
+                "The complex half-spectrum.")
+irfftn = _define("irfftn", "c2r", True, "n", "Inverse of :func:`rfftn`.", _R)

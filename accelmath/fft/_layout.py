@@ -1,0 +1,162 @@
+"""Express a strided multi-axis FFT as cuFFT advanced-layout calls (pure, CPU-testable).
+
+cuFFT transforms up to three nested axes at once over one batch dimension:
+element ``(b, i_0, ..., i_{r-1})`` sits at ``b * dist + stride * (i_{r-1} + embed[r-1] * (i_{r-2}
++ ...))``. :func:`plan_steps` splits the transform axes of an arbitrary strided layout into such
+groups ("steps", run one after the other, the later ones in place on the output), turns the
+remaining axes into the batch dimension plus, when they cannot be merged, a short loop of
+pointer offsets, and returns None when the layout cannot be expressed without a copy.
+"""
+
+from dataclasses import dataclass
+from itertools import product
+
+__all__ = ["Step", "plan_steps", "contiguous_strides", "MAX_LOOP"]
+
+MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
+
+
+@dataclass(frozen=True)
+class Step:
+    """One cuFFT call pattern: a rank <= 3 transform over one batch, possibly looped.
+
+    ``n`` are the real-side lengths (cuFFT's convention); ``offsets`` are element offsets
+    ``(source, destination)`` added to the base pointers, one cuFFT call each; ``src`` and
+    ``dst`` name the buffers a step reads and writes: ``"in"`` (the plan's input, or for c2r
+    its scratch copy) or ``"out"``.
+    """
+
+    kind: str
+    n: tuple
+    inembed: tuple
+    istride: int
+    idist: int
+    onembed: tuple
+    ostride: int
+    odist: int
+    batch: int
+    offsets: tuple = ((0, 0),)
+    src: str = "in"
+    dst: str = "out"
+
+
+def contiguous_strides(shape, order=None):
+    """Element strides of a dense array of ``shape`` whose axes, slowest first, are ``order``
+    (default: C order)."""
+    order = range(len(shape)) if order is None else order
+    strides = [0] * len(shape)
+    step = 1
+    for axis in reversed(list(order)):
+        strides[axis] = step
+        step *= max(shape[axis], 1)
+    return tuple(strides)
+
+
+def _nested(axes, strides, lengths):
+    """The embeds of ``axes`` (slowest first) if they nest in this layout, else None."""
+    embed = [lengths[axes[0]]]
+    for outer, inner in zip(axes, axes[1:]):
+        so, si = strides[outer], strides[inner]
+        if si <= 0 or so % si or so // si < lengths[inner]:
+            return None
+        embed.append(so // si)
+    if strides[axes[-1]] <= 0:
+        return None
+    return tuple(embed)
+
+
+def _batch(axes, shape, istrides, ostrides):
+    """Merge batch axes into (extent, istride, ostride) groups; pick one as cuFFT's batch and
+    loop over the others. Returns (batch, idist, odist, offsets) or None."""
+    dims = sorted(((shape[a], istrides[a], ostrides[a]) for a in axes if shape[a] != 1),
+                  key=lambda d: -abs(d[1]))
+    groups = []
+    for extent, si, so in dims:
+        if groups:
+            pe, psi, pso = groups[-1]
+            if psi == si * extent and pso == so * extent:
+                groups[-1] = (pe * extent, si, so)
+                continue
+        groups.append((extent, si, so))
+    if not groups:
+        return 1, 1, 1, ((0, 0),)
+    main = max(range(len(groups)), key=lambda k: groups[k][0])
+    extent, idist, odist = groups.pop(main)
+    loops = 1
+    for g in groups:
+        loops *= g[0]
+    if loops > MAX_LOOP or idist <= 0 or odist <= 0:
+        return None
+    offsets = tuple(
+        (sum(i * g[1] for i, g in zip(idx, groups)), sum(i * g[2] for i, g in zip(idx, groups)))
+        for idx in product(*(range(g[0]) for g in groups)))
+    return extent, idist, odist, offsets
+
+
+def _groups(axes, strides, halved):
+    """Split transform axes, sorted slowest first by ``strides``, into runs of at most three;
+    the halved axis (r2c/c2r) ends its run."""
+    order = sorted(axes, key=lambda a: -strides[a])
+    runs, run = [], []
+    for axis in order:
+        run.append(axis)
+        if len(run) == 3 or axis == halved:
+            runs.append(run)
+            run = []
+    if run:
+        runs.append(run)
+    return runs
+
+
+def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides):
+    """cuFFT steps for transforming ``axes`` of the given layouts, or None if a copy is needed.
+
+    Parameters
+    ----------
+    kind : {"c2c", "r2c", "c2r"}
+        The transform; for r2c/c2r the last of ``axes`` is the halved one.
+    axes : tuple of int
+        Transformed axes, non-negative, distinct.
+    in_shape, in_strides, out_shape, out_strides : tuple of int
+        The layouts, strides in elements. For c2r, the input layout is the scratch copy the
+        plan makes (cuFFT overwrites a c2r input), which may be transformed in place.
+
+    Returns
+    -------
+    list of Step or None
+    """
+    halved = axes[-1] if kind != "c2c" else None
+    active = [a for a in axes if a == halved or in_shape[a] != 1 or out_shape[a] != 1]
+    if not active:
+        return []
+    # A run that holds the halved axis is the r2c/c2r call; the others are c2c calls, run on
+    # the output after an r2c, and on the scratch input before a c2r.
+    runs = _groups(active, in_strides, halved)
+    real_lengths = {a: (out_shape[a] if kind == "c2r" else in_shape[a]) for a in active}
+    if kind == "r2c":
+        runs.sort(key=lambda run: halved not in run)
+    elif kind == "c2r":
+        runs.sort(key=lambda run: halved in run)
+    steps = []
+    for index, run in enumerate(runs):
+        step_kind = kind if halved in run else "c2c"
+        if kind == "c2r":
+            # c2c runs go in place on the scratch input, then the c2r call writes the output.
+            src, dst = "in", ("out" if step_kind == "c2r" else "in")
+        else:
+            # the first call reads the input, the later ones work in place on the output.
+            src, dst = ("in" if index == 0 else "out"), "out"
+        src_shape, src_strides = (in_shape, in_strides) if src == "in" else (out_shape, out_strides)
+        dst_shape, dst_strides = (in_shape, in_strides) if dst == "in" else (out_shape, out_strides)
+        inembed = _nested(run, src_strides, src_shape)
+        onembed = _nested(run, dst_strides, dst_shape)
+        if inembed is None or onembed is None:
+            return None
+        others = [a for a in range(len(in_shape)) if a not in run]
+        batch = _batch(others, src_shape, src_strides, dst_strides)
+        if batch is None:
+            return None
+        n = tuple(real_lengths[a] if a == halved else src_shape[a] for a in run)
+        steps.append(Step(step_kind, n, inembed, src_strides[run[-1]], batch[1], onembed,
+                          dst_strides[run[-1]], batch[2], batch[0], batch[3], src, dst))
+    return steps

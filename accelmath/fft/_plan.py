@@ -1,0 +1,269 @@
+"""The stateful :class:`FFT` plan: plan once, execute many times.
+
+A plan binds a layout (shape, strides, dtype, device) and the transform (axes, kind, norm).
+On the GPU it holds a :class:`~accelmath.fft._cuda.CudaExecutor`; on the CPU it runs
+``scipy.fft`` with ``workers`` threads. The stateless functions in :mod:`accelmath.fft` are
+one-shot uses of cached plans.
+"""
+
+from accelmath._core.operand import check_same_device, device_name, wrap_operand
+from accelmath._core.stream import resolve_stream
+from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
+from accelmath.fft import _normalize as norms
+
+__all__ = ["FFT"]
+
+_KINDS = ("c2c", "r2c", "c2r")
+_DIRECTIONS = {"forward": (False, -1), "inverse": (True, 1)}
+# The CPU computes half precision in single, as scipy.fft does.
+_CPU_DTYPE = {"float16": "float32", "complex32": "complex64"}
+
+
+def output_layout(kind, axes, shape, strides, last_axis_size=None):
+    """The output shape of a ``kind`` transform and its strides (dense, in the input's axis
+    order, so that a transposed input needs no copy)."""
+    out_shape = list(shape)
+    if kind == "r2c":
+        out_shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    elif kind == "c2r":
+        out_shape[axes[-1]] = last_axis_size or 2 * (shape[axes[-1]] - 1)
+    order = sorted(range(len(shape)), key=lambda a: -abs(strides[a]))
+    out_strides = [0] * len(shape)
+    step = 1
+    for axis in reversed(order):
+        out_strides[axis] = step
+        step *= max(out_shape[axis], 1)
+    return tuple(out_shape), tuple(out_strides)
+
+
+class FFT:
+    """A planned FFT over some axes of a given layout, executed many times.
+
+    Parameters
+    ----------
+    operand : array
+        A template array (NumPy, CuPy, PyTorch, JAX, or any ``__dlpack__`` /
+        ``__cuda_array_interface__`` producer). The plan is bound to it and accepts later
+        operands of the same shape, strides, dtype and device.
+    axes : sequence of int, optional
+        The axes to transform (default: all). For ``"r2c"`` and ``"c2r"`` the last axis given
+        is the halved one.
+    kind : {"c2c", "r2c", "c2r"}, optional
+        Default: ``"c2c"`` for complex operands, ``"r2c"`` for real ones.
+    norm : {"backward", "ortho", "forward"}, optional
+        Normalization, as in ``numpy.fft`` (default "backward").
+    last_axis_size : int, optional
+        For ``"c2r"``: the length of the halved axis in the output (default ``2 * (m - 1)``).
+    conjugate : bool
+        Conjugate the input (c2r) or the output (r2c); ``hfft``/``ihfft`` use this.
+    out_strides : tuple of int, optional
+        Element strides of the results (default: dense, in the operand's axis order).
+    execution : {"auto", "cuda", "cpu"}
+        Where to run: "auto" runs where the operand lives.
+    workers : int, optional
+        CPU threads for host execution (``scipy.fft``'s ``workers``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import accelmath.fft
+    >>> x = np.random.default_rng(0).standard_normal((8, 64)) + 0j
+    >>> with accelmath.fft.FFT(x, axes=(1,)) as plan:
+    ...     y = plan.forward()
+    ...     z = plan.inverse(y)
+    >>> bool(np.allclose(z, x))
+    True
+    """
+
+    def __init__(self, operand, *, axes=None, kind=None, norm=None, last_axis_size=None,
+                 conjugate=False, out_strides=None, execution="auto", workers=None):
+        op = wrap_operand(operand)
+        norm = norms.check_norm(norm)
+        execution = norms.check_execution(execution)
+        axes, _ = norms.normalize_axes(len(op.shape), None, axes)
+        if not axes:
+            raise InvalidArgumentError("axes is empty: an FFT needs at least one axis")
+        for axis in axes:
+            if op.shape[axis] == 0:
+                raise InvalidArgumentError(
+                    f"axis {axis} has length 0; transform axes must not be empty")
+        if kind is None:
+            kind = "c2c" if op.dtype.startswith("complex") else "r2c"
+        if kind not in _KINDS:
+            raise InvalidArgumentError(f'Invalid kind {kind!r}, should be "c2c", "r2c" or "c2r"')
+        in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype)
+        if op.dtype != in_dtype:
+            raise UnsupportedDTypeError(
+                f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
+                f"it first (the accelmath.fft functions do)")
+        if last_axis_size is not None and kind != "c2r":
+            raise InvalidArgumentError("last_axis_size applies to c2r plans only")
+        on_gpu = op.on_device if execution == "auto" else execution == "cuda"
+        if not on_gpu:
+            in_dtype = _CPU_DTYPE.get(in_dtype, in_dtype)
+            out_dtype = _CPU_DTYPE.get(out_dtype, out_dtype)
+        out_shape, dense_strides = output_layout(kind, axes, op.shape, op.strides,
+                                                 last_axis_size)
+        out_strides = dense_strides if out_strides is None else tuple(out_strides)
+        self.kind, self.axes, self.norm = kind, axes, norm
+        self.conjugate = conjugate
+        self.in_dtype, self.out_dtype = in_dtype, out_dtype
+        self.in_shape, self.in_strides = op.shape, op.strides
+        self.out_shape, self.out_strides = out_shape, out_strides
+        self.device_id = op.device_id
+        self.execution = "cuda" if on_gpu else "cpu"
+        self.workers = workers
+        n = 1
+        for axis in axes:
+            n *= out_shape[axis] if kind == "c2r" else op.shape[axis]
+        self._scales = (norms.scale_factor(norm, False, n), norms.scale_factor(norm, True, n))
+        self._operand = op
+        self._adapter = op.adapter
+        self._key = (type(operand), op.shape, op.strides, op.dtype, op.device_id)
+        self._executor = None
+        if on_gpu:
+            if not op.on_device:
+                raise InvalidArgumentError(
+                    'execution="cuda" needs a device operand here; the accelmath.fft functions '
+                    "move host data for you")
+            from accelmath.fft._cuda import CudaExecutor
+
+            self._executor = CudaExecutor(kind, axes, op.shape, op.strides, out_shape,
+                                          out_strides, in_dtype, out_dtype, self._scales,
+                                          conjugate, op.device_id, op.package)
+        self._freed = False
+
+    @property
+    def nbytes(self):
+        """Device workspace bytes per stream this plan uses (0 on the CPU)."""
+        return 0 if self._executor is None else self._executor.nbytes
+
+    def get_input_layout(self):
+        """``(shape, strides)`` of the operands this plan accepts (strides in elements)."""
+        return self.in_shape, self.in_strides
+
+    def get_output_layout(self):
+        """``(shape, strides)`` of the results this plan writes (strides in elements)."""
+        return self.out_shape, self.out_strides
+
+    def _check_operand(self, x):
+        op = wrap_operand(x)
+        if (type(x), op.shape, op.strides, op.dtype, op.device_id) != self._key:
+            raise InvalidArgumentError(
+                f"operand {op!r} does not match the plan's layout: shape {self.in_shape}, "
+                f"strides {self.in_strides}, dtype {self._operand.dtype}, device "
+                f"{device_name(self.device_id)}, type {self._key[0].__qualname__}")
+        return op
+
+    def _check_out(self, out, op):
+        out_op = wrap_operand(out)
+        check_same_device(op, out_op, names=("x", "out"))
+        if out_op.dtype != self.out_dtype:
+            raise UnsupportedDTypeError(
+                f"out has dtype {out_op.dtype}, expected {self.out_dtype}")
+        if out_op.shape != self.out_shape or (
+                self._executor is not None and out_op.strides != self.out_strides):
+            raise InvalidArgumentError(
+                f"out has shape {out_op.shape} and strides {out_op.strides}, expected shape "
+                f"{self.out_shape} and strides {self.out_strides}")
+        return out_op
+
+    def execute(self, x=None, *, out=None, direction=None, stream=None):
+        """Run the transform.
+
+        Parameters
+        ----------
+        x : array, optional
+            An operand of the plan's layout (default: the template operand).
+        out : array, optional
+            Where to write the result (layout: :meth:`get_output_layout`); allocated in the
+            operand's package when omitted.
+        direction : {"forward", "inverse"}, optional
+            For c2c plans (default "forward"); r2c plans are forward, c2r plans inverse.
+        stream : int or stream object, optional
+            The CUDA stream (default: the current stream of the operand's package).
+
+        Returns
+        -------
+        array
+            ``out``, or the new result, of the operand's package.
+        """
+        if self._freed:
+            raise StateError("this FFT plan was freed; create a new one")
+        op = self._operand if x is None else self._check_operand(x)
+        if direction is None:
+            inverse = self.kind == "c2r"
+        elif direction in _DIRECTIONS:
+            inverse = _DIRECTIONS[direction][0]
+            if self.kind != "c2c" and inverse != (self.kind == "c2r"):
+                raise InvalidArgumentError(
+                    f"direction {direction!r} does not fit a {self.kind} plan")
+        else:
+            raise InvalidArgumentError(
+                f'Invalid direction {direction!r}, should be "forward" or "inverse"')
+        return self._run(op, out, inverse, stream)
+
+    def _run(self, op, out, inverse, stream):
+        """Execute on a checked operand (the stateless functions enter here)."""
+        if self._executor is None:
+            return self._execute_cpu(op, out, inverse)
+        if out is None:
+            out, out_ptr = op.adapter.empty_strided(self.out_shape, self.out_strides,
+                                                    self.out_dtype, self.device_id)
+        else:
+            out_ptr = self._check_out(out, op).ptr
+        self._executor.execute(op.ptr, out_ptr, resolve_stream(stream, op), inverse,
+                               1 if inverse else -1)
+        return out
+
+    def _execute_cpu(self, op, out, inverse):
+        import scipy.fft
+
+        a = op.adapter.to_numpy(op.obj)
+        if a.dtype.name != self.in_dtype:
+            a = a.astype(self.in_dtype)
+        if self.kind == "c2r":
+            if self.conjugate:
+                a = a.conj()
+            s = [self.out_shape[axis] for axis in self.axes]
+            r = scipy.fft.irfftn(a, s=s, axes=self.axes, norm=self.norm, workers=self.workers)
+        elif self.kind == "r2c":
+            r = scipy.fft.rfftn(a, axes=self.axes, norm=self.norm, workers=self.workers)
+            if self.conjugate:
+                r = r.conj()
+        else:
+            func = scipy.fft.ifftn if inverse else scipy.fft.fftn
+            r = func(a, axes=self.axes, norm=self.norm, workers=self.workers)
+        r = r.astype(self.out_dtype, copy=False)
+        if out is not None:
+            out_op = self._check_out(out, op)
+            out_op.adapter.to_numpy(out)[...] = r
+            return out
+        return op.adapter.from_numpy(r, op.obj)
+
+    def forward(self, x=None, *, out=None, stream=None):
+        """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""
+        return self.execute(x, out=out, direction="forward", stream=stream)
+
+    def inverse(self, x=None, *, out=None, stream=None):
+        """Run the inverse transform (c2c and c2r plans); see :meth:`execute`."""
+        return self.execute(x, out=out, direction="inverse", stream=stream)
+
+    def free(self):
+        """Release the cuFFT handles and workspaces; later use raises StateError (idempotent)."""
+        if self._executor is not None:
+            self._executor.free()
+            self._executor = None
+        self._operand = None
+        self._freed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+    def __repr__(self):
+        state = "freed" if self._freed else self.execution
+        return (f"FFT(kind={self.kind}, axes={self.axes}, shape={self.in_shape}, "
+                f"dtype={self.in_dtype}->{self.out_dtype}, norm={self.norm}, {state})")
