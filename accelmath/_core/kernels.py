@@ -105,7 +105,7 @@ class _Module:
     """The kernels loaded on one device."""
 
     def __init__(self, device_id):
-        from accelmath._core.device import compute_capability, ensure_context
+        from accelmath._core.device import compute_capability, devices, ensure_context
 
         ensure_context(device_id)
         image = compile_cuda(SOURCE, "accelmath_kernels.cu", compute_capability(device_id))
@@ -113,13 +113,7 @@ class _Module:
         driver.lib.module_load_data(ctypes.byref(handle), image)
         self.handle = handle
         self.functions = {}
-        self.blocks = 132 * 16
-        try:
-            from accelmath._core.device import multiprocessor_count
-
-            self.blocks = multiprocessor_count(device_id) * 16
-        except Exception:
-            pass
+        self.blocks = 16 * devices()[device_id]["multiprocessor_count"]
 
     def function(self, name):
         func = self.functions.get(name)

@@ -194,7 +194,9 @@ class CupyAdapter(Adapter):
         import cupy.cuda.stream
 
         self._cp = cupy
-        self._stream_ptr = cupy.cuda.stream.get_current_stream_ptr
+        get_stream = cupy.cuda.get_current_stream
+        self._stream_ptr = getattr(cupy.cuda.stream, "get_current_stream_ptr",
+                                   lambda: get_stream().ptr)
         self._names = {}
 
     def wrap(self, x):

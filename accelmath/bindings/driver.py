@@ -76,3 +76,8 @@ FUNCTIONS = (
 )
 
 lib = Library("cuda", FUNCTIONS, STATUS_NAMES)
+
+
+def status_name(status):
+    """The symbolic name of a ``CUresult`` code, for example ``"CUDA_ERROR_NO_DEVICE"``."""
+    return lib.status_name(status)

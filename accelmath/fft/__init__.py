@@ -12,7 +12,8 @@ from accelmath.fft._functions import (cache_info, clear_cache, fft, fft2, fftn, 
                                       rfftn, set_cache_limits)
 from accelmath.fft._helper import fftfreq, fftshift, ifftshift, rfftfreq
 from accelmath.fft._plan import FFT
+from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
 
 __all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
            "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "fftfreq", "rfftfreq", "fftshift",
-           "ifftshift", "cache_info", "clear_cache", "set_cache_limits"]
+           "ifftshift", "cache_info", "clear_cache", "set_cache_limits", "scipy_backend"]

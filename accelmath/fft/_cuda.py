@@ -77,10 +77,13 @@ class CudaExecutor:
     device_id : int
     package : str
         Whose memory pool the workspaces come from.
+    force_copy : bool
+        Run through aligned scratch copies of the input and output (for operands whose
+        addresses cuFFT cannot take).
     """
 
     def __init__(self, kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
-                 out_dtype, scales, conjugate, device_id, package):
+                 out_dtype, scales, conjugate, device_id, package, force_copy=False):
         ensure_context(device_id)
         self.device_id = device_id
         self.package = package
@@ -102,7 +105,7 @@ class CudaExecutor:
         if kind == "c2r":
             work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
             self.copy_in = work_in
-        steps = plan_steps(kind, axes, *work_in, out_shape, out_strides)
+        steps = None if force_copy else plan_steps(kind, axes, *work_in, out_shape, out_strides)
         if steps is None:
             # Copy to dense scratch buffers with the transform axes fastest.
             order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
@@ -137,6 +140,13 @@ class CudaExecutor:
                                 step.src, step.dst, offsets))
         self._work_offset = _align(scratch)
         self.nbytes = self._work_offset + work
+        # cuFFT rejects pointers not aligned to the complex element; such operands (views
+        # starting mid-element-pair) go through an executor that copies to aligned scratch.
+        self._align_mask = 0 if force_copy else ITEMSIZE[
+            in_dtype if in_dtype.startswith("complex") else out_dtype] - 1
+        self._args = (kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
+                      out_dtype, scales, conjugate, device_id, package)
+        self._aligned = None
         self._simple = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
                         and len(self._calls[0][5]) == 1 and scales == (None, None)
                         and not conjugate)
@@ -181,6 +191,10 @@ class CudaExecutor:
 
         ``direction`` is cuFFT's (-1 forward, 1 inverse); ``inverse`` selects the scale.
         """
+        if (in_ptr | out_ptr) & self._align_mask:
+            if self._aligned is None:
+                self._aligned = CudaExecutor(*self._args, force_copy=True)
+            return self._aligned.execute(in_ptr, out_ptr, stream, inverse, direction)
         with self._lock:
             if stream != self._stream:
                 self._use_stream(stream)
@@ -234,6 +248,8 @@ class CudaExecutor:
     def free(self):
         """Destroy the cuFFT handles and return the workspaces (idempotent)."""
         self._finalizer()
+        if self._aligned is not None:
+            self._aligned.free()
         for workspace in self._workspaces.values():
             workspace.free()
         self._workspaces.clear()

@@ -1,0 +1,340 @@
+"""GPU presence, compute capability, driver and library versions, and the current context.
+
+Every query here is safe on a machine without a GPU, without the NVIDIA driver or without the
+CUDA wheels: :func:`gpu_available` answers ``False``, :func:`devices` an empty list,
+:func:`driver_version` ``None``, and :func:`library_info` records why a library is missing
+instead of raising. Only :func:`compute_capability` and :func:`ensure_context`, which need a
+GPU, raise :class:`~accelmath.errors.NoDeviceError`.
+
+Examples
+--------
+>>> from accelmath._core import device
+>>> isinstance(device.gpu_available(), bool)
+True
+>>> sorted(device.library_info())
+['cublas', 'cublasLt', 'cufft', 'cusolver', 'nvJitLink', 'nvrtc']
+"""
+
+import ctypes
+import importlib
+import operator
+import threading
+from ctypes import byref, c_int, c_size_t, c_uint, c_void_p
+
+from accelmath.bindings import _loader, driver
+from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, NoDeviceError
+
+__all__ = [
+    "LIBRARIES",
+    "compute_capability",
+    "devices",
+    "driver_version",
+    "ensure_context",
+    "gpu_available",
+    "gpu_unavailable_reason",
+    "library_info",
+]
+
+# cuda-pathfinder name -> the accelmath.bindings module whose version() reports it
+# (None: no binding module; read here directly).
+LIBRARIES = {
+    "cufft": "cufft",
+    "cublas": "cublas",
+    "cublasLt": "cublaslt",
+    "cusolver": "cusolver",
+    "nvrtc": "nvrtc",
+    "nvJitLink": None,
+}
+
+_lock = threading.Lock()
+# The outcome of probing the driver, once per process: (device count, reason if none).
+_probe = None
+_handles = {}       # device ordinal -> CUdevice
+_capabilities = {}  # device ordinal -> (major, minor)
+_primary = {}       # device ordinal -> retained primary CUcontext (an int)
+
+
+def _probe_driver():
+    """Initialize the driver once and return ``(device_count, reason_if_none)``; never raises."""
+    global _probe
+    if _probe is not None:
+        return _probe
+    with _lock:
+        if _probe is None:
+            try:
+                lib = driver.lib
+                lib.init(0)
+                count = c_int()
+                lib.device_get_count(byref(count))
+                reason = None if count.value > 0 else "the NVIDIA driver reports no CUDA device"
+                _probe = (count.value, reason)
+            except LibraryNotFoundError as exc:
+                _probe = (0, f"no NVIDIA driver: {exc.reason}")
+            except Exception as exc:  # cuInit failures, and anything else: this must not raise
+                _probe = (0, str(exc) or type(exc).__name__)
+    return _probe
+
+
+def gpu_available():
+    """Whether at least one CUDA GPU is usable.
+
+    The driver is probed once per process; later calls return the cached answer.
+
+    Returns
+    -------
+    bool
+        ``False`` when ``libcuda.so.1`` is missing, ``cuInit`` fails, or the driver sees no
+        device. Never raises.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import gpu_available
+    >>> gpu_available() in (True, False)
+    True
+    """
+    return _probe_driver()[0] > 0
+
+
+def gpu_unavailable_reason():
+    """Why no GPU is usable, as a sentence, or ``None`` when one is.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import gpu_available, gpu_unavailable_reason
+    >>> (gpu_unavailable_reason() is None) == gpu_available()
+    True
+    """
+    return _probe_driver()[1]
+
+
+def driver_version():
+    """The CUDA version the installed driver supports, as ``(major, minor)``.
+
+    Returns
+    -------
+    tuple of int or None
+        For example ``(12, 4)``; ``None`` when there is no NVIDIA driver. Never raises.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import driver_version
+    >>> v = driver_version()
+    >>> v is None or len(v) == 2
+    True
+    """
+    try:
+        value = c_int()
+        driver.lib.driver_get_version(byref(value))
+    except Exception:  # no driver, or a driver too broken to answer
+        return None
+    return value.value // 1000, value.value % 1000 // 10
+
+
+def _check_device_id(device_id):
+    count, reason = _probe_driver()
+    if count == 0:
+        raise NoDeviceError(f"device {device_id!r} was asked for, but no CUDA GPU is usable: {reason}")
+    try:
+        index = operator.index(device_id)
+    except TypeError:
+        index = -1
+    if isinstance(device_id, bool) or not 0 <= index < count:
+        raise InvalidArgumentError(
+            f"device_id={device_id!r} is not a device of this machine: expected an int from 0 to "
+            f"{count - 1} ({count} GPU{'s' if count > 1 else ''} found)")
+
+
+def _handle(device_id):
+    handle = _handles.get(device_id)
+    if handle is None:
+        value = c_int()
+        driver.lib.device_get(byref(value), device_id)
+        handle = _handles[device_id] = value.value
+    return handle
+
+
+def _attribute(handle, name):
+    value = c_int()
+    driver.lib.device_get_attribute(byref(value), driver.ATTRIBUTE[name], handle)
+    return value.value
+
+
+def compute_capability(device_id):
+    """The compute capability of a GPU, as ``(major, minor)``; cached per device.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal.
+
+    Returns
+    -------
+    tuple of int
+        For example ``(9, 0)`` for an H100.
+
+    Raises
+    ------
+    NoDeviceError
+        If no GPU is usable.
+    InvalidArgumentError
+        If ``device_id`` is not the ordinal of a GPU of this machine.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import compute_capability, gpu_available
+    >>> not gpu_available() or compute_capability(0) >= (7, 0)
+    True
+    """
+    capability = _capabilities.get(device_id)
+    if capability is not None:
+        return capability
+    _check_device_id(device_id)
+    handle = _handle(device_id)
+    capability = (_attribute(handle, "compute_capability_major"),
+                  _attribute(handle, "compute_capability_minor"))
+    _capabilities[device_id] = capability
+    return capability
+
+
+def devices():
+    """The usable CUDA GPUs, one dictionary each.
+
+    Returns
+    -------
+    list of dict
+        Each with the keys ``index`` (the ordinal), ``name``, ``compute_capability``
+        (``(major, minor)``), ``total_memory`` (bytes) and ``multiprocessor_count``. An empty
+        list when no GPU is usable.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import devices, gpu_available
+    >>> len(devices()) > 0 if gpu_available() else devices() == []
+    True
+    """
+    count = _probe_driver()[0]
+    lib = driver.lib
+    found = []
+    for index in range(count):
+        handle = _handle(index)
+        name = ctypes.create_string_buffer(256)
+        lib.device_get_name(name, len(name), handle)
+        memory = c_size_t()
+        lib.device_total_mem(byref(memory), handle)
+        found.append({
+            "index": index,
+            "name": name.value.decode(errors="replace"),
+            "compute_capability": compute_capability(index),
+            "total_memory": memory.value,
+            "multiprocessor_count": _attribute(handle, "multiprocessor_count"),
+        })
+    return found
+
+
+def ensure_context(device_id):
+    """Make a CUDA context for ``device_id`` current on the calling thread.
+
+    A context already current on that device is kept (whoever made it: CuPy, PyTorch or
+    accelmath). Otherwise the device's primary context, the one the CUDA runtime and the array
+    packages share, is retained (once per process) and made current.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal.
+
+    Returns
+    -------
+    int
+        The current ``CUcontext``, as an address.
+
+    Raises
+    ------
+    NoDeviceError
+        If no GPU is usable.
+    InvalidArgumentError
+        If ``device_id`` is not the ordinal of a GPU of this machine.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import ensure_context, gpu_available
+    >>> not gpu_available() or ensure_context(0) != 0
+    True
+    """
+    if device_id not in _handles:  # first use of this device here: validate it once
+        _check_device_id(device_id)
+    lib = driver.lib
+    handle = _handle(device_id)
+    current = c_void_p()
+    lib.ctx_get_current(byref(current))
+    if current.value:
+        current_device = c_int()
+        lib.ctx_get_device(byref(current_device))
+        if current_device.value == handle:
+            return current.value
+    context = _primary.get(device_id)
+    if context is None:
+        with _lock:
+            context = _primary.get(device_id)
+            if context is None:
+                # Retained for the life of the process and never released: plans and
+                # modules made in it may outlive any object that could own the release.
+                retained = c_void_p()
+                lib.device_primary_ctx_retain(byref(retained), handle)
+                context = _primary[device_id] = retained.value
+    lib.ctx_set_current(context)
+    return context
+
+
+def _nvjitlink_version():
+    # nvJitLink has no binding module yet; its one version query is read here.
+    cdll = _loader.load_library("nvJitLink")[0]
+    major, minor = c_uint(), c_uint()
+    status = cdll.nvJitLinkVersion(byref(major), byref(minor))
+    if status != 0:
+        raise RuntimeError(f"nvJitLinkVersion failed: status {status}")
+    return major.value, minor.value
+
+
+def library_info():
+    """Where each CUDA library accelmath uses was found, and its version.
+
+    Loads the libraries (not at import time: only when called). Never raises: a library that
+    is missing, or whose version cannot be read, has the reason in ``error``.
+
+    Returns
+    -------
+    dict
+        For each name in :data:`LIBRARIES` (``"cufft"``, ``"cublas"``, ``"cublasLt"``,
+        ``"cusolver"``, ``"nvrtc"``, ``"nvJitLink"``), a dict with ``path`` (the file loaded,
+        or ``None``), ``version`` (what the binding's ``version()`` returns, or ``None``) and
+        ``error`` (``None``, or a message saying what went wrong: ``"not found: ..."`` for a
+        missing library).
+
+    Examples
+    --------
+    >>> from accelmath._core.device import library_info
+    >>> info = library_info()["cufft"]
+    >>> sorted(info)
+    ['error', 'path', 'version']
+    """
+    info = {}
+    for name, module_name in LIBRARIES.items():
+        entry = info[name] = {"path": None, "version": None, "error": None}
+        try:
+            entry["path"] = _loader.load_library(name)[1]
+        except LibraryNotFoundError as exc:
+            entry["error"] = f"not found: {exc.reason}"
+            continue
+        except Exception as exc:  # anything unexpected from the loader: report, do not raise
+            entry["error"] = f"{type(exc).__name__}: {exc}"
+            continue
+        try:
+            if module_name is None:
+                entry["version"] = _nvjitlink_version()
+            else:
+                module = importlib.import_module(f"accelmath.bindings.{module_name}")
+                entry["version"] = module.version()
+        except Exception as exc:  # a binding not written yet, or a failing query
+            entry["error"] = f"version unknown: {type(exc).__name__}: {exc}"
+    return info

@@ -1,0 +1,100 @@
+"""What every benchmark shares: the environment record, timers, and the result writers."""
+
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import statistics
+import time
+
+RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def environment():
+    """Device name, driver and library versions, date: the header of every result file."""
+    from accelmath._core import device
+
+    gpus = device.devices()
+    versions = {}
+    for name in ("accelmath", "numpy", "scipy", "cupy-cuda13x", "cupy-cuda12x", "torch",
+                 "nvmath-python", "cuda-bindings", "cuda-core", "jax"):
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    libs = {k: v.get("version") for k, v in device.library_info().items()}
+    return {"device": gpus[0]["name"] if gpus else "cpu", "driver": device.driver_version(),
+            "python": platform.python_version(), "versions": versions, "libraries": libs,
+            "date": datetime.date.today().isoformat()}
+
+
+def host_time_us(fn, calls=2000, repeats=5, sync=None):
+    """Median over ``repeats`` of the mean host time of one call of ``fn`` in a loop, in us."""
+    for _ in range(50):
+        fn()
+    if sync:
+        sync()
+    results = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        end = time.perf_counter()
+        if sync:
+            sync()
+        results.append((end - start) / calls * 1e6)
+    return statistics.median(results)
+
+
+def device_time_ms(fn, event_factory, repeats=30, warmup=5):
+    """Median device time of ``fn`` between two events on the current stream, in ms."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start, end = event_factory(), event_factory()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(_elapsed(start, end))
+    return statistics.median(times)
+
+
+def _elapsed(start, end):
+    if hasattr(start, "elapsed_time"):  # torch
+        return start.elapsed_time(end)
+    import cupy
+
+    return cupy.cuda.get_elapsed_time(start, end)
+
+
+def slug(name):
+    return "".join(c if c.isalnum() else "-" for c in name).strip("-").lower()
+
+
+def write(name, env, rows, columns, notes=""):
+    """Write ``results/<name>-<device>.json`` and ``.md``; return the Markdown table."""
+    os.makedirs(RESULTS, exist_ok=True)
+    base = os.path.join(RESULTS, f"{name}-{slug(env['device'])}")
+    with open(base + ".json", "w") as f:
+        json.dump({"environment": env, "rows": rows}, f, indent=1)
+    lines = [f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
+    for row in rows:
+        lines.append("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")
+    v = env["versions"]
+    header = (f"{env['device']}, driver {env['driver']}, {env['date']}; "
+              + ", ".join(f"{k} {v[k]}" for k in sorted(v)))
+    table = "\n".join(lines)
+    with open(base + ".md", "w") as f:
+        f.write(f"# {name}\n\n{header}\n\n{notes}\n\n{table}\n")
+    return table
+
+
+def _cell(value):
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+    return str(value)

@@ -1,0 +1,166 @@
+"""accelmath.fft beside CuPy, torch.fft, nvmath-python and raw cuFFT, in one process.
+
+Small cases: host time per call (loops of 2000 calls). Large cases: device time (CUDA events,
+median of 30). Run on a GPU machine: ``python benchmarks/fft.py``; writes
+``benchmarks/results/fft-<device>.{json,md}``.
+"""
+
+import ctypes
+import sys
+
+import numpy as np
+from _common import device_time_ms, environment, host_time_us, write
+
+import accelmath.fft as afft
+from accelmath.bindings import cufft
+
+SMALL = [("c64 256", (256,), (0,)), ("c64 64x64", (64, 64), (0, 1)),
+         ("c64 32x1024 (batched 1-D)", (32, 1024), (1,))]
+LARGE = [("c2c c64 4096^2", (4096, 4096), "complex64", (0, 1)),
+         ("r2c f32 4096^2", (4096, 4096), "float32", (0, 1)),
+         ("c2c c64 2^20 x 16 (1-D)", (16, 1 << 20), "complex64", (1,)),
+         ("c2c c64 512^3", (512, 512, 512), "complex64", (0, 1, 2)),
+         ("c2c c128 4096^2", (4096, 4096), "complex128", (0, 1)),
+         ("c2c c128 4088^2", (4088, 4088), "complex128", (0, 1)),
+         ("r2c f64 4088^2", (4088, 4088), "float64", (0, 1))]
+
+
+def _nvmath():
+    try:
+        import numpy
+
+        if not hasattr(numpy, "row_stack"):
+            numpy.row_stack = numpy.vstack
+        import nvmath.fft
+
+        return nvmath.fft
+    except Exception:
+        return None
+
+
+def _raw_plan(shape, axes, x, out):
+    """A cuFFT plan through accelmath's bindings, with cuFFT's own work area: the floor."""
+    handle = ctypes.c_int()
+    cufft.lib.create(ctypes.byref(handle))
+    n = [shape[a] for a in axes]
+    batch = int(np.prod(shape)) // int(np.prod(n))
+    arr = ctypes.c_longlong * len(n)
+    dist = int(np.prod(n))
+    size = ctypes.c_size_t()
+    cufft.lib.make_plan_many64(handle, len(n), arr(*n), None, 1, dist, None, 1, dist,
+                               cufft.TYPE["C2C"], batch, ctypes.byref(size))
+    exec_c2c = cufft.lib.exec_c2c
+    h, a, b = handle.value, x.data.ptr, out.data.ptr
+    return (lambda: exec_c2c(h, a, b, -1)), handle
+
+
+def small_cases(rows):
+    import cupy as cp
+    import torch
+
+    nvfft = _nvmath()
+    sync = cp.cuda.Device().synchronize
+    for name, shape, axes in SMALL:
+        rng = np.random.default_rng()
+        host = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        x, out = cp.asarray(host), cp.empty(shape, cp.complex64)
+        t = torch.from_numpy(host).cuda()
+        raw, handle = _raw_plan(shape, axes, x, out)
+        plan = afft.FFT(x, axes=axes)
+        cases = {
+            "raw cuFFT (ctypes)": raw,
+            "accelmath FFT.execute(x, out=)": lambda: plan.execute(x, out=out),
+            "accelmath FFT.execute(x)": lambda: plan.execute(x),
+            "accelmath stateless": lambda: afft.fftn(x, axes=axes),
+            "torch.fft": lambda: torch.fft.fftn(t, dim=axes),
+            "cupy.fft": lambda: cp.fft.fftn(x, axes=axes),
+        }
+        ref = np.fft.fftn(host.astype(np.complex128), axes=axes)
+        assert np.linalg.norm(cp.asnumpy(afft.fftn(x, axes=axes)) - ref) <= 1e-5 * np.linalg.norm(ref)
+        if nvfft is not None:
+            nvplan = nvfft.FFT(x, axes=axes)
+            nvplan.plan()
+            cases["nvmath FFT.execute()"] = nvplan.execute
+            cases["nvmath reset_operand+execute"] = lambda: (nvplan.reset_operand(x),
+                                                             nvplan.execute())
+            cases["nvmath stateless"] = lambda: nvfft.fft(x, axes=axes)
+        row = {"case": name}
+        for peer, fn in cases.items():
+            calls = 200 if "nvmath stateless" in peer else 2000
+            row[peer] = host_time_us(fn, calls, sync=sync)
+        torch.cuda.synchronize()
+        row["execute(out=) / raw"] = row["accelmath FFT.execute(x, out=)"] / row["raw cuFFT (ctypes)"]
+        row["stateless / torch"] = row["accelmath stateless"] / row["torch.fft"]
+        rows.append(row)
+        print(row, flush=True)
+        plan.free()
+        cufft.lib.destroy(handle)
+
+
+def large_cases(rows):
+    import cupy as cp
+    import torch
+
+    nvfft = _nvmath()
+    cp_event = lambda: cp.cuda.Event()  # noqa: E731
+    torch_event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    for name, shape, dtype, axes in LARGE:
+        rng = np.random.default_rng()
+        x = cp.asarray(rng.standard_normal(shape, np.float32 if dtype != "complex128" and dtype != "float64" else np.float64)).astype(dtype)
+        if dtype.startswith("complex"):
+            x += 1j * cp.asarray(rng.standard_normal(shape)).astype(dtype)
+        real = not dtype.startswith("complex")
+        ours = (lambda: afft.rfftn(x, axes=axes)) if real else (lambda: afft.fftn(x, axes=axes))
+        theirs = ((lambda: cp.fft.rfftn(x, axes=axes)) if real
+                  else (lambda: cp.fft.fftn(x, axes=axes)))
+        plan = afft.FFT(x, axes=axes)
+        out = plan.execute()
+        row = {"case": name,
+               "accelmath stateless": device_time_ms(ours, cp_event),
+               "accelmath FFT.execute(out=)": device_time_ms(lambda: plan.execute(x, out=out),
+                                                            cp_event),
+               "cupy.fft": device_time_ms(theirs, cp_event)}
+        del out
+        plan.free()
+        t = torch.as_tensor(x, device="cuda")
+        fn = ((lambda: torch.fft.rfftn(t, dim=axes)) if real
+              else (lambda: torch.fft.fftn(t, dim=axes)))
+        row["torch.fft"] = device_time_ms(fn, torch_event)
+        del t
+        if nvfft is not None:
+            try:
+                with nvfft.FFT(x, axes=axes) as nvplan:
+                    nvplan.plan()
+                    row["nvmath FFT.execute()"] = device_time_ms(nvplan.execute, cp_event)
+            except Exception as exc:  # nvmath refuses some layouts
+                row["nvmath FFT.execute()"] = f"failed: {type(exc).__name__}"
+        best = min(row["cupy.fft"], row["torch.fft"])
+        row["stateless / best(cupy, torch)"] = row["accelmath stateless"] / best
+        rows.append(row)
+        print(row, flush=True)
+        afft.clear_cache()
+        cp.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+
+
+def main():
+    env = environment()
+    small, large = [], []
+    small_cases(small)
+    cols = ["case", "raw cuFFT (ctypes)", "accelmath FFT.execute(x, out=)",
+            "accelmath FFT.execute(x)", "accelmath stateless", "torch.fft", "cupy.fft",
+            "nvmath FFT.execute()", "nvmath reset_operand+execute", "nvmath stateless",
+            "execute(out=) / raw", "stateless / torch"]
+    print(write("fft-small", env, small, cols,
+                "Host time per call, microseconds (median of 5 loops of 2000 calls; "
+                "nvmath stateless: 200 calls), complex64 forward."))
+    large_cases(large)
+    cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
+            "torch.fft", "nvmath FFT.execute()", "stateless / best(cupy, torch)"]
+    print(write("fft-large", env, large, cols,
+                "Device time per call, milliseconds (CUDA events, median of 30)."))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""The FFT functions and plans on the GPU, against numpy.fft in float64 on fresh random data."""
+
+import os
+
+import numpy as np
+import pytest
+
+import accelmath.fft as afft
+
+pytestmark = pytest.mark.gpu
+
+FUNCS = {
+    "fft": ("c2c", 1), "ifft": ("c2c", 1), "rfft": ("r2c", 1), "irfft": ("c2r", 1),
+    "hfft": ("c2r", 1), "ihfft": ("r2c", 1), "fft2": ("c2c", 2), "ifft2": ("c2c", 2),
+    "rfft2": ("r2c", 2), "irfft2": ("c2r", 2), "fftn": ("c2c", "n"), "ifftn": ("c2c", "n"),
+    "rfftn": ("r2c", "n"), "irfftn": ("c2r", "n"),
+}
+
+
+def _data(rng, shape, kind, dtype=np.float64):
+    x = rng.standard_normal(shape)
+    if kind != "r2c":
+        x = x + 1j * rng.standard_normal(shape)
+    if kind == "r2c":
+        return x.astype(dtype)
+    return x.astype(np.complex64 if dtype == np.float32 else np.complex128)
+
+
+def _close(got, ref, tol):
+    got = np.asarray(got)
+    err = np.linalg.norm(got.astype(np.complex128) - ref) / max(np.linalg.norm(ref), 1e-300)
+    assert np.isfinite(err) and err <= tol, err
+
+
+@pytest.fixture(params=["cupy", "torch"])
+def xp(request):
+    if request.param == "cupy":
+        cp = pytest.importorskip("cupy")
+        return ("cupy", cp.asarray, lambda a: cp.asnumpy(a), cp.ndarray)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return ("torch", lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda(),
+            lambda t: t.cpu().numpy(), torch.Tensor)
+
+
+CASES = [
+    # name, shape, kwargs
+    ("fft", (256,), {}), ("fft", (7, 33), {"axis": 0}), ("fft", (1,), {}),
+    ("fft", (4088,), {"norm": "ortho"}), ("ifft", (3, 5, 97), {"n": 50}),
+    ("ifft", (3, 5, 97), {"n": 130, "axis": 1, "norm": "forward"}),
+    ("rfft", (16, 4088), {}), ("rfft", (5, 31), {"n": 40, "norm": "ortho"}),
+    ("irfft", (8, 33), {}), ("irfft", (8, 33), {"n": 65}), ("irfft", (6, 17), {"axis": 0}),
+    ("hfft", (4, 9), {}), ("ihfft", (4, 18), {"norm": "forward"}),
+    ("fft2", (3, 64, 48), {}), ("fft2", (40, 6, 30), {"axes": (0, 2)}),
+    ("ifft2", (24, 36), {"s": (20, 40), "norm": "ortho"}),
+    ("rfft2", (2, 63, 64), {}), ("rfft2", (30, 20), {"axes": (1, 0)}),
+    ("irfft2", (12, 9), {}), ("irfft2", (12, 9), {"s": (12, 17)}),
+    ("fftn", (6, 8, 10), {}), ("fftn", (3, 4, 5, 6), {}), ("fftn", (2, 3, 4, 5, 6), {}),
+    ("fftn", (9, 10, 11), {"axes": (2, 0)}), ("ifftn", (5, 6, 7, 8), {"axes": (3, 1, 0, 2)}),
+    ("rfftn", (4, 5, 6, 8), {}), ("rfftn", (6, 7, 8), {"axes": (2, 0, 1)}),
+    ("irfftn", (4, 5, 6, 5), {}), ("irfftn", (6, 7, 8), {"axes": (0, 2, 1)}),
+]
+
+
+@pytest.mark.parametrize("name,shape,kwargs", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+@pytest.mark.parametrize("view", ["contiguous", "transposed", "sliced"])
+def test_against_numpy(xp, name, shape, kwargs, view):
+    package, to_dev, to_host, array_type = xp
+    kind = FUNCS[name][0]
+    rng = np.random.default_rng()
+    if view == "transposed":
+        host = _data(rng, shape[::-1], kind).T
+    elif view == "sliced":
+        big = _data(rng, tuple(2 * n + 1 for n in shape), kind)
+        host = big[tuple(slice(1, 1 + 2 * n, 2) for n in shape)]
+    else:
+        host = _data(rng, shape, kind)
+    # build the same strided view on the device
+    if view == "transposed":
+        dev = to_dev(np.ascontiguousarray(host.T))
+        dev = dev.T if package == "cupy" else dev.permute(*range(len(shape) - 1, -1, -1))
+    elif view == "sliced":
+        dev = to_dev(big)[tuple(slice(1, 1 + 2 * n, 2) for n in shape)]
+    else:
+        dev = to_dev(host)
+    assert tuple(dev.shape) == host.shape
+    got = getattr(afft, name)(dev, **kwargs)
+    assert isinstance(got, array_type)
+    ref = getattr(np.fft, name)(host, **kwargs)
+    assert tuple(got.shape) == ref.shape
+    _close(to_host(got), ref, 1e-12)
+    # the input is never modified
+    _close(to_host(dev), host, 0)
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft2", "irfftn", "ifft2"])
+def test_float32(xp, name):
+    package, to_dev, to_host, _ = xp
+    kind = FUNCS[name][0]
+    host = _data(np.random.default_rng(), (6, 40, 24), kind, np.float32)
+    got = getattr(afft, name)(to_dev(host))
+    ref = getattr(np.fft, name)(host.astype(np.complex128 if kind != "r2c" else np.float64))
+    assert str(got.dtype).endswith("complex64" if kind != "c2r" else "float32")
+    _close(to_host(got), ref, 2e-6)
+
+
+def test_negative_strides_cupy():
+    cp = pytest.importorskip("cupy")
+    host = _data(np.random.default_rng(), (12, 20), "c2c")[::-1, ::-2]
+    _close(cp.asnumpy(afft.fft2(cp.asarray(np.ascontiguousarray(host))[::1])), np.fft.fft2(host), 1e-12)
+    dev = cp.asarray(_data(np.random.default_rng(), (12, 20), "c2c"))
+    _close(cp.asnumpy(afft.fft2(dev[::-1, ::-2])), np.fft.fft2(cp.asnumpy(dev)[::-1, ::-2]), 1e-12)
+    _close(cp.asnumpy(afft.rfft(dev.real[::-1])), np.fft.rfft(cp.asnumpy(dev.real)[::-1]), 1e-12)
+
+
+def test_large_4088_complex128():
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    host = rng.standard_normal((4088, 4088))
+    dev = cp.asarray(host)
+    spec = afft.rfft2(dev)
+    _close(cp.asnumpy(spec), np.fft.rfft2(host), 1e-12)
+    back = afft.irfft2(spec, s=host.shape)
+    _close(cp.asnumpy(back), host, 1e-12)
+
+
+def test_out_and_in_place():
+    cp = pytest.importorskip("cupy")
+    host = _data(np.random.default_rng(), (8, 64), "c2c")
+    dev = cp.asarray(host)
+    out = cp.empty_like(dev)
+    assert afft.fft(dev, out=out) is out
+    _close(cp.asnumpy(out), np.fft.fft(host), 1e-12)
+    assert afft.ifft(out, out=out) is out  # in place
+    _close(cp.asnumpy(out), host, 1e-12)
+    # an out of Fortran order gets its own plan, no copy needed
+    fout = cp.empty((8, 64), cp.complex128, order="F")
+    afft.fft(dev, out=fout)
+    _close(cp.asnumpy(fout), np.fft.fft(host), 1e-12)
+
+
+def test_half_precision_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    host = np.random.default_rng().standard_normal((4, 64)).astype(np.float16)
+    got = afft.rfft(torch.from_numpy(host).cuda())
+    assert got.dtype == torch.complex32
+    ref = np.fft.rfft(host.astype(np.float64))
+    _close(got.to(torch.complex64).cpu().numpy(), ref, 3e-3)
+    back = afft.irfft(got)
+    assert back.dtype == torch.float16
+    _close(back.float().cpu().numpy(), host.astype(np.float64), 3e-3)
+
+
+def test_plan_execute_new_operands_and_streams(xp):
+    package, to_dev, to_host, _ = xp
+    rng = np.random.default_rng()
+    hosts = [_data(rng, (16, 64, 64), "c2c") for _ in range(3)]
+    devs = [to_dev(h) for h in hosts]
+    with afft.FFT(devs[0], axes=(1, 2)) as plan:
+        for host, dev in zip(hosts, devs):
+            _close(to_host(plan.execute(dev)), np.fft.fft2(host), 1e-12)
+            _close(to_host(plan.inverse(plan.forward(dev))), host, 1e-12)
+        out = to_dev(np.empty((16, 64, 64), np.complex128))
+        assert plan.execute(devs[1], out=out) is out
+        _close(to_host(out), np.fft.fft2(hosts[1]), 1e-12)
+        if package == "cupy":
+            import cupy as cp
+
+            s = cp.cuda.Stream(non_blocking=True)
+            r = plan.execute(devs[2], stream=s)
+            s.synchronize()
+            _close(to_host(r), np.fft.fft2(hosts[2]), 1e-12)
+    with pytest.raises(Exception, match="freed"):
+        plan.execute(devs[0])
+
+
+def test_r2c_c2r_plans(xp):
+    package, to_dev, to_host, _ = xp
+    host = np.random.default_rng().standard_normal((4, 30, 21))
+    dev = to_dev(host)
+    with afft.FFT(dev, axes=(1, 2), norm="ortho") as fwd:
+        spec = fwd.execute()
+        _close(to_host(spec), np.fft.rfft2(host, norm="ortho"), 1e-12)
+        with afft.FFT(spec, axes=(1, 2), kind="c2r", last_axis_size=21, norm="ortho") as inv:
+            _close(to_host(inv.execute()), host, 1e-12)
+
+
+def test_jax_inputs():
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX without a GPU")
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    host = _data(np.random.default_rng(), (16, 40), "c2c")
+    x = jnp.asarray(host)
+    got = afft.fft2(x)
+    assert isinstance(got, jax.Array)
+    _close(np.asarray(got), np.fft.fft2(host), 1e-12)
+    real = jnp.asarray(host.real)
+    _close(np.asarray(afft.rfft(real)), np.fft.rfft(host.real), 1e-12)
+
+
+def test_cache_reuse_and_limits():
+    cp = pytest.importorskip("cupy")
+    afft.clear_cache()
+    x = cp.asarray(_data(np.random.default_rng(), (32, 32), "c2c"))
+    for _ in range(5):
+        afft.fft2(x)
+    info = afft.cache_info()
+    assert info["misses"] == 1 and info["hits"] == 4 and info["size"] == 1
+    afft.set_cache_limits(max_size=2)
+    for n in (8, 9, 10, 11):
+        afft.fft(cp.ones(n, cp.complex64))
+    assert afft.cache_info()["size"] <= 2
+    afft.set_cache_limits(max_size=64)
+    afft.clear_cache()
+    assert afft.cache_info()["size"] == 0
+
+
+def test_host_array_with_cuda_execution():
+    pytest.importorskip("cupy")
+    host = _data(np.random.default_rng(), (8, 30), "c2c")
+    got = afft.fft(host, execution="cuda")
+    assert isinstance(got, np.ndarray)
+    _close(got, np.fft.fft(host), 1e-12)

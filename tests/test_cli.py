@@ -1,0 +1,117 @@
+"""`accelmath info`: reports the installation, and exits 0 with or without a GPU or CUDA wheels."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelmath.__main__ import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _run(*args, env=None):
+    """Run ``python -m accelmath ...`` from the repository root, where the package is importable."""
+    environment = {**os.environ, **(env or {})}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
+    return subprocess.run([sys.executable, "-m", "accelmath", *args], capture_output=True, text=True,
+                          env=environment, cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def test_info_in_process(capsys):
+    from accelmath import __version__
+
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"accelmath {__version__}\n")
+    assert f"Python {sys.version_info.major}.{sys.version_info.minor}" in out
+    assert "CUDA driver: " in out
+    assert "CUDA libraries:" in out and "cufft" in out and "nvJitLink" in out
+    assert "Array packages:" in out and "numpy" in out and "cuda-pathfinder" in out
+    assert "Cache directory: " in out
+
+
+def test_info_reports_no_gpu_plainly(capsys):
+    from accelmath._core.device import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    main(["info"])
+    assert "GPU: none found (" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+def test_info_lists_the_gpus(capsys):
+    main(["info"])
+    assert "GPU 0: " in capsys.readouterr().out
+
+
+def test_info_does_not_import_array_packages():
+    code = ("import sys; from accelmath.__main__ import main; main(['info']); "
+            "print(sorted(m for m in ('cupy', 'torch', 'jax') if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                            stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "[]"
+
+
+def test_info_as_a_module():
+    result = _run("info")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("accelmath ")
+    assert any(line.startswith("GPU") for line in lines)
+    assert any(line.startswith("CUDA driver: ") for line in lines)
+    assert any(line.startswith("Cache directory: ") for line in lines)
+
+
+def test_info_reports_the_cache_directory_from_the_environment(tmp_path):
+    result = _run("info", env={"ACCELMATH_CACHE_DIR": str(tmp_path), "ACCELMATH_CACHE": "0"})
+    assert result.returncode == 0, result.stderr
+    assert f"Cache directory: {tmp_path} (disk cache disabled by ACCELMATH_CACHE)" in result.stdout
+
+
+def test_info_reports_the_default_cache_directory(monkeypatch, capsys, tmp_path):
+    monkeypatch.delenv("ACCELMATH_CACHE_DIR", raising=False)
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    main(["info"])
+    out = capsys.readouterr().out
+    if sys.platform.startswith("linux"):
+        assert f"Cache directory: {tmp_path / 'accelmath'} (disk cache enabled)" in out
+    else:
+        assert "(disk cache enabled)" in out
+
+
+def test_info_with_the_libraries_missing(monkeypatch, capsys):
+    from accelmath.bindings import _loader
+    from accelmath.errors import LibraryNotFoundError
+
+    def fail(name):
+        raise LibraryNotFoundError(name, "hidden by the test")
+
+    monkeypatch.setattr(_loader, "load_library", fail)
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert "  cufft      not found: hidden by the test" in out
+    assert "pip install accelmath[cu12]" in out
+
+
+def test_info_without_cuda_pathfinder():
+    # As on a machine without the CUDA wheels: cuda.pathfinder cannot be imported.
+    code = ("import sys; sys.modules['cuda.pathfinder'] = None; "
+            "from accelmath.__main__ import main; sys.exit(main(['info']))")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+                            stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "cufft      not found: cuda-pathfinder is not installed" in result.stdout
+    assert "pip install accelmath[cu12]" in result.stdout
+
+
+def test_no_command_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2
+    assert "usage: accelmath" in capsys.readouterr().err
