@@ -147,6 +147,12 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
         if op.shape[axis] == 0 and (s is None or kind == "c2r"):
             raise InvalidArgumentError(f"axis {axis} has length 0; cannot transform it")
     in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype)
+    last_axis_size = None
+    if kind == "c2r":
+        last_axis_size = s[-1] if s is not None else 2 * (op.shape[axes[-1]] - 1)
+        if last_axis_size < 1:
+            raise InvalidArgumentError(
+                f"invalid number of data points ({last_axis_size}) specified")
     if not op.on_device and execution != "cuda":
         return _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers)
     if not op.on_device:
@@ -161,12 +167,7 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
     if op.dtype != in_dtype:
         x = op.adapter.astype(x, in_dtype)
         op = wrap_operand(x)
-    last_axis_size = None
     if kind == "c2r":
-        last_axis_size = s[-1] if s is not None else 2 * (op.shape[axes[-1]] - 1)
-        if last_axis_size < 1:
-            raise InvalidArgumentError(
-                f"invalid number of data points ({last_axis_size}) specified")
         s = (*(s[:-1] if s is not None else (op.shape[a] for a in axes[:-1])),
              last_axis_size // 2 + 1)
     if s is not None:

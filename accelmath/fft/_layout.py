@@ -65,7 +65,7 @@ def _nested(axes, strides, lengths):
     return tuple(embed)
 
 
-def _batch(axes, shape, istrides, ostrides):
+def _batch(axes, shape, istrides, ostrides, max_loop=MAX_LOOP):
     """Merge batch axes into (extent, istride, ostride) groups; pick one as cuFFT's batch and
     loop over the others. Returns (batch, idist, odist, offsets) or None."""
     dims = sorted(((shape[a], istrides[a], ostrides[a]) for a in axes if shape[a] != 1),
@@ -85,12 +85,26 @@ def _batch(axes, shape, istrides, ostrides):
     loops = 1
     for g in groups:
         loops *= g[0]
-    if loops > MAX_LOOP or idist <= 0 or odist <= 0:
+    if (max_loop is not None and loops > max_loop) or idist <= 0 or odist <= 0:
         return None
     offsets = tuple(
         (sum(i * g[1] for i, g in zip(idx, groups)), sum(i * g[2] for i, g in zip(idx, groups)))
         for idx in product(*(range(g[0]) for g in groups)))
     return extent, idist, odist, offsets
+
+
+def _dense_with_axes_fastest(axes, shape, strides):
+    """True for the layout the executor copies to when plan_steps gives up: dense, the other
+    axes in their order in memory, then ``axes`` fastest in the order given (axes of length 1
+    are ignored: their strides do not matter)."""
+    others = sorted((a for a in range(len(shape)) if a not in axes), key=lambda a: -strides[a])
+    step = 1
+    for axis in reversed(others + list(axes)):
+        if shape[axis] != 1:
+            if strides[axis] != step:
+                return False
+            step *= shape[axis]
+    return True
 
 
 def _groups(axes, strides, halved):
@@ -137,6 +151,10 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides):
         runs.sort(key=lambda run: halved not in run)
     elif kind == "c2r":
         runs.sort(key=lambda run: halved in run)
+    # More than three axes and a batch can need many calls per step even in the executor's
+    # dense fallback layout; a copy cannot help there, so loop rather than give up.
+    max_loop = None if (_dense_with_axes_fastest(axes, in_shape, in_strides) and
+                        _dense_with_axes_fastest(axes, out_shape, out_strides)) else MAX_LOOP
     steps = []
     for index, run in enumerate(runs):
         step_kind = kind if halved in run else "c2c"
@@ -153,7 +171,7 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides):
         if inembed is None or onembed is None:
             return None
         others = [a for a in range(len(in_shape)) if a not in run]
-        batch = _batch(others, src_shape, src_strides, dst_strides)
+        batch = _batch(others, src_shape, src_strides, dst_strides, max_loop)
         if batch is None:
             return None
         n = tuple(real_lengths[a] if a == halved else src_shape[a] for a in run)

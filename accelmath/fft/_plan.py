@@ -98,6 +98,14 @@ class FFT:
                 f"it first (the accelmath.fft functions do)")
         if last_axis_size is not None and kind != "c2r":
             raise InvalidArgumentError("last_axis_size applies to c2r plans only")
+        if kind == "c2r":
+            # cuFFT reads last_axis_size // 2 + 1 points of the halved axis: they must exist.
+            m = op.shape[axes[-1]]
+            size = 2 * (m - 1) if last_axis_size is None else last_axis_size
+            if size < 1 or size // 2 + 1 > m:
+                raise InvalidArgumentError(
+                    f"a c2r output of {size} points on axis {axes[-1]} needs {size // 2 + 1} "
+                    f"input points there, but the operand has {m}")
         on_gpu = op.on_device if execution == "auto" else execution == "cuda"
         if not on_gpu:
             in_dtype = _CPU_DTYPE.get(in_dtype, in_dtype)
@@ -119,7 +127,9 @@ class FFT:
         self._scales = (norms.scale_factor(norm, False, n), norms.scale_factor(norm, True, n))
         self._operand = op
         self._adapter = op.adapter
-        self._key = (type(operand), op.shape, op.strides, op.dtype, op.device_id)
+        self._type = type(operand)
+        self._key = (op.shape, op.strides, op.dtype, op.device_id)
+        self._out_key = (out_shape, out_strides, out_dtype, op.device_id)
         self._executor = None
         if on_gpu:
             if not op.on_device:
@@ -148,11 +158,12 @@ class FFT:
 
     def _check_operand(self, x):
         op = wrap_operand(x)
-        if (type(x), op.shape, op.strides, op.dtype, op.device_id) != self._key:
+        if type(x) is not self._type or (op.shape, op.strides, op.dtype,
+                                         op.device_id) != self._key:
             raise InvalidArgumentError(
                 f"operand {op!r} does not match the plan's layout: shape {self.in_shape}, "
-                f"strides {self.in_strides}, dtype {self._operand.dtype}, device "
-                f"{device_name(self.device_id)}, type {self._key[0].__qualname__}")
+                f"strides {self.in_strides}, dtype {self._key[2]}, device "
+                f"{device_name(self.device_id)}, type {self._type.__qualname__}")
         return op
 
     def _check_out(self, out, op):
@@ -211,7 +222,10 @@ class FFT:
             out, out_ptr = op.adapter.empty_strided(self.out_shape, self.out_strides,
                                                     self.out_dtype, self.device_id)
         else:
-            out_ptr = self._check_out(out, op).ptr
+            out_op = wrap_operand(out)
+            if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key:
+                self._check_out(out, op)  # raises, naming what differs
+            out_ptr = out_op.ptr
         self._executor.execute(op.ptr, out_ptr, resolve_stream(stream, op), inverse,
                                1 if inverse else -1)
         return out
