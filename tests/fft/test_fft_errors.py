@@ -1,0 +1,258 @@
+"""Bad input to accelmath.fft: each error is an AccelmathError of the natural built-in type
+(ValueError, TypeError, RuntimeError) whose message says what was wrong."""
+
+import re
+from contextlib import contextmanager
+
+import numpy as np
+import pytest
+
+import accelmath.fft
+from accelmath.errors import (AccelmathError, InvalidArgumentError, StateError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
+from accelmath.fft import FFT
+
+X = np.zeros((4, 6), np.complex128)
+
+
+@contextmanager
+def raises(builtin, match):
+    """Expect an AccelmathError that is also a ``builtin`` and whose message has ``match``
+    (a literal string)."""
+    with pytest.raises(AccelmathError, match=re.escape(match)) as info:
+        yield info
+    assert isinstance(info.value, builtin), f"{type(info.value)} is not a {builtin}"
+
+
+def test_error_types():
+    assert issubclass(InvalidArgumentError, ValueError)
+    assert issubclass(UnsupportedDTypeError, TypeError)
+    assert issubclass(UnsupportedOperandError, TypeError)
+    assert issubclass(StateError, RuntimeError)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: accelmath.fft.fft(X, axis=2), "axis 2 is out of bounds for an array of dimension 2"),
+    (lambda: accelmath.fft.ifft(X, axis=-3), "axis -3 is out of bounds"),
+    (lambda: accelmath.fft.fftn(X, axes=(0, -3)), "axis -3 is out of bounds"),
+    (lambda: accelmath.fft.rfft2(X.real, axes=(0, 5)), "axis 5 is out of bounds"),
+    (lambda: accelmath.fft.fftn(X, axes=(0, 0)), "axes=(0, 0) repeats axis 0"),
+    (lambda: accelmath.fft.fft2(X, axes=(1, -1)), "axes=(1, -1) repeats axis 1"),
+    (lambda: accelmath.fft.irfftn(X, axes=(-2, 0)), "repeats axis 0"),
+])
+def test_bad_axes(call, message):
+    with raises(ValueError, message):
+        call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: accelmath.fft.fft(X, n=0),
+    lambda: accelmath.fft.rfft(X.real, 0),
+    lambda: accelmath.fft.irfft(X, n=0),
+    lambda: accelmath.fft.hfft(X, n=0),
+    lambda: accelmath.fft.fftn(X, s=(4, 0)),
+    lambda: accelmath.fft.irfft2(X, s=(0, 4)),
+])
+def test_lengths_below_one(call):
+    with raises(ValueError, "invalid number of data points (0) specified"):
+        call()
+
+
+@pytest.mark.parametrize("name", ["irfft", "hfft", "irfft2", "irfftn"])
+def test_default_c2r_length_of_zero(name):
+    # a halved axis of length 1 gives 2 * (1 - 1) = 0 output points, as in NumPy
+    with raises(ValueError, "invalid number of data points (0) specified"):
+        getattr(accelmath.fft, name)(np.zeros((3, 1), np.complex128))
+
+
+def test_negative_length():
+    with raises(ValueError, "invalid number of data points (-1) specified"):
+        accelmath.fft.fftn(X, s=(4, -1))
+
+
+@pytest.mark.parametrize("call, axis", [
+    (lambda: accelmath.fft.fft(np.zeros((0, 4)), axis=0), 0),
+    (lambda: accelmath.fft.rfftn(np.zeros((3, 0))), 1),
+    (lambda: accelmath.fft.irfft(np.zeros((3, 0), np.complex128), n=4), 1),
+    (lambda: FFT(np.zeros((0, 4), np.complex128)), 0),
+])
+def test_zero_size_transform_axes(call, axis):
+    with raises(ValueError, f"axis {axis} has length 0"):
+        call()
+
+
+@pytest.mark.parametrize("x, dtype", [
+    (np.array([1, "a"], dtype=object), "object"),
+    (np.array(["a", "b"]), "str"),
+    (np.array([b"a", b"b"]), "bytes"),
+])
+def test_unsupported_dtypes(x, dtype):
+    for function in (accelmath.fft.fft, accelmath.fft.rfft, accelmath.fft.irfftn):
+        with raises(TypeError, f"unsupported dtype '{dtype}"):
+            function(x)
+
+
+@pytest.mark.parametrize("name", ["rfft", "ihfft", "rfft2", "rfftn"])
+def test_complex_input_to_a_real_transform(name):
+    with raises(TypeError, "a real-to-complex transform needs real input, got dtype "
+                           "'complex128'"):
+        getattr(accelmath.fft, name)(X)
+
+
+def test_complex_torch_input_to_rfft():
+    torch = pytest.importorskip("torch")
+    with raises(TypeError, "needs real input, got dtype 'complex64'"):
+        accelmath.fft.rfft(torch.zeros(4, dtype=torch.complex64))
+
+
+@pytest.mark.parametrize("norm", ["x", "none", "ORTHO", 1])
+def test_invalid_norm(norm):
+    message = f'Invalid norm value {norm!r}, should be "backward", "ortho" or "forward"'
+    with raises(ValueError, message):
+        accelmath.fft.fft(X, norm=norm)
+    with raises(ValueError, message):
+        FFT(X, norm=norm)
+
+
+def test_invalid_norm_message_exactly():
+    with pytest.raises(InvalidArgumentError) as info:
+        accelmath.fft.rfftn(X.real, norm="x")
+    assert str(info.value) == ('Invalid norm value \'x\', should be "backward", "ortho" or '
+                               '"forward"')
+
+
+def test_invalid_execution():
+    with raises(ValueError, 'Invalid execution \'gpu\', should be "auto", "cuda" or "cpu"'):
+        accelmath.fft.fft(X, execution="gpu")
+    with raises(ValueError, "Invalid execution 'gpu'"):
+        FFT(X, execution="gpu")
+
+
+def test_execution_cuda_for_a_host_plan():
+    with raises(ValueError, 'execution="cuda" needs a device operand'):
+        FFT(X, execution="cuda")
+
+
+@pytest.mark.parametrize("other, what", [
+    (np.zeros((4, 7), np.complex128), "shape=(4, 7)"),
+    (np.zeros((4, 6), np.complex64), "dtype=complex64"),
+    (np.zeros((6, 4), np.complex128).T, "strides=(1, 4)"),
+])
+def test_operand_of_another_layout(other, what):
+    plan = FFT(X)
+    with raises(ValueError, "does not match the plan's layout") as info:
+        plan.forward(other)
+    assert what in str(info.value) and "operand" in str(info.value)
+
+
+def test_operand_of_another_package():
+    torch = pytest.importorskip("torch")
+    with raises(ValueError, "type ndarray"):
+        FFT(X).forward(torch.zeros((4, 6), dtype=torch.complex128))
+
+
+def test_use_after_free():
+    plan = FFT(X)
+    plan.free()
+    for call in (plan.forward, plan.inverse, plan.execute):
+        with raises(RuntimeError, "this FFT plan was freed"):
+            call()
+    with FFT(X) as plan:
+        pass
+    with raises(RuntimeError, "freed"):
+        plan.forward(X)
+
+
+@pytest.mark.parametrize("name, out, message", [
+    ("fft", np.empty((4, 5), np.complex128), "out has shape (4, 5)"),
+    ("fft", np.empty((4, 6), np.complex64), "dtype complex64, expected shape (4, 6) and dtype "
+                                            "complex128"),
+    ("rfft", np.empty((4, 4), np.float64), "expected shape (4, 4) and dtype complex128"),
+    ("irfft2", np.empty((4, 10), np.complex128), "expected shape (4, 10) and dtype float64"),
+])
+def test_wrong_out_for_a_function(name, out, message):
+    x = X.real if name == "rfft" else X
+    with raises(ValueError, message):
+        getattr(accelmath.fft, name)(x, out=out)
+
+
+def test_wrong_out_for_a_plan():
+    plan = FFT(X)
+    with raises(ValueError, "out has shape (4, 5) and strides (5, 1), expected shape (4, 6)"):
+        plan.forward(out=np.empty((4, 5), np.complex128))
+    with raises(TypeError, "out has dtype complex64, expected complex128"):
+        plan.forward(out=np.empty((4, 6), np.complex64))
+
+
+@pytest.mark.parametrize("x", [[1.0, 2.0, 3.0], (1, 2), 3.0, "abc"])
+def test_unsupported_objects(x):
+    name = type(x).__qualname__
+    with raises(TypeError, f"unsupported operand of type builtins.{name}"):
+        accelmath.fft.fft(x)
+    with raises(TypeError, f"builtins.{name}"):
+        FFT(x)
+
+
+def test_unsupported_out_object():
+    with raises(TypeError, "unsupported operand of type builtins.list"):
+        accelmath.fft.fft(X[0], out=[0j] * 6)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: accelmath.fft.fftn(X, s=(4,), axes=(0, 1)),
+    lambda: accelmath.fft.fft2(X, s=(4, 6, 2)),
+    lambda: accelmath.fft.irfftn(X, s=(4, 6), axes=(1,)),
+])
+def test_s_and_axes_of_different_lengths(call):
+    with raises(ValueError, "must have the same length"):
+        call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: accelmath.fft.fftn(X, axes=(0.5,)), "axes must be an integer, got 0.5"),
+    (lambda: accelmath.fft.fft(X, axis="0"), "axes must be an integer, got '0'"),
+    (lambda: accelmath.fft.fftn(X, s=(4.0, 6)), "must be an integer, got 4.0"),
+    (lambda: accelmath.fft.fft(X, n=2.5), "must be an integer, got 2.5"),
+])
+def test_non_integer_axes_and_lengths(call, message):
+    with raises(ValueError, message):
+        call()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: FFT(X, axes=()), "axes is empty"),
+    (lambda: FFT(X, kind="r2r"), 'Invalid kind \'r2r\', should be "c2c", "r2c" or "c2r"'),
+    (lambda: FFT(X, last_axis_size=4), "last_axis_size applies to c2r plans only"),
+    (lambda: FFT(X, kind="c2r", last_axis_size=12),
+     "a c2r output of 12 points on axis 1 needs 7 input points there, but the operand has 6"),
+    (lambda: FFT(np.zeros((3, 1), np.complex128), kind="c2r"), "a c2r output of 0 points"),
+    (lambda: FFT(X, axes=(0, 2)), "axis 2 is out of bounds"),
+])
+def test_bad_plan_arguments(call, message):
+    with raises(ValueError, message):
+        call()
+
+
+def test_plan_of_the_wrong_dtype():
+    with raises(TypeError, "a c2c plan computes in complex128, but the operand is float64"):
+        FFT(np.zeros(4), kind="c2c")
+    with raises(TypeError, "real input"):
+        FFT(X, kind="r2c")
+
+
+@pytest.mark.parametrize("kind, direction", [("r2c", "inverse"), ("c2r", "forward")])
+def test_direction_of_another_kind(kind, direction):
+    plan = FFT(X if kind == "c2r" else X.real, kind=kind)
+    with raises(ValueError, f"direction '{direction}' does not fit a {kind} plan"):
+        plan.execute(direction=direction)
+
+
+def test_helpers():
+    with raises(ValueError, "n must be at least 1, got 0"):
+        accelmath.fft.fftfreq(0)
+    with raises(ValueError, "n must be an integer, got 2.5"):
+        accelmath.fft.rfftfreq(2.5)
+    with raises(ValueError, "axis 3 is out of bounds"):
+        accelmath.fft.fftshift(X, axes=3)
+    with raises(TypeError, "unsupported operand of type builtins.list"):
+        accelmath.fft.ifftshift([1, 2, 3])

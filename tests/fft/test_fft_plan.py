@@ -1,0 +1,186 @@
+"""The stateful FFT plan on the CPU path, against numpy.fft."""
+
+import numpy as np
+import pytest
+
+import accelmath.fft
+from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.fft import FFT
+
+NORMS = [None, "backward", "ortho", "forward"]
+
+
+def complex_data(rng, shape):
+    return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+
+
+def assert_close(actual, expected, rtol=1e-10):
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    assert np.linalg.norm(actual - expected) <= rtol * np.linalg.norm(expected)
+
+
+@pytest.mark.parametrize("axes", [None, (0,), (1,), (2, 0), (-1, -2), (0, 1, 2)])
+@pytest.mark.parametrize("norm", NORMS)
+def test_c2c_round_trip(axes, norm):
+    rng = np.random.default_rng([len(axes or ()), NORMS.index(norm)])
+    x = complex_data(rng, (4, 6, 5))
+    numpy_axes = axes if axes is not None else (0, 1, 2)
+    with FFT(x, axes=axes, norm=norm) as plan:
+        assert plan.kind == "c2c"
+        y = plan.forward()
+        assert_close(y, np.fft.fftn(x, axes=numpy_axes, norm=norm))
+        assert_close(plan.inverse(y), x)
+        assert_close(plan.execute(y, direction="inverse"),
+                     np.fft.ifftn(y, axes=numpy_axes, norm=norm))
+
+
+def test_kind_inference():
+    rng = np.random.default_rng(1)
+    assert FFT(complex_data(rng, (8,))).kind == "c2c"
+    assert FFT(rng.standard_normal(8)).kind == "r2c"
+    assert FFT(rng.standard_normal(8).astype(np.float32)).kind == "r2c"
+    assert FFT(complex_data(rng, (8,)), kind="c2r").kind == "c2r"
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_r2c(norm):
+    x = np.random.default_rng(2).standard_normal((6, 9))
+    with FFT(x, axes=(0, 1), norm=norm) as plan:
+        assert_close(plan.forward(), np.fft.rfftn(x, axes=(0, 1), norm=norm))
+        assert_close(plan.execute(), np.fft.rfftn(x, axes=(0, 1), norm=norm))
+
+
+@pytest.mark.parametrize("last_axis_size", [None, 1, 2, 9, 10])
+@pytest.mark.parametrize("norm", NORMS)
+def test_c2r_odd_and_even_lengths(last_axis_size, norm):
+    rng = np.random.default_rng([last_axis_size or 0, NORMS.index(norm)])
+    size = last_axis_size or 10
+    x = np.fft.rfftn(rng.standard_normal((4, size)))
+    with FFT(x, kind="c2r", axes=(0, 1), norm=norm, last_axis_size=last_axis_size) as plan:
+        assert plan.get_output_layout()[0] == (4, size)
+        y = plan.inverse()
+        assert_close(y, np.fft.irfftn(x, s=(4, size), axes=(0, 1), norm=norm))
+        assert_close(plan.execute(), y)
+
+
+def test_r2c_then_c2r_round_trip():
+    x = np.random.default_rng(3).standard_normal((5, 7))
+    with FFT(x) as forward:
+        spectrum = forward.forward()
+    with FFT(spectrum, kind="c2r", last_axis_size=7) as inverse:
+        assert_close(inverse.inverse(), x)
+
+
+def test_execute_on_new_operands_of_the_same_layout():
+    rng = np.random.default_rng(4)
+    plan = FFT(complex_data(rng, (3, 16)), axes=(1,))
+    for _ in range(3):
+        x = complex_data(rng, (3, 16))
+        assert_close(plan.forward(x), np.fft.fft(x, axis=1))
+    real_plan = FFT(rng.standard_normal((3, 16)), axes=(1,))
+    x = rng.standard_normal((3, 16))
+    assert_close(real_plan.forward(x), np.fft.rfft(x, axis=1))
+
+
+def test_out_is_written_and_returned():
+    rng = np.random.default_rng(5)
+    x = complex_data(rng, (4, 8))
+    plan = FFT(x)
+    out = np.empty((4, 8), np.complex128)
+    assert plan.forward(out=out) is out
+    assert_close(out, np.fft.fft2(x))
+
+
+def test_layouts():
+    x = np.zeros((4, 6), np.complex128)
+    plan = FFT(x)
+    assert plan.get_input_layout() == ((4, 6), (6, 1))
+    assert plan.get_output_layout() == ((4, 6), (6, 1))
+    real = FFT(np.zeros((4, 6)), axes=(0, 1))
+    assert real.get_output_layout() == ((4, 4), (4, 1))
+    # a transposed input: the output is dense in the input's axis order
+    transposed = FFT(np.zeros((6, 4)).T, axes=(0, 1))
+    assert transposed.get_input_layout() == ((4, 6), (1, 4))
+    assert transposed.get_output_layout() == ((4, 4), (1, 4))
+    c2r = FFT(np.zeros((3, 5), np.complex128), kind="c2r", last_axis_size=9)
+    assert c2r.get_output_layout() == ((3, 9), (9, 1))
+    assert FFT(np.zeros((3, 5), np.complex128), kind="c2r").get_output_layout()[0] == (3, 8)
+
+
+def test_context_manager_and_free():
+    x = complex_data(np.random.default_rng(6), (8,))
+    with FFT(x) as plan:
+        plan.forward()
+    with pytest.raises(StateError, match="freed"):
+        plan.forward()
+    plan.free()  # idempotent
+    assert "freed" in repr(plan)
+    assert plan.nbytes == 0
+
+
+@pytest.mark.parametrize("kind, direction", [("r2c", "inverse"), ("c2r", "forward")])
+def test_direction_must_fit_the_kind(kind, direction):
+    x = np.zeros(8, np.complex128 if kind == "c2r" else np.float64)
+    plan = FFT(x, kind=kind)
+    with pytest.raises(InvalidArgumentError, match=f"direction '{direction}'.*{kind}"):
+        plan.execute(direction=direction)
+
+
+def test_invalid_direction():
+    plan = FFT(np.zeros(8, np.complex128))
+    with pytest.raises(InvalidArgumentError, match="Invalid direction 'sideways'"):
+        plan.execute(direction="sideways")
+
+
+def test_default_direction():
+    rng = np.random.default_rng(7)
+    x = complex_data(rng, (8,))
+    assert_close(FFT(x).execute(), np.fft.fft(x))
+    assert_close(FFT(x, kind="c2r").execute(), np.fft.irfft(x))
+
+
+def test_conjugate_gives_hfft_and_ihfft():
+    rng = np.random.default_rng(8)
+    half = complex_data(rng, (9,))
+    # hfft(x, norm) == irfft(conj(x), norm swapped)
+    assert_close(FFT(half, kind="c2r", conjugate=True, norm="forward").execute(),
+                 np.fft.hfft(half))
+    real = rng.standard_normal(16)
+    assert_close(FFT(real, conjugate=True, norm="forward").execute(), np.fft.ihfft(real))
+
+
+def test_workers():
+    x = complex_data(np.random.default_rng(9), (4, 32))
+    assert_close(FFT(x, workers=2).forward(), np.fft.fft2(x))
+
+
+def test_torch_operands():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(4, 8, dtype=torch.complex128)
+    with FFT(x, axes=(1,)) as plan:
+        y = plan.forward()
+        assert isinstance(y, torch.Tensor)
+        assert_close(y.numpy(), np.fft.fft(x.numpy(), axis=1))
+        z = plan.forward(torch.randn(4, 8, dtype=torch.complex128))
+        assert isinstance(z, torch.Tensor)
+
+
+def test_single_precision_plan():
+    x = complex_data(np.random.default_rng(10), (16,)).astype(np.complex64)
+    plan = FFT(x)
+    assert (plan.in_dtype, plan.out_dtype) == ("complex64", "complex64")
+    y = plan.forward()
+    assert y.dtype == np.complex64
+    expected = np.fft.fft(x.astype(np.complex128))
+    assert np.linalg.norm(y - expected) <= 1e-5 * np.linalg.norm(expected)
+
+
+def test_repr():
+    plan = FFT(np.zeros((2, 4)), axes=(1,))
+    assert repr(plan) == ("FFT(kind=r2c, axes=(1,), shape=(2, 4), dtype=float64->complex128, "
+                          "norm=backward, cpu)")
+
+
+def test_stateless_functions_are_one_shot_plans():
+    x = complex_data(np.random.default_rng(11), (4, 6))
+    assert_close(accelmath.fft.fft2(x), FFT(x, axes=(-2, -1)).forward())
