@@ -117,26 +117,24 @@ def normalize_axes(ndim, s, axes, default_axes=None):
     return tuple(result), s
 
 
-def complex_dtype(dtype):
-    """The complex dtype a transform of ``dtype`` produces (integers promote to complex128)."""
+def _lookup(table, promoted, dtype):
     if dtype in _PROMOTED:
-        return "complex128"
-    if dtype not in _COMPLEX:
+        return promoted
+    if dtype not in table:
         raise UnsupportedDTypeError(
             f"unsupported dtype {dtype!r} for an FFT; expected a float, complex, integer or bool "
             "dtype")
-    return _COMPLEX[dtype]
+    return table[dtype]
+
+
+def complex_dtype(dtype):
+    """The complex dtype a transform of ``dtype`` produces (integers promote to complex128)."""
+    return _lookup(_COMPLEX, "complex128", dtype)
 
 
 def real_dtype(dtype):
     """The real dtype that goes with ``dtype`` (integers promote to float64)."""
-    if dtype in _PROMOTED:
-        return "float64"
-    if dtype not in _REAL:
-        raise UnsupportedDTypeError(
-            f"unsupported dtype {dtype!r} for an FFT; expected a float, complex, integer or bool "
-            "dtype")
-    return _REAL[dtype]
+    return _lookup(_REAL, "float64", dtype)
 
 
 def transform_dtypes(kind, dtype):
