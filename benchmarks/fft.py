@@ -39,7 +39,8 @@ def _nvmath():
 
 
 def _raw_plan(shape, axes, x, out):
-    """A cuFFT plan through accelmath's bindings, with cuFFT's own work area: the floor."""
+    """A cuFFT plan through accelmath's bindings, with cuFFT's own work area, executed by a
+    bare ctypes prototype with the status tested inline: the floor of a call from Python."""
     handle = ctypes.c_int()
     cufft.lib.create(ctypes.byref(handle))
     n = [shape[a] for a in axes]
@@ -49,9 +50,14 @@ def _raw_plan(shape, axes, x, out):
     size = ctypes.c_size_t()
     cufft.lib.make_plan_many64(handle, len(n), arr(*n), None, 1, dist, None, 1, dist,
                                cufft.TYPE["C2C"], batch, ctypes.byref(size))
-    exec_c2c = cufft.lib.exec_c2c
+    exec_c2c, _ = cufft.lib.raw("exec_c2c")
     h, a, b = handle.value, x.data.ptr, out.data.ptr
-    return (lambda: exec_c2c(h, a, b, -1)), handle
+
+    def raw():
+        if exec_c2c(h, a, b, -1):
+            raise RuntimeError("cufftExecC2C failed")
+
+    return raw, handle
 
 
 def small_cases(rows):
@@ -65,11 +71,14 @@ def small_cases(rows):
         host = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
         x, out = cp.asarray(host), cp.empty(shape, cp.complex64)
         t = torch.from_numpy(host).cuda()
+        t_out = torch.empty_like(t)
         raw, handle = _raw_plan(shape, axes, x, out)
         plan = afft.FFT(x, axes=axes)
+        t_plan = afft.FFT(t, axes=axes)
         cases = {
             "raw cuFFT (ctypes)": raw,
             "accelmath FFT.execute(x, out=)": lambda: plan.execute(x, out=out),
+            "accelmath FFT.execute(x, out=), torch": lambda: t_plan.execute(t, out=t_out),
             "accelmath FFT.execute(x)": lambda: plan.execute(x),
             "accelmath stateless": lambda: afft.fftn(x, axes=axes),
             "torch.fft": lambda: torch.fft.fftn(t, dim=axes),
@@ -90,10 +99,13 @@ def small_cases(rows):
             row[peer] = host_time_us(fn, calls, sync=sync)
         torch.cuda.synchronize()
         row["execute(out=) / raw"] = row["accelmath FFT.execute(x, out=)"] / row["raw cuFFT (ctypes)"]
+        row["execute(out=), torch / raw"] = (row["accelmath FFT.execute(x, out=), torch"]
+                                             / row["raw cuFFT (ctypes)"])
         row["stateless / torch"] = row["accelmath stateless"] / row["torch.fft"]
         rows.append(row)
         print(row, flush=True)
         plan.free()
+        t_plan.free()
         cufft.lib.destroy(handle)
 
 
@@ -148,12 +160,14 @@ def main():
     small, large = [], []
     small_cases(small)
     cols = ["case", "raw cuFFT (ctypes)", "accelmath FFT.execute(x, out=)",
-            "accelmath FFT.execute(x)", "accelmath stateless", "torch.fft", "cupy.fft",
-            "nvmath FFT.execute()", "nvmath reset_operand+execute", "nvmath stateless",
-            "execute(out=) / raw", "stateless / torch"]
+            "accelmath FFT.execute(x, out=), torch", "accelmath FFT.execute(x)",
+            "accelmath stateless", "torch.fft", "cupy.fft", "nvmath FFT.execute()",
+            "nvmath reset_operand+execute", "nvmath stateless", "execute(out=) / raw",
+            "execute(out=), torch / raw", "stateless / torch"]
     print(write("fft-small", env, small, cols,
                 "Host time per call, microseconds (median of 5 loops of 2000 calls; "
-                "nvmath stateless: 200 calls), complex64 forward."))
+                "nvmath stateless: 200 calls), complex64 forward. The arrays are CuPy arrays "
+                "except in the torch columns."))
     large_cases(large)
     cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
             "torch.fft", "nvmath FFT.execute()", "stateless / best(cupy, torch)"]

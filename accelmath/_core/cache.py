@@ -56,6 +56,15 @@ class PlanCache:
         self._hits = 0
         self._misses = 0
 
+    def get(self, key):
+        """The cached value for ``key`` (a hit), or None (not counted as a miss)."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+                self._hits += 1
+            return value
+
     def get_or_create(self, key, create):
         """The cached value for ``key``, or ``create()`` cached under it."""
         with self._lock:

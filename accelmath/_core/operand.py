@@ -99,6 +99,39 @@ def _dtype_name(dtype):
     return name
 
 
+class _Layouts:
+    """NumPy-style dtypes to ``(name, itemsize, {byte strides: element strides})``.
+
+    Converting byte strides costs more than the rest of a wrap; arrays in a loop repeat the
+    same few layouts, so conversions are remembered (a bounded number of them).
+    """
+
+    _MAX = 1024
+
+    def __init__(self):
+        self._dtypes = {}
+
+    def dtype(self, dtype):
+        info = self._dtypes.get(dtype)
+        if info is None:
+            info = self._dtypes[dtype] = (_dtype_name(dtype), dtype.itemsize, {})
+        return info
+
+    def strides(self, info, byte_strides):
+        strides = info[2].get(byte_strides)
+        if strides is None:
+            itemsize = info[1]
+            if any(s % itemsize for s in byte_strides):
+                raise UnsupportedOperandError(
+                    f"strides {byte_strides} (bytes) are not multiples of the {itemsize}-byte "
+                    f"element; accelmath reads arrays of whole-element strides")
+            strides = tuple(s // itemsize for s in byte_strides)
+            if len(info[2]) >= self._MAX:
+                info[2].clear()
+            info[2][byte_strides] = strides
+        return strides
+
+
 class Adapter:
     """How accelmath reads, allocates and streams the arrays of one package.
 
@@ -111,6 +144,20 @@ class Adapter:
     def wrap(self, x):
         """Return the :class:`Operand` describing ``x``."""
         raise NotImplementedError
+
+    def layout_key(self, x):
+        """A cheap key of ``x``'s shape, strides, dtype and device in the package's own terms
+        (equal keys mean equal layouts), or None where the package has no such fast path."""
+        return None
+
+    def data_ptr(self, x):
+        """The address of ``x``'s first element (for arrays whose :meth:`layout_key` matched)."""
+        return self.wrap(x).ptr
+
+    def allocator(self, shape, strides, dtype, device_id):
+        """A function of no arguments that allocates ``(array, ptr)`` of the given layout
+        (element strides, dense), prepared once for allocations in a loop."""
+        return lambda: self.empty_strided(shape, strides, dtype, device_id)
 
     def empty(self, shape, dtype, device_id):
         """Allocate an uninitialized array of this package (``device_id`` None: host)."""
@@ -168,11 +215,13 @@ class NumpyAdapter(Adapter):
         import numpy
 
         self._np = numpy
+        self._layouts = _Layouts()
 
     def wrap(self, x):
-        itemsize = x.itemsize
+        layouts = self._layouts
+        info = layouts.dtype(x.dtype)
         return Operand(x, x.__array_interface__["data"][0], x.shape,
-                       tuple(s // itemsize for s in x.strides), _dtype_name(x.dtype), None, self)
+                       layouts.strides(info, x.strides), info[0], None, self)
 
     def empty(self, shape, dtype, device_id):
         if device_id is not None:
@@ -197,16 +246,40 @@ class CupyAdapter(Adapter):
         get_stream = cupy.cuda.get_current_stream
         self._stream_ptr = getattr(cupy.cuda.stream, "get_current_stream_ptr",
                                    lambda: get_stream().ptr)
-        self._names = {}
+        self._layouts = _Layouts()
 
     def wrap(self, x):
-        dtype = x.dtype
-        name = self._names.get(dtype)
-        if name is None:
-            name = self._names[dtype] = _dtype_name(dtype)
-        itemsize = x.itemsize
-        return Operand(x, x.data.ptr, x.shape, tuple(s // itemsize for s in x.strides), name,
-                       x.data.device_id, self)
+        layouts = self._layouts
+        info = layouts.dtype(x.dtype)
+        data = x.data
+        return Operand(x, data.ptr, x.shape, layouts.strides(info, x.strides), info[0],
+                       data.device_id, self)
+
+    def layout_key(self, x):
+        return x.shape, x.strides, x.dtype, x.data.device_id
+
+    def data_ptr(self, x):
+        return x.data.ptr
+
+    def allocator(self, shape, strides, dtype, device_id):
+        cp = self._cp
+        dtype = cp.dtype(dtype)
+        nbytes = dtype.itemsize
+        for extent in shape:
+            nbytes *= extent
+        dense = strides == _contiguous_strides(shape)
+        byte_strides = None if dense else tuple(s * dtype.itemsize for s in strides)
+        ndarray, alloc, get_device = cp.ndarray, cp.cuda.alloc, cp.cuda.runtime.getDevice
+
+        def allocate():
+            if get_device() == device_id:
+                memptr = alloc(nbytes)
+            else:
+                with cp.cuda.Device(device_id):
+                    memptr = alloc(nbytes)
+            return ndarray(shape, dtype, memptr, byte_strides), memptr.ptr
+
+        return allocate
 
     def empty(self, shape, dtype, device_id):
         cp = self._cp
@@ -256,9 +329,30 @@ class TorchAdapter(Adapter):
         if name is None:
             raise UnsupportedDTypeError(
                 f"unsupported dtype {x.dtype}; accelmath handles {', '.join(ITEMSIZE)}")
+        if x.is_conj() or x.is_neg():
+            # A lazily conjugated or negated view: its memory holds other values. The operand
+            # describes a resolved copy (``operand.obj is not x`` tells callers so).
+            x = x.resolve_conj().resolve_neg()
         device = x.get_device()
         return Operand(x, x.data_ptr(), tuple(x.shape), x.stride(), name,
                        None if device < 0 else device, self)
+
+    def layout_key(self, x):
+        return x.shape, x.stride(), x.dtype, x.get_device(), x.is_conj(), x.is_neg()
+
+    def data_ptr(self, x):
+        return x.data_ptr()
+
+    def allocator(self, shape, strides, dtype, device_id):
+        empty_strided = self._torch.empty_strided
+        tdtype = self._to_torch[dtype]
+        device = self._torch.device("cpu" if device_id is None else f"cuda:{device_id}")
+
+        def allocate():
+            t = empty_strided(shape, strides, dtype=tdtype, device=device)
+            return t, t.data_ptr()
+
+        return allocate
 
     def empty(self, shape, dtype, device_id):
         device = "cpu" if device_id is None else f"cuda:{device_id}"

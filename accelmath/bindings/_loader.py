@@ -93,6 +93,7 @@ class Library:
         self.status_names = status_names
         self.status_type = status_type
         self.success = success
+        self._raw = {}
 
     @property
     def cdll(self):
@@ -135,6 +136,21 @@ class Library:
         else:
             func.restype = entry.restype
         return func
+
+    def raw(self, name):
+        """``name`` bound with no status check, for hot paths that test the status inline.
+
+        Returns ``(function, c_name)``; a failing status goes to :meth:`raise_status`. The
+        function is a bare ``CFUNCTYPE`` prototype, the cheapest call ctypes makes.
+        """
+        raw = self._raw.get(name)
+        if raw is None:
+            entry = self.functions[name]
+            c_name = self.c_name(name)
+            restype = self.status_type if entry.restype is None else entry.restype
+            func = ctypes.CFUNCTYPE(restype, *entry.argtypes)((c_name, self.cdll))
+            raw = self._raw[name] = (func, c_name)
+        return raw
 
     def _checker(self, c_name):
         success = self.success

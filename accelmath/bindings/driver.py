@@ -1,10 +1,10 @@
 """ctypes bindings for the CUDA driver API (``libcuda.so.1``, shipped with the display driver).
 
 Only what accelmath needs: device and context queries, module loading and kernel launch for
-the kernels it compiles, and stream-ordered copies.
+the kernels it compiles, stream-ordered copies, and events to time candidate plans.
 """
 
-from ctypes import POINTER, c_char_p, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
+from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
 
 from accelmath.bindings._loader import Function, Library
 
@@ -71,6 +71,19 @@ FUNCTIONS = (
     Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),
     # CUresult cuStreamSynchronize(CUstream hStream);
     Function("stream_synchronize", ("cuStreamSynchronize",), (_p,)),
+    # CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+    Function("memset_d8", ("cuMemsetD8_v2",), (c_ulonglong, c_uint, c_size_t)),
+    # CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
+    Function("event_create", ("cuEventCreate",), (POINTER(_p), c_uint)),
+    # CUresult cuEventDestroy(CUevent hEvent);
+    Function("event_destroy", ("cuEventDestroy_v2",), (_p,)),
+    # CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
+    Function("event_record", ("cuEventRecord",), (_p, _p)),
+    # CUresult cuEventSynchronize(CUevent hEvent);
+    Function("event_synchronize", ("cuEventSynchronize",), (_p,)),
+    # CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+    Function("event_elapsed_time", ("cuEventElapsedTime_v2", "cuEventElapsedTime"),
+             (POINTER(c_float), _p, _p)),
     # CUresult cuGetErrorName(CUresult error, const char **pStr);
     Function("get_error_name", ("cuGetErrorName",), (c_int, POINTER(c_char_p))),
 )

@@ -14,7 +14,7 @@ from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
 from accelmath._core.memory import allocate_workspace
 from accelmath._core.operand import ITEMSIZE
-from accelmath.bindings import cufft
+from accelmath.bindings import cufft, driver
 from accelmath.fft._layout import contiguous_strides, plan_steps
 
 __all__ = ["CudaExecutor"]
@@ -26,6 +26,8 @@ _TYPED_EXEC = {
     ("c2r", "complex64"): ("exec_c2r", False), ("c2r", "complex128"): ("exec_z2d", False),
 }
 _ALIGN = 256
+# Transforms of at least this many output points time their candidate plans.
+_TUNE_POINTS = 1 << 20
 
 
 def _align(n):
@@ -37,6 +39,30 @@ def _nbytes(shape, dtype):
     for extent in shape:
         n *= extent
     return n
+
+
+def _span(shape, strides, dtype):
+    """Bytes from the first to one past the last element of a layout of positive strides."""
+    last = sum((n - 1) * st for n, st in zip(shape, strides))
+    return (last + 1) * ITEMSIZE[dtype]
+
+
+def _points(shape):
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def _run_calls(calls, buffers, direction):
+    """Make the cuFFT calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr})."""
+    for func, c_name, handle, with_direction, src, dst, offsets in calls:
+        a, b = buffers[src], buffers[dst]
+        for da, db in offsets:
+            status = (func(handle, a + da, b + db, direction) if with_direction
+                      else func(handle, a + da, b + db))
+            if status:
+                cufft.lib.raise_status(c_name, status)
 
 
 def _axis_order(strides):
@@ -114,7 +140,6 @@ class CudaExecutor:
             self.copy_out = (out_shape, contiguous_strides(out_shape, order))
             steps = plan_steps(kind, axes, *work_in, *self.copy_out)
         self.steps = steps
-        in_size, out_size = ITEMSIZE[in_dtype], ITEMSIZE[out_dtype]
         self._in_offset = 0
         if self.copy_in is not None:
             scratch += _align(_nbytes(in_shape, in_dtype))
@@ -124,20 +149,20 @@ class CudaExecutor:
 
         self._handles = _Handles()
         self._finalizer = weakref.finalize(self, self._handles.destroy)
-        work = 0
-        self._calls = []
-        for step in steps:
-            handle, size = self._make_plan(step, in_dtype, out_dtype)
-            work = max(work, size)
-            exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
-                                                        ("xt_exec", True))
-            src_size = in_size if step.src == "in" else out_size
-            dst_size = out_size if step.dst == "out" else in_size
-            if step.kind == "c2r":
-                dst_size = out_size
-            offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
-            self._calls.append((getattr(cufft.lib, exec_name), handle, with_direction,
-                                step.src, step.dst, offsets))
+        direction = 1 if kind == "c2r" else -1
+        self._calls, work = self._build(steps)
+        if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
+            # One joint cuFFT plan, or the halved axis alone and then the others: time both.
+            split = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=True)
+            if split is not None and split != steps:
+                calls, split_work = self._build(split)
+                spans = (_span(*work_in, in_dtype), _span(out_shape, out_strides, out_dtype))
+                joint = self._time(self._calls, work, spans, direction)
+                if self._time(calls, split_work, spans, direction) < joint:
+                    self._discard(self._calls)
+                    self.steps, self._calls, work = split, calls, split_work
+                else:
+                    self._discard(calls)
         self._work_offset = _align(scratch)
         self.nbytes = self._work_offset + work
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
@@ -147,9 +172,71 @@ class CudaExecutor:
         self._args = (kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
                       out_dtype, scales, conjugate, device_id, package)
         self._aligned = None
-        self._simple = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
-                        and len(self._calls[0][5]) == 1 and scales == (None, None)
-                        and not conjugate)
+        # Per direction: one cuFFT call and nothing else, made straight from execute().
+        plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
+                 and len(self._calls[0][6]) == 1 and not conjugate)
+        self._direct = (plain and scales[0] is None, plain and scales[1] is None)
+
+    def _build(self, steps):
+        """Plan ``steps``: one call record per step, and the largest work area they need."""
+        in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
+        calls, work = [], 0
+        for step in steps:
+            handle, size = self._make_plan(step, self.in_dtype, self.out_dtype)
+            work = max(work, size)
+            exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
+                                                        ("xt_exec", True))
+            src_size = in_size if step.src == "in" else out_size
+            dst_size = out_size if step.dst == "out" or step.kind == "c2r" else in_size
+            offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
+            func, c_name = cufft.lib.raw(exec_name)
+            calls.append((func, c_name, handle, with_direction, step.src, step.dst, offsets))
+        return calls, work
+
+    def _discard(self, calls):
+        for call in calls:
+            self._handles.handles.remove(call[2])
+            cufft.lib.destroy(call[2])
+
+    def _worth_tuning(self, kind, axes, out_strides):
+        """Time candidate plans for large multi-axis r2c/c2r transforms of positive strides
+        (below that size one cuFFT call costs less host time than two)."""
+        if kind == "c2c" or len(axes) < 2 or _TUNE_POINTS > _points(self.out_shape):
+            return False
+        return all(s >= 0 for s in (*self.in_strides, *out_strides))
+
+    def _time(self, calls, work, spans, direction):
+        """Device time of ``calls`` on scratch buffers (the best of a few runs), in ms."""
+        in_bytes, out_bytes = _align(spans[0]), _align(spans[1])
+        trial = allocate_workspace(in_bytes + out_bytes + work, self.device_id, 0,
+                                   self.package)
+        events = []
+        try:
+            driver.lib.memset_d8(trial.ptr, 0, in_bytes + out_bytes)
+            for call in calls:
+                cufft.lib.set_stream(call[2], 0)
+                cufft.lib.set_work_area(call[2], trial.ptr + in_bytes + out_bytes)
+            buffers = {"in": trial.ptr, "out": trial.ptr + in_bytes}
+            for _ in range(2):
+                event = ctypes.c_void_p()
+                driver.lib.event_create(ctypes.byref(event), 0)
+                events.append(event)
+            best = float("inf")
+            elapsed = ctypes.c_float()
+            for repeat in range(4):
+                driver.lib.event_record(events[0], 0)
+                _run_calls(calls, buffers, direction)
+                driver.lib.event_record(events[1], 0)
+                driver.lib.event_synchronize(events[1])
+                driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
+                if repeat:  # the first run warms up
+                    best = min(best, elapsed.value)
+            return best
+        finally:
+            for event in events:
+                driver.lib.event_destroy(event)
+            trial.free()
+            self._stream = None
 
     def _step_in_dtype(self, step):
         if step.kind == "c2c":
@@ -186,28 +273,28 @@ class CudaExecutor:
         self._stream = stream
         return workspace
 
-    def execute(self, in_ptr, out_ptr, stream, inverse, direction):
+    def execute(self, in_ptr, out_ptr, stream, inverse):
         """Enqueue the transform of ``in_ptr`` into ``out_ptr`` on ``stream``.
 
-        ``direction`` is cuFFT's (-1 forward, 1 inverse); ``inverse`` selects the scale.
+        ``inverse`` selects cuFFT's direction for c2c steps and the scale.
         """
         if (in_ptr | out_ptr) & self._align_mask:
             if self._aligned is None:
                 self._aligned = CudaExecutor(*self._args, force_copy=True)
-            return self._aligned.execute(in_ptr, out_ptr, stream, inverse, direction)
+            return self._aligned.execute(in_ptr, out_ptr, stream, inverse)
         with self._lock:
             if stream != self._stream:
                 self._use_stream(stream)
-            if self._simple:
-                func, handle, with_direction, _, _, _ = self._calls[0]
-                if with_direction:
-                    func(handle, in_ptr, out_ptr, direction)
-                else:
-                    func(handle, in_ptr, out_ptr)
+            if self._direct[inverse]:
+                func, c_name, handle, with_direction, _, _, _ = self._calls[0]
+                status = (func(handle, in_ptr, out_ptr, 1 if inverse else -1) if with_direction
+                          else func(handle, in_ptr, out_ptr))
+                if status:
+                    cufft.lib.raise_status(c_name, status)
                 return
-            self._execute(in_ptr, out_ptr, stream, inverse, direction)
+            self._execute(in_ptr, out_ptr, stream, inverse)
 
-    def _execute(self, in_ptr, out_ptr, stream, inverse, direction):
+    def _execute(self, in_ptr, out_ptr, stream, inverse):
         base = self._workspaces[stream].ptr
         scale = self.scales[1 if inverse else 0]
         conj_in = self.conjugate and self.copy_in is not None and not self.out_dtype.startswith(
@@ -223,14 +310,7 @@ class CudaExecutor:
             if fold:
                 scale = None
         dst = out_ptr if self.copy_out is None else base + self._out_offset
-        buffers = {"in": src, "out": dst}
-        for func, handle, with_direction, step_src, step_dst, offsets in self._calls:
-            a, b = buffers[step_src], buffers[step_dst]
-            for da, db in offsets:
-                if with_direction:
-                    func(handle, a + da, b + db, direction)
-                else:
-                    func(handle, a + da, b + db)
+        _run_calls(self._calls, {"in": src, "out": dst}, 1 if inverse else -1)
         if not self._calls:
             # every transform axis has length 1: the transform is a copy
             copy_scale(src, dst, self.out_shape,

@@ -7,7 +7,7 @@ one-shot uses of cached plans.
 """
 
 from accelmath._core.operand import check_same_device, device_name, wrap_operand
-from accelmath._core.stream import resolve_stream
+from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 
@@ -131,6 +131,8 @@ class FFT:
         self._key = (op.shape, op.strides, op.dtype, op.device_id)
         self._out_key = (out_shape, out_strides, out_dtype, op.device_id)
         self._executor = None
+        self._fast = None  # the adapter, where it reads layouts in a fast path
+        self._out_fast = {}  # out type -> (adapter, layout key) of outputs already checked
         if on_gpu:
             if not op.on_device:
                 raise InvalidArgumentError(
@@ -141,6 +143,11 @@ class FFT:
             self._executor = CudaExecutor(kind, axes, op.shape, op.strides, out_shape,
                                           out_strides, in_dtype, out_dtype, self._scales,
                                           conjugate, op.device_id, op.package)
+            self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
+                                                  op.device_id)
+            self._in_key = op.adapter.layout_key(op.obj)
+            if self._in_key is not None and op.obj is operand:
+                self._fast = op.adapter
         self._freed = False
 
     @property
@@ -157,6 +164,7 @@ class FFT:
         return self.out_shape, self.out_strides
 
     def _check_operand(self, x):
+        """The operand of ``x``, after checking it fits the plan (raises, naming what not)."""
         op = wrap_operand(x)
         if type(x) is not self._type or (op.shape, op.strides, op.dtype,
                                          op.device_id) != self._key:
@@ -177,7 +185,22 @@ class FFT:
             raise InvalidArgumentError(
                 f"out has shape {out_op.shape} and strides {out_op.strides}, expected shape "
                 f"{self.out_shape} and strides {self.out_strides}")
+        if out_op.obj is not out:
+            raise InvalidArgumentError(
+                "out is a lazily conjugated or negated view; pass a tensor that owns its values")
         return out_op
+
+    def _inverse(self, direction):
+        """True for the inverse transform: ``direction`` checked against the plan's kind."""
+        if direction is None:
+            return self.kind == "c2r"
+        if direction not in _DIRECTIONS:
+            raise InvalidArgumentError(
+                f'Invalid direction {direction!r}, should be "forward" or "inverse"')
+        inverse = _DIRECTIONS[direction][0]
+        if self.kind != "c2c" and inverse != (self.kind == "c2r"):
+            raise InvalidArgumentError(f"direction {direction!r} does not fit a {self.kind} plan")
+        return inverse
 
     def execute(self, x=None, *, out=None, direction=None, stream=None):
         """Run the transform.
@@ -201,34 +224,46 @@ class FFT:
         """
         if self._freed:
             raise StateError("this FFT plan was freed; create a new one")
-        op = self._operand if x is None else self._check_operand(x)
-        if direction is None:
-            inverse = self.kind == "c2r"
-        elif direction in _DIRECTIONS:
-            inverse = _DIRECTIONS[direction][0]
-            if self.kind != "c2c" and inverse != (self.kind == "c2r"):
-                raise InvalidArgumentError(
-                    f"direction {direction!r} does not fit a {self.kind} plan")
-        else:
-            raise InvalidArgumentError(
-                f'Invalid direction {direction!r}, should be "forward" or "inverse"')
-        return self._run(op, out, inverse, stream)
+        inverse = self._inverse(direction)
+        if x is None:
+            return self._run(self._operand, out, inverse, stream)
+        fast = self._fast
+        if fast is not None and type(x) is self._type and fast.layout_key(x) == self._in_key:
+            # the common case: an array of the plan's package and layout, read in a few
+            # attribute lookups
+            return self._launch(fast.data_ptr(x), out, inverse, stream)
+        return self._run(self._check_operand(x), out, inverse, stream)
 
     def _run(self, op, out, inverse, stream):
         """Execute on a checked operand (the stateless functions enter here)."""
         if self._executor is None:
             return self._execute_cpu(op, out, inverse)
+        return self._launch(op.ptr, out, inverse, stream)
+
+    def _launch(self, in_ptr, out, inverse, stream):
+        """Enqueue the GPU transform of the checked operand at ``in_ptr`` into ``out``."""
         if out is None:
-            out, out_ptr = op.adapter.empty_strided(self.out_shape, self.out_strides,
-                                                    self.out_dtype, self.device_id)
+            out, out_ptr = self._allocate()
         else:
-            out_op = wrap_operand(out)
-            if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key:
-                self._check_out(out, op)  # raises, naming what differs
-            out_ptr = out_op.ptr
-        self._executor.execute(op.ptr, out_ptr, resolve_stream(stream, op), inverse,
-                               1 if inverse else -1)
+            fast = self._out_fast.get(type(out))
+            if fast is not None and fast[0].layout_key(out) == fast[1]:
+                out_ptr = fast[0].data_ptr(out)
+            else:
+                out_ptr = self._first_out(out)
+        self._executor.execute(in_ptr, out_ptr, self._adapter.current_stream(self.device_id)
+                               if stream is None else stream_handle(stream), inverse)
         return out
+
+    def _first_out(self, out):
+        """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""
+        out_op = wrap_operand(out)
+        if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key \
+                or out_op.obj is not out:
+            self._check_out(out, self._operand)  # raises, naming what differs
+        key = out_op.adapter.layout_key(out)
+        if key is not None:
+            self._out_fast[type(out)] = (out_op.adapter, key)
+        return out_op.ptr
 
     def _execute_cpu(self, op, out, inverse):
         import scipy.fft

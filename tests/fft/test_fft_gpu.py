@@ -228,3 +228,97 @@ def test_host_array_with_cuda_execution():
     got = afft.fft(host, execution="cuda")
     assert isinstance(got, np.ndarray)
     _close(got, np.fft.fft(host), 1e-12)
+
+
+@pytest.mark.parametrize("choice", ["joint", "split"])
+@pytest.mark.parametrize("shape,axes", [((1100, 2048), (0, 1)), ((2, 96, 80, 160), (1, 2, 3)),
+                                        ((2050, 1024), (0, 1))])
+def test_tuned_r2c_c2r_candidates(monkeypatch, choice, shape, axes):
+    """Both plans the executor times for large multi-axis real transforms are right."""
+    cp = pytest.importorskip("cupy")
+    from accelmath.fft._cuda import CudaExecutor
+
+    timed = []
+
+    def fake_time(self, calls, work, spans, direction):
+        timed.append(len(calls))
+        return float(-len(calls) if choice == "split" else len(calls))  # split: more calls
+
+    monkeypatch.setattr(CudaExecutor, "_time", fake_time)
+    host = np.random.default_rng().standard_normal(shape)
+    dev = cp.asarray(host)
+    with afft.FFT(dev, axes=axes) as fwd:
+        spec = fwd.execute()
+        assert len(timed) == 2
+        ranks = [len(s.n) for s in fwd._executor.steps if s.kind == "r2c"]
+        assert ranks == ([len(axes)] if choice == "joint" else [1])
+        _close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)
+        with afft.FFT(spec, axes=axes, kind="c2r", last_axis_size=shape[axes[-1]]) as inv:
+            _close(cp.asnumpy(inv.execute()), host, 1e-12)
+
+
+def test_torch_conjugate_and_negative_views():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    host = _data(np.random.default_rng(), (8, 32), "c2c")
+    t = torch.from_numpy(host).cuda()
+    for _ in range(2):  # the second call takes the remembered-call path
+        _close(afft.fft(t.conj()).cpu().numpy(), np.fft.fft(host.conj()), 1e-12)
+        _close(afft.fft(t).cpu().numpy(), np.fft.fft(host), 1e-12)
+        _close(afft.rfft(t.conj().imag).cpu().numpy(), np.fft.rfft(-host.imag), 1e-12)
+    with afft.FFT(t, axes=(1,)) as plan:
+        _close(plan.execute(t).cpu().numpy(), np.fft.fft(host, axis=1), 1e-12)
+        _close(plan.execute(t.conj()).cpu().numpy(), np.fft.fft(host.conj(), axis=1), 1e-12)
+        out = torch.empty_like(t)
+        with pytest.raises(ValueError, match="conjugated"):
+            plan.execute(t, out=out.conj())
+
+
+def test_plan_fast_path_still_checks_operands(xp):
+    package, to_dev, to_host, _ = xp
+    from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+
+    rng = np.random.default_rng()
+    host = _data(rng, (32, 64), "c2c")
+    dev = to_dev(host)
+    with afft.FFT(dev, axes=(1,)) as plan:
+        out = to_dev(np.empty((32, 64), np.complex128))
+        for _ in range(3):
+            assert plan.execute(dev, out=out) is out
+        _close(to_host(out), np.fft.fft(host, axis=1), 1e-12)
+        with pytest.raises(InvalidArgumentError, match="does not match"):
+            plan.execute(to_dev(_data(rng, (16, 64), "c2c")))
+        with pytest.raises(InvalidArgumentError, match="does not match"):
+            plan.execute(to_dev(np.ascontiguousarray(host.T)).T)
+        with pytest.raises(InvalidArgumentError, match="does not match"):
+            plan.execute(to_dev(host.astype(np.complex64)))
+        with pytest.raises(InvalidArgumentError, match="out has shape"):
+            plan.execute(dev, out=to_dev(np.empty((32, 32), np.complex128)))
+        with pytest.raises(UnsupportedDTypeError, match="out has dtype"):
+            plan.execute(dev, out=to_dev(np.empty((32, 64), np.complex64)))
+        with pytest.raises(InvalidArgumentError, match="out has shape"):
+            plan.execute(dev, out=to_dev(np.empty((64, 32), np.complex128)).T)
+
+
+def test_stateless_calls_remembered_by_layout(xp):
+    package, to_dev, to_host, _ = xp
+    rng = np.random.default_rng()
+    afft.clear_cache()
+    hosts = [_data(rng, (24, 40), "c2c") for _ in range(3)]
+    for host in hosts:
+        _close(to_host(afft.fft(to_dev(host), axis=0)), np.fft.fft(host, axis=0), 1e-12)
+    info = afft.cache_info()
+    assert (info["misses"], info["hits"]) == (1, 2)
+    # the same call on other layouts, dtypes and lengths gets other plans
+    big = _data(rng, (48, 40), "c2c")
+    _close(to_host(afft.fft(to_dev(big)[::2], axis=0)), np.fft.fft(big[::2], axis=0), 1e-12)
+    _close(to_host(afft.fft(to_dev(hosts[0].astype(np.complex64)), axis=0)),
+           np.fft.fft(hosts[0], axis=0), 1e-5)
+    _close(to_host(afft.fft(to_dev(hosts[0]), 30, axis=0)), np.fft.fft(hosts[0], 30, axis=0),
+           1e-12)
+    _close(to_host(afft.fft(to_dev(hosts[0]), axis=0, norm="ortho")),
+           np.fft.fft(hosts[0], axis=0, norm="ortho"), 1e-12)
+    _close(to_host(afft.ifft(to_dev(hosts[0]), axis=0)), np.fft.ifft(hosts[0], axis=0), 1e-12)
+    afft.clear_cache()
+    _close(to_host(afft.fft(to_dev(hosts[1]), axis=0)), np.fft.fft(hosts[1], axis=0), 1e-12)

@@ -100,7 +100,7 @@ def _axis_order(strides):
     return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
 
 
-def execute(kind, axes, x, out_view, out_parent, inverse=False):
+def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False):
     """Transform array view ``x`` into ``out_view`` as CudaExecutor does; return the result
     read back through ``out_view``'s layout, and the steps used."""
     x_view, x_parent = x
@@ -111,7 +111,7 @@ def execute(kind, axes, x, out_view, out_parent, inverse=False):
     work_in, copy_out = (in_shape, in_strides), None
     if kind == "c2r":
         work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
-    steps = plan_steps(kind, axes, *work_in, out_shape, out_strides)
+    steps = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=split)
     if steps is None:
         order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
         work_in = (in_shape, contiguous_strides(in_shape, order))
@@ -213,9 +213,9 @@ def random_case(rng, kind, ndim, naxes, style, out_style):
     return axes, x, out
 
 
-def check(kind, axes, x, out, inverse=False):
+def check(kind, axes, x, out, inverse=False, split=False):
     inverse = inverse or kind == "c2r"  # a c2r plan runs its c2c steps inverse
-    result, steps = execute(kind, axes, x, *out, inverse=inverse)
+    result, steps = execute(kind, axes, x, *out, inverse=inverse, split=split)
     expected = reference(kind, axes, x[0], out[0].shape, inverse)
     assert result.shape == expected.shape
     error = np.linalg.norm(result - expected)
@@ -252,6 +252,23 @@ def test_random_layouts(kind, seed):
     out_style = str(rng.choice(["default", "default", "c", "random"]))
     axes, x, out = random_case(rng, kind, ndim, naxes, style, out_style)
     check(kind, axes, x, out, inverse=bool(rng.integers(2)) and kind == "c2c")
+
+
+@pytest.mark.parametrize("kind", ["r2c", "c2r"])
+@pytest.mark.parametrize("seed", range(30))
+def test_split_halved_axis(kind, seed):
+    """The candidate with the halved axis in a call of its own computes the same transform."""
+    rng = np.random.default_rng([seed, 7, ord(kind[0])])
+    ndim = int(rng.integers(2, 6))
+    naxes = int(rng.integers(2, ndim + 1))
+    style = str(rng.choice(["c", "f", "random"]))
+    axes, x, out = random_case(rng, kind, ndim, naxes, style, "default")
+    steps = check(kind, axes, x, out, split=True)
+    work_in = (x[0].shape, _strides(x[0]))
+    if kind == "c2r":
+        work_in = (work_in[0], contiguous_strides(work_in[0], _axis_order(_strides(out[0]))))
+    if plan_steps(kind, axes, *work_in, out[0].shape, _strides(out[0]), split=True):
+        assert [len(s.n) for s in steps if s.kind == kind] == [1]
 
 
 @pytest.mark.parametrize("kind", ["c2c", "r2c", "c2r"])
