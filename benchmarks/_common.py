@@ -29,22 +29,29 @@ def environment():
             "date": datetime.date.today().isoformat()}
 
 
-def host_time_us(fn, calls=2000, repeats=5, sync=None):
-    """Median over ``repeats`` of the mean host time of one call of ``fn`` in a loop, in us."""
-    for _ in range(50):
-        fn()
+def host_times_us(cases, calls=2000, repeats=7, sync=None):
+    """Host time of one call of each function of ``cases`` ({name: fn}), in us: the mean over
+    a loop of ``calls`` calls, the best of ``repeats`` loops. The cases take turns loop by loop,
+    so that a slow spell of the machine falls on all of them alike; the best loop is the one
+    least disturbed by other processes. ``calls`` may be a dict of per-case counts."""
+    counts = calls if isinstance(calls, dict) else dict.fromkeys(cases, calls)
+    for fn in cases.values():
+        for _ in range(50):
+            fn()
     if sync:
         sync()
-    results = []
+    best = dict.fromkeys(cases, float("inf"))
     for _ in range(repeats):
-        start = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        end = time.perf_counter()
-        if sync:
-            sync()
-        results.append((end - start) / calls * 1e6)
-    return statistics.median(results)
+        for name, fn in cases.items():
+            n = counts[name]
+            start = time.perf_counter()
+            for _ in range(n):
+                fn()
+            end = time.perf_counter()
+            if sync:
+                sync()
+            best[name] = min(best[name], (end - start) / n * 1e6)
+    return best
 
 
 def device_time_ms(fn, event_factory, repeats=30, warmup=5):

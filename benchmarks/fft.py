@@ -9,7 +9,7 @@ import ctypes
 import sys
 
 import numpy as np
-from _common import device_time_ms, environment, host_time_us, write
+from _common import device_time_ms, environment, host_times_us, write
 
 import accelmath.fft as afft
 from accelmath.bindings import cufft
@@ -93,10 +93,8 @@ def small_cases(rows):
             cases["nvmath reset_operand+execute"] = lambda: (nvplan.reset_operand(x),
                                                              nvplan.execute())
             cases["nvmath stateless"] = lambda: nvfft.fft(x, axes=axes)
-        row = {"case": name}
-        for peer, fn in cases.items():
-            calls = 200 if "nvmath stateless" in peer else 2000
-            row[peer] = host_time_us(fn, calls, sync=sync)
+        calls = {peer: 200 if "nvmath stateless" in peer else 2000 for peer in cases}
+        row = {"case": name, **host_times_us(cases, calls, sync=sync)}
         torch.cuda.synchronize()
         row["execute(out=) / raw"] = row["accelmath FFT.execute(x, out=)"] / row["raw cuFFT (ctypes)"]
         row["execute(out=), torch / raw"] = (row["accelmath FFT.execute(x, out=), torch"]
@@ -138,7 +136,13 @@ def large_cases(rows):
         fn = ((lambda: torch.fft.rfftn(t, dim=axes)) if real
               else (lambda: torch.fft.fftn(t, dim=axes)))
         row["torch.fft"] = device_time_ms(fn, torch_event)
-        del t
+        # torch's multi-axis r2c returns a transposed (non-contiguous) result; with a C-order
+        # out= it gives the layout CuPy and accelmath return
+        t_out = torch.empty(tuple(fn().shape), dtype=fn().dtype, device="cuda")
+        out_fn = ((lambda: torch.fft.rfftn(t, dim=axes, out=t_out)) if real
+                  else (lambda: torch.fft.fftn(t, dim=axes, out=t_out)))
+        row["torch.fft, C-order out="] = device_time_ms(out_fn, torch_event)
+        del t, t_out
         if nvfft is not None:
             try:
                 with nvfft.FFT(x, axes=axes) as nvplan:
@@ -165,12 +169,13 @@ def main():
             "nvmath reset_operand+execute", "nvmath stateless", "execute(out=) / raw",
             "execute(out=), torch / raw", "stateless / torch"]
     print(write("fft-small", env, small, cols,
-                "Host time per call, microseconds (median of 5 loops of 2000 calls; "
-                "nvmath stateless: 200 calls), complex64 forward. The arrays are CuPy arrays "
+                "Host time per call, microseconds: the best of 7 loops of 2000 calls "
+                "(nvmath stateless: 200), the cases taking turns loop by loop; complex64 forward. The arrays are CuPy arrays "
                 "except in the torch columns."))
     large_cases(large)
     cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
-            "torch.fft", "nvmath FFT.execute()", "stateless / best(cupy, torch)"]
+            "torch.fft", "torch.fft, C-order out=", "nvmath FFT.execute()",
+            "stateless / best(cupy, torch)"]
     print(write("fft-large", env, large, cols,
                 "Device time per call, milliseconds (CUDA events, median of 30)."))
     return 0

@@ -8,6 +8,7 @@ and report the package's current stream; no package is imported before an array 
 """
 
 import ctypes
+import functools
 import importlib
 
 from accelmath.errors import DeviceMismatchError, UnsupportedDTypeError, UnsupportedOperandError
@@ -154,6 +155,15 @@ class Adapter:
         """The address of ``x``'s first element (for arrays whose :meth:`layout_key` matched)."""
         return self.wrap(x).ptr
 
+    def pointer(self, x, key):
+        """The address of ``x``'s first element if its :meth:`layout_key` is ``key``, else None
+        (the check and the read in one call, for loops)."""
+        return self.data_ptr(x) if self.layout_key(x) == key else None
+
+    def stream_getter(self, device_id):
+        """A function of no arguments returning :meth:`current_stream` of ``device_id``."""
+        return lambda: self.current_stream(device_id)
+
     def allocator(self, shape, strides, dtype, device_id):
         """A function of no arguments that allocates ``(array, ptr)`` of the given layout
         (element strides, dense), prepared once for allocations in a loop."""
@@ -261,6 +271,15 @@ class CupyAdapter(Adapter):
     def data_ptr(self, x):
         return x.data.ptr
 
+    def pointer(self, x, key):
+        data = x.data
+        if (x.shape, x.strides, x.dtype, data.device_id) == key:
+            return data.ptr
+        return None
+
+    def stream_getter(self, device_id):
+        return self._stream_ptr
+
     def allocator(self, shape, strides, dtype, device_id):
         cp = self._cp
         dtype = cp.dtype(dtype)
@@ -342,6 +361,16 @@ class TorchAdapter(Adapter):
 
     def data_ptr(self, x):
         return x.data_ptr()
+
+    def pointer(self, x, key):
+        if (x.shape, x.stride(), x.dtype, x.get_device(), x.is_conj(), x.is_neg()) == key:
+            return x.data_ptr()
+        return None
+
+    def stream_getter(self, device_id):
+        if self._raw_stream is not None:
+            return functools.partial(self._raw_stream, device_id)
+        return super().stream_getter(device_id)
 
     def allocator(self, shape, strides, dtype, device_id):
         empty_strided = self._torch.empty_strided

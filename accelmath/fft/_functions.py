@@ -162,6 +162,7 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
                     return plan._launch(adapter.data_ptr(x), None, inverse, stream)
     norm = norms.check_norm(norm)
     norms.check_execution(execution)
+    norms.check_workers(workers)
     op = wrap_operand(x)
     axes, s = norms.normalize_axes(len(op.shape), s, axes, default_axes)
     for axis in axes:
@@ -279,7 +280,7 @@ def _define(name, kind, inverse, arity, summary, returns, conjugate=False, swap=
 
         def function(x, n=None, axis=-1, norm=None, *, out=None, stream=None,
                      execution="auto", workers=None):
-            s = None if n is None else (n,)
+            s = None if n is None else (norms.index(n, "n"),)
             return _transform(kind, x, s, (axis,), swap_norm(norm) if swap else norm, None,
                               inverse, out, stream, execution, workers, conjugate)
     else:

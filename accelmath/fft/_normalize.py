@@ -10,7 +10,8 @@ import operator
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["NORMS", "check_norm", "scale_factor", "swap_norm", "normalize_axes",
-           "complex_dtype", "real_dtype", "transform_dtypes", "EXECUTIONS", "check_execution"]
+           "complex_dtype", "real_dtype", "transform_dtypes", "EXECUTIONS", "check_execution",
+           "check_workers", "index"]
 
 NORMS = ("backward", "ortho", "forward")
 EXECUTIONS = ("auto", "cuda", "cpu")
@@ -44,6 +45,16 @@ def check_execution(execution):
     return execution
 
 
+def check_workers(workers):
+    """Validate ``workers`` (None, or a nonzero int; negative counts back from all cores)."""
+    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
+                                or workers == 0):
+        raise InvalidArgumentError(
+            f"workers must be None or a nonzero integer (negative: counted back from the "
+            f"number of CPUs), got {workers!r}")
+    return workers
+
+
 def swap_norm(norm):
     """The norm with its direction swapped (how hfft and ihfft reuse irfft and rfft)."""
     return _SWAP[check_norm(norm)]
@@ -57,7 +68,8 @@ def scale_factor(norm, inverse, n):
     return 1.0 / n if exponent == 1 else 1.0 / math.sqrt(n)
 
 
-def _index(value, what):
+def index(value, what):
+    """``value`` as an int (anything with ``__index__``), or InvalidArgumentError naming it."""
     try:
         return operator.index(value)
     except TypeError:
@@ -96,7 +108,7 @@ def normalize_axes(ndim, s, axes, default_axes=None):
         axes = (axes,)
     result = []
     for axis in axes:
-        axis = _index(axis, "axes")
+        axis = index(axis, "axes")
         if not -ndim <= axis < ndim:
             raise InvalidArgumentError(
                 f"axis {axis} is out of bounds for an array of dimension {ndim}")
@@ -107,7 +119,7 @@ def normalize_axes(ndim, s, axes, default_axes=None):
     if s is not None:
         if isinstance(s, int) or not hasattr(s, "__len__"):
             s = (s,)
-        s = tuple(_index(v, "s") for v in s)
+        s = tuple(index(v, "s") for v in s)
         if len(s) != len(result):
             raise InvalidArgumentError(
                 f"s={s} and axes={tuple(axes)} must have the same length")

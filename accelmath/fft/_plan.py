@@ -80,6 +80,7 @@ class FFT:
         op = wrap_operand(operand)
         norm = norms.check_norm(norm)
         execution = norms.check_execution(execution)
+        norms.check_workers(workers)
         axes, _ = norms.normalize_axes(len(op.shape), None, axes)
         if not axes:
             raise InvalidArgumentError("axes is empty: an FFT needs at least one axis")
@@ -145,9 +146,11 @@ class FFT:
                                           conjugate, op.device_id, op.package)
             self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
                                                   op.device_id)
+            self._current_stream = op.adapter.stream_getter(op.device_id)
             self._in_key = op.adapter.layout_key(op.obj)
             if self._in_key is not None and op.obj is operand:
                 self._fast = op.adapter
+        self._default_inverse = kind == "c2r"
         self._freed = False
 
     @property
@@ -222,17 +225,18 @@ class FFT:
         array
             ``out``, or the new result, of the operand's package.
         """
-        if self._freed:
-            raise StateError("this FFT plan was freed; create a new one")
-        inverse = self._inverse(direction)
-        if x is None:
-            return self._run(self._operand, out, inverse, stream)
+        inverse = self._default_inverse if direction is None else self._inverse(direction)
         fast = self._fast
-        if fast is not None and type(x) is self._type and fast.layout_key(x) == self._in_key:
+        if fast is not None and type(x) is self._type:
             # the common case: an array of the plan's package and layout, read in a few
             # attribute lookups
-            return self._launch(fast.data_ptr(x), out, inverse, stream)
-        return self._run(self._check_operand(x), out, inverse, stream)
+            in_ptr = fast.pointer(x, self._in_key)
+            if in_ptr is not None:
+                return self._launch(in_ptr, out, inverse, stream)
+        if self._freed:
+            raise StateError("this FFT plan was freed; create a new one")
+        return self._run(self._operand if x is None else self._check_operand(x), out, inverse,
+                         stream)
 
     def _run(self, op, out, inverse, stream):
         """Execute on a checked operand (the stateless functions enter here)."""
@@ -246,12 +250,12 @@ class FFT:
             out, out_ptr = self._allocate()
         else:
             fast = self._out_fast.get(type(out))
-            if fast is not None and fast[0].layout_key(out) == fast[1]:
-                out_ptr = fast[0].data_ptr(out)
-            else:
+            out_ptr = None if fast is None else fast[0].pointer(out, fast[1])
+            if out_ptr is None:
                 out_ptr = self._first_out(out)
-        self._executor.execute(in_ptr, out_ptr, self._adapter.current_stream(self.device_id)
-                               if stream is None else stream_handle(stream), inverse)
+        self._executor.execute(in_ptr, out_ptr,
+                               self._current_stream() if stream is None else stream_handle(stream),
+                               inverse)
         return out
 
     def _first_out(self, out):
@@ -304,6 +308,7 @@ class FFT:
             self._executor.free()
             self._executor = None
         self._operand = None
+        self._fast = None
         self._freed = True
 
     def __enter__(self):

@@ -256,3 +256,15 @@ def test_helpers():
         accelmath.fft.fftshift(X, axes=3)
     with raises(TypeError, "unsupported operand of type builtins.list"):
         accelmath.fft.ifftshift([1, 2, 3])
+
+
+def test_bad_n_and_workers_name_the_argument():
+    x = np.ones(8)
+    with pytest.raises(InvalidArgumentError, match="n must be an integer"):
+        accelmath.fft.fft(x, n=2.5)
+    for workers in (0, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="workers"):
+            accelmath.fft.fft(x, workers=workers)
+        with pytest.raises(InvalidArgumentError, match="workers"):
+            FFT(x, workers=workers)
+    assert np.allclose(accelmath.fft.fft(x, workers=-1), np.fft.fft(x))
