@@ -155,10 +155,12 @@ class Adapter:
         """The address of ``x``'s first element (for arrays whose :meth:`layout_key` matched)."""
         return self.wrap(x).ptr
 
-    def pointer(self, x, key):
-        """The address of ``x``'s first element if its :meth:`layout_key` is ``key``, else None
-        (the check and the read in one call, for loops)."""
-        return self.data_ptr(x) if self.layout_key(x) == key else None
+    def reader(self, key):
+        """A function that returns the address of an array's first element when its
+        :meth:`layout_key` is ``key``, else None: the check and the read in one call, for
+        loops."""
+        layout_key, data_ptr = self.layout_key, self.data_ptr
+        return lambda x: data_ptr(x) if layout_key(x) == key else None
 
     def stream_getter(self, device_id):
         """A function of no arguments returning :meth:`current_stream` of ``device_id``."""
@@ -271,11 +273,17 @@ class CupyAdapter(Adapter):
     def data_ptr(self, x):
         return x.data.ptr
 
-    def pointer(self, x, key):
-        data = x.data
-        if (x.shape, x.strides, x.dtype, data.device_id) == key:
-            return data.ptr
-        return None
+    def reader(self, key):
+        shape, strides, dtype, device_id = key
+
+        def read(x):
+            data = x.data
+            if (x.shape == shape and x.strides == strides and x.dtype is dtype
+                    and data.device_id == device_id):
+                return data.ptr
+            return None
+
+        return read
 
     def stream_getter(self, device_id):
         return self._stream_ptr
@@ -362,10 +370,17 @@ class TorchAdapter(Adapter):
     def data_ptr(self, x):
         return x.data_ptr()
 
-    def pointer(self, x, key):
-        if (x.shape, x.stride(), x.dtype, x.get_device(), x.is_conj(), x.is_neg()) == key:
-            return x.data_ptr()
-        return None
+    def reader(self, key):
+        shape, strides, dtype, device, conj, neg = key
+
+        def read(x):
+            if (x.shape == shape and x.stride() == strides and x.dtype is dtype
+                    and x.get_device() == device and x.is_conj() == conj
+                    and x.is_neg() == neg):
+                return x.data_ptr()
+            return None
+
+        return read
 
     def stream_getter(self, device_id):
         if self._raw_stream is not None:

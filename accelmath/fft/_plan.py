@@ -132,8 +132,8 @@ class FFT:
         self._key = (op.shape, op.strides, op.dtype, op.device_id)
         self._out_key = (out_shape, out_strides, out_dtype, op.device_id)
         self._executor = None
-        self._fast = None  # the adapter, where it reads layouts in a fast path
-        self._out_fast = {}  # out type -> (adapter, layout key) of outputs already checked
+        self._read = None  # reads the pointer of operands of the plan's layout (fast path)
+        self._read_out = {}  # out type -> reader of outputs of a layout already checked
         if on_gpu:
             if not op.on_device:
                 raise InvalidArgumentError(
@@ -147,9 +147,10 @@ class FFT:
             self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
                                                   op.device_id)
             self._current_stream = op.adapter.stream_getter(op.device_id)
-            self._in_key = op.adapter.layout_key(op.obj)
-            if self._in_key is not None and op.obj is operand:
-                self._fast = op.adapter
+            self._runners = (self._executor.runner(False), self._executor.runner(True))
+            key = op.adapter.layout_key(op.obj)
+            if key is not None and op.obj is operand:
+                self._read = op.adapter.reader(key)
         self._default_inverse = kind == "c2r"
         self._freed = False
 
@@ -226,11 +227,11 @@ class FFT:
             ``out``, or the new result, of the operand's package.
         """
         inverse = self._default_inverse if direction is None else self._inverse(direction)
-        fast = self._fast
-        if fast is not None and type(x) is self._type:
+        read = self._read
+        if read is not None and type(x) is self._type:
             # the common case: an array of the plan's package and layout, read in a few
             # attribute lookups
-            in_ptr = fast.pointer(x, self._in_key)
+            in_ptr = read(x)
             if in_ptr is not None:
                 return self._launch(in_ptr, out, inverse, stream)
         if self._freed:
@@ -249,13 +250,12 @@ class FFT:
         if out is None:
             out, out_ptr = self._allocate()
         else:
-            fast = self._out_fast.get(type(out))
-            out_ptr = None if fast is None else fast[0].pointer(out, fast[1])
+            read = self._read_out.get(type(out))
+            out_ptr = None if read is None else read(out)
             if out_ptr is None:
                 out_ptr = self._first_out(out)
-        self._executor.execute(in_ptr, out_ptr,
-                               self._current_stream() if stream is None else stream_handle(stream),
-                               inverse)
+        self._runners[inverse](in_ptr, out_ptr, self._current_stream() if stream is None
+                               else stream_handle(stream))
         return out
 
     def _first_out(self, out):
@@ -266,7 +266,7 @@ class FFT:
             self._check_out(out, self._operand)  # raises, naming what differs
         key = out_op.adapter.layout_key(out)
         if key is not None:
-            self._out_fast[type(out)] = (out_op.adapter, key)
+            self._read_out[type(out)] = out_op.adapter.reader(key)
         return out_op.ptr
 
     def _execute_cpu(self, op, out, inverse):
@@ -308,7 +308,7 @@ class FFT:
             self._executor.free()
             self._executor = None
         self._operand = None
-        self._fast = None
+        self._read = self._runners = None
         self._freed = True
 
     def __enter__(self):
