@@ -87,7 +87,7 @@ class Operand:
         return n
 
     def __repr__(self):
-        return (f"Operand({self.package}, shape={self.shape}, strides={self.strides}, "
+        return (f"Operand({self.package}, shape={tuple(self.shape)}, strides={self.strides}, "
                 f"dtype={self.dtype}, device={device_name(self.device_id)})")
 
 
@@ -361,7 +361,8 @@ class TorchAdapter(Adapter):
             # describes a resolved copy (``operand.obj is not x`` tells callers so).
             x = x.resolve_conj().resolve_neg()
         device = x.get_device()
-        return Operand(x, x.data_ptr(), tuple(x.shape), x.stride(), name,
+        # torch.Size is a tuple: kept as it is, saving a conversion per call
+        return Operand(x, x.data_ptr(), x.shape, x.stride(), name,
                        None if device < 0 else device, self)
 
     def layout_key(self, x):
@@ -372,11 +373,12 @@ class TorchAdapter(Adapter):
 
     def reader(self, key):
         shape, strides, dtype, device, conj, neg = key
+        if conj or neg:
+            return super().reader(key)
 
         def read(x):
             if (x.shape == shape and x.stride() == strides and x.dtype is dtype
-                    and x.get_device() == device and x.is_conj() == conj
-                    and x.is_neg() == neg):
+                    and x.get_device() == device and not x.is_conj() and not x.is_neg()):
                 return x.data_ptr()
             return None
 

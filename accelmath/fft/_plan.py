@@ -117,7 +117,7 @@ class FFT:
         self.kind, self.axes, self.norm = kind, axes, norm
         self.conjugate = conjugate
         self.in_dtype, self.out_dtype = in_dtype, out_dtype
-        self.in_shape, self.in_strides = op.shape, op.strides
+        self.in_shape, self.in_strides = tuple(op.shape), op.strides
         self.out_shape, self.out_strides = out_shape, out_strides
         self.device_id = op.device_id
         self.execution = "cuda" if on_gpu else "cpu"
@@ -129,7 +129,7 @@ class FFT:
         self._operand = op
         self._adapter = op.adapter
         self._type = type(operand)
-        self._key = (op.shape, op.strides, op.dtype, op.device_id)
+        self._key = (self.in_shape, op.strides, op.dtype, op.device_id)
         self._out_key = (out_shape, out_strides, out_dtype, op.device_id)
         self._executor = None
         self._read = None  # reads the pointer of operands of the plan's layout (fast path)
