@@ -10,6 +10,7 @@ if ls .whl/*.whl >/dev/null 2>&1; then
         --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
 fi
 python3 -m pytest -m gpu -q -p no:cacheprovider "${@:-tests}" 2>&1 | tail -40 > "$OUT/gpu-tests.log"
+python3 examples/plan_reuse.py > "$OUT/example.log" 2>&1
 for bench in overhead fft; do
     python3 "benchmarks/$bench.py" > "$OUT/$bench.log" 2>&1
 done
