@@ -67,12 +67,10 @@ class PlanCache:
 
     def get_or_create(self, key, create):
         """The cached value for ``key``, or ``create()`` cached under it."""
+        value = self.get(key)
+        if value is not None:
+            return value
         with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-                self._hits += 1
-                return value
             self._misses += 1
         value = create()
         with self._lock:
