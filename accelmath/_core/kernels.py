@@ -138,9 +138,9 @@ def _module(device_id):
     return module
 
 
-def _merge(shape, src, dst):
-    """Drop extent-1 dimensions and merge dimensions contiguous in both layouts."""
-    dims = [(n, a, b) for n, a, b in zip(shape, src, dst) if n != 1]
+def merge_dims(dims):
+    """Merge ``(extent, stride_a, stride_b)`` dimensions, slowest first, into one wherever a
+    dimension steps over the next one exactly in both layouts."""
     merged = []
     for n, a, b in dims:
         if merged:
@@ -150,6 +150,11 @@ def _merge(shape, src, dst):
                 continue
         merged.append((n, a, b))
     return merged
+
+
+def _merge(shape, src, dst):
+    """Drop extent-1 dimensions and merge dimensions contiguous in both layouts."""
+    return merge_dims([(n, a, b) for n, a, b in zip(shape, src, dst) if n != 1])
 
 
 _THREADS = 256

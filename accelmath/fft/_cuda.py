@@ -35,10 +35,7 @@ def _align(n):
 
 
 def _nbytes(shape, dtype):
-    n = ITEMSIZE[dtype]
-    for extent in shape:
-        n *= extent
-    return n
+    return ITEMSIZE[dtype] * _points(shape)
 
 
 def _span(shape, strides, dtype):
@@ -298,7 +295,8 @@ class CudaExecutor:
     def execute(self, in_ptr, out_ptr, stream, inverse):
         """Enqueue the transform of ``in_ptr`` into ``out_ptr`` on ``stream``.
 
-        ``inverse`` selects cuFFT's direction for c2c steps and the scale.
+        ``inverse`` selects cuFFT's direction for c2c steps and the scale. This is the general
+        path; :meth:`runner` gives the shortest one for plans of a single cuFFT call.
         """
         if (in_ptr | out_ptr) & self._align_mask:
             if self._aligned is None:
@@ -307,13 +305,6 @@ class CudaExecutor:
         with self._lock:
             if stream != self._stream:
                 self._use_stream(stream)
-            if self._direct[inverse]:
-                func, c_name, handle, with_direction, _, _, _ = self._calls[0]
-                status = (func(handle, in_ptr, out_ptr, 1 if inverse else -1) if with_direction
-                          else func(handle, in_ptr, out_ptr))
-                if status:
-                    cufft.lib.raise_status(c_name, status)
-                return
             self._execute(in_ptr, out_ptr, stream, inverse)
 
     def _execute(self, in_ptr, out_ptr, stream, inverse):

@@ -11,6 +11,8 @@ pointer offsets, and returns None when the layout cannot be expressed without a 
 from dataclasses import dataclass
 from itertools import product
 
+from accelmath._core.kernels import merge_dims
+
 __all__ = ["Step", "plan_steps", "contiguous_strides", "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
@@ -68,16 +70,9 @@ def _nested(axes, strides, lengths):
 def _batch(axes, shape, istrides, ostrides, max_loop=MAX_LOOP):
     """Merge batch axes into (extent, istride, ostride) groups; pick one as cuFFT's batch and
     loop over the others. Returns (batch, idist, odist, offsets) or None."""
-    dims = sorted(((shape[a], istrides[a], ostrides[a]) for a in axes if shape[a] != 1),
-                  key=lambda d: -abs(d[1]))
-    groups = []
-    for extent, si, so in dims:
-        if groups:
-            pe, psi, pso = groups[-1]
-            if psi == si * extent and pso == so * extent:
-                groups[-1] = (pe * extent, si, so)
-                continue
-        groups.append((extent, si, so))
+    groups = merge_dims(sorted(
+        ((shape[a], istrides[a], ostrides[a]) for a in axes if shape[a] != 1),
+        key=lambda d: -abs(d[1])))
     if not groups:
         return 1, 1, 1, ((0, 0),)
     main = max(range(len(groups)), key=lambda k: groups[k][0])
