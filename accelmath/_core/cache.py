@@ -4,10 +4,15 @@ Entries are keyed by everything that defines a plan (never by data pointers). Ea
 reports its size in bytes through the ``nbytes`` attribute of the cached value. An evicted
 plan is only dropped, never closed: a thread may still be executing it, and its handle and
 workspaces go when the last reference does (the plan's finalizer).
+
+A hit takes no lock: it stamps the entry with the next tick of a clock (``itertools.count``,
+atomic), and eviction drops the entries of the oldest stamps. Ticks are also taken by inserts
+and by :meth:`PlanCache.info`, under the lock, which counts them, so that the hits are the
+ticks less those.
 """
 
+import itertools
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 __all__ = ["PlanCache", "CacheInfo"]
@@ -49,21 +54,22 @@ class PlanCache:
     """
 
     def __init__(self, max_size=64, max_bytes=4 << 30):
-        self._entries = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = {}  # key -> [value, stamp of its last use]
+        self._lock = threading.Lock()  # guards inserts, evictions and the counts below
         self.max_size = max_size
         self.max_bytes = max_bytes
-        self._hits = 0
+        self._clock = itertools.count()
+        self._ticks = 0  # clock ticks not taken by hits
+        self._hit_base = 0  # minus the hits before the last clear
         self._misses = 0
 
     def get(self, key):
         """The cached value for ``key`` (a hit), or None (not counted as a miss)."""
-        with self._lock:
-            value = self._entries.get(key)
-            if value is not None:
-                self._entries.move_to_end(key)
-                self._hits += 1
-            return value
+        entry = self._entries.get(key)
+        if entry is None:
+            return None
+        entry[1] = next(self._clock)
+        return entry[0]
 
     def get_or_create(self, key, create):
         """The cached value for ``key``, or ``create()`` cached under it."""
@@ -76,19 +82,25 @@ class PlanCache:
         with self._lock:
             existing = self._entries.get(key)
             if existing is not None:
-                return existing  # another thread built the same plan meanwhile
+                return existing[0]  # another thread built the same plan meanwhile
             if self.max_size > 0:
-                self._entries[key] = value
+                self._entries[key] = [value, self._tick()]
                 self._evict()
         return value
 
+    def _tick(self):
+        """A stamp not counted as a hit (with the lock held)."""
+        self._ticks += 1
+        return next(self._clock)
+
     def _evict(self):
-        total = sum(v.nbytes for v in self._entries.values())
-        while self._entries and (len(self._entries) > self.max_size or total > self.max_bytes):
-            if len(self._entries) == 1 and len(self._entries) <= self.max_size:
+        entries = self._entries
+        total = sum(v.nbytes for v, _ in entries.values())
+        while entries and (len(entries) > self.max_size or total > self.max_bytes):
+            if len(entries) == 1 and len(entries) <= self.max_size:
                 break  # a single plan larger than max_bytes still serves its caller
-            _, old = self._entries.popitem(last=False)
-            total -= old.nbytes
+            oldest = min(entries, key=lambda k: entries[k][1])
+            total -= entries.pop(oldest)[0].nbytes
 
     def set_limits(self, max_size=None, max_bytes=None):
         """Change the limits (evicting at once what no longer fits)."""
@@ -102,12 +114,14 @@ class PlanCache:
     def info(self):
         """A :class:`CacheInfo` with hits, misses, size, bytes and the limits."""
         with self._lock:
-            return CacheInfo(self._hits, self._misses, len(self._entries),
-                             sum(v.nbytes for v in self._entries.values()),
+            hits = self._hit_base + self._tick() - self._ticks + 1
+            return CacheInfo(hits, self._misses, len(self._entries),
+                             sum(v.nbytes for v, _ in self._entries.values()),
                              self.max_size, self.max_bytes)
 
     def clear(self):
         """Drop every entry and reset the statistics."""
         with self._lock:
             self._entries.clear()
-            self._hits = self._misses = 0
+            self._hit_base = -(self._tick() - self._ticks + 1)
+            self._misses = 0
