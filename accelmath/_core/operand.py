@@ -104,33 +104,38 @@ class _Layouts:
     """NumPy-style dtypes to ``(name, itemsize, {byte strides: element strides})``.
 
     Converting byte strides costs more than the rest of a wrap; arrays in a loop repeat the
-    same few layouts, so conversions are remembered (a bounded number of them).
+    same few layouts, so conversions are remembered (a bounded number of them). Adapters read
+    ``dtypes`` inline and call :meth:`convert` only for a dtype or strides not seen yet.
     """
 
     _MAX = 1024
 
     def __init__(self):
-        self._dtypes = {}
+        self.dtypes = {}
 
-    def dtype(self, dtype):
-        info = self._dtypes.get(dtype)
-        if info is None:
-            info = self._dtypes[dtype] = (_dtype_name(dtype), dtype.itemsize, {})
-        return info
-
-    def strides(self, info, byte_strides):
-        strides = info[2].get(byte_strides)
+    def lookup(self, dtype, byte_strides):
+        """``(dtype name, element strides)`` of an array (what :meth:`convert` gives, read from
+        what it remembered)."""
+        info = self.dtypes.get(dtype)
+        strides = None if info is None else info[2].get(byte_strides)
         if strides is None:
-            itemsize = info[1]
-            if any(s % itemsize for s in byte_strides):
-                raise UnsupportedOperandError(
-                    f"strides {byte_strides} (bytes) are not multiples of the {itemsize}-byte "
-                    f"element; accelmath reads arrays of whole-element strides")
-            strides = tuple(s // itemsize for s in byte_strides)
-            if len(info[2]) >= self._MAX:
-                info[2].clear()
-            info[2][byte_strides] = strides
-        return strides
+            return self.convert(dtype, byte_strides)
+        return info[0], strides
+
+    def convert(self, dtype, byte_strides):
+        """``(dtype name, element strides)``, remembered for the next arrays of this layout."""
+        info = self.dtypes.get(dtype)
+        if info is None:
+            info = self.dtypes[dtype] = (_dtype_name(dtype), dtype.itemsize, {})
+        itemsize, known = info[1], info[2]
+        if any(s % itemsize for s in byte_strides):
+            raise UnsupportedOperandError(
+                f"strides {byte_strides} (bytes) are not multiples of the {itemsize}-byte "
+                f"element; accelmath reads arrays of whole-element strides")
+        if len(known) >= self._MAX:
+            known.clear()
+        strides = known[byte_strides] = tuple(s // itemsize for s in byte_strides)
+        return info[0], strides
 
 
 class Adapter:
@@ -230,10 +235,8 @@ class NumpyAdapter(Adapter):
         self._layouts = _Layouts()
 
     def wrap(self, x):
-        layouts = self._layouts
-        info = layouts.dtype(x.dtype)
-        return Operand(x, x.__array_interface__["data"][0], x.shape,
-                       layouts.strides(info, x.strides), info[0], None, self)
+        name, strides = self._layouts.lookup(x.dtype, x.strides)
+        return Operand(x, x.__array_interface__["data"][0], x.shape, strides, name, None, self)
 
     def empty(self, shape, dtype, device_id):
         if device_id is not None:
@@ -259,13 +262,19 @@ class CupyAdapter(Adapter):
         self._stream_ptr = getattr(cupy.cuda.stream, "get_current_stream_ptr",
                                    lambda: get_stream().ptr)
         self._layouts = _Layouts()
+        self._dtypes = self._layouts.dtypes
 
     def wrap(self, x):
-        layouts = self._layouts
-        info = layouts.dtype(x.dtype)
+        # _Layouts.lookup, inlined: this is the wrap of arrays in a GPU loop
+        info = self._dtypes.get(x.dtype)
+        byte_strides = x.strides
+        strides = None if info is None else info[2].get(byte_strides)
+        if strides is None:
+            name, strides = self._layouts.convert(x.dtype, byte_strides)
+        else:
+            name = info[0]
         data = x.data
-        return Operand(x, data.ptr, x.shape, layouts.strides(info, x.strides), info[0],
-                       data.device_id, self)
+        return Operand(x, data.ptr, x.shape, strides, name, data.device_id, self)
 
     def layout_key(self, x):
         return x.shape, x.strides, x.dtype, x.data.device_id
@@ -275,13 +284,23 @@ class CupyAdapter(Adapter):
 
     def reader(self, key):
         shape, strides, dtype, device_id = key
-
-        def read(x):
-            data = x.data
-            if (x.shape == shape and x.strides == strides and x.dtype is dtype
-                    and data.device_id == device_id):
-                return data.ptr
-            return None
+        if strides == tuple(s * dtype.itemsize for s in _contiguous_strides(shape)) and \
+                hasattr(self._cp.ndarray, "_c_contiguous"):
+            # C order: CuPy's flag, read without building the strides tuple, says the same
+            # (up to the strides of axes of length 1, which address nothing)
+            def read(x):
+                data = x.data
+                if (x._c_contiguous and x.shape == shape and x.dtype is dtype
+                        and data.device_id == device_id):
+                    return data.ptr
+                return None
+        else:
+            def read(x):
+                data = x.data
+                if (x.shape == shape and x.strides == strides and x.dtype is dtype
+                        and data.device_id == device_id):
+                    return data.ptr
+                return None
 
         return read
 
