@@ -1,9 +1,11 @@
 """GPU execution of an FFT: cuFFT handles for the layout's steps, copies, scaling.
 
-A :class:`CudaExecutor` is built once per plan. It owns one cuFFT handle per step, made with
-auto-allocation off, and one workspace per stream (cuFFT's work area plus the scratch buffers
-the plan needs), so that the same plan may run on several streams and threads at once. Its
-:meth:`execute` does no validation and no allocation once a stream has been seen.
+A :class:`CudaExecutor` is built once per plan. Each thread that runs it gets its own cuFFT
+handles (one per step, made with auto-allocation off) and, on each stream it uses, its own
+workspace (cuFFT's work area plus the scratch buffers the plan needs). So the same plan runs
+on several streams and threads at once with no lock per call, and no two transforms in flight
+share scratch memory. Its :meth:`execute` does no validation and no allocation once a thread
+and a stream have been seen.
 """
 
 import ctypes
@@ -51,9 +53,9 @@ def _points(shape):
     return n
 
 
-def _run_calls(calls, buffers, direction):
+def _run_calls(calls, handles, buffers, direction):
     """Make the cuFFT calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr})."""
-    for func, c_name, handle, with_direction, src, dst, offsets in calls:
+    for (func, c_name, with_direction, src, dst, offsets), handle in zip(calls, handles):
         a, b = buffers[src], buffers[dst]
         for da, db in offsets:
             status = (func(handle, a + da, b + db, direction) if with_direction
@@ -67,11 +69,22 @@ def _axis_order(strides):
     return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
 
 
-class _Handles:
-    """cuFFT handles, destroyed by a finalizer when the executor goes away."""
+class _Resources:
+    """What an executor holds on the device: every cuFFT handle (destroyed by a finalizer when
+    the executor goes away), the handle sets (one handle per step) no thread holds, and every
+    workspace."""
 
     def __init__(self):
         self.handles = []
+        self.spare = []
+        self.workspaces = set()
+
+    def release(self, handles, workspaces):
+        """A thread ended: its handles become spare, its workspaces go back to their pools."""
+        self.spare.append(handles)
+        for workspace in workspaces.values():
+            self.workspaces.discard(workspace)
+            workspace.free()
 
     def destroy(self):
         for handle in self.handles:
@@ -79,7 +92,23 @@ class _Handles:
                 cufft.lib.destroy(handle)
             except Exception:  # interpreter shutdown or a lost context: nothing to do
                 pass
-        self.handles = []
+        for workspace in self.workspaces:
+            workspace.free()
+        self.handles, self.spare, self.workspaces = [], [], set()
+
+
+class _ThreadState:
+    """A thread's handles (one per step), the stream they are set to, and its workspace on
+    each stream it used. Enqueued by one thread only, a workspace is never used by two
+    transforms at once. When the thread ends, the handles go back to the spares."""
+
+    __slots__ = ("handles", "stream", "workspaces", "__weakref__")
+
+    def __init__(self, handles, resources):
+        self.handles = handles
+        self.stream = None  # not yet set: the first call sets the stream and work area
+        self.workspaces = {}
+        weakref.finalize(self, resources.release, handles, self.workspaces).atexit = False
 
 
 class CudaExecutor:
@@ -115,9 +144,8 @@ class CudaExecutor:
         self.out_shape, self.out_strides = out_shape, out_strides
         self.scales = scales
         self.conjugate = conjugate
-        self._lock = threading.Lock()
-        self._stream = None
-        self._workspaces = {}
+        self._lock = threading.Lock()  # guards the making of handles and workspaces
+        self._local = threading.local()  # .state: the thread's _ThreadState
         scratch = 0
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
@@ -144,22 +172,25 @@ class CudaExecutor:
         if self.copy_out is not None:
             scratch += _align(_nbytes(out_shape, out_dtype))
 
-        self._handles = _Handles()
-        self._finalizer = weakref.finalize(self, self._handles.destroy)
+        self._resources = _Resources()
+        self._finalizer = weakref.finalize(self, self._resources.destroy)
         direction = 1 if kind == "c2r" else -1
-        self._calls, work = self._build(steps)
+        handles, work = self._plan(steps)
         if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
             # One joint cuFFT plan, or the halved axis alone and then the others: time both.
             split = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=True)
             if split is not None and split != steps:
-                calls, split_work = self._build(split)
+                split_handles, split_work = self._plan(split)
                 spans = (_span(*work_in, in_dtype), _span(out_shape, out_strides, out_dtype))
-                joint = self._time(self._calls, work, spans, direction)
-                if self._time(calls, split_work, spans, direction) < joint:
-                    self._discard(self._calls)
-                    self.steps, self._calls, work = split, calls, split_work
+                joint = self._time(self._calls_of(steps), handles, work, spans, direction)
+                if self._time(self._calls_of(split), split_handles, split_work, spans,
+                              direction) < joint:
+                    self._discard(handles)
+                    self.steps, handles, work = split, split_handles, split_work
                 else:
-                    self._discard(calls)
+                    self._discard(split_handles)
+        self._calls = self._calls_of(self.steps)
+        self._resources.spare.append(handles)  # the first thread to run the plan takes them
         self._work_offset = _align(scratch)
         self.nbytes = self._work_offset + work
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
@@ -171,29 +202,37 @@ class CudaExecutor:
         self._aligned = None
         # Per direction: one cuFFT call and nothing else, made straight from execute().
         plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
-                 and len(self._calls[0][6]) == 1 and not conjugate)
+                 and len(self._calls[0][5]) == 1 and not conjugate)
         self._direct = (plain and scales[0] is None, plain and scales[1] is None)
 
-    def _build(self, steps):
-        """Plan ``steps``: one call record per step, and the largest work area they need."""
-        in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
-        calls, work = [], 0
+    def _plan(self, steps):
+        """One cuFFT handle per step, and the largest work area they need."""
+        handles, work = [], 0
         for step in steps:
             handle, size = self._make_plan(step, self.in_dtype, self.out_dtype)
+            handles.append(handle)
             work = max(work, size)
+        return tuple(handles), work
+
+    def _calls_of(self, steps):
+        """The call record of each step: (exec function, its C name, takes a direction,
+        source, destination, byte offsets)."""
+        in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
+        calls = []
+        for step in steps:
             exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))
             src_size = in_size if step.src == "in" else out_size
             dst_size = out_size if step.dst == "out" or step.kind == "c2r" else in_size
             offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
             func, c_name = cufft.lib.raw(exec_name)
-            calls.append((func, c_name, handle, with_direction, step.src, step.dst, offsets))
-        return calls, work
+            calls.append((func, c_name, with_direction, step.src, step.dst, offsets))
+        return calls
 
-    def _discard(self, calls):
-        for call in calls:
-            self._handles.handles.remove(call[2])
-            cufft.lib.destroy(call[2])
+    def _discard(self, handles):
+        for handle in handles:
+            self._resources.handles.remove(handle)
+            cufft.lib.destroy(handle)
 
     def _worth_tuning(self, kind, axes, out_strides):
         """Time candidate plans for large multi-axis r2c/c2r transforms of positive strides
@@ -202,7 +241,7 @@ class CudaExecutor:
             return False
         return all(s >= 0 for s in (*self.in_strides, *out_strides))
 
-    def _time(self, calls, work, spans, direction):
+    def _time(self, calls, handles, work, spans, direction):
         """Device time of ``calls`` on scratch buffers (the best of a few runs), in ms."""
         in_bytes, out_bytes = _align(spans[0]), _align(spans[1])
         trial = allocate_workspace(in_bytes + out_bytes + work, self.device_id, 0,
@@ -210,9 +249,9 @@ class CudaExecutor:
         events = []
         try:
             driver.lib.memset_d8(trial.ptr, 0, in_bytes + out_bytes)
-            for call in calls:
-                cufft.lib.set_stream(call[2], 0)
-                cufft.lib.set_work_area(call[2], trial.ptr + in_bytes + out_bytes)
+            for handle in handles:
+                cufft.lib.set_stream(handle, 0)
+                cufft.lib.set_work_area(handle, trial.ptr + in_bytes + out_bytes)
             buffers = {"in": trial.ptr, "out": trial.ptr + in_bytes}
             for _ in range(2):
                 event = ctypes.c_void_p()
@@ -222,7 +261,7 @@ class CudaExecutor:
             elapsed = ctypes.c_float()
             for repeat in range(4):
                 driver.lib.event_record(events[0], 0)
-                _run_calls(calls, buffers, direction)
+                _run_calls(calls, handles, buffers, direction)
                 driver.lib.event_record(events[1], 0)
                 driver.lib.event_synchronize(events[1])
                 driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
@@ -233,7 +272,6 @@ class CudaExecutor:
             for event in events:
                 driver.lib.event_destroy(event)
             trial.free()
-            self._stream = None
 
     def _step_in_dtype(self, step):
         if step.kind == "c2c":
@@ -246,7 +284,7 @@ class CudaExecutor:
         dst_type = complex_dtype if step.kind in ("c2c", "r2c") else out_dtype
         handle = ctypes.c_int()
         cufft.lib.create(ctypes.byref(handle))
-        self._handles.handles.append(handle.value)
+        self._resources.handles.append(handle.value)
         cufft.lib.set_auto_allocation(handle, 0)
         rank = len(step.n)
         arr = ctypes.c_longlong * rank
@@ -258,35 +296,61 @@ class CudaExecutor:
             cufft.DATA_TYPE[complex_dtype])
         return handle.value, size.value
 
-    def _use_stream(self, stream):
-        """Point every handle at ``stream`` and at that stream's workspace."""
-        workspace = self._workspaces.get(stream)
+    def _state(self):
+        """The calling thread's state, made the first time it runs the plan."""
+        ensure_context(self.device_id)  # a new thread may have no context current yet
+        with self._lock:
+            if self._resources.spare:
+                handles = self._resources.spare.pop()
+            else:
+                handles, work = self._plan(self.steps)
+                if work + self._work_offset > self.nbytes:
+                    raise RuntimeError("cuFFT asked for a larger work area than it planned")
+            state = self._local.state = _ThreadState(handles, self._resources)
+        return state
+
+    def _set_stream(self, state, stream):
+        """Point the thread's handles at ``stream`` and at its workspace there."""
+        workspace = state.workspaces.get(stream)
         if workspace is None:
             workspace = allocate_workspace(self.nbytes, self.device_id, stream, self.package)
-            self._workspaces[stream] = workspace
-        for handle in self._handles.handles:
+            state.workspaces[stream] = workspace
+            self._resources.workspaces.add(workspace)
+        for handle in state.handles:
             cufft.lib.set_stream(handle, stream)
             cufft.lib.set_work_area(handle, workspace.ptr + self._work_offset)
-        self._stream = stream
-        return workspace
+        state.stream = stream
+
+    def _state_on(self, stream):
+        """The calling thread's state, its handles set to ``stream``."""
+        try:
+            state = self._local.state
+        except AttributeError:
+            state = self._state()
+        if state.stream != stream:
+            self._set_stream(state, stream)
+        return state
 
     def runner(self, inverse):
         """A function ``run(in_ptr, out_ptr, stream)`` for one direction: :meth:`execute`, or
         where that is one cuFFT call and nothing else, that call made with the least work."""
         if not self._direct[inverse]:
             return lambda in_ptr, out_ptr, stream: self.execute(in_ptr, out_ptr, stream, inverse)
-        func, c_name, handle, with_direction, _, _, _ = self._calls[0]
+        func, c_name, with_direction, _, _, _ = self._calls[0]
         direction = 1 if inverse else -1
-        lock, mask = self._lock, self._align_mask
+        local, mask = self._local, self._align_mask
 
         def run(in_ptr, out_ptr, stream):
             if (in_ptr | out_ptr) & mask:
                 return self.execute(in_ptr, out_ptr, stream, inverse)
-            with lock:
-                if stream != self._stream:
-                    self._use_stream(stream)
-                status = (func(handle, in_ptr, out_ptr, direction) if with_direction
-                          else func(handle, in_ptr, out_ptr))
+            try:  # _state_on, inlined
+                state = local.state
+            except AttributeError:
+                state = self._state()
+            if state.stream != stream:
+                self._set_stream(state, stream)
+            status = (func(state.handles[0], in_ptr, out_ptr, direction) if with_direction
+                      else func(state.handles[0], in_ptr, out_ptr))
             if status:
                 cufft.lib.raise_status(c_name, status)
 
@@ -300,15 +364,14 @@ class CudaExecutor:
         """
         if (in_ptr | out_ptr) & self._align_mask:
             if self._aligned is None:
-                self._aligned = CudaExecutor(*self._args, force_copy=True)
+                with self._lock:
+                    if self._aligned is None:
+                        self._aligned = CudaExecutor(*self._args, force_copy=True)
             return self._aligned.execute(in_ptr, out_ptr, stream, inverse)
-        with self._lock:
-            if stream != self._stream:
-                self._use_stream(stream)
-            self._execute(in_ptr, out_ptr, stream, inverse)
+        self._execute(self._state_on(stream), in_ptr, out_ptr, stream, inverse)
 
-    def _execute(self, in_ptr, out_ptr, stream, inverse):
-        base = self._workspaces[stream].ptr
+    def _execute(self, state, in_ptr, out_ptr, stream, inverse):
+        base = state.workspaces[stream].ptr
         scale = self.scales[1 if inverse else 0]
         conj_in = self.conjugate and self.copy_in is not None and not self.out_dtype.startswith(
             "complex")
@@ -323,7 +386,7 @@ class CudaExecutor:
             if fold:
                 scale = None
         dst = out_ptr if self.copy_out is None else base + self._out_offset
-        _run_calls(self._calls, {"in": src, "out": dst}, 1 if inverse else -1)
+        _run_calls(self._calls, state.handles, {"in": src, "out": dst}, 1 if inverse else -1)
         if not self._calls:
             # every transform axis has length 1: the transform is a copy
             copy_scale(src, dst, self.out_shape,
@@ -343,7 +406,3 @@ class CudaExecutor:
         self._finalizer()
         if self._aligned is not None:
             self._aligned.free()
-        for workspace in self._workspaces.values():
-            workspace.free()
-        self._workspaces.clear()
-        self._stream = None

@@ -163,7 +163,8 @@ class FFT:
 
     @property
     def nbytes(self):
-        """Device workspace bytes per stream this plan uses (0 on the CPU)."""
+        """Device workspace bytes the plan uses per thread and stream that run it (0 on the
+        CPU)."""
         return 0 if self._executor is None else self._executor.nbytes
 
     def get_input_layout(self):

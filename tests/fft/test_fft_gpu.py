@@ -240,7 +240,7 @@ def test_tuned_r2c_c2r_candidates(monkeypatch, choice, shape, axes):
 
     timed = []
 
-    def fake_time(self, calls, work, spans, direction):
+    def fake_time(self, calls, handles, work, spans, direction):
         timed.append(len(calls))
         return float(-len(calls) if choice == "split" else len(calls))  # split: more calls
 
@@ -293,6 +293,11 @@ def test_plan_fast_path_still_checks_operands(xp):
             plan.execute(to_dev(np.ascontiguousarray(host.T)).T)
         with pytest.raises(InvalidArgumentError, match="does not match"):
             plan.execute(to_dev(host.astype(np.complex64)))
+        wide = to_dev(_data(rng, (32, 128), "c2c"))
+        with pytest.raises(InvalidArgumentError, match="does not match"):
+            plan.execute(wide[:, ::2])  # the plan's shape, other strides
+        with pytest.raises(InvalidArgumentError, match="out has shape"):
+            plan.execute(dev, out=wide[:, 1::2])
         with pytest.raises(InvalidArgumentError, match="out has shape"):
             plan.execute(dev, out=to_dev(np.empty((32, 32), np.complex128)))
         with pytest.raises(UnsupportedDTypeError, match="out has dtype"):
@@ -322,3 +327,39 @@ def test_stateless_calls_remembered_by_layout(xp):
     _close(to_host(afft.ifft(to_dev(hosts[0]), axis=0)), np.fft.ifft(hosts[0], axis=0), 1e-12)
     afft.clear_cache()
     _close(to_host(afft.fft(to_dev(hosts[1]), axis=0)), np.fft.fft(hosts[1], axis=0), 1e-12)
+
+
+@pytest.mark.parametrize("kind", ["c2c", "c2r"])
+def test_each_thread_gets_handles_and_gives_them_back(kind):
+    """A thread's first call makes its own cuFFT handles (and workspace); when the thread
+    ends they become spare, and the next thread takes them instead of planning again."""
+    import gc
+    import threading
+
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    ref = _data(rng, (4, 40, 30), "r2c" if kind == "c2r" else "c2c")
+    # norm="forward": the inverse is unscaled (and for c2c one cuFFT call, the direct path)
+    host = np.fft.fftn(ref, axes=(1, 2)) if kind == "c2c" else np.fft.rfftn(ref, axes=(1, 2))
+    dev = cp.asarray(host)
+    with afft.FFT(dev, axes=(1, 2), kind=kind, norm="forward") as plan:
+        scale = 40 * 30
+        results = [plan.execute(dev, direction="inverse")]
+        resources = plan._executor._resources
+        per_thread = len(resources.handles)
+
+        def work():
+            results.append(plan.execute(dev, direction="inverse"))
+            cp.cuda.get_current_stream().synchronize()
+
+        for _ in range(3):
+            thread = threading.Thread(target=work)
+            thread.start()
+            thread.join()
+            del thread
+            gc.collect()
+            assert len(resources.handles) == 2 * per_thread  # the main thread's, and one spare
+            assert len(resources.spare) == 1
+        assert len(resources.workspaces) == 1  # the main thread's; the others were freed
+        for got in results:
+            _close(cp.asnumpy(got) / scale, ref, 1e-12)
