@@ -363,3 +363,26 @@ def test_each_thread_gets_handles_and_gives_them_back(kind):
         assert len(resources.workspaces) == 1  # the main thread's; the others were freed
         for got in results:
             _close(cp.asnumpy(got) / scale, ref, 1e-12)
+
+
+@pytest.mark.parametrize("shape,axes", [((48, 40), (0, 1)), ((5, 48, 40), (1, 2)),
+                                        ((48, 40, 5), (0, 1))])
+def test_r2c_into_transposed_output_needs_no_copy(shape, axes):
+    """An r2c plan writing the transposed layout torch.fft returns: no joint cuFFT call can
+    write it, the halved axis alone then the others can, without a scratch copy."""
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    host = rng.standard_normal(shape)
+    out_shape = list(shape)
+    out_shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    out_strides = [0] * len(shape)
+    step = 1
+    # fastest first: the transform axes in the order given, then the batch axes
+    for axis in list(axes) + [a for a in reversed(range(len(shape))) if a not in axes]:
+        out_strides[axis] = step
+        step *= out_shape[axis]
+    with afft.FFT(cp.asarray(host), axes=axes, out_strides=out_strides) as plan:
+        assert plan._executor.copy_in is None and plan._executor.copy_out is None
+        got = plan.execute()
+        assert got.strides == tuple(8 * 2 * s for s in out_strides)
+        _close(cp.asnumpy(got), np.fft.rfftn(host, axes=axes), 1e-12)
