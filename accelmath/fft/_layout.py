@@ -175,6 +175,9 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
         batch = _batch(others, src_shape, src_strides, dst_strides, max_loop)
         if batch is None:
             return None
+        real_side = 0 if step_kind == "r2c" else 1 if step_kind == "c2r" else None
+        if real_side is not None and any(pair[real_side] % 2 for pair in batch[3]):
+            return None  # cuFFT takes real data aligned as its complex element: even offsets
         n = tuple(real_lengths[a] if a == halved else src_shape[a] for a in run)
         steps.append(Step(step_kind, n, inembed, src_strides[run[-1]], batch[1], onembed,
                           dst_strides[run[-1]], batch[2], batch[0], batch[3], src, dst))

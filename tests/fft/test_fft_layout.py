@@ -317,6 +317,20 @@ def test_unmergeable_batch_axes_loop():
     assert len(steps) == 1 and len(steps[0].offsets) == 3 and steps[0].batch == 10
 
 
+def test_real_data_loops_only_at_even_offsets():
+    # r2c over axis 1 of a C (48, 40, 5) array: the batch axes 0 and 2 cannot merge, and the
+    # loop over axis 2 would start the real input at odd elements, which cuFFT cannot read
+    shape, out_shape = (48, 40, 5), (48, 21, 5)
+    steps = plan_steps("r2c", (1,), shape, (200, 5, 1), out_shape, (1, 48, 1008))
+    assert steps is None
+    # every other element of the inner axis: the loop starts at even offsets
+    steps = plan_steps("r2c", (1,), (48, 40, 4), (320, 8, 2), (48, 21, 4), (1, 48, 1008))
+    assert steps is not None and all(a % 2 == 0 for a, _ in steps[0].offsets)
+    # c2r: the real output is the side that must start at even offsets
+    steps = plan_steps("c2r", (1,), (48, 21, 5), (1, 48, 1008), shape, (200, 5, 1))
+    assert steps is None
+
+
 def test_too_many_loops_gives_none():
     shape = (MAX_LOOP + 1, 4, MAX_LOOP + 1)
     strides = contiguous_strides(shape)
