@@ -14,4 +14,5 @@ python3 examples/plan_reuse.py > "$OUT/example.log" 2>&1
 for bench in overhead fft; do
     python3 "benchmarks/$bench.py" > "$OUT/$bench.log" 2>&1
 done
-cp benchmarks/results/* "$OUT/"
+# one archive: the device tool returns a few files only
+tar -czf "$OUT/results.tgz" -C benchmarks results

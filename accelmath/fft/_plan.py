@@ -68,7 +68,10 @@ class FFT:
     On the GPU, a plan for a real transform of at least 2**20 output points over several axes
     times two cuFFT plans once, when it is made: one call over all axes, and the halved axis
     alone followed by the others; it keeps the faster. :meth:`execute` on an array of the
-    plan's package and layout costs a few attribute reads, one lock and the cuFFT call.
+    plan's package and layout costs a few attribute reads and the cuFFT call. Each thread that
+    runs the plan gets its own cuFFT handles (made on its first call) and, per stream, its own
+    workspace, so threads never wait for each other; a thread's handles are reused by the
+    next thread once it ends.
 
     Examples
     --------
