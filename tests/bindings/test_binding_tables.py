@@ -6,7 +6,6 @@ import importlib
 import pytest
 
 from accelmath.bindings import MODULES
-from accelmath.errors import LibraryNotFoundError
 
 
 def _module(name):
@@ -16,15 +15,6 @@ def _module(name):
 def _entries(names):
     return [pytest.param(name, entry.name, id=f"{name}.{entry.name}")
             for name in names for entry in _module(name).FUNCTIONS]
-
-
-def _loaded_lib(module_name):
-    lib = _module(module_name).lib
-    try:
-        lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
-    return lib
 
 
 @pytest.mark.parametrize("module_name", MODULES)
@@ -61,8 +51,8 @@ def test_public_names_resolve(module_name):
 
 # The driver (libcuda.so.1) comes with the display driver: its entries skip where it is absent.
 @pytest.mark.parametrize("module_name, function", _entries(MODULES))
-def test_function_binds(module_name, function):
-    lib = _loaded_lib(module_name)
+def test_function_binds(module_name, function, loaded_lib):
+    lib = loaded_lib(module_name)
     entry = lib.functions[function]
     assert lib.c_name(function) in entry.c_names
     func = lib.bind(function)

@@ -18,18 +18,9 @@ def _module(name):
     return importlib.import_module(f"accelmath.bindings.{name}")
 
 
-def _lib(module_name):
-    lib = _module(module_name).lib
-    try:
-        lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
-    return lib
-
-
-def test_cufft_invalid_plan():
+def test_cufft_invalid_plan(loaded_lib):
     # cufftDestroy checks the handle before touching a device: the same answer with no GPU.
-    lib = _lib("cufft")
+    lib = loaded_lib("cufft")
     with pytest.raises(CudaLibraryError) as info:
         lib.destroy(123456)
     error = info.value
@@ -44,8 +35,8 @@ def test_cufft_invalid_plan():
     ("cublaslt", "cublasLt", "cublasLtGetProperty", "CUBLAS_STATUS_INVALID_VALUE"),
     ("cusolver", "cusolver", "cusolverGetProperty", "CUSOLVER_STATUS_INVALID_VALUE"),
 ])
-def test_invalid_property_type(module_name, library, function, status_name):
-    lib = _lib(module_name)
+def test_invalid_property_type(module_name, library, function, status_name, loaded_lib):
+    lib = loaded_lib(module_name)
     with pytest.raises(CudaLibraryError) as info:
         lib.get_property(INVALID_PROPERTY_TYPE, ctypes.c_int())
     error = info.value
