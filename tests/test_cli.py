@@ -12,12 +12,17 @@ from accelmath.__main__ import main
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _run(*args, env=None):
-    """Run ``python -m accelmath ...`` from the repository root, where the package is importable."""
+def _python(*args, env=None):
+    """Run ``python ...`` from the repository root, where the package is importable."""
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, "-m", "accelmath", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
                           env=environment, cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
+
+
+def _run(*args, env=None):
+    """Run ``python -m accelmath ...``."""
+    return _python("-m", "accelmath", *args, env=env)
 
 
 def test_info_in_process(capsys):
@@ -51,8 +56,7 @@ def test_info_lists_the_gpus(capsys):
 def test_info_does_not_import_array_packages():
     code = ("import sys; from accelmath.__main__ import main; main(['info']); "
             "print(sorted(m for m in ('cupy', 'torch', 'jax') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                            stdin=subprocess.DEVNULL, timeout=120)
+    result = _python("-c", code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "[]"
 
@@ -103,8 +107,7 @@ def test_info_without_cuda_pathfinder():
     # As on a machine without the CUDA wheels: cuda.pathfinder cannot be imported.
     code = ("import sys; sys.modules['cuda.pathfinder'] = None; "
             "from accelmath.__main__ import main; sys.exit(main(['info']))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
-                            stdin=subprocess.DEVNULL, timeout=120)
+    result = _python("-c", code)
     assert result.returncode == 0, result.stderr
     assert "cufft      not found: cuda-pathfinder is not installed" in result.stdout
     assert "pip install accelmath[cu12]" in result.stdout
