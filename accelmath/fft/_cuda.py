@@ -157,10 +157,6 @@ class CudaExecutor:
             work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
             self.copy_in = work_in
         steps = None if force_copy else plan_steps(kind, axes, *work_in, out_shape, out_strides)
-        if steps is None and not force_copy and kind != "c2c":
-            # a layout that no joint call can write (a transposed r2c output, as torch.fft
-            # returns) may still need no copy with the halved axis in a call of its own
-            steps = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=True)
         if steps is None:
             # Copy to dense scratch buffers with the transform axes fastest.
             order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)

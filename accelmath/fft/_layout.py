@@ -135,11 +135,20 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
     split : bool
         Give the halved axis of an r2c/c2r a call of its own (the other axes become c2c
         calls), as PyTorch does: for some sizes cuFFT runs that faster than one joint plan.
+        Without it, such steps are still returned for layouts that no joint call can write
+        (a transposed r2c output, as torch.fft returns).
 
     Returns
     -------
     list of Step or None
     """
+    steps = _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split)
+    if steps is None and not split and kind != "c2c":
+        steps = _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, True)
+    return steps
+
+
+def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split):
     halved = axes[-1] if kind != "c2c" else None
     active = [a for a in axes if a == halved or in_shape[a] != 1 or out_shape[a] != 1]
     if not active:
