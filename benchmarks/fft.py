@@ -138,18 +138,19 @@ def large_cases(rows):
         row["torch.fft"] = device_time_ms(fn, torch_event)
         # torch's multi-axis r2c returns a transposed (non-contiguous) result; with a C-order
         # out= it gives the layout CuPy and accelmath return
-        t_out = torch.empty(tuple(fn().shape), dtype=fn().dtype, device="cuda")
+        t_ref = fn()
+        t_out = torch.empty(tuple(t_ref.shape), dtype=t_ref.dtype, device="cuda")
         out_fn = ((lambda: torch.fft.rfftn(t, dim=axes, out=t_out)) if real
                   else (lambda: torch.fft.fftn(t, dim=axes, out=t_out)))
         row["torch.fft, C-order out="] = device_time_ms(out_fn, torch_event)
-        if real and fn().stride() != t_out.stride():
+        if real and t_ref.stride() != t_out.stride():
             # our plan, made for the layout torch returns
-            with afft.FFT(x, axes=axes, out_strides=fn().stride()) as tplan:
+            with afft.FFT(x, axes=axes, out_strides=t_ref.stride()) as tplan:
                 out = tplan.execute()
                 row["accelmath FFT.execute(out=), torch's layout"] = device_time_ms(
                     lambda: tplan.execute(x, out=out), cp_event)
                 del out
-        del t, t_out
+        del t, t_out, t_ref
         if nvfft is not None:
             try:
                 with nvfft.FFT(x, axes=axes) as nvplan:
