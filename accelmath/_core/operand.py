@@ -167,6 +167,12 @@ class Adapter:
         layout_key, data_ptr = self.layout_key, self.data_ptr
         return lambda x: data_ptr(x) if layout_key(x) == key else None
 
+    def rfftn_strides(self, shape, strides, dtype, axes):
+        """The element strides this package's own ``fft.rfftn`` gives the result of a device
+        array of this layout over ``axes``, where that is not dense in the input's axis
+        order; None otherwise."""
+        return None
+
     def stream_getter(self, device_id):
         """A function of no arguments returning :meth:`current_stream` of ``device_id``."""
         return lambda: self.current_stream(device_id)
@@ -389,6 +395,19 @@ class TorchAdapter(Adapter):
 
     def data_ptr(self, x):
         return x.data_ptr()
+
+    def rfftn_strides(self, shape, strides, dtype, axes):
+        # torch computes a real transform over axes 0 and 1 in passes, the last one writing
+        # its axis contiguously: the result comes back transposed. Its meta tensors say how.
+        if len(axes) < 2:
+            return None
+        torch = self._torch
+        try:
+            meta = torch.empty_strided(shape, strides, dtype=self._to_torch[dtype],
+                                       device="meta")
+            return tuple(torch.fft.rfftn(meta, dim=axes).stride())
+        except Exception:  # a layout or dtype meta tensors do not take: the default
+            return None
 
     def reader(self, key):
         shape, strides, dtype, device, conj, neg = key

@@ -54,7 +54,8 @@ def _points(shape):
 
 
 def _run_calls(calls, handles, buffers, direction):
-    """Make the cuFFT calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr})."""
+    """Make the cuFFT calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr,
+    "tmp": ptr})."""
     for (func, c_name, with_direction, src, dst, offsets), handle in zip(calls, handles):
         a, b = buffers[src], buffers[dst]
         for da, db in offsets:
@@ -164,31 +165,26 @@ class CudaExecutor:
             self.copy_in = work_in
             self.copy_out = (out_shape, contiguous_strides(out_shape, order))
             steps = plan_steps(kind, axes, *work_in, *self.copy_out)
-        self.steps = steps
+        self._resources = _Resources()
+        self._finalizer = weakref.finalize(self, self._resources.destroy)
+        candidates = [steps]
+        if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
+            # One joint cuFFT plan, the halved axis alone and then the others (in place on
+            # the output, or through a scratch buffer): time them, keep the fastest.
+            for options in ({"split": True}, {"split": True, "scratch": True}):
+                more = plan_steps(kind, axes, *work_in, out_shape, out_strides, **options)
+                if more is not None and more not in candidates:
+                    candidates.append(more)
+        direction = 1 if kind == "c2r" else -1
+        self.steps, handles, work = self._fastest(candidates, work_in, direction)
         self._in_offset = 0
         if self.copy_in is not None:
             scratch += _align(_nbytes(in_shape, in_dtype))
         self._out_offset = scratch
         if self.copy_out is not None:
             scratch += _align(_nbytes(out_shape, out_dtype))
-
-        self._resources = _Resources()
-        self._finalizer = weakref.finalize(self, self._resources.destroy)
-        direction = 1 if kind == "c2r" else -1
-        handles, work = self._plan(steps)
-        if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
-            # One joint cuFFT plan, or the halved axis alone and then the others: time both.
-            split = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=True)
-            if split is not None and split != steps:
-                split_handles, split_work = self._plan(split)
-                spans = (_span(*work_in, in_dtype), _span(out_shape, out_strides, out_dtype))
-                joint = self._time(self._calls_of(steps), handles, work, spans, direction)
-                if self._time(self._calls_of(split), split_handles, split_work, spans,
-                              direction) < joint:
-                    self._discard(handles)
-                    self.steps, handles, work = split, split_handles, split_work
-                else:
-                    self._discard(split_handles)
+        self._tmp_offset = scratch
+        scratch += self._tmp_bytes(self.steps)
         self._calls = self._calls_of(self.steps)
         self._resources.spare.append(handles)  # the first thread to run the plan takes them
         self._work_offset = _align(scratch)
@@ -204,6 +200,28 @@ class CudaExecutor:
         plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
                  and len(self._calls[0][5]) == 1 and not conjugate)
         self._direct = (plain and scales[0] is None, plain and scales[1] is None)
+
+    def _fastest(self, candidates, work_in, direction):
+        """``(steps, handles, work)`` of the candidate steps that run fastest (timed on the
+        device where there are several)."""
+        planned = [(steps, *self._plan(steps)) for steps in candidates]
+        if len(planned) > 1:
+            spans = (_span(*work_in, self.in_dtype),
+                     _span(self.out_shape, self.out_strides, self.out_dtype))
+            times = [self._time(self._calls_of(steps), handles, work, spans, direction,
+                                self._tmp_bytes(steps)) for steps, handles, work in planned]
+            best = planned[times.index(min(times))]
+            for other in planned:
+                if other is not best:
+                    self._discard(other[1])
+            planned = [best]
+        return planned[0]
+
+    def _tmp_bytes(self, steps):
+        """Bytes of the ``"tmp"`` scratch buffer ``steps`` use (0 if none)."""
+        if any(step.dst == "tmp" for step in steps):
+            return _align(_nbytes(self.out_shape, self.out_dtype))
+        return 0
 
     def _plan(self, steps):
         """One cuFFT handle per step, and the largest work area they need."""
@@ -223,7 +241,7 @@ class CudaExecutor:
             exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))
             src_size = in_size if step.src == "in" else out_size
-            dst_size = out_size if step.dst == "out" or step.kind == "c2r" else in_size
+            dst_size = in_size if step.dst == "in" and step.kind != "c2r" else out_size
             offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
             func, c_name = cufft.lib.raw(exec_name)
             calls.append((func, c_name, with_direction, step.src, step.dst, offsets))
@@ -241,18 +259,19 @@ class CudaExecutor:
             return False
         return all(s >= 0 for s in (*self.in_strides, *out_strides))
 
-    def _time(self, calls, handles, work, spans, direction):
+    def _time(self, calls, handles, work, spans, direction, tmp_bytes):
         """Device time of ``calls`` on scratch buffers (the best of a few runs), in ms."""
         in_bytes, out_bytes = _align(spans[0]), _align(spans[1])
-        trial = allocate_workspace(in_bytes + out_bytes + work, self.device_id, 0,
-                                   self.package)
+        data_bytes = in_bytes + out_bytes + tmp_bytes
+        trial = allocate_workspace(data_bytes + work, self.device_id, 0, self.package)
         events = []
         try:
-            driver.lib.memset_d8(trial.ptr, 0, in_bytes + out_bytes)
+            driver.lib.memset_d8(trial.ptr, 0, data_bytes)
             for handle in handles:
                 cufft.lib.set_stream(handle, 0)
-                cufft.lib.set_work_area(handle, trial.ptr + in_bytes + out_bytes)
-            buffers = {"in": trial.ptr, "out": trial.ptr + in_bytes}
+                cufft.lib.set_work_area(handle, trial.ptr + data_bytes)
+            buffers = {"in": trial.ptr, "out": trial.ptr + in_bytes,
+                       "tmp": trial.ptr + in_bytes + out_bytes}
             for _ in range(2):
                 event = ctypes.c_void_p()
                 driver.lib.event_create(ctypes.byref(event), 0)
@@ -386,7 +405,8 @@ class CudaExecutor:
             if fold:
                 scale = None
         dst = out_ptr if self.copy_out is None else base + self._out_offset
-        _run_calls(self._calls, state.handles, {"in": src, "out": dst}, 1 if inverse else -1)
+        buffers = {"in": src, "out": dst, "tmp": base + self._tmp_offset}
+        _run_calls(self._calls, state.handles, buffers, 1 if inverse else -1)
         if not self._calls:
             # every transform axis has length 1: the transform is a copy
             copy_scale(src, dst, self.out_shape,

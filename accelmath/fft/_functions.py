@@ -12,7 +12,8 @@ from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_same_
                                      wrap_operand)
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._plan import FFT
+from accelmath.fft._layout import plan_steps
+from accelmath.fft._plan import FFT, output_layout
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "cache_info", "clear_cache", "set_cache_limits"]
@@ -206,8 +207,11 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
            out_op.strides if out_op is not None else None, op.adapter.package)
 
     def create():
+        out_strides = out_op.strides if out_op else None
+        if out_op is None and kind == "r2c":
+            out_strides = _package_rfftn_strides(op, axes)
         return FFT(op, axes=axes, kind=kind, norm=norm, last_axis_size=last_axis_size,
-                   conjugate=conjugate, out_strides=out_op.strides if out_op else None)
+                   conjugate=conjugate, out_strides=out_strides)
 
     cache = _cache(op.device_id)
     plan = cache.get_or_create(key, create)
@@ -216,6 +220,18 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
             _calls.clear()
         _calls[call] = (cache, key)
     return plan._run(op, out, inverse, stream)
+
+
+def _package_rfftn_strides(op, axes):
+    """The result strides the operand's package gives its own rfftn where cuFFT writes them
+    with no copy (torch's transposed layout), else None (dense, in the input's order)."""
+    strides = op.adapter.rfftn_strides(op.shape, op.strides, op.dtype, axes)
+    if strides is None:
+        return None
+    out_shape, _ = output_layout("r2c", axes, op.shape, op.strides)
+    if plan_steps("r2c", axes, op.shape, op.strides, out_shape, strides) is None:
+        return None
+    return strides
 
 
 def _copy_into(out, host):
@@ -227,7 +243,10 @@ _DOC = """{summary}
 
 Signature-compatible with ``numpy.fft.{name}``, plus keyword-only ``out``, ``stream``,
 ``execution`` and ``workers``. Host arrays run on the CPU (``scipy.fft``), device arrays on
-their GPU through a cached cuFFT plan; the result is of the input's package.
+their GPU through a cached cuFFT plan; the result is of the input's package, dense, in the
+input's axis order, except that a real transform of a torch tensor over several axes has the
+strides ``torch.fft.rfftn`` gives it (transposed for axes 0 and 1, where cuFFT can write that
+layout directly).
 
 Parameters
 ----------

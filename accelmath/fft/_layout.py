@@ -13,7 +13,7 @@ from itertools import product
 
 from accelmath._core.kernels import merge_dims
 
-__all__ = ["Step", "plan_steps", "contiguous_strides", "MAX_LOOP"]
+__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
 
@@ -25,7 +25,8 @@ class Step:
     ``n`` are the real-side lengths (cuFFT's convention); ``offsets`` are element offsets
     ``(source, destination)`` added to the base pointers, one cuFFT call each; ``src`` and
     ``dst`` name the buffers a step reads and writes: ``"in"`` (the plan's input, or for c2r
-    its scratch copy) or ``"out"``.
+    its scratch copy), ``"out"``, or ``"tmp"`` (a dense scratch buffer of the output's shape,
+    see ``plan_steps(scratch=True)``).
     """
 
     kind: str
@@ -120,7 +121,8 @@ def _groups(axes, strides, halved, split):
     return runs
 
 
-def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=False):
+def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=False,
+               scratch=False):
     """cuFFT steps for transforming ``axes`` of the given layouts, or None if a copy is needed.
 
     Parameters
@@ -137,18 +139,37 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
         calls), as PyTorch does: for some sizes cuFFT runs that faster than one joint plan.
         Without it, such steps are still returned for layouts that no joint call can write
         (a transposed r2c output, as torch.fft returns).
+    scratch : bool
+        For r2c transforms of several steps: the first step writes a dense scratch buffer
+        (``"tmp"``, laid out as :func:`scratch_strides` says) and the second reads it and
+        writes the output, rather than working in place there. For some output layouts
+        (torch's transposed one) cuFFT runs that several times faster. Without it, such steps
+        are still returned for r2c layouts that no steps in place can write.
 
     Returns
     -------
     list of Step or None
     """
-    steps = _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split)
-    if steps is None and not split and kind != "c2c":
-        steps = _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, True)
-    return steps
+    # Where the steps asked for cannot write the layout, wider ones may: the halved axis
+    # alone, then (r2c) through the scratch buffer. Only then does the executor copy.
+    options = [(split, scratch)]
+    if kind != "c2c":
+        options += [(True, scratch), (True, True)] if kind == "r2c" else [(True, scratch)]
+    for split, scratch in dict.fromkeys(options):
+        steps = _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scratch)
+        if steps is not None:
+            return steps
+    return None
 
 
-def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split):
+def scratch_strides(in_strides, out_shape):
+    """Element strides of the ``"tmp"`` buffer of ``scratch`` steps: dense, in the input's
+    axis order."""
+    return contiguous_strides(out_shape, sorted(range(len(out_shape)),
+                                                key=lambda a: -abs(in_strides[a])))
+
+
+def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scratch=False):
     halved = axes[-1] if kind != "c2c" else None
     active = [a for a in axes if a == halved or in_shape[a] != 1 or out_shape[a] != 1]
     if not active:
@@ -157,6 +178,11 @@ def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split):
     # the output after an r2c, and on the scratch input before a c2r.
     runs = _groups(active, in_strides, halved, split)
     real_lengths = {a: (out_shape[a] if kind == "c2r" else in_shape[a]) for a in active}
+    layouts = {"in": (in_shape, in_strides), "out": (out_shape, out_strides)}
+    if scratch:
+        if kind != "r2c" or len(runs) < 2:
+            return None
+        layouts["tmp"] = (out_shape, scratch_strides(in_strides, out_shape))
     if kind == "r2c":
         runs.sort(key=lambda run: halved not in run)
     elif kind == "c2r":
@@ -171,11 +197,14 @@ def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split):
         if kind == "c2r":
             # c2c runs go in place on the scratch input, then the c2r call writes the output.
             src, dst = "in", ("out" if step_kind == "c2r" else "in")
+        elif scratch and index < 2:
+            # input -> scratch, scratch -> output
+            src, dst = ("in", "tmp") if index == 0 else ("tmp", "out")
         else:
             # the first call reads the input, the later ones work in place on the output.
             src, dst = ("in" if index == 0 else "out"), "out"
-        src_shape, src_strides = (in_shape, in_strides) if src == "in" else (out_shape, out_strides)
-        dst_shape, dst_strides = (in_shape, in_strides) if dst == "in" else (out_shape, out_strides)
+        src_shape, src_strides = layouts[src]
+        dst_shape, dst_strides = layouts[dst]
         inembed = _nested(run, src_strides, src_shape)
         onembed = _nested(run, dst_strides, dst_shape)
         if inembed is None or onembed is None:

@@ -274,3 +274,17 @@ def test_input_is_not_modified(xp):
     keep = x.copy()
     accelmath.fft.irfft2(xp.asarray(x))
     assert np.array_equal(x, keep)
+
+
+def test_torch_rfftn_layout_from_meta_tensors():
+    """The layout a torch result gets comes from torch's own meta rfftn (its CUDA layout),
+    where cuFFT can write it; other packages, and one axis, keep the default."""
+    torch = pytest.importorskip("torch")
+    from accelmath._core.operand import wrap_operand
+    from accelmath.fft._functions import _package_rfftn_strides
+
+    op = wrap_operand(torch.zeros(6, 40, 32))
+    meta = torch.fft.rfftn(torch.zeros(6, 40, 32, device="meta"), dim=(0, 1)).stride()
+    assert _package_rfftn_strides(op, (0, 1)) == tuple(meta) == (1, 6, 126)
+    assert _package_rfftn_strides(op, (2,)) is None
+    assert _package_rfftn_strides(wrap_operand(np.zeros((6, 40, 32))), (0, 1)) is None

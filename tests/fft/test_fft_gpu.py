@@ -230,31 +230,71 @@ def test_host_array_with_cuda_execution():
     _close(got, np.fft.fft(host), 1e-12)
 
 
-@pytest.mark.parametrize("choice", ["joint", "split"])
+@pytest.mark.parametrize("choice", ["joint", "split", "scratch"])
 @pytest.mark.parametrize("shape,axes", [((1100, 2048), (0, 1)), ((2, 96, 80, 160), (1, 2, 3)),
                                         ((2050, 1024), (0, 1))])
 def test_tuned_r2c_c2r_candidates(monkeypatch, choice, shape, axes):
-    """Both plans the executor times for large multi-axis real transforms are right."""
+    """Every plan the executor times for large multi-axis real transforms is right."""
     cp = pytest.importorskip("cupy")
     from accelmath.fft._cuda import CudaExecutor
 
     timed = []
 
-    def fake_time(self, calls, handles, work, spans, direction):
-        timed.append(len(calls))
-        return float(-len(calls) if choice == "split" else len(calls))  # split: more calls
+    def fake_time(self, calls, handles, work, spans, direction, tmp_bytes):
+        staged = any("tmp" in call[3:5] for call in calls)
+        timed.append("scratch" if staged else "split" if len(calls) > 1 else "joint")
+        return 0.0 if timed[-1] == choice else 1.0
 
     monkeypatch.setattr(CudaExecutor, "_time", fake_time)
     host = np.random.default_rng().standard_normal(shape)
     dev = cp.asarray(host)
     with afft.FFT(dev, axes=axes) as fwd:
         spec = fwd.execute()
-        assert len(timed) == 2
-        ranks = [len(s.n) for s in fwd._executor.steps if s.kind == "r2c"]
-        assert ranks == ([len(axes)] if choice == "joint" else [1])
+        assert timed == ["joint", "split", "scratch"]
+        steps = fwd._executor.steps
+        assert [len(s.n) for s in steps if s.kind == "r2c"] == (
+            [len(axes)] if choice == "joint" else [1])
+        assert (steps[0].dst == "tmp") == (choice == "scratch")
         _close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)
         with afft.FFT(spec, axes=axes, kind="c2r", last_axis_size=shape[axes[-1]]) as inv:
             _close(cp.asnumpy(inv.execute()), host, 1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_r2c_in_torch_layout_through_scratch(monkeypatch, dtype):
+    """torch's transposed rfft2 layout, written through the scratch buffer."""
+    cp = pytest.importorskip("cupy")
+    from accelmath.fft._cuda import CudaExecutor
+
+    monkeypatch.setattr(CudaExecutor, "_time", lambda self, calls, *args: -sum(
+        "tmp" in call[3:5] for call in calls))
+    host = np.random.default_rng().standard_normal((2050, 1024)).astype(dtype)
+    dev = cp.asarray(host)
+    with afft.FFT(dev, out_strides=(1, 2050)) as plan:
+        assert [s.dst for s in plan._executor.steps] == ["tmp", "out"]
+        for _ in range(2):
+            spec = plan.execute()
+            assert spec.strides == (spec.itemsize, 2050 * spec.itemsize)
+            _close(cp.asnumpy(spec), np.fft.rfft2(host.astype(np.float64)),
+                   1e-12 if dtype == "float64" else 1e-5)
+
+
+@pytest.mark.parametrize("shape,axes", [((96, 80), (0, 1)), ((6, 40, 32), (0, 1)),
+                                        ((6, 40, 32), (1, 2)), ((40, 32), (1, 0)),
+                                        ((6, 40, 32), (0, 1, 2))])
+def test_torch_rfftn_in_torch_layout(shape, axes):
+    """rfftn of a torch tensor has torch's own strides (cuFFT writes all of these)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    host = np.random.default_rng().standard_normal(shape)
+    t = torch.from_numpy(host).cuda()
+    for _ in range(2):
+        got = afft.rfftn(t, axes=axes)
+        _close(got.cpu().numpy(), np.fft.rfftn(host, axes=axes), 1e-12)
+    assert got.stride() == torch.fft.rfftn(t, dim=axes).stride()
+    back = afft.irfftn(got, s=[shape[a] for a in axes], axes=axes)
+    _close(back.cpu().numpy(), host, 1e-12)
 
 
 def test_torch_conjugate_and_negative_views():

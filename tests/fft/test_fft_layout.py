@@ -14,7 +14,7 @@ fastest, for which plan_steps must then succeed.
 import numpy as np
 import pytest
 
-from accelmath.fft._layout import MAX_LOOP, Step, contiguous_strides, plan_steps
+from accelmath.fft._layout import MAX_LOOP, Step, contiguous_strides, plan_steps, scratch_strides
 from accelmath.fft._plan import output_layout
 
 REAL = {"c2c": np.complex128, "r2c": np.float64, "c2r": np.complex128}
@@ -100,7 +100,7 @@ def _axis_order(strides):
     return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
 
 
-def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False):
+def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False, scratch=False):
     """Transform array view ``x`` into ``out_view`` as CudaExecutor does; return the result
     read back through ``out_view``'s layout, and the steps used."""
     x_view, x_parent = x
@@ -111,7 +111,11 @@ def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False):
     work_in, copy_out = (in_shape, in_strides), None
     if kind == "c2r":
         work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
-    steps = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=split)
+    steps = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=split,
+                       scratch=scratch)
+    if scratch:
+        buffers["tmp"] = Buffer(np.full(max(1, int(np.prod(out_shape))), np.nan,
+                                        RESULT[kind]), 0)
     if steps is None:
         order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
         work_in = (in_shape, contiguous_strides(in_shape, order))
@@ -213,9 +217,9 @@ def random_case(rng, kind, ndim, naxes, style, out_style):
     return axes, x, out
 
 
-def check(kind, axes, x, out, inverse=False, split=False):
+def check(kind, axes, x, out, inverse=False, split=False, scratch=False):
     inverse = inverse or kind == "c2r"  # a c2r plan runs its c2c steps inverse
-    result, steps = execute(kind, axes, x, *out, inverse=inverse, split=split)
+    result, steps = execute(kind, axes, x, *out, inverse=inverse, split=split, scratch=scratch)
     expected = reference(kind, axes, x[0], out[0].shape, inverse)
     assert result.shape == expected.shape
     error = np.linalg.norm(result - expected)
@@ -269,6 +273,43 @@ def test_split_halved_axis(kind, seed):
         work_in = (work_in[0], contiguous_strides(work_in[0], _axis_order(_strides(out[0]))))
     if plan_steps(kind, axes, *work_in, out[0].shape, _strides(out[0]), split=True):
         assert [len(s.n) for s in steps if s.kind == kind] == [1]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_r2c_through_scratch(seed):
+    """The r2c candidate that writes a dense scratch buffer first and the output second."""
+    rng = np.random.default_rng([seed, 11])
+    ndim = int(rng.integers(2, 5))
+    naxes = int(rng.integers(2, ndim + 1))
+    style = str(rng.choice(["c", "f", "random"]))
+    out_style = str(rng.choice(["default", "c", "f", "random"]))
+    axes, x, out = random_case(rng, "r2c", ndim, naxes, style, out_style)
+    layouts = (x[0].shape, _strides(x[0]), out[0].shape, _strides(out[0]))
+    steps = plan_steps("r2c", axes, *layouts, scratch=True)
+    if steps is None:
+        return  # the executor copies
+    default = plan_steps("r2c", axes, *layouts)
+    if any(step.dst == "tmp" for step in default):
+        assert default == steps  # no steps in place can write this layout
+    steps = check("r2c", axes, x, out, scratch=True)
+    assert (steps[0].src, steps[0].dst) == ("in", "tmp")
+    assert (steps[1].src, steps[1].dst) == ("tmp", "out")
+    assert all((s.src, s.dst) == ("out", "out") for s in steps[2:])
+
+
+def test_scratch_layout_and_refusals():
+    # torch's layout of rfft2 over (4096, 4096): transposed; the rows go to a dense buffer
+    steps = plan_steps("r2c", (0, 1), (64, 64), (64, 1), (64, 33), (1, 64), split=True,
+                       scratch=True)
+    assert [(s.kind, s.n, s.src, s.dst) for s in steps] == [
+        ("r2c", (64,), "in", "tmp"), ("c2c", (64,), "tmp", "out")]
+    assert (steps[0].ostride, steps[0].odist) == (1, 33)
+    assert (steps[1].istride, steps[1].idist, steps[1].ostride, steps[1].odist) == (33, 1, 1, 64)
+    assert scratch_strides((1, 64), (64, 33)) == (1, 64)
+    # one step, or a c2c/c2r transform: no scratch candidate
+    assert plan_steps("r2c", (1,), (4, 8), (8, 1), (4, 5), (5, 1), scratch=True) is None
+    assert plan_steps("c2c", (0, 1), (4, 8), (8, 1), (4, 8), (8, 1), split=True,
+                      scratch=True) is None
 
 
 @pytest.mark.parametrize("kind", ["c2c", "r2c", "c2r"])
