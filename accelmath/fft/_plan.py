@@ -6,6 +6,8 @@ On the GPU it holds a :class:`~accelmath.fft._cuda.CudaExecutor`; on the CPU it 
 one-shot uses of cached plans.
 """
 
+import weakref
+
 from accelmath._core.operand import check_same_device, device_name, wrap_operand
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
@@ -163,6 +165,8 @@ class FFT:
                 self._read = op.adapter.reader(key)
         self._default_inverse = kind == "c2r"
         self._freed = False
+        if self._read is not None:
+            self.execute = self._fused_execute()
 
     @property
     def nbytes(self):
@@ -250,6 +254,41 @@ class FFT:
         return self._run(self._operand if x is None else self._check_operand(x), out, inverse,
                          stream)
 
+    def _fused_execute(self):
+        """This plan's :meth:`execute`: the common call (an operand of the plan's type and
+        layout; ``out=`` of a layout seen before, or none) read and launched in one function,
+        anything else passed on to :meth:`FFT.execute`."""
+        read, xtype, read_out = self._read, self._type, self._read_out
+        allocate, current_stream = self._allocate, self._current_stream
+        # direction -> runner; free() empties it, sending every call to the checks
+        runs = self._runs = {None: self._runners[self._default_inverse]}
+        for direction, (inverse, _) in _DIRECTIONS.items():
+            if self.kind == "c2c" or inverse == self._default_inverse:
+                runs[direction] = self._runners[inverse]
+        plan = weakref.ref(self)
+
+        def execute(x=None, *, out=None, direction=None, stream=None):
+            try:
+                run = runs[direction]
+            except (KeyError, TypeError):
+                run = None
+            if run is not None and type(x) is xtype:
+                in_ptr = read(x)
+                if in_ptr is not None:
+                    if out is None:
+                        out, out_ptr = allocate()
+                    else:
+                        reader = read_out.get(type(out))
+                        out_ptr = None if reader is None else reader(out)
+                    if out_ptr is not None:
+                        run(in_ptr, out_ptr,
+                            current_stream() if stream is None else stream_handle(stream))
+                        return out
+            return FFT.execute(plan(), x, out=out, direction=direction, stream=stream)
+
+        execute.__doc__ = FFT.execute.__doc__
+        return execute
+
     def _run(self, op, out, inverse, stream):
         """Execute on a checked operand (the stateless functions enter here)."""
         if self._executor is None:
@@ -320,6 +359,9 @@ class FFT:
             self._executor = None
         self._operand = None
         self._read = self._runners = None
+        if "execute" in self.__dict__:
+            self._runs.clear()
+            del self.execute
         self._freed = True
 
     def __enter__(self):

@@ -310,6 +310,13 @@ def test_torch_conjugate_and_negative_views():
     with afft.FFT(t, axes=(1,)) as plan:
         _close(plan.execute(t).cpu().numpy(), np.fft.fft(host, axis=1), 1e-12)
         _close(plan.execute(t.conj()).cpu().numpy(), np.fft.fft(host.conj(), axis=1), 1e-12)
+        with afft.FFT(t.real.contiguous(), axes=(1,)) as real_plan:
+            # a real plan: the negated view (the imaginary part of a conjugate) is resolved
+            for _ in range(2):
+                _close(real_plan.execute(t.conj().imag.contiguous()).cpu().numpy(),
+                       np.fft.rfft(-host.imag, axis=1), 1e-12)
+                _close(real_plan.execute(t.conj().imag).cpu().numpy(),
+                       np.fft.rfft(-host.imag, axis=1), 1e-12)
         out = torch.empty_like(t)
         with pytest.raises(ValueError, match="conjugated"):
             plan.execute(t, out=out.conj())
@@ -344,6 +351,19 @@ def test_plan_fast_path_still_checks_operands(xp):
             plan.execute(dev, out=to_dev(np.empty((32, 64), np.complex64)))
         with pytest.raises(InvalidArgumentError, match="out has shape"):
             plan.execute(dev, out=to_dev(np.empty((64, 32), np.complex128)).T)
+        for direction, ref in (("inverse", np.fft.ifft(host, axis=1)),
+                               ("forward", np.fft.fft(host, axis=1))):
+            assert plan.execute(dev, out=out, direction=direction) is out
+            _close(to_host(out), ref, 1e-12)
+        for direction in ("sideways", ["forward"]):
+            with pytest.raises(InvalidArgumentError, match="direction"):
+                plan.execute(dev, out=out, direction=direction)
+        execute = plan.execute  # held across free(): must not reach the freed handles
+    with pytest.raises(Exception, match="freed"):
+        execute(dev, out=out)
+    with afft.FFT(to_dev(_data(rng, (32, 64), "r2c")), axes=(1,)) as plan:
+        with pytest.raises(InvalidArgumentError, match="direction"):
+            plan.execute(direction="inverse")
 
 
 def test_stateless_calls_remembered_by_layout(xp):
