@@ -13,7 +13,7 @@ from itertools import product
 
 from accelmath._core.kernels import merge_dims
 
-__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "MAX_LOOP"]
+__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "is_dense", "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
 
@@ -53,6 +53,17 @@ def contiguous_strides(shape, order=None):
         strides[axis] = step
         step *= max(shape[axis], 1)
     return tuple(strides)
+
+
+def is_dense(shape, strides):
+    """True where ``strides`` lay ``shape`` out densely in some axis order: positive, no
+    overlap, no gaps (the strides of axes of length 1 do not matter)."""
+    step = 1
+    for stride, extent in sorted((s, e) for e, s in zip(shape, strides) if e != 1):
+        if stride != step:
+            return False
+        step *= max(extent, 1)
+    return True
 
 
 def _nested(axes, strides, lengths):

@@ -12,6 +12,7 @@ from accelmath._core.operand import check_same_device, device_name, wrap_operand
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
+from accelmath.fft._layout import is_dense
 
 __all__ = ["FFT"]
 
@@ -125,7 +126,14 @@ class FFT:
             out_dtype = _CPU_DTYPE.get(out_dtype, out_dtype)
         out_shape, dense_strides = output_layout(kind, axes, op.shape, op.strides,
                                                  last_axis_size)
-        out_strides = dense_strides if out_strides is None else tuple(out_strides)
+        if out_strides is None:
+            out_strides = dense_strides
+        else:
+            out_strides = tuple(out_strides)
+            if len(out_strides) != len(out_shape) or not is_dense(out_shape, out_strides):
+                raise InvalidArgumentError(
+                    f"out_strides {out_strides} do not lay out the result shape {out_shape} "
+                    "densely (positive element strides, no overlap, no gaps)")
         self.kind, self.axes, self.norm = kind, axes, norm
         self.conjugate = conjugate
         self.in_dtype, self.out_dtype = in_dtype, out_dtype
@@ -213,7 +221,7 @@ class FFT:
         """True for the inverse transform: ``direction`` checked against the plan's kind."""
         if direction is None:
             return self.kind == "c2r"
-        if direction not in _DIRECTIONS:
+        if not isinstance(direction, str) or direction not in _DIRECTIONS:
             raise InvalidArgumentError(
                 f'Invalid direction {direction!r}, should be "forward" or "inverse"')
         inverse = _DIRECTIONS[direction][0]

@@ -227,6 +227,9 @@ def test_non_integer_axes_and_lengths(call, message):
      "a c2r output of 12 points on axis 1 needs 7 input points there, but the operand has 6"),
     (lambda: FFT(np.zeros((3, 1), np.complex128), kind="c2r"), "a c2r output of 0 points"),
     (lambda: FFT(X, axes=(0, 2)), "axis 2 is out of bounds"),
+    (lambda: FFT(np.zeros((16, 20)), out_strides=(16, 1)), "out_strides (16, 1) do not lay "
+     "out the result shape (16, 11) densely"),
+    (lambda: FFT(X, out_strides=(1,)), "out_strides (1,) do not lay out"),
 ])
 def test_bad_plan_arguments(call, message):
     with raises(ValueError, message):
@@ -245,6 +248,11 @@ def test_direction_of_another_kind(kind, direction):
     plan = FFT(X if kind == "c2r" else X.real, kind=kind)
     with raises(ValueError, f"direction '{direction}' does not fit a {kind} plan"):
         plan.execute(direction=direction)
+
+
+def test_direction_not_a_string():
+    with raises(ValueError, "Invalid direction ['forward']"):
+        FFT(X).execute(direction=["forward"])
 
 
 def test_helpers():

@@ -14,7 +14,8 @@ fastest, for which plan_steps must then succeed.
 import numpy as np
 import pytest
 
-from accelmath.fft._layout import MAX_LOOP, Step, contiguous_strides, plan_steps, scratch_strides
+from accelmath.fft._layout import (MAX_LOOP, Step, contiguous_strides, is_dense, plan_steps,
+                                   scratch_strides)
 from accelmath.fft._plan import output_layout
 
 REAL = {"c2c": np.complex128, "r2c": np.float64, "c2r": np.complex128}
@@ -443,3 +444,11 @@ def test_c2r_input_longer_than_needed():
     x = random_view(rng, (4, 6), np.complex128, "random")
     out = random_view(rng, (4, 8), np.float64, "c")
     check("c2r", (0, 1), x, out)
+
+
+def test_is_dense():
+    assert is_dense((16, 20), (20, 1)) and is_dense((16, 20), (1, 16))
+    assert is_dense((3, 1, 4), (4, 99, 1)) and is_dense((2, 0, 3), (3, 3, 1))
+    assert not is_dense((16, 20), (16, 1))  # overlapping
+    assert not is_dense((16, 20), (40, 2))  # gaps
+    assert not is_dense((16, 20), (-20, 1))
