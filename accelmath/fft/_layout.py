@@ -13,7 +13,8 @@ from itertools import product
 
 from accelmath._core.kernels import merge_dims
 
-__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "is_dense", "MAX_LOOP"]
+__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "is_dense",
+           "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
 

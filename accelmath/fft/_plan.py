@@ -60,7 +60,8 @@ class FFT:
     conjugate : bool
         Conjugate the input (c2r) or the output (r2c); ``hfft``/``ihfft`` use this.
     out_strides : tuple of int, optional
-        Element strides of the results (default: dense, in the operand's axis order).
+        Element strides of the results: dense in some axis order (default: in the
+        operand's).
     execution : {"auto", "cuda", "cpu"}
         Where to run: "auto" runs where the operand lives.
     workers : int, optional
@@ -69,12 +70,13 @@ class FFT:
     Notes
     -----
     On the GPU, a plan for a real transform of at least 2**20 output points over several axes
-    times two cuFFT plans once, when it is made: one call over all axes, and the halved axis
-    alone followed by the others; it keeps the faster. :meth:`execute` on an array of the
-    plan's package and layout costs a few attribute reads and the cuFFT call. Each thread that
-    runs the plan gets its own cuFFT handles (made on its first call) and, per stream, its own
-    workspace, so threads never wait for each other; a thread's handles are reused by the
-    next thread once it ends.
+    times its candidate cuFFT plans once, when it is made: one call over all axes, the halved
+    axis alone followed by the others in place on the result, and (r2c) the halved axis into
+    a scratch buffer and the others from there into the result; it keeps the fastest.
+    :meth:`execute` on an array of the plan's package and layout costs a few attribute reads
+    and the cuFFT call. Each thread that runs the plan gets its own cuFFT handles (made on its
+    first call) and, per stream, its own workspace, so threads never wait for each other; a
+    thread's handles are reused by the next thread once it ends.
 
     Examples
     --------
