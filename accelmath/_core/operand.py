@@ -252,9 +252,6 @@ class NumpyAdapter(Adapter):
     def to_numpy(self, x):
         return x
 
-    def from_numpy(self, a, like):
-        return a
-
 
 class CupyAdapter(Adapter):
     package = "cupy"
