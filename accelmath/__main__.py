@@ -102,7 +102,7 @@ def info_lines():
     True
     """
     from accelmath import __version__
-    from accelmath._core import device, wisdom
+    from accelmath._core import device, hostcall, wisdom
 
     version = device.driver_version()
     driver = (f"CUDA driver: supports CUDA {version[0]}.{version[1]}" if version
@@ -122,6 +122,7 @@ def info_lines():
         *_package_lines(),
         "",
         f"Cache directory: {wisdom.cache_dir()} (disk cache {state})",
+        f"Library calls: {hostcall.status()}",
     ]
 
 

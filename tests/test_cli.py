@@ -69,6 +69,13 @@ def test_info_as_a_module():
     assert any(line.startswith("GPU") for line in lines)
     assert any(line.startswith("CUDA driver: ") for line in lines)
     assert any(line.startswith("Cache directory: ") for line in lines)
+    assert any(line.startswith("Library calls: ") for line in lines)
+
+
+def test_info_reports_ctypes_calls_when_the_shim_is_off():
+    result = _run("info", env={"ACCELMATH_HOSTCALL": "0"})
+    assert result.returncode == 0, result.stderr
+    assert "Library calls: ctypes (ACCELMATH_HOSTCALL is off)" in result.stdout
 
 
 def test_info_reports_the_cache_directory_from_the_environment(tmp_path):

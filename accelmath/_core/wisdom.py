@@ -10,7 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-__all__ = ["cache_dir", "disk_cache_enabled"]
+__all__ = ["cache_dir", "disk_cache_enabled", "switched_off"]
 
 _OFF = ("0", "false", "off", "no")
 
@@ -64,4 +64,18 @@ def disk_cache_enabled():
     False
     >>> del os.environ["ACCELMATH_CACHE"]
     """
-    return os.environ.get("ACCELMATH_CACHE", "1").strip().lower() not in _OFF
+    return not switched_off("ACCELMATH_CACHE")
+
+
+def switched_off(variable):
+    """Whether the environment variable ``variable`` is ``0``, ``false``, ``off`` or ``no``
+    (any case): how accelmath's switches are turned off.
+
+    Examples
+    --------
+    >>> import os
+    >>> from accelmath._core.wisdom import switched_off
+    >>> switched_off("ACCELMATH_NO_SUCH_SWITCH")
+    False
+    """
+    return os.environ.get(variable, "1").strip().lower() in _OFF

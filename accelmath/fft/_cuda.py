@@ -12,6 +12,7 @@ import ctypes
 import threading
 import weakref
 
+from accelmath._core import hostcall
 from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
 from accelmath._core.memory import allocate_workspace
@@ -244,6 +245,7 @@ class CudaExecutor:
             dst_size = in_size if step.dst == "in" and step.kind != "c2r" else out_size
             offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
             func, c_name = cufft.lib.raw(exec_name)
+            func = hostcall.fast(func)
             calls.append((func, c_name, with_direction, step.src, step.dst, offsets))
         return calls
 
