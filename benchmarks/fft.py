@@ -1,8 +1,8 @@
 """accelmath.fft beside CuPy, torch.fft, nvmath-python and raw cuFFT, in one process.
 
-Small cases: host time per call (loops of 2000 calls). Large cases: device time (CUDA events,
-median of 30). Run on a GPU machine: ``python benchmarks/fft.py``; writes
-``benchmarks/results/fft-<device>.{json,md}``.
+Small cases: host time per call (loops of 2000 calls). Large cases: device time per call
+(CUDA events around 10 calls back to back, median of 30). Run on a GPU machine:
+``python benchmarks/fft.py``; writes ``benchmarks/results/fft-<device>.{json,md}``.
 """
 
 import ctypes
@@ -12,6 +12,7 @@ import numpy as np
 from _common import device_time_ms, environment, host_times_us, write
 
 import accelmath.fft as afft
+from accelmath._core import hostcall
 from accelmath.bindings import cufft
 
 SMALL = [("c64 256", (256,), (0,)), ("c64 64x64", (64, 64), (0, 1)),
@@ -39,8 +40,9 @@ def _nvmath():
 
 
 def _raw_plan(shape, axes, x, out):
-    """A cuFFT plan through accelmath's bindings, with cuFFT's own work area, executed by a
-    bare ctypes prototype with the status tested inline: the floor of a call from Python."""
+    """A cuFFT plan through accelmath's bindings, with cuFFT's own work area, and two ways to
+    execute it with the status tested inline: a bare ctypes prototype (the floor of a ctypes
+    call), and accelmath's compiled call shim (the floor of a call from Python)."""
     handle = ctypes.c_int()
     cufft.lib.create(ctypes.byref(handle))
     n = [shape[a] for a in axes]
@@ -51,13 +53,18 @@ def _raw_plan(shape, axes, x, out):
     cufft.lib.make_plan_many64(handle, len(n), arr(*n), None, 1, dist, None, 1, dist,
                                cufft.TYPE["C2C"], batch, ctypes.byref(size))
     exec_c2c, _ = cufft.lib.raw("exec_c2c")
+    shim = hostcall.fast(exec_c2c)
     h, a, b = handle.value, x.data.ptr, out.data.ptr
 
     def raw():
         if exec_c2c(h, a, b, -1):
             raise RuntimeError("cufftExecC2C failed")
 
-    return raw, handle
+    def raw_shim():
+        if shim(h, a, b, -1):
+            raise RuntimeError("cufftExecC2C failed")
+
+    return raw, raw_shim, handle
 
 
 def small_cases(rows):
@@ -72,11 +79,12 @@ def small_cases(rows):
         x, out = cp.asarray(host), cp.empty(shape, cp.complex64)
         t = torch.from_numpy(host).cuda()
         t_out = torch.empty_like(t)
-        raw, handle = _raw_plan(shape, axes, x, out)
+        raw, raw_shim, handle = _raw_plan(shape, axes, x, out)
         plan = afft.FFT(x, axes=axes)
         t_plan = afft.FFT(t, axes=axes)
         cases = {
             "raw cuFFT (ctypes)": raw,
+            "raw cuFFT (call shim)": raw_shim,
             "accelmath FFT.execute(x, out=)": lambda: plan.execute(x, out=out),
             "accelmath FFT.execute(x, out=), torch": lambda: t_plan.execute(t, out=t_out),
             "accelmath FFT.execute(x)": lambda: plan.execute(x),
@@ -176,7 +184,8 @@ def main():
     env = environment()
     small, large = [], []
     small_cases(small)
-    cols = ["case", "raw cuFFT (ctypes)", "accelmath FFT.execute(x, out=)",
+    cols = ["case", "raw cuFFT (ctypes)", "raw cuFFT (call shim)",
+            "accelmath FFT.execute(x, out=)",
             "accelmath FFT.execute(x, out=), torch", "accelmath FFT.execute(x)",
             "accelmath stateless", "torch.fft", "cupy.fft", "nvmath FFT.execute()",
             "nvmath reset_operand+execute", "nvmath stateless", "execute(out=) / raw",
@@ -184,14 +193,16 @@ def main():
     print(write("fft-small", env, small, cols,
                 "Host time per call, microseconds: the best of 15 loops of 2000 calls "
                 "(nvmath stateless: 200), the cases taking turns loop by loop; complex64 forward. The arrays are CuPy arrays "
-                "except in the torch columns."))
+                "except in the torch columns. accelmath calls cuFFT through its call shim "
+                f"({hostcall.status().split(':')[0]}); the ratios are to the ctypes call."))
     large_cases(large)
     cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
             "accelmath stateless, torch", "torch.fft", "torch.fft, C-order out=",
             "accelmath FFT.execute(out=), torch's layout", "nvmath FFT.execute()",
             "stateless / best(cupy, torch)", "stateless, torch / torch.fft"]
     print(write("fft-large", env, large, cols,
-                "Device time per call, milliseconds (CUDA events, median of 30). The arrays "
+                "Device time per call, milliseconds (CUDA events around 10 calls back to back, "
+                "median of 30). The arrays "
                 "are CuPy arrays except in the torch columns; on torch tensors, a real "
                 "transform over axes 0 and 1 returns torch's transposed layout."))
     return 0
