@@ -9,6 +9,7 @@ and a stream have been seen.
 """
 
 import ctypes
+import functools
 import threading
 import weakref
 
@@ -147,7 +148,7 @@ class CudaExecutor:
         self.scales = scales
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of handles and workspaces
-        self._local = threading.local()  # .state: the thread's _ThreadState
+        self.local = threading.local()  # .state: the thread's _ThreadState
         scratch = 0
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
@@ -192,7 +193,7 @@ class CudaExecutor:
         self.nbytes = self._work_offset + work
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
         # starting mid-element-pair) go through an executor that copies to aligned scratch.
-        self._align_mask = 0 if force_copy else ITEMSIZE[
+        self.align_mask = 0 if force_copy else ITEMSIZE[
             in_dtype if in_dtype.startswith("complex") else out_dtype] - 1
         self._args = (kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
                       out_dtype, scales, conjugate, device_id, package)
@@ -327,7 +328,7 @@ class CudaExecutor:
                 handles, work = self._plan(self.steps)
                 if work + self._work_offset > self.nbytes:
                     raise RuntimeError("cuFFT asked for a larger work area than it planned")
-            state = self._local.state = _ThreadState(handles, self._resources)
+            state = self.local.state = _ThreadState(handles, self._resources)
         return state
 
     def _set_stream(self, state, stream):
@@ -345,21 +346,34 @@ class CudaExecutor:
     def _state_on(self, stream):
         """The calling thread's state, its handles set to ``stream``."""
         try:
-            state = self._local.state
+            state = self.local.state
         except AttributeError:
             state = self._state()
         if state.stream != stream:
             self._set_stream(state, stream)
         return state
 
+    def direct_call(self, inverse):
+        """``(func, fail, direction)`` where the transform is one cuFFT call and nothing else,
+        else None: for callers that make the call themselves when the calling thread's handle
+        is set to the stream (``local.state.stream``) and the pointers are aligned
+        (``ptr & align_mask == 0``), and call :meth:`runner` otherwise. ``func(handle,
+        in_ptr, out_ptr[, direction])`` (no ``direction`` where it is None) returns a status;
+        ``fail(status)`` raises its error."""
+        if not self._direct[inverse]:
+            return None
+        func, c_name, with_direction, _, _, _ = self._calls[0]
+        fail = functools.partial(cufft.lib.raise_status, c_name)
+        return func, fail, (1 if inverse else -1) if with_direction else None
+
     def runner(self, inverse):
         """A function ``run(in_ptr, out_ptr, stream)`` for one direction: :meth:`execute`, or
         where that is one cuFFT call and nothing else, that call made with the least work."""
-        if not self._direct[inverse]:
+        direct = self.direct_call(inverse)
+        if direct is None:
             return lambda in_ptr, out_ptr, stream: self.execute(in_ptr, out_ptr, stream, inverse)
-        func, c_name, with_direction, _, _, _ = self._calls[0]
-        direction = 1 if inverse else -1
-        local, mask = self._local, self._align_mask
+        func, fail, direction = direct
+        local, mask = self.local, self.align_mask
 
         def run(in_ptr, out_ptr, stream):
             if (in_ptr | out_ptr) & mask:
@@ -370,10 +384,10 @@ class CudaExecutor:
                 state = self._state()
             if state.stream != stream:
                 self._set_stream(state, stream)
-            status = (func(state.handles[0], in_ptr, out_ptr, direction) if with_direction
-                      else func(state.handles[0], in_ptr, out_ptr))
+            status = (func(state.handles[0], in_ptr, out_ptr) if direction is None
+                      else func(state.handles[0], in_ptr, out_ptr, direction))
             if status:
-                cufft.lib.raise_status(c_name, status)
+                fail(status)
 
         return run
 
@@ -383,7 +397,7 @@ class CudaExecutor:
         ``inverse`` selects cuFFT's direction for c2c steps and the scale. This is the general
         path; :meth:`runner` gives the shortest one for plans of a single cuFFT call.
         """
-        if (in_ptr | out_ptr) & self._align_mask:
+        if (in_ptr | out_ptr) & self.align_mask:
             if self._aligned is None:
                 with self._lock:
                     if self._aligned is None:

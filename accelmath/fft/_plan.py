@@ -270,16 +270,20 @@ class FFT:
         anything else passed on to :meth:`FFT.execute`."""
         read, xtype, read_out = self._read, self._type, self._read_out
         allocate, current_stream = self._allocate, self._current_stream
-        # direction -> runner; free() empties it, sending every call to the checks
-        runs = self._runs = {None: self._runners[self._default_inverse]}
-        for direction, (inverse, _) in _DIRECTIONS.items():
+        executor = self._executor
+        local, mask = executor.local, executor.align_mask
+        # direction -> (runner, its single cuFFT call or None); free() empties it, sending
+        # every call to the checks
+        runs = self._runs = {}
+        for direction, inverse in ((None, self._default_inverse), ("forward", False),
+                                   ("inverse", True)):
             if self.kind == "c2c" or inverse == self._default_inverse:
-                runs[direction] = self._runners[inverse]
+                runs[direction] = (self._runners[inverse], executor.direct_call(inverse))
         plan = weakref.ref(self)
 
         def execute(x=None, *, out=None, direction=None, stream=None):
             try:
-                run = runs[direction]
+                run, direct = runs[direction]
             except (KeyError, TypeError):
                 run = None
             if run is not None and type(x) is xtype:
@@ -291,8 +295,21 @@ class FFT:
                         reader = read_out.get(type(out))
                         out_ptr = None if reader is None else reader(out)
                     if out_ptr is not None:
-                        run(in_ptr, out_ptr,
-                            current_stream() if stream is None else stream_handle(stream))
+                        stream = current_stream() if stream is None else stream_handle(stream)
+                        if direct is not None and not (in_ptr | out_ptr) & mask:
+                            # the runner's common case: this thread's handle is on the stream
+                            try:
+                                state = local.state
+                            except AttributeError:
+                                state = None
+                            if state is not None and state.stream == stream:
+                                func, fail, code = direct
+                                status = (func(state.handles[0], in_ptr, out_ptr) if code is None
+                                          else func(state.handles[0], in_ptr, out_ptr, code))
+                                if status:
+                                    fail(status)
+                                return out
+                        run(in_ptr, out_ptr, stream)
                         return out
             return FFT.execute(plan(), x, out=out, direction=direction, stream=stream)
 
