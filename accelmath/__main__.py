@@ -45,10 +45,18 @@ def _distribution_version(candidates):
     return None
 
 
-def _format_version(version):
+# How the libraries' integer versions encode major.minor.patch: cuBLAS's 120903 is 12.9.3
+# (major times 10000), cuFFT's 11401 is 11.4.1 and cuSOLVER's 11705 is 11.7.5 (times 1000).
+_VERSION_BASE = {"cublas": 10000, "cublasLt": 10000, "cufft": 1000, "cusolver": 1000}
+
+
+def _format_version(name, version):
     if isinstance(version, (tuple, list)):
         return ".".join(str(part) for part in version)
-    return str(version)
+    base = _VERSION_BASE.get(name)
+    if base is None or not isinstance(version, int):
+        return str(version)
+    return f"{version // base}.{version % base // 100}.{version % 100}"
 
 
 def _gpu_lines(device):
@@ -73,7 +81,7 @@ def _library_lines(device):
         elif entry["version"] is None:
             lines.append(f"  {name:<10} {entry['path']} ({entry['error']})")
         else:
-            lines.append(f"  {name:<10} {_format_version(entry['version'])}  {entry['path']}")
+            lines.append(f"  {name:<10} {_format_version(name, entry['version'])}  {entry['path']}")
     if any(entry["path"] is None for entry in libraries.values()):
         lines.append(f"  ({INSTALL_HINT})")
     return lines

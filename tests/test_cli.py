@@ -125,3 +125,13 @@ def test_no_command_is_a_usage_error(capsys):
         main([])
     assert exit_info.value.code == 2
     assert "usage: accelmath" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name,version,text", [
+    ("cufft", 11401, "11.4.1"), ("cufft", 12000, "12.0.0"), ("cusolver", 11705, "11.7.5"),
+    ("cublas", 120903, "12.9.3"), ("cublasLt", 130100, "13.1.0"), ("nvrtc", (12, 9), "12.9"),
+    ("nvJitLink", (13, 0), "13.0")])
+def test_library_versions_read_as_major_minor_patch(name, version, text):
+    from accelmath.__main__ import _format_version
+
+    assert _format_version(name, version) == text
