@@ -23,7 +23,7 @@ def fresh(monkeypatch, tmp_path):
     return tmp_path
 
 
-def _recorder(nargs, argtypes):
+def _recorder(argtypes):
     """A C function pointer (a ctypes callback) that records its arguments and returns their
     count plus 100."""
     seen = []
@@ -42,7 +42,7 @@ def _recorder(nargs, argtypes):
 @pytest.mark.parametrize("nargs", range(9))
 def test_arguments_arrive_in_order(fresh, nargs):
     argtypes = [ctypes.c_longlong] * nargs
-    func, seen = _recorder(nargs, argtypes)
+    func, seen = _recorder(argtypes)
     call = hostcall.fast(func)
     assert call is not func
     args = [(-1) ** i * (i + 1) * 1_000_003 for i in range(nargs)]
@@ -71,7 +71,7 @@ def test_libc_functions_match_ctypes(fresh):
 
 @needs_compiler
 def test_bad_calls_raise(fresh):
-    func, seen = _recorder(2, [ctypes.c_int, ctypes.c_void_p])
+    func, seen = _recorder([ctypes.c_int, ctypes.c_void_p])
     call = hostcall.fast(func)
     with pytest.raises(TypeError, match="2 positional arguments"):
         call(1)
@@ -88,19 +88,19 @@ def test_bad_calls_raise(fresh):
 
 @needs_compiler
 def test_built_once_then_loaded(fresh, monkeypatch):
-    hostcall.fast(_recorder(1, [ctypes.c_int])[0])
+    hostcall.fast(_recorder([ctypes.c_int])[0])
     built = list(fresh.glob("hostcall/_hostcall-*"))
     assert len(built) == 1
     monkeypatch.setattr(hostcall, "_state", {})
     monkeypatch.setenv("CC", "/nonexistent/cc")  # a second build would fail
-    assert hostcall.fast(_recorder(1, [ctypes.c_int])[0])(5) == 101
+    assert hostcall.fast(_recorder([ctypes.c_int])[0])(5) == 101
     assert hostcall.status() == f"compiled: {built[0]}"
 
 
 @needs_compiler
 def test_disk_cache_off_builds_in_a_temporary_directory(fresh, monkeypatch):
     monkeypatch.setenv("ACCELMATH_CACHE", "0")
-    func, _ = _recorder(1, [ctypes.c_int])
+    func, _ = _recorder([ctypes.c_int])
     assert hostcall.fast(func)(4) == 101
     assert not list(fresh.iterdir())
 
@@ -112,20 +112,20 @@ def test_unsupported_signatures_stay_ctypes(fresh):
     void = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda x: None)
     void.argtypes = [ctypes.c_int]
     assert hostcall.fast(void) is void
-    many, _ = _recorder(9, [ctypes.c_int] * 9)
+    many, _ = _recorder([ctypes.c_int] * 9)
     assert hostcall.fast(many) is many
 
 
 def test_switched_off_uses_ctypes(fresh, monkeypatch):
     monkeypatch.setenv("ACCELMATH_HOSTCALL", "off")
-    func, _ = _recorder(1, [ctypes.c_int])
+    func, _ = _recorder([ctypes.c_int])
     assert hostcall.fast(func) is func
     assert hostcall.status() == "ctypes (ACCELMATH_HOSTCALL is off)"
 
 
 def test_no_compiler_uses_ctypes(fresh, monkeypatch):
     monkeypatch.setenv("CC", "/nonexistent/cc")
-    func, _ = _recorder(1, [ctypes.c_int])
+    func, _ = _recorder([ctypes.c_int])
     assert hostcall.fast(func) is func
     assert hostcall.status().startswith("ctypes (no C compiler")
 
@@ -140,6 +140,6 @@ def test_missing_configured_compiler_falls_back_to_cc(fresh, monkeypatch):
 
 def test_failed_build_uses_ctypes(fresh, monkeypatch):
     monkeypatch.setenv("CC", "false")  # a compiler that always fails
-    func, _ = _recorder(1, [ctypes.c_int])
+    func, _ = _recorder([ctypes.c_int])
     assert hostcall.fast(func) is func
     assert hostcall.status().startswith("ctypes (compiling the call shim failed")
