@@ -272,18 +272,19 @@ class FFT:
         allocate, current_stream = self._allocate, self._current_stream
         executor = self._executor
         local, mask = executor.local, executor.align_mask
-        # direction -> (runner, its single cuFFT call or None); free() empties it, sending
-        # every call to the checks
+        # direction -> (runner, then its single cuFFT call: func, fail, code, or three Nones);
+        # free() empties it, sending every call to the checks
         runs = self._runs = {}
         for direction, inverse in ((None, self._default_inverse), ("forward", False),
                                    ("inverse", True)):
             if self.kind == "c2c" or inverse == self._default_inverse:
-                runs[direction] = (self._runners[inverse], executor.direct_call(inverse))
+                direct = executor.direct_call(inverse) or (None, None, None)
+                runs[direction] = (self._runners[inverse], *direct)
         plan = weakref.ref(self)
 
         def execute(x=None, *, out=None, direction=None, stream=None):
             try:
-                run, direct = runs[direction]
+                run, func, fail, code = runs[direction]
             except (KeyError, TypeError):
                 run = None
             if run is not None and type(x) is xtype:
@@ -296,14 +297,13 @@ class FFT:
                         out_ptr = None if reader is None else reader(out)
                     if out_ptr is not None:
                         stream = current_stream() if stream is None else stream_handle(stream)
-                        if direct is not None and not (in_ptr | out_ptr) & mask:
+                        if func is not None and not (in_ptr | out_ptr) & mask:
                             # the runner's common case: this thread's handle is on the stream
                             try:
                                 state = local.state
                             except AttributeError:
                                 state = None
                             if state is not None and state.stream == stream:
-                                func, fail, code = direct
                                 status = (func(state.handles[0], in_ptr, out_ptr) if code is None
                                           else func(state.handles[0], in_ptr, out_ptr, code))
                                 if status:
