@@ -8,6 +8,7 @@ from them; otherwise CuPy, then PyTorch.
 
 import importlib
 
+from accelmath._core.stream import cupy_stream
 from accelmath.errors import UnsupportedOperandError
 
 __all__ = ["Workspace", "allocate_workspace"]
@@ -33,30 +34,10 @@ class Workspace:
         self.ptr = 0
 
 
-class _StreamHandle:
-    """A raw stream handle seen through the CUDA stream protocol."""
-
-    def __init__(self, handle):
-        self.handle = handle
-
-    def __cuda_stream__(self):
-        return 0, self.handle
-
-
-def _cupy_stream(cupy, handle, device_id):
-    """A CuPy stream object for ``handle`` (to allocate from the pool in its order)."""
-    if handle == 0:
-        return cupy.cuda.Stream.null
-    from_external = getattr(cupy.cuda.Stream, "from_external", None)
-    if from_external is not None:  # CuPy >= 14
-        return from_external(_StreamHandle(handle))
-    return cupy.cuda.ExternalStream(handle, device_id)
-
-
 def _cupy_workspace(nbytes, device_id, stream):
     import cupy
 
-    with cupy.cuda.Device(device_id), _cupy_stream(cupy, stream, device_id):
+    with cupy.cuda.Device(device_id), cupy_stream(cupy, stream, device_id):
         memptr = cupy.cuda.alloc(nbytes)
     return Workspace(memptr.ptr, nbytes, owner=memptr)
 

@@ -7,10 +7,12 @@ per-call cost is a few attribute reads. Adapters also allocate results in the ca
 and report the package's current stream; no package is imported before an array of it is seen.
 """
 
+import contextlib
 import ctypes
 import functools
 import importlib
 
+from accelmath._core.stream import cupy_stream
 from accelmath.errors import DeviceMismatchError, UnsupportedDTypeError, UnsupportedOperandError
 
 __all__ = ["Operand", "Adapter", "wrap_operand", "adapter_for", "check_same_device",
@@ -214,6 +216,12 @@ class Adapter:
         """The handle of this package's current stream on ``device_id`` (0 if it has none)."""
         return 0
 
+    def stream_scope(self, handle, device_id):
+        """A context manager in which the package that allocates this package's device
+        results takes stream ``handle`` as its current stream on ``device_id`` (None: the
+        current device): what it allocates and runs there follows that stream's order."""
+        return _device_adapter().stream_scope(handle, device_id)
+
     def zeros(self, shape, dtype, device_id):
         """Allocate a zero-filled array of this package."""
         x = self.empty(shape, dtype, device_id)
@@ -309,6 +317,14 @@ class CupyAdapter(Adapter):
 
     def stream_getter(self, device_id):
         return self._stream_ptr
+
+    @contextlib.contextmanager
+    def stream_scope(self, handle, device_id):
+        cp = self._cp
+        if device_id is None:
+            device_id = cp.cuda.runtime.getDevice()
+        with cp.cuda.Device(device_id), cupy_stream(cp, handle, device_id):
+            yield
 
     def allocator(self, shape, strides, dtype, device_id):
         cp = self._cp
@@ -429,6 +445,14 @@ class TorchAdapter(Adapter):
                 return None
 
         return read
+
+    def stream_scope(self, handle, device_id):
+        cuda = self._torch.cuda
+        if device_id is None:
+            device_id = cuda.current_device()
+        stream = (cuda.default_stream(device_id) if handle == 0
+                  else cuda.ExternalStream(handle, device=device_id))
+        return cuda.stream(stream)
 
     def stream_getter(self, device_id):
         if self._raw_stream is not None:

@@ -8,7 +8,7 @@ stream for other packages.
 
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["resolve_stream", "stream_handle"]
+__all__ = ["resolve_stream", "stream_handle", "cupy_stream"]
 
 
 def stream_handle(stream):
@@ -66,3 +66,24 @@ def resolve_stream(stream, operand):
     if stream is None:
         return operand.adapter.current_stream(operand.device_id)
     return stream_handle(stream)
+
+
+class _StreamHandle:
+    """A raw stream handle seen through the CUDA stream protocol."""
+
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __cuda_stream__(self):
+        return 0, self.handle
+
+
+def cupy_stream(cupy, handle, device_id):
+    """A CuPy stream object for the raw ``handle`` of ``device_id``: as a context manager, it
+    makes CuPy allocate from its pool, and run, in that stream's order."""
+    if handle == 0:
+        return cupy.cuda.Stream.null
+    from_external = getattr(cupy.cuda.Stream, "from_external", None)
+    if from_external is not None:  # CuPy >= 14
+        return from_external(_StreamHandle(handle))
+    return cupy.cuda.ExternalStream(handle, device_id)

@@ -5,11 +5,13 @@ Every transform goes through :func:`_transform`: host arrays run on ``scipy.fft`
 hfft and ihfft are irfft and rfft of conjugates with the norm direction swapped, as in NumPy.
 """
 
+import contextlib
 import threading
 
 from accelmath._core.cache import PlanCache
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_same_device,
                                      wrap_operand)
+from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._layout import is_dense, plan_steps
@@ -121,10 +123,10 @@ def _to_device(x):
     return _device_adapter().to_device(wrap_operand(x).adapter.to_numpy(x))
 
 
-def _resize(op, axes, lengths):
-    """``op`` cut or zero-padded to ``lengths`` along ``axes`` (a view when only cut)."""
+def _resize(op, axes, lengths, stream):
+    """``op`` cut or zero-padded to ``lengths`` along ``axes`` (a view when only cut), the copy
+    enqueued on ``stream`` (a handle; None: the current stream)."""
     from accelmath._core.kernels import copy_scale
-    from accelmath._core.stream import resolve_stream
 
     shape = list(op.shape)
     for axis, length in zip(axes, lengths):
@@ -140,7 +142,7 @@ def _resize(op, axes, lengths):
     new.adapter = op.adapter  # results stay in the caller's package (JAX allocates elsewhere)
     common = tuple(min(a, b) for a, b in zip(shape, op.shape))
     copy_scale(op.ptr, new.ptr, common, op.strides, new.strides, op.dtype, None,
-               resolve_stream(None, op), op.device_id)
+               resolve_stream(stream, op), op.device_id)
     return new
 
 
@@ -178,6 +180,23 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
                 f"invalid number of data points ({last_axis_size}) specified")
     if not op.on_device and execution != "cuda":
         return _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers)
+    if execution == "cpu":
+        raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
+    scope = contextlib.nullcontext()
+    if stream is not None:
+        stream = stream_handle(stream)
+        if stream != resolve_stream(None, op):
+            # the package takes the explicit stream as its current one for this call: the
+            # conversions, copies and allocations below follow its order, as the transform
+            scope = op.adapter.stream_scope(stream, op.device_id)
+    with scope:
+        return _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
+                                 conjugate, in_dtype, last_axis_size, call)
+
+
+def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers, conjugate,
+                      in_dtype, last_axis_size, call):
+    """The rest of :func:`_transform` for a device transform, or a host one moved there."""
     if not op.on_device:
         from accelmath._core.operand import _device_adapter
 
@@ -185,8 +204,6 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
                             "auto", workers, conjugate)
         host = _device_adapter().to_numpy(result)
         return op.adapter.from_numpy(host, x) if out is None else _copy_into(out, host)
-    if execution == "cpu":
-        raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
     direct = op.obj is x
     if op.dtype != in_dtype:
         x = op.adapter.astype(x, in_dtype)
@@ -196,7 +213,7 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
         s = (*(s[:-1] if s is not None else (op.shape[a] for a in axes[:-1])),
              last_axis_size // 2 + 1)
     if s is not None:
-        resized = _resize(op, axes, s)
+        resized = _resize(op, axes, s, stream)
         direct = direct and resized is op
         op = resized
     out_op = None
@@ -261,7 +278,9 @@ norm : {{"backward", "ortho", "forward"}}, optional
 out : array, optional
     Where to write the result (same device; the result's shape and dtype).
 stream : int or stream object, optional
-    The CUDA stream (default: the current stream of the input's package).
+    The CUDA stream (default: the current stream of the input's package). Everything
+    the call enqueues (a dtype conversion, padding, moves of host data) and the result's
+    allocation follow it.
 execution : {{"auto", "cuda", "cpu"}}
     "auto" runs where ``x`` lives; "cuda" moves host data to the GPU and back.
 workers : int, optional

@@ -244,7 +244,8 @@ class FFT:
         direction : {"forward", "inverse"}, optional
             For c2c plans (default "forward"); r2c plans are forward, c2r plans inverse.
         stream : int or stream object, optional
-            The CUDA stream (default: the current stream of the operand's package).
+            The CUDA stream (default: the current stream of the operand's package). A new
+            result is allocated in its order.
 
         Returns
         -------
@@ -269,7 +270,8 @@ class FFT:
         layout; ``out=`` of a layout seen before, or none) read and launched in one function,
         anything else passed on to :meth:`FFT.execute`."""
         read, xtype, read_out = self._read, self._type, self._read_out
-        allocate, current_stream = self._allocate, self._current_stream
+        allocate, allocate_on = self._allocate, self._allocate_on
+        current_stream = self._current_stream
         executor = self._executor
         local, mask = executor.local, executor.align_mask
         # direction -> (runner, then its single cuFFT call: func, fail, code, or three Nones);
@@ -290,13 +292,14 @@ class FFT:
             if run is not None and type(x) is xtype:
                 in_ptr = read(x)
                 if in_ptr is not None:
+                    explicit = stream is not None
+                    stream = stream_handle(stream) if explicit else current_stream()
                     if out is None:
-                        out, out_ptr = allocate()
+                        out, out_ptr = allocate_on(stream) if explicit else allocate()
                     else:
                         reader = read_out.get(type(out))
                         out_ptr = None if reader is None else reader(out)
                     if out_ptr is not None:
-                        stream = current_stream() if stream is None else stream_handle(stream)
                         if func is not None and not (in_ptr | out_ptr) & mask:
                             # the runner's common case: this thread's handle is on the stream
                             try:
@@ -324,16 +327,26 @@ class FFT:
 
     def _launch(self, in_ptr, out, inverse, stream):
         """Enqueue the GPU transform of the checked operand at ``in_ptr`` into ``out``."""
+        explicit = stream is not None
+        stream = stream_handle(stream) if explicit else self._current_stream()
         if out is None:
-            out, out_ptr = self._allocate()
+            out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
         else:
             read = self._read_out.get(type(out))
             out_ptr = None if read is None else read(out)
             if out_ptr is None:
                 out_ptr = self._first_out(out)
-        self._runners[inverse](in_ptr, out_ptr, self._current_stream() if stream is None
-                               else stream_handle(stream))
+        self._runners[inverse](in_ptr, out_ptr, stream)
         return out
+
+    def _allocate_on(self, stream):
+        """A new result and its pointer, allocated in the order of ``stream`` (a handle), so
+        that the package's pool does not hand its memory out again while the transform on
+        an explicit stream may still be writing it."""
+        if stream == self._current_stream():
+            return self._allocate()
+        with self._adapter.stream_scope(stream, self.device_id):
+            return self._allocate()
 
     def _first_out(self, out):
         """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""

@@ -495,3 +495,67 @@ def test_library_calls_through_ctypes_and_the_shim():
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ctypes (ACCELMATH_HOSTCALL is off)"
+
+
+def _stream_tools(package):
+    """For ``package``: a new non-blocking stream, a context making it current, a spin of
+    about 50 ms enqueued on the current stream, and the pool address of a new byte array."""
+    if package == "cupy":
+        import cupy as cp
+
+        spin = cp.RawKernel(
+            'extern "C" __global__ void spin(long long n) {'
+            ' long long t = clock64(); while (clock64() - t < n) {} }', "spin")
+        stream = cp.cuda.Stream(non_blocking=True)
+        return (stream, lambda: stream, lambda: spin((1,), (1,), (np.int64(10**8),)),
+                lambda n: cp.empty(n, cp.uint8).data.ptr)
+    import torch
+
+    stream = torch.cuda.Stream()
+    return (stream, lambda: torch.cuda.stream(stream), lambda: torch.cuda._sleep(10**8),
+            lambda n: torch.empty(n, dtype=torch.uint8, device="cuda").data_ptr())
+
+
+@pytest.mark.parametrize("call", ["stateless", "remembered", "execute", "promoted and padded"])
+def test_explicit_stream_orders_the_whole_call(xp, call):
+    """With ``stream=`` other than the current stream, everything a call enqueues or
+    allocates follows that stream: a dtype conversion or padding of the input runs there
+    while the current stream is busy, and the result comes from the pool in that stream's
+    order (freed, its memory goes to the next allocation on that stream)."""
+    package, to_dev, to_host, _ = xp
+    stream, scope, spin, new_address = _stream_tools(package)
+    host = _data(np.random.default_rng(), (8, 1000), "c2c")
+    x = to_dev(host)
+    ref = np.fft.fft(host)
+    if call == "stateless":
+        result = afft.fft(x, stream=stream)
+    elif call == "remembered":
+        afft.fft(x, stream=stream)
+        result = afft.fft(x, stream=stream)
+    elif call == "execute":
+        plan = afft.FFT(x)
+        plan.execute(x)
+        result = plan.execute(x, stream=stream)
+    else:
+        host = host.real.astype(np.float32)
+        x = to_dev(host)
+        ref = np.fft.fft(host.astype(np.float64), n=1200)
+        spin()
+        result = afft.fft(x, n=1200, stream=stream)
+    stream.synchronize()
+    _close(to_host(result), ref, 1e-5 if call == "promoted and padded" else 1e-12)
+    address = result.data.ptr if package == "cupy" else result.data_ptr()
+    nbytes = result.nbytes if package == "cupy" else result.numel() * result.element_size()
+    del result
+    with scope():
+        assert new_address(nbytes) == address
+
+
+def test_host_array_with_cuda_execution_on_a_stream():
+    cp = pytest.importorskip("cupy")
+    stream, _, spin, _ = _stream_tools("cupy")
+    host = _data(np.random.default_rng(), (64, 4096), "c2c")
+    spin()  # the current stream is busy: moves on it would come too late or too early
+    got = afft.fft(host, execution="cuda", stream=stream)
+    _close(got, np.fft.fft(host), 1e-12)
+    cp.cuda.get_current_stream().synchronize()
