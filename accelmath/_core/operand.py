@@ -428,20 +428,27 @@ class TorchAdapter(Adapter):
             return super().reader(key)
         # One lazy bit to test: conj on complex tensors; on real ones neg (the imaginary part
         # of a conjugated view), as no public operation sets the other.
-        lazy = self._torch.Tensor.is_conj if dtype.is_complex else self._torch.Tensor.is_neg
+        # (the methods taken from the class: a call skips making a bound method)
+        tensor = self._torch.Tensor
+        lazy = tensor.is_conj if dtype.is_complex else tensor.is_neg
+        get_device, data_ptr = tensor.get_device, tensor.data_ptr
         if strides == _contiguous_strides(shape):
             # C order: torch's flag says the same (up to the strides of axes of length 1,
             # which address nothing) for less than the strides tuple costs
+            is_contiguous = tensor.is_contiguous
+
             def read(x):
-                if (x.dtype is dtype and x.shape == shape and x.is_contiguous()
-                        and x.get_device() == device and not lazy(x)):
-                    return x.data_ptr()
+                if (x.dtype is dtype and x.shape == shape and is_contiguous(x)
+                        and get_device(x) == device and not lazy(x)):
+                    return data_ptr(x)
                 return None
         else:
+            stride = tensor.stride
+
             def read(x):
-                if (x.dtype is dtype and x.shape == shape and x.stride() == strides
-                        and x.get_device() == device and not lazy(x)):
-                    return x.data_ptr()
+                if (x.dtype is dtype and x.shape == shape and stride(x) == strides
+                        and get_device(x) == device and not lazy(x)):
+                    return data_ptr(x)
                 return None
 
         return read
