@@ -1,8 +1,8 @@
 """GPU execution of an FFT: cuFFT handles for the layout's steps, copies, scaling.
 
 A :class:`CudaExecutor` is built once per plan. Each thread that runs it gets its own cuFFT
-handles (one per step, made with auto-allocation off) and, on each stream it uses, its own
-workspace (cuFFT's work area plus the scratch buffers the plan needs). So the same plan runs
+handles (one per step, made with auto-allocation off) and, on each of the last few streams it
+used, its own workspace (cuFFT's work area plus the scratch buffers the plan needs). So the same plan runs
 on several streams and threads at once with no lock per call, and no two transforms in flight
 share scratch memory. Its :meth:`execute` does no validation and no allocation once a thread
 and a stream have been seen.
@@ -67,6 +67,11 @@ def _run_calls(calls, handles, buffers, direction):
                 cufft.lib.raise_status(c_name, status)
 
 
+# Per thread, the workspaces kept on the streams used last (a thread that moves to another
+# stream gives back the workspace of the one it used longest ago)
+_STREAMS_KEPT = 4
+
+
 def _axis_order(strides):
     """Axes from slowest to fastest (stable for ties)."""
     return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
@@ -101,8 +106,8 @@ class _Resources:
 
 
 class _ThreadState:
-    """A thread's handles (one per step), the stream they are set to, and its workspace on
-    each stream it used. Enqueued by one thread only, a workspace is never used by two
+    """A thread's handles (one per step), the stream they are set to, and its workspaces on
+    the last streams it used (in order of use, the latest last). Enqueued by one thread only, a workspace is never used by two
     transforms at once. When the thread ends, the handles go back to the spares."""
 
     __slots__ = ("handles", "stream", "workspaces", "__weakref__")
@@ -333,11 +338,17 @@ class CudaExecutor:
 
     def _set_stream(self, state, stream):
         """Point the thread's handles at ``stream`` and at its workspace there."""
-        workspace = state.workspaces.get(stream)
+        workspace = state.workspaces.pop(stream, None)
         if workspace is None:
             workspace = allocate_workspace(self.nbytes, self.device_id, stream, self.package)
-            state.workspaces[stream] = workspace
             self._resources.workspaces.add(workspace)
+            if len(state.workspaces) >= _STREAMS_KEPT:
+                # the workspace of the stream used longest ago goes back to its pool, in that
+                # stream's order: transforms still queued there keep their memory
+                oldest = state.workspaces.pop(next(iter(state.workspaces)))
+                self._resources.workspaces.discard(oldest)
+                oldest.free()
+        state.workspaces[stream] = workspace  # last: the most recently used
         for handle in state.handles:
             cufft.lib.set_stream(handle, stream)
             cufft.lib.set_work_area(handle, workspace.ptr + self._work_offset)

@@ -533,7 +533,7 @@ def test_explicit_stream_orders_the_whole_call(xp, call):
         afft.fft(x, stream=stream)
         result = afft.fft(x, stream=stream)
     elif call == "execute":
-        plan = afft.FFT(x)
+        plan = afft.FFT(x, axes=(1,))
         plan.execute(x)
         result = plan.execute(x, stream=stream)
     else:
@@ -559,3 +559,28 @@ def test_host_array_with_cuda_execution_on_a_stream():
     got = afft.fft(host, execution="cuda", stream=stream)
     _close(got, np.fft.fft(host), 1e-12)
     cp.cuda.get_current_stream().synchronize()
+
+
+def test_a_thread_keeps_workspaces_on_its_last_streams_only(xp):
+    from accelmath.fft._cuda import _STREAMS_KEPT
+
+    package, to_dev, to_host, _ = xp
+    host = _data(np.random.default_rng(), (64, 1000), "c2c")
+    x = to_dev(host)
+    if package == "cupy":
+        import cupy as cp
+
+        streams = [cp.cuda.Stream(non_blocking=True) for _ in range(_STREAMS_KEPT + 3)]
+    else:
+        import torch
+
+        streams = [torch.cuda.Stream() for _ in range(_STREAMS_KEPT + 3)]
+    with afft.FFT(x, axes=(1,)) as plan:
+        for round_ in range(2):
+            for stream in streams:
+                result = plan.execute(x, stream=stream)
+                stream.synchronize()
+                _close(to_host(result), np.fft.fft(host), 1e-12)
+        workspaces = plan._executor.local.state.workspaces
+        handle = streams[-1].ptr if package == "cupy" else streams[-1].cuda_stream
+        assert len(workspaces) == _STREAMS_KEPT and list(workspaces)[-1] == handle
