@@ -2,10 +2,10 @@
 
 A :class:`CudaExecutor` is built once per plan. Each thread that runs it gets its own cuFFT
 handles (one per step, made with auto-allocation off) and, on each of the last few streams it
-used, its own workspace (cuFFT's work area plus the scratch buffers the plan needs). So the same plan runs
-on several streams and threads at once with no lock per call, and no two transforms in flight
-share scratch memory. Its :meth:`execute` does no validation and no allocation once a thread
-and a stream have been seen.
+used, its own workspace (cuFFT's work area plus the scratch buffers the plan needs). So the
+same plan runs on several streams and threads at once with no lock per call, and no two
+transforms in flight share scratch memory. Its :meth:`execute` does no validation and no
+allocation once a thread and a stream have been seen.
 """
 
 import ctypes
@@ -107,8 +107,9 @@ class _Resources:
 
 class _ThreadState:
     """A thread's handles (one per step), the stream they are set to, and its workspaces on
-    the last streams it used (in order of use, the latest last). Enqueued by one thread only, a workspace is never used by two
-    transforms at once. When the thread ends, the handles go back to the spares."""
+    the last streams it used (in order of use, the latest last). Enqueued by one thread only,
+    a workspace is never used by two transforms at once. When the thread ends, the handles go
+    back to the spares."""
 
     __slots__ = ("handles", "stream", "workspaces", "__weakref__")
 
