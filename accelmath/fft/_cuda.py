@@ -32,6 +32,9 @@ _TYPED_EXEC = {
 _ALIGN = 256
 # Transforms of at least this many output points time their candidate plans.
 _TUNE_POINTS = 1 << 20
+# Per thread, the workspaces kept on the streams used last (a thread that moves to another
+# stream gives back the workspace of the one it used longest ago)
+_STREAMS_KEPT = 4
 
 
 def _align(n):
@@ -65,11 +68,6 @@ def _run_calls(calls, handles, buffers, direction):
                       else func(handle, a + da, b + db))
             if status:
                 cufft.lib.raise_status(c_name, status)
-
-
-# Per thread, the workspaces kept on the streams used last (a thread that moves to another
-# stream gives back the workspace of the one it used longest ago)
-_STREAMS_KEPT = 4
 
 
 def _axis_order(strides):
