@@ -169,10 +169,11 @@ class Adapter:
         layout_key, data_ptr = self.layout_key, self.data_ptr
         return lambda x: data_ptr(x) if layout_key(x) == key else None
 
-    def rfftn_strides(self, shape, strides, dtype, axes):
-        """The element strides this package's own ``fft.rfftn`` gives the result of a device
-        array of this layout over ``axes``, where that is not dense in the input's axis
-        order; None otherwise."""
+    def fft_strides(self, kind, shape, strides, dtype, axes, out_shape):
+        """The element strides of the result this package's own FFT functions give a device
+        array of this layout (``fftn``, ``rfftn`` or ``irfftn`` over ``axes`` for ``kind``
+        "c2c", "r2c" or "c2r", with the result's shape ``out_shape``), where they differ from
+        dense in the input's axis order; None where they do not or are not known."""
         return None
 
     def stream_getter(self, device_id):
@@ -409,16 +410,21 @@ class TorchAdapter(Adapter):
     def data_ptr(self, x):
         return x.data_ptr()
 
-    def rfftn_strides(self, shape, strides, dtype, axes):
-        # torch computes a real transform over axes 0 and 1 in passes, the last one writing
-        # its axis contiguously: the result comes back transposed. Its meta tensors say how.
-        if len(axes) < 2:
-            return None
+    def fft_strides(self, kind, shape, strides, dtype, axes, out_shape):
+        # torch computes a transform over several axes in passes, the last one writing its
+        # axes contiguously: a real transform over axes 0 and 1 comes back transposed, and
+        # its inverse in C order. Its meta tensors say how.
         torch = self._torch
         try:
             meta = torch.empty_strided(shape, strides, dtype=self._to_torch[dtype],
                                        device="meta")
-            return tuple(torch.fft.rfftn(meta, dim=axes).stride())
+            if kind == "c2c":
+                result = torch.fft.fftn(meta, dim=axes)
+            elif kind == "r2c":
+                result = torch.fft.rfftn(meta, dim=axes)
+            else:
+                result = torch.fft.irfftn(meta, s=[out_shape[a] for a in axes], dim=axes)
+            return tuple(result.stride())
         except Exception:  # a layout or dtype meta tensors do not take: the default
             return None
 

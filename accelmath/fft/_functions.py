@@ -225,8 +225,8 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
 
     def create():
         out_strides = out_op.strides if out_op else None
-        if out_op is None and kind == "r2c":
-            out_strides = _package_rfftn_strides(op, axes)
+        if out_op is None:
+            out_strides = _package_strides(kind, op, axes, last_axis_size)
         return FFT(op, axes=axes, kind=kind, norm=norm, last_axis_size=last_axis_size,
                    conjugate=conjugate, out_strides=out_strides)
 
@@ -239,16 +239,18 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
     return plan._run(op, out, inverse, stream)
 
 
-def _package_rfftn_strides(op, axes):
-    """The result strides the operand's package gives its own rfftn where cuFFT writes them
-    with no copy (torch's transposed layout), else None (dense, in the input's order)."""
-    strides = op.adapter.rfftn_strides(op.shape, op.strides, op.dtype, axes)
-    if strides is None:
-        return None
-    out_shape, _ = output_layout("r2c", axes, op.shape, op.strides)
+def _package_strides(kind, op, axes, last_axis_size):
+    """The result strides the operand's package gives its own transform where cuFFT writes
+    them with no copy of the output (torch's transposed layouts), else None (dense, in the
+    input's axis order)."""
+    out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last_axis_size)
+    strides = op.adapter.fft_strides(kind, op.shape, op.strides, op.dtype, axes, out_shape)
     # (some torch versions' meta tensors report overlapping strides: those are not taken)
-    if not is_dense(out_shape, strides) or plan_steps(
-            "r2c", axes, op.shape, op.strides, out_shape, strides) is None:
+    if strides is None or not is_dense(out_shape, strides):
+        return None
+    # a c2r reads a scratch copy of its input, which the plan lays out in any order
+    if kind != "c2r" and plan_steps(kind, axes, op.shape, op.strides, out_shape,
+                                    strides) is None:
         return None
     return strides
 
@@ -263,9 +265,9 @@ _DOC = """{summary}
 Signature-compatible with ``numpy.fft.{name}``, plus keyword-only ``out``, ``stream``,
 ``execution`` and ``workers``. Host arrays run on the CPU (``scipy.fft``), device arrays on
 their GPU through a cached cuFFT plan; the result is of the input's package, dense, in the
-input's axis order, except that a real transform of a torch tensor over several axes has the
-strides ``torch.fft.rfftn`` gives it (transposed for axes 0 and 1, where cuFFT can write that
-layout directly).
+input's axis order, except that the result of a torch tensor has the strides ``torch.fft``
+gives it (where cuFFT can write them directly): a real transform over axes 0 and 1 comes back
+transposed, and its inverse in C order.
 
 Parameters
 ----------

@@ -276,15 +276,21 @@ def test_input_is_not_modified(xp):
     assert np.array_equal(x, keep)
 
 
-def test_torch_rfftn_layout_from_meta_tensors():
-    """The layout a torch result gets comes from torch's own meta rfftn (its CUDA layout),
-    where cuFFT can write it; other packages, and one axis, keep the default."""
+def test_torch_layouts_from_meta_tensors():
+    """The layout a torch result gets comes from torch's own meta transforms (its CUDA
+    layouts); other packages keep the default."""
     torch = pytest.importorskip("torch")
     from accelmath._core.operand import wrap_operand
-    from accelmath.fft._functions import _package_rfftn_strides
+    from accelmath.fft._functions import _package_strides
 
-    op = wrap_operand(torch.zeros(6, 40, 32))
+    real = wrap_operand(torch.zeros(6, 40, 32))
+    spectrum = torch.zeros(6, 40, 17, dtype=torch.complex64)
     meta = torch.fft.rfftn(torch.zeros(6, 40, 32, device="meta"), dim=(0, 1)).stride()
-    assert _package_rfftn_strides(op, (0, 1)) == tuple(meta) == (1, 6, 126)
-    assert _package_rfftn_strides(op, (2,)) is None
-    assert _package_rfftn_strides(wrap_operand(np.zeros((6, 40, 32))), (0, 1)) is None
+    assert _package_strides("r2c", real, (0, 1), None) == tuple(meta) == (1, 6, 126)
+    assert _package_strides("r2c", real, (2,), None) == (680, 17, 1)
+    # irfftn over several axes: the halved axis fastest, the others in the input's order
+    assert _package_strides("c2r", wrap_operand(spectrum.transpose(0, 1)), (0, 1, 2),
+                            32) == (32, 1280, 1)
+    # a c2c over a slow axis writes it fastest
+    assert _package_strides("c2c", wrap_operand(spectrum), (0,), None) == (1, 102, 6)
+    assert _package_strides("r2c", wrap_operand(np.zeros((6, 40, 32))), (0, 1), None) is None
