@@ -146,6 +146,7 @@ class CudaExecutor:
         ensure_context(device_id)
         self.device_id = device_id
         self.package = package
+        self.kind = kind
         self.in_dtype, self.out_dtype = in_dtype, out_dtype
         self.in_shape, self.in_strides = in_shape, in_strides
         self.out_shape, self.out_strides = out_shape, out_strides
@@ -153,7 +154,6 @@ class CudaExecutor:
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of handles and workspaces
         self.local = threading.local()  # .state: the thread's _ThreadState
-        scratch = 0
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -173,27 +173,25 @@ class CudaExecutor:
             steps = plan_steps(kind, axes, *work_in, *self.copy_out)
         self._resources = _Resources()
         self._finalizer = weakref.finalize(self, self._resources.destroy)
-        candidates = [steps]
+        # candidates: (steps, the layout of the input's scratch copy or None)
+        candidates = [(steps, self.copy_in)]
         if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
             # One joint cuFFT plan, the halved axis alone and then the others (in place on
-            # the output, or through a scratch buffer): time them, keep the fastest.
-            for options in ({"split": True}, {"split": True, "scratch": True}):
-                more = plan_steps(kind, axes, *work_in, out_shape, out_strides, **options)
-                if more is not None and more not in candidates:
-                    candidates.append(more)
-        direction = 1 if kind == "c2r" else -1
-        self.steps, handles, work = self._fastest(candidates, work_in, direction)
-        self._in_offset = 0
-        if self.copy_in is not None:
-            scratch += _align(_nbytes(in_shape, in_dtype))
-        self._out_offset = scratch
-        if self.copy_out is not None:
-            scratch += _align(_nbytes(out_shape, out_dtype))
-        self._tmp_offset = scratch
-        scratch += self._tmp_bytes(self.steps)
+            # the output, or through a scratch buffer): time them, keep the fastest. A c2r
+            # through the scratch buffer reads its input itself, with no copy.
+            options = [({"split": True}, work_in, self.copy_in)]
+            if kind == "r2c" or not conjugate:  # (a conjugated c2r input needs its copy)
+                options.append(({"split": True, "scratch": True}, (in_shape, in_strides), None))
+            for option, layout, copy_in in options:
+                more = plan_steps(kind, axes, *layout, out_shape, out_strides, **option)
+                if more is not None and (more, copy_in) not in candidates:
+                    candidates.append((more, copy_in))
+        inverse = kind == "c2r"
+        self.steps, self.copy_in, handles, work = self._fastest(candidates, inverse)
+        self._offsets = self._scratch_offsets(self.copy_in, self.steps)
         self._calls = self._calls_of(self.steps)
         self._resources.spare.append(handles)  # the first thread to run the plan takes them
-        self._work_offset = _align(scratch)
+        self._work_offset = self._offsets[3]
         self.nbytes = self._work_offset + work
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
         # starting mid-element-pair) go through an executor that copies to aligned scratch.
@@ -207,27 +205,35 @@ class CudaExecutor:
                  and len(self._calls[0][5]) == 1 and not conjugate)
         self._direct = (plain and scales[0] is None, plain and scales[1] is None)
 
-    def _fastest(self, candidates, work_in, direction):
-        """``(steps, handles, work)`` of the candidate steps that run fastest (timed on the
-        device where there are several)."""
-        planned = [(steps, *self._plan(steps)) for steps in candidates]
+    def _fastest(self, candidates, inverse):
+        """``(steps, copy_in, handles, work)`` of the candidate that runs fastest (timed on
+        the device where there are several)."""
+        planned = [(steps, copy_in, *self._plan(steps)) for steps, copy_in in candidates]
         if len(planned) > 1:
-            spans = (_span(*work_in, self.in_dtype),
-                     _span(self.out_shape, self.out_strides, self.out_dtype))
-            times = [self._time(self._calls_of(steps), handles, work, spans, direction,
-                                self._tmp_bytes(steps)) for steps, handles, work in planned]
+            times = [self._time(*candidate, inverse) for candidate in planned]
             best = planned[times.index(min(times))]
             for other in planned:
                 if other is not best:
-                    self._discard(other[1])
+                    self._discard(other[2])
             planned = [best]
         return planned[0]
 
     def _tmp_bytes(self, steps):
-        """Bytes of the ``"tmp"`` scratch buffer ``steps`` use (0 if none)."""
+        """Bytes of the ``"tmp"`` scratch buffer ``steps`` use (0 if none): the c2r input's
+        shape, else the output's."""
         if any(step.dst == "tmp" for step in steps):
+            if self.kind == "c2r":
+                return _align(_nbytes(self.in_shape, self.in_dtype))
             return _align(_nbytes(self.out_shape, self.out_dtype))
         return 0
+
+    def _scratch_offsets(self, copy_in, steps):
+        """Byte offsets in a workspace of the input's copy, the output's copy, the
+        ``"tmp"`` buffer and cuFFT's work area."""
+        out_offset = _align(_nbytes(self.in_shape, self.in_dtype)) if copy_in else 0
+        tmp_offset = out_offset + (_align(_nbytes(self.out_shape, self.out_dtype))
+                                   if self.copy_out else 0)
+        return 0, out_offset, tmp_offset, _align(tmp_offset + self._tmp_bytes(steps))
 
     def _plan(self, steps):
         """One cuFFT handle per step, and the largest work area they need."""
@@ -242,13 +248,13 @@ class CudaExecutor:
         """The call record of each step: (exec function, its C name, takes a direction,
         source, destination, byte offsets)."""
         in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
+        sizes = {"in": in_size, "out": out_size,
+                 "tmp": in_size if self.kind == "c2r" else out_size}
         calls = []
         for step in steps:
             exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))
-            src_size = in_size if step.src == "in" else out_size
-            dst_size = in_size if step.dst == "in" and step.kind != "c2r" else out_size
-            offsets = tuple((a * src_size, b * dst_size) for a, b in step.offsets)
+            offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
             func, c_name = cufft.lib.raw(exec_name)
             func = hostcall.fast(func)
             calls.append((func, c_name, with_direction, step.src, step.dst, offsets))
@@ -266,10 +272,14 @@ class CudaExecutor:
             return False
         return all(s >= 0 for s in (*self.in_strides, *out_strides))
 
-    def _time(self, calls, handles, work, spans, direction, tmp_bytes):
-        """Device time of ``calls`` on scratch buffers (the best of a few runs), in ms."""
-        in_bytes, out_bytes = _align(spans[0]), _align(spans[1])
-        data_bytes = in_bytes + out_bytes + tmp_bytes
+    def _time(self, steps, copy_in, handles, work, inverse):
+        """Device time of a candidate, run as :meth:`execute` runs it (with the copies and
+        the scaling it makes) on scratch buffers, in ms (the best of a few runs)."""
+        calls = self._calls_of(steps)
+        offsets = self._scratch_offsets(copy_in, steps)
+        in_bytes = _align(_span(self.in_shape, self.in_strides, self.in_dtype))
+        out_bytes = _align(_span(self.out_shape, self.out_strides, self.out_dtype))
+        data_bytes = in_bytes + out_bytes + offsets[3]
         trial = allocate_workspace(data_bytes + work, self.device_id, 0, self.package)
         events = []
         try:
@@ -277,8 +287,8 @@ class CudaExecutor:
             for handle in handles:
                 cufft.lib.set_stream(handle, 0)
                 cufft.lib.set_work_area(handle, trial.ptr + data_bytes)
-            buffers = {"in": trial.ptr, "out": trial.ptr + in_bytes,
-                       "tmp": trial.ptr + in_bytes + out_bytes}
+            args = (calls, copy_in, offsets, handles, trial.ptr + in_bytes + out_bytes,
+                    trial.ptr, trial.ptr + in_bytes, 0, inverse)
             for _ in range(2):
                 event = ctypes.c_void_p()
                 driver.lib.event_create(ctypes.byref(event), 0)
@@ -287,7 +297,7 @@ class CudaExecutor:
             elapsed = ctypes.c_float()
             for repeat in range(4):
                 driver.lib.event_record(events[0], 0)
-                _run_calls(calls, handles, buffers, direction)
+                self._enqueue(*args)
                 driver.lib.event_record(events[1], 0)
                 driver.lib.event_synchronize(events[1])
                 driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
@@ -416,27 +426,33 @@ class CudaExecutor:
         self._execute(self._state_on(stream), in_ptr, out_ptr, stream, inverse)
 
     def _execute(self, state, in_ptr, out_ptr, stream, inverse):
-        base = state.workspaces[stream].ptr
+        self._enqueue(self._calls, self.copy_in, self._offsets, state.handles,
+                      state.workspaces[stream].ptr, in_ptr, out_ptr, stream, inverse)
+
+    def _enqueue(self, calls, copy_in, offsets, handles, base, in_ptr, out_ptr, stream,
+                 inverse):
+        """Enqueue ``calls`` and the copies and scaling around them, with the scratch
+        buffers at ``offsets`` (see :meth:`_scratch_offsets`) from ``base``."""
         scale = self.scales[1 if inverse else 0]
-        conj_in = self.conjugate and self.copy_in is not None and not self.out_dtype.startswith(
+        conj_in = self.conjugate and copy_in is not None and not self.out_dtype.startswith(
             "complex")
         device = self.device_id
         src = in_ptr
-        if self.copy_in is not None:
-            src = base + self._in_offset
+        if copy_in is not None:
+            src = base + offsets[0]
             # c2r: scale (and conjugate) on the way in, not in a pass of its own.
             fold = self.copy_out is None and self.out_dtype.startswith("float")
-            copy_scale(in_ptr, src, self.in_shape, self.in_strides, self.copy_in[1],
+            copy_scale(in_ptr, src, self.in_shape, self.in_strides, copy_in[1],
                        self.in_dtype, scale if fold else None, stream, device, conj=conj_in)
             if fold:
                 scale = None
-        dst = out_ptr if self.copy_out is None else base + self._out_offset
-        buffers = {"in": src, "out": dst, "tmp": base + self._tmp_offset}
-        _run_calls(self._calls, state.handles, buffers, 1 if inverse else -1)
-        if not self._calls:
+        dst = out_ptr if self.copy_out is None else base + offsets[1]
+        buffers = {"in": src, "out": dst, "tmp": base + offsets[2]}
+        _run_calls(calls, handles, buffers, 1 if inverse else -1)
+        if not calls:
             # every transform axis has length 1: the transform is a copy
             copy_scale(src, dst, self.out_shape,
-                       self.copy_in[1] if self.copy_in else self.in_strides,
+                       copy_in[1] if copy_in else self.in_strides,
                        self.copy_out[1] if self.copy_out else self.out_strides,
                        self.out_dtype, None, stream, device)
         conj_out = self.conjugate and not conj_in

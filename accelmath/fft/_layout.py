@@ -13,7 +13,7 @@ from itertools import product
 
 from accelmath._core.kernels import merge_dims
 
-__all__ = ["Step", "plan_steps", "scratch_strides", "contiguous_strides", "is_dense",
+__all__ = ["Step", "plan_steps", "scratch_layout", "contiguous_strides", "is_dense",
            "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
@@ -26,8 +26,8 @@ class Step:
     ``n`` are the real-side lengths (cuFFT's convention); ``offsets`` are element offsets
     ``(source, destination)`` added to the base pointers, one cuFFT call each; ``src`` and
     ``dst`` name the buffers a step reads and writes: ``"in"`` (the plan's input, or for c2r
-    its scratch copy), ``"out"``, or ``"tmp"`` (a dense scratch buffer of the output's shape,
-    see ``plan_steps(scratch=True)``).
+    its scratch copy), ``"out"``, or ``"tmp"`` (a dense scratch buffer laid out as
+    :func:`scratch_layout` says, see ``plan_steps(scratch=True)``).
     """
 
     kind: str
@@ -144,19 +144,23 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
     axes : tuple of int
         Transformed axes, non-negative, distinct.
     in_shape, in_strides, out_shape, out_strides : tuple of int
-        The layouts, strides in elements. For c2r, the input layout is the scratch copy the
-        plan makes (cuFFT overwrites a c2r input), which may be transformed in place.
+        The layouts, strides in elements. For c2r without ``scratch``, the input layout is
+        the scratch copy the plan makes (cuFFT overwrites a c2r input), which may be
+        transformed in place.
     split : bool
         Give the halved axis of an r2c/c2r a call of its own (the other axes become c2c
         calls), as PyTorch does: for some sizes cuFFT runs that faster than one joint plan.
         Without it, such steps are still returned for layouts that no joint call can write
         (a transposed r2c output, as torch.fft returns).
     scratch : bool
-        For r2c transforms of several steps: the first step writes a dense scratch buffer
-        (``"tmp"``, laid out as :func:`scratch_strides` says) and the second reads it and
-        writes the output, rather than working in place there. For some output layouts
-        (torch's transposed one) cuFFT runs that several times faster. Without it, such steps
-        are still returned for r2c layouts that no steps in place can write.
+        For transforms of several steps, through a dense scratch buffer (``"tmp"``, laid out
+        as :func:`scratch_layout` says). r2c: the first step writes it and the second reads
+        it and writes the output, rather than working in place there; for some output
+        layouts (torch's transposed one) cuFFT runs that several times faster. Without it,
+        such steps are still returned for r2c layouts that no steps in place can write.
+        c2r: the c2c steps read the input itself (which they leave intact) into the scratch
+        buffer and the c2r step reads that, so the input needs no scratch copy; only with
+        ``scratch``.
 
     Returns
     -------
@@ -174,11 +178,16 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
     return None
 
 
-def scratch_strides(in_strides, out_shape):
-    """Element strides of the ``"tmp"`` buffer of ``scratch`` steps: dense, in the input's
-    axis order."""
-    return contiguous_strides(out_shape, sorted(range(len(out_shape)),
-                                                key=lambda a: -abs(in_strides[a])))
+def scratch_layout(kind, axes, in_shape, in_strides, out_shape, out_strides):
+    """``(shape, strides)`` of the ``"tmp"`` buffer of ``scratch`` steps, dense. r2c: the
+    output's shape in the input's axis order; c2r: the input's shape with the halved axis
+    fastest (where the c2r step reads it best), the others in the output's order."""
+    if kind == "c2r":
+        order = sorted((a for a in range(len(in_shape)) if a != axes[-1]),
+                       key=lambda a: -abs(out_strides[a]))
+        return in_shape, contiguous_strides(in_shape, [*order, axes[-1]])
+    return out_shape, contiguous_strides(out_shape, sorted(range(len(out_shape)),
+                                                           key=lambda a: -abs(in_strides[a])))
 
 
 def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scratch=False):
@@ -192,9 +201,9 @@ def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scra
     real_lengths = {a: (out_shape[a] if kind == "c2r" else in_shape[a]) for a in active}
     layouts = {"in": (in_shape, in_strides), "out": (out_shape, out_strides)}
     if scratch:
-        if kind != "r2c" or len(runs) < 2:
+        if kind == "c2c" or len(runs) < 2:
             return None
-        layouts["tmp"] = (out_shape, scratch_strides(in_strides, out_shape))
+        layouts["tmp"] = scratch_layout(kind, axes, in_shape, in_strides, out_shape, out_strides)
     if kind == "r2c":
         runs.sort(key=lambda run: halved not in run)
     elif kind == "c2r":
@@ -206,7 +215,11 @@ def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scra
     steps = []
     for index, run in enumerate(runs):
         step_kind = kind if halved in run else "c2c"
-        if kind == "c2r":
+        if kind == "c2r" and scratch:
+            # input -> scratch, then in place there; the c2r call reads it
+            src = "in" if index == 0 else "tmp"
+            dst = "out" if step_kind == "c2r" else "tmp"
+        elif kind == "c2r":
             # c2c runs go in place on the scratch input, then the c2r call writes the output.
             src, dst = "in", ("out" if step_kind == "c2r" else "in")
         elif scratch and index < 2:

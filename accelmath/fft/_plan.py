@@ -71,8 +71,10 @@ class FFT:
     -----
     On the GPU, a plan for a real transform of at least 2**20 output points over several axes
     times its candidate cuFFT plans once, when it is made: one call over all axes, the halved
-    axis alone followed by the others in place on the result, and (r2c) the halved axis into
-    a scratch buffer and the others from there into the result; it keeps the fastest.
+    axis alone followed by the others in place on the result, and through a scratch buffer:
+    (r2c) the halved axis into it and the others from there into the result, (c2r) the
+    other axes from the input into it, with no copy of the input, and the halved axis from
+    there into the result; it keeps the fastest.
     :meth:`execute` on an array of the plan's package and layout costs a few attribute reads
     and the cuFFT call. Each thread that runs the plan gets its own cuFFT handles (made on its
     first call) and, per stream, its own workspace, so threads never wait for each other; a

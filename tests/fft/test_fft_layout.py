@@ -7,7 +7,7 @@ simulator gathers every call's input from a flat buffer that way, transforms it 
 views (any axis order, steps, flips), and the result read back through the output view must
 equal numpy.fft's transform of the input view. As in ``_cuda.CudaExecutor``: a c2r plan reads
 a dense scratch copy of its input (in the output's axis order) whose c2c steps run in place,
-and when plan_steps returns None the executor copies to dense buffers with the transform axes
+unless its steps go through the scratch buffer (``scratch=True``), and when plan_steps returns None the executor copies to dense buffers with the transform axes
 fastest, for which plan_steps must then succeed.
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from accelmath.fft._layout import (MAX_LOOP, Step, contiguous_strides, is_dense, plan_steps,
-                                   scratch_strides)
+                                   scratch_layout)
 from accelmath.fft._plan import output_layout
 
 REAL = {"c2c": np.complex128, "r2c": np.float64, "c2r": np.complex128}
@@ -110,13 +110,14 @@ def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False, scr
     buffers = {"in": Buffer.of_view(x_view, x_parent), "out": Buffer.of_view(out_view, out_parent)}
     buffers["out"].flat[:] = np.nan
     work_in, copy_out = (in_shape, in_strides), None
-    if kind == "c2r":
+    if kind == "c2r" and not scratch:
         work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
     steps = plan_steps(kind, axes, *work_in, out_shape, out_strides, split=split,
                        scratch=scratch)
     if scratch:
-        buffers["tmp"] = Buffer(np.full(max(1, int(np.prod(out_shape))), np.nan,
-                                        RESULT[kind]), 0)
+        tmp_shape, _ = scratch_layout(kind, axes, in_shape, in_strides, out_shape, out_strides)
+        buffers["tmp"] = Buffer(np.full(max(1, int(np.prod(tmp_shape))), np.nan,
+                                        REAL["c2c"] if kind == "c2r" else RESULT[kind]), 0)
     if steps is None:
         order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
         work_in = (in_shape, contiguous_strides(in_shape, order))
@@ -125,6 +126,7 @@ def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False, scr
         assert steps is not None, "plan_steps fails on the executor's dense fallback layout"
     if work_in[1] != in_strides:  # the executor's scratch copy of the input
         buffers["in"] = _dense(x_view, *work_in)
+    original = buffers["in"].flat.copy()
     target = buffers["out"] if copy_out is None else _dense(np.zeros(out_shape, RESULT[kind]),
                                                             *copy_out)
     buffers["out"] = target
@@ -132,6 +134,8 @@ def execute(kind, axes, x, out_view, out_parent, inverse=False, split=False, scr
         _write(target, out_shape, copy_out[1] if copy_out else out_strides,
                buffers["in"].read(*work_in))
     simulate(steps, buffers, inverse)
+    if kind == "c2r" and scratch:
+        np.testing.assert_array_equal(buffers["in"].flat, original, "the input was written")
     result = target.read(out_shape, copy_out[1] if copy_out else out_strides)
     return result, steps
 
@@ -298,6 +302,26 @@ def test_r2c_through_scratch(seed):
     assert all((s.src, s.dst) == ("out", "out") for s in steps[2:])
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_c2r_through_scratch(seed):
+    """The c2r candidate that reads its input (left intact, with no copy) into a dense
+    scratch buffer with the c2c steps, and the scratch buffer into the output with the c2r
+    step."""
+    rng = np.random.default_rng([seed, 12])
+    ndim = int(rng.integers(2, 5))
+    naxes = int(rng.integers(2, ndim + 1))
+    style = str(rng.choice(["c", "f", "random"]))
+    out_style = str(rng.choice(["default", "c", "f", "random"]))
+    axes, x, out = random_case(rng, "c2r", ndim, naxes, style, out_style)
+    layouts = (x[0].shape, _strides(x[0]), out[0].shape, _strides(out[0]))
+    if plan_steps("c2r", axes, *layouts, scratch=True) is None:
+        return  # the executor copies
+    steps = check("c2r", axes, x, out, scratch=True)
+    assert (steps[0].kind, steps[0].src, steps[0].dst) == ("c2c", "in", "tmp")
+    assert all((s.src, s.dst) == ("tmp", "tmp") for s in steps[1:-1])
+    assert (steps[-1].kind, steps[-1].src, steps[-1].dst) == ("c2r", "tmp", "out")
+
+
 def test_scratch_layout_and_refusals():
     # torch's layout of rfft2 over (4096, 4096): transposed; the rows go to a dense buffer
     steps = plan_steps("r2c", (0, 1), (64, 64), (64, 1), (64, 33), (1, 64), split=True,
@@ -306,9 +330,23 @@ def test_scratch_layout_and_refusals():
         ("r2c", (64,), "in", "tmp"), ("c2c", (64,), "tmp", "out")]
     assert (steps[0].ostride, steps[0].odist) == (1, 33)
     assert (steps[1].istride, steps[1].idist, steps[1].ostride, steps[1].odist) == (33, 1, 1, 64)
-    assert scratch_strides((1, 64), (64, 33)) == (1, 64)
-    # one step, or a c2c/c2r transform: no scratch candidate
+    assert scratch_layout("r2c", (0, 1), (64, 64), (64, 1), (64, 33), (1, 64)) == (
+        (64, 33), (33, 1))
+    assert scratch_layout("r2c", (0, 1), (64, 64), (1, 64), (64, 33), (33, 1)) == (
+        (64, 33), (1, 64))
+    # its inverse into a C-order image: the columns, read in place, go to a C-order buffer,
+    # whose rows the c2r step reads
+    steps = plan_steps("c2r", (0, 1), (64, 33), (1, 64), (64, 64), (64, 1), split=True,
+                       scratch=True)
+    assert [(s.kind, s.n, s.src, s.dst) for s in steps] == [
+        ("c2c", (64,), "in", "tmp"), ("c2r", (64,), "tmp", "out")]
+    assert (steps[0].istride, steps[0].idist, steps[0].ostride, steps[0].odist) == (1, 64, 33, 1)
+    assert (steps[1].istride, steps[1].idist, steps[1].ostride, steps[1].odist) == (1, 33, 1, 64)
+    assert scratch_layout("c2r", (0, 1), (64, 33), (1, 64), (64, 64), (64, 1)) == (
+        (64, 33), (33, 1))
+    # one step, or a c2c transform: no scratch candidate
     assert plan_steps("r2c", (1,), (4, 8), (8, 1), (4, 5), (5, 1), scratch=True) is None
+    assert plan_steps("c2r", (1,), (4, 5), (5, 1), (4, 8), (8, 1), scratch=True) is None
     assert plan_steps("c2c", (0, 1), (4, 8), (8, 1), (4, 8), (8, 1), split=True,
                       scratch=True) is None
 
