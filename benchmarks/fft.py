@@ -17,13 +17,18 @@ from accelmath.bindings import cufft
 
 SMALL = [("c64 256", (256,), (0,)), ("c64 64x64", (64, 64), (0, 1)),
          ("c64 32x1024 (batched 1-D)", (32, 1024), (1,))]
-LARGE = [("c2c c64 4096^2", (4096, 4096), "complex64", (0, 1)),
-         ("r2c f32 4096^2", (4096, 4096), "float32", (0, 1)),
-         ("c2c c64 2^20 x 16 (1-D)", (16, 1 << 20), "complex64", (1,)),
-         ("c2c c64 512^3", (512, 512, 512), "complex64", (0, 1, 2)),
-         ("c2c c128 4096^2", (4096, 4096), "complex128", (0, 1)),
-         ("c2c c128 4088^2", (4088, 4088), "complex128", (0, 1)),
-         ("r2c f64 4088^2", (4088, 4088), "float64", (0, 1))]
+# (name, shape, real dtype, axes, kind); the c2r inputs are the spectra of real arrays, in
+# torch's own layout for torch (transposed for axes 0 and 1)
+LARGE = [("c2c c64 4096^2", (4096, 4096), "float32", (0, 1), "c2c"),
+         ("r2c f32 4096^2", (4096, 4096), "float32", (0, 1), "r2c"),
+         ("c2r f32 4096^2", (4096, 4096), "float32", (0, 1), "c2r"),
+         ("c2c c64 2^20 x 16 (1-D)", (16, 1 << 20), "float32", (1,), "c2c"),
+         ("c2c c64 512^3", (512, 512, 512), "float32", (0, 1, 2), "c2c"),
+         ("c2c c128 4096^2", (4096, 4096), "float64", (0, 1), "c2c"),
+         ("c2c c128 4088^2", (4088, 4088), "float64", (0, 1), "c2c"),
+         ("r2c f64 4088^2", (4088, 4088), "float64", (0, 1), "r2c"),
+         ("c2r f64 4088^2", (4088, 4088), "float64", (0, 1), "c2r")]
+_FUNCTION = {"c2c": "fftn", "r2c": "rfftn", "c2r": "irfftn"}
 
 
 def _nvmath():
@@ -120,16 +125,21 @@ def large_cases(rows):
     nvfft = _nvmath()
     cp_event = lambda: cp.cuda.Event()  # noqa: E731
     torch_event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
-    for name, shape, dtype, axes in LARGE:
+    for name, shape, dtype, axes, kind in LARGE:
         rng = np.random.default_rng()
-        x = cp.asarray(rng.standard_normal(shape, np.float32 if dtype != "complex128" and dtype != "float64" else np.float64)).astype(dtype)
-        if dtype.startswith("complex"):
-            x += 1j * cp.asarray(rng.standard_normal(shape)).astype(dtype)
-        real = not dtype.startswith("complex")
-        ours = (lambda: afft.rfftn(x, axes=axes)) if real else (lambda: afft.fftn(x, axes=axes))
-        theirs = ((lambda: cp.fft.rfftn(x, axes=axes)) if real
-                  else (lambda: cp.fft.fftn(x, axes=axes)))
-        plan = afft.FFT(x, axes=axes)
+        x = cp.asarray(rng.standard_normal(shape).astype(dtype))
+        if kind == "c2c":
+            x = x + 1j * cp.asarray(rng.standard_normal(shape).astype(dtype))
+        func = _FUNCTION[kind]
+        kwargs = {"s": [shape[a] for a in axes]} if kind == "c2r" else {}
+        t = torch.as_tensor(x, device="cuda")
+        if kind == "c2r":
+            t = torch.fft.rfftn(t, dim=axes)
+            x = cp.fft.rfftn(x, axes=axes)
+        ours = lambda: getattr(afft, func)(x, axes=axes, **kwargs)  # noqa: E731
+        theirs = lambda: getattr(cp.fft, func)(x, axes=axes, **kwargs)  # noqa: E731
+        plan = afft.FFT(x, axes=axes, kind=kind,
+                        last_axis_size=shape[axes[-1]] if kind == "c2r" else None)
         out = plan.execute()
         row = {"case": name,
                "accelmath stateless": device_time_ms(ours, cp_event),
@@ -138,20 +148,16 @@ def large_cases(rows):
                "cupy.fft": device_time_ms(theirs, cp_event)}
         del out
         plan.free()
-        t = torch.as_tensor(x, device="cuda")
-        fn = ((lambda: torch.fft.rfftn(t, dim=axes)) if real
-              else (lambda: torch.fft.fftn(t, dim=axes)))
+        fn = lambda: getattr(torch.fft, func)(t, dim=axes, **kwargs)  # noqa: E731
         row["torch.fft"] = device_time_ms(fn, torch_event)
-        ours_t = ((lambda: afft.rfftn(t, axes=axes)) if real
-                  else (lambda: afft.fftn(t, axes=axes)))
+        ours_t = lambda: getattr(afft, func)(t, axes=axes, **kwargs)  # noqa: E731
         row["accelmath stateless, torch"] = device_time_ms(ours_t, torch_event)
         # torch's multi-axis r2c returns a transposed (non-contiguous) result; with a C-order
         # out= it gives the layout CuPy and accelmath return
         t_ref = fn()
         t_out = torch.empty(tuple(t_ref.shape), dtype=t_ref.dtype, device="cuda")
-        out_fn = ((lambda: torch.fft.rfftn(t, dim=axes, out=t_out)) if real
-                  else (lambda: torch.fft.fftn(t, dim=axes, out=t_out)))
-        row["torch.fft, C-order out="] = device_time_ms(out_fn, torch_event)
+        row["torch.fft, C-order out="] = device_time_ms(
+            lambda: getattr(torch.fft, func)(t, dim=axes, out=t_out, **kwargs), torch_event)
         # the fastest way to a C-order result in torch: its own layout where that is C order,
         # else the faster of out= and a copy
         c_order = row["torch.fft"]
@@ -160,7 +166,7 @@ def large_cases(rows):
                                                               torch_event)
             c_order = min(row["torch.fft, C-order out="], row["torch.fft + .contiguous()"])
             # our plan, made for the layout torch returns
-            with afft.FFT(x, axes=axes, out_strides=t_ref.stride()) as tplan:
+            with afft.FFT(x, axes=axes, kind=kind, out_strides=t_ref.stride()) as tplan:
                 out = tplan.execute()
                 row["accelmath FFT.execute(out=), torch's layout"] = device_time_ms(
                     lambda: tplan.execute(x, out=out), cp_event)
@@ -168,11 +174,19 @@ def large_cases(rows):
         del t, t_out, t_ref
         if nvfft is not None:
             try:
-                with nvfft.FFT(x, axes=axes) as nvplan:
+                options = ({"fft_type": "C2R", "last_axis_parity": "even"} if kind == "c2r"
+                           else None)
+                with nvfft.FFT(x, axes=axes, options=options) as nvplan:
                     nvplan.plan()
-                    row["nvmath FFT.execute()"] = device_time_ms(nvplan.execute, cp_event)
+                    if kind == "c2r":  # nvmath copies a C2R input anew for each execute
+                        call = lambda: (nvplan.reset_operand_unchecked(x),  # noqa: E731
+                                        nvplan.execute(direction="inverse"))
+                    else:
+                        call = nvplan.execute
+                    row["nvmath FFT.execute()"] = device_time_ms(call, cp_event)
             except Exception as exc:  # nvmath refuses some layouts
                 row["nvmath FFT.execute()"] = f"failed: {type(exc).__name__}"
+                print(f"nvmath, {name}: {exc!r}", flush=True)
         best = min(row["cupy.fft"], row["torch.fft"])
         row["stateless / best(cupy, torch)"] = row["accelmath stateless"] / best
         # on CuPy arrays the results are C order, as CuPy's: against the peers' C order
@@ -212,7 +226,8 @@ def main():
                 "Device time per call, milliseconds (CUDA events around 10 calls back to back, "
                 "median of 30). The arrays "
                 "are CuPy arrays except in the torch columns; on torch tensors, a real "
-                "transform over axes 0 and 1 returns torch's transposed layout. The C-order ratio "
+                "transform over axes 0 and 1 returns torch's transposed layout. The c2r inputs "
+                "are spectra of real arrays: C order on CuPy, torch's layout on torch. The C-order ratio "
                 "divides by the faster of CuPy and torch's quickest way to a C-order result "
                 "(its own where that is C order, else out= or .contiguous())."))
     return 0
