@@ -227,7 +227,8 @@ def main():
                 "median of 30). The arrays "
                 "are CuPy arrays except in the torch columns; on torch tensors, a real "
                 "transform over axes 0 and 1 returns torch's transposed layout. The c2r inputs "
-                "are spectra of real arrays: C order on CuPy, torch's layout on torch. The C-order ratio "
+                "are spectra of real arrays: C order on CuPy, torch's layout on torch. "
+                "The C-order ratio "
                 "divides by the faster of CuPy and torch's quickest way to a C-order result "
                 "(its own where that is C order, else out= or .contiguous())."))
     return 0

@@ -172,8 +172,8 @@ class Adapter:
     def fft_strides(self, kind, shape, strides, dtype, axes, out_shape):
         """The element strides of the result this package's own FFT functions give a device
         array of this layout (``fftn``, ``rfftn`` or ``irfftn`` over ``axes`` for ``kind``
-        "c2c", "r2c" or "c2r", with the result's shape ``out_shape``), where they differ from
-        dense in the input's axis order; None where they do not or are not known."""
+        "c2c", "r2c" or "c2r", with the result's shape ``out_shape``); None where they are not
+        known (the default: dense, in the input's axis order)."""
         return None
 
     def stream_getter(self, device_id):

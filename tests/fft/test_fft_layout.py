@@ -7,7 +7,8 @@ simulator gathers every call's input from a flat buffer that way, transforms it 
 views (any axis order, steps, flips), and the result read back through the output view must
 equal numpy.fft's transform of the input view. As in ``_cuda.CudaExecutor``: a c2r plan reads
 a dense scratch copy of its input (in the output's axis order) whose c2c steps run in place,
-unless its steps go through the scratch buffer (``scratch=True``), and when plan_steps returns None the executor copies to dense buffers with the transform axes
+unless its steps go through the scratch buffer (``scratch=True``, the input read as it is);
+and when plan_steps returns None the executor copies to dense buffers with the transform axes
 fastest, for which plan_steps must then succeed.
 """
 
@@ -280,46 +281,35 @@ def test_split_halved_axis(kind, seed):
         assert [len(s.n) for s in steps if s.kind == kind] == [1]
 
 
+@pytest.mark.parametrize("kind", ["r2c", "c2r"])
 @pytest.mark.parametrize("seed", range(30))
-def test_r2c_through_scratch(seed):
-    """The r2c candidate that writes a dense scratch buffer first and the output second."""
-    rng = np.random.default_rng([seed, 11])
+def test_through_scratch(kind, seed):
+    """The candidates through a dense scratch buffer. r2c: the first step writes it, the
+    second reads it into the output. c2r: the c2c steps read the input (left intact, with no
+    copy) into it, the c2r step reads it into the output."""
+    rng = np.random.default_rng([seed, 11 if kind == "r2c" else 12])
     ndim = int(rng.integers(2, 5))
     naxes = int(rng.integers(2, ndim + 1))
     style = str(rng.choice(["c", "f", "random"]))
     out_style = str(rng.choice(["default", "c", "f", "random"]))
-    axes, x, out = random_case(rng, "r2c", ndim, naxes, style, out_style)
+    axes, x, out = random_case(rng, kind, ndim, naxes, style, out_style)
     layouts = (x[0].shape, _strides(x[0]), out[0].shape, _strides(out[0]))
-    steps = plan_steps("r2c", axes, *layouts, scratch=True)
+    steps = plan_steps(kind, axes, *layouts, scratch=True)
     if steps is None:
         return  # the executor copies
-    default = plan_steps("r2c", axes, *layouts)
-    if any(step.dst == "tmp" for step in default):
-        assert default == steps  # no steps in place can write this layout
-    steps = check("r2c", axes, x, out, scratch=True)
-    assert (steps[0].src, steps[0].dst) == ("in", "tmp")
-    assert (steps[1].src, steps[1].dst) == ("tmp", "out")
-    assert all((s.src, s.dst) == ("out", "out") for s in steps[2:])
-
-
-@pytest.mark.parametrize("seed", range(30))
-def test_c2r_through_scratch(seed):
-    """The c2r candidate that reads its input (left intact, with no copy) into a dense
-    scratch buffer with the c2c steps, and the scratch buffer into the output with the c2r
-    step."""
-    rng = np.random.default_rng([seed, 12])
-    ndim = int(rng.integers(2, 5))
-    naxes = int(rng.integers(2, ndim + 1))
-    style = str(rng.choice(["c", "f", "random"]))
-    out_style = str(rng.choice(["default", "c", "f", "random"]))
-    axes, x, out = random_case(rng, "c2r", ndim, naxes, style, out_style)
-    layouts = (x[0].shape, _strides(x[0]), out[0].shape, _strides(out[0]))
-    if plan_steps("c2r", axes, *layouts, scratch=True) is None:
-        return  # the executor copies
-    steps = check("c2r", axes, x, out, scratch=True)
-    assert (steps[0].kind, steps[0].src, steps[0].dst) == ("c2c", "in", "tmp")
-    assert all((s.src, s.dst) == ("tmp", "tmp") for s in steps[1:-1])
-    assert (steps[-1].kind, steps[-1].src, steps[-1].dst) == ("c2r", "tmp", "out")
+    if kind == "r2c":
+        default = plan_steps(kind, axes, *layouts)
+        if any(step.dst == "tmp" for step in default):
+            assert default == steps  # no steps in place can write this layout
+    steps = check(kind, axes, x, out, scratch=True)
+    if kind == "r2c":
+        assert (steps[0].src, steps[0].dst) == ("in", "tmp")
+        assert (steps[1].src, steps[1].dst) == ("tmp", "out")
+        assert all((s.src, s.dst) == ("out", "out") for s in steps[2:])
+    else:
+        assert (steps[0].kind, steps[0].src, steps[0].dst) == ("c2c", "in", "tmp")
+        assert all((s.src, s.dst) == ("tmp", "tmp") for s in steps[1:-1])
+        assert (steps[-1].kind, steps[-1].src, steps[-1].dst) == ("c2r", "tmp", "out")
 
 
 def test_scratch_layout_and_refusals():
