@@ -191,8 +191,7 @@ class CudaExecutor:
         self._offsets = self._scratch_offsets(self.copy_in, self.steps)
         self._calls = self._calls_of(self.steps)
         self._resources.spare.append(handles)  # the first thread to run the plan takes them
-        self._work_offset = self._offsets[3]
-        self.nbytes = self._work_offset + work
+        self.nbytes = self._offsets[3] + work  # cuFFT's work area comes last
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
         # starting mid-element-pair) go through an executor that copies to aligned scratch.
         self.align_mask = 0 if force_copy else ITEMSIZE[
@@ -340,7 +339,7 @@ class CudaExecutor:
                 handles = self._resources.spare.pop()
             else:
                 handles, work = self._plan(self.steps)
-                if work + self._work_offset > self.nbytes:
+                if work + self._offsets[3] > self.nbytes:
                     raise RuntimeError("cuFFT asked for a larger work area than it planned")
             state = self.local.state = _ThreadState(handles, self._resources)
         return state
@@ -360,7 +359,7 @@ class CudaExecutor:
         state.workspaces[stream] = workspace  # last: the most recently used
         for handle in state.handles:
             cufft.lib.set_stream(handle, stream)
-            cufft.lib.set_work_area(handle, workspace.ptr + self._work_offset)
+            cufft.lib.set_work_area(handle, workspace.ptr + self._offsets[3])
         state.stream = stream
 
     def _state_on(self, stream):
