@@ -13,7 +13,8 @@ import functools
 import importlib
 
 from accelmath._core.stream import cupy_stream
-from accelmath.errors import DeviceMismatchError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 
 __all__ = ["Operand", "Adapter", "wrap_operand", "adapter_for", "check_same_device",
            "ITEMSIZE", "device_name"]
@@ -195,7 +196,7 @@ class Adapter:
         dense = self.empty(tuple(shape[a] for a in order), dtype, device_id)
         inverse = sorted(range(len(shape)), key=order.__getitem__)
         array = dense if order == sorted(order) else self.permute(dense, inverse)
-        return self.finish(array), self.wrap(array).ptr
+        return array, self.wrap(array).ptr
 
     def from_dlpack(self, x):
         """Import ``x`` into this package through DLPack (zero copy)."""
@@ -209,8 +210,14 @@ class Adapter:
         """``x`` converted to ``dtype`` (a new array of this package)."""
         return x.astype(dtype)
 
-    def finish(self, result):
-        """Turn a result buffer into what the caller gets back (identity but for JAX)."""
+    #: Whether results are written into buffers of another package and handed over by
+    #: :meth:`finish` once the work that writes them is enqueued (JAX: its arrays are
+    #: immutable, so they cannot be ``out=`` either).
+    immutable = False
+
+    def finish(self, result, stream, device_id):
+        """Turn a result buffer, written by work enqueued on ``stream`` (a handle), into what
+        the caller gets back (the buffer itself but for :attr:`immutable` packages)."""
         return result
 
     def current_stream(self, device_id):
@@ -639,10 +646,14 @@ class GenericAdapter(Adapter):
 
 
 class JaxAdapter(GenericAdapter):
+    immutable = True
+
     def __init__(self):
         super().__init__("jax")
+        import jax
         import jax.dlpack
 
+        self._jax = jax
         self._from_dlpack = jax.dlpack.from_dlpack
 
     def wrap(self, x):
@@ -650,24 +661,18 @@ class JaxAdapter(GenericAdapter):
         x.block_until_ready()
         return self._wrap_dlpack(x)
 
-    def zeros(self, shape, dtype, device_id):
-        return _device_adapter().zeros(shape, dtype, device_id)
-
-    def empty(self, shape, dtype, device_id):
-        # JAX arrays are immutable: results are written into a buffer of another package and
-        # handed over with :meth:`finish`.
-        return _device_adapter().empty(shape, dtype, device_id)
-
-    def empty_strided(self, shape, strides, dtype, device_id):
-        array, ptr = _device_adapter().empty_strided(shape, strides, dtype, device_id)
-        return self.finish(array), ptr
-
     def astype(self, x, dtype):
         return x.astype(dtype)
 
-    def finish(self, result):
-        """Turn a result buffer into a JAX array (zero copy, through DLPack)."""
-        return self._from_dlpack(result)
+    def finish(self, result, stream, device_id):
+        """A JAX array over the result buffer (zero copy, through DLPack). The buffer's
+        package hands it over in the order of ``stream``, where the work writing it was
+        enqueued: JAX's streams wait for that work before they read it."""
+        with self.stream_scope(stream, device_id):
+            return self._from_dlpack(result)
+
+    def from_numpy(self, a, like):
+        return self._jax.device_put(a, next(iter(like.devices())))
 
 
 def _pointer_device(ptr):
@@ -771,6 +776,15 @@ def wrap_operand(x):
     if adapter is None:
         adapter = adapter_for(x)
     return adapter.wrap(x)
+
+
+def check_mutable(out, name="out"):
+    """Raise InvalidArgumentError if array ``out`` cannot be written in place (JAX)."""
+    adapter = adapter_for(out)
+    if adapter.immutable:
+        raise InvalidArgumentError(
+            f"{name} is a {adapter.package} array, which cannot be written in place; leave "
+            f"{name} out to get a new one")
 
 
 def check_same_device(*operands, names=None):

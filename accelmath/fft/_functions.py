@@ -9,8 +9,8 @@ import contextlib
 import threading
 
 from accelmath._core.cache import PlanCache
-from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_same_device,
-                                     wrap_operand)
+from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_mutable,
+                                     check_same_device, wrap_operand)
 from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
@@ -166,6 +166,8 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
     norm = norms.check_norm(norm)
     norms.check_execution(execution)
     norms.check_workers(workers)
+    if out is not None:
+        check_mutable(out)
     op = wrap_operand(x)
     axes, s = norms.normalize_axes(len(op.shape), s, axes, default_axes)
     for axis in axes:

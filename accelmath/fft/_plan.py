@@ -8,7 +8,8 @@ one-shot uses of cached plans.
 
 import weakref
 
-from accelmath._core.operand import check_same_device, device_name, wrap_operand
+from accelmath._core.operand import (check_mutable, check_same_device, device_name,
+                                     wrap_operand)
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
@@ -206,6 +207,7 @@ class FFT:
         return op
 
     def _check_out(self, out, op):
+        check_mutable(out)
         out_op = wrap_operand(out)
         check_same_device(op, out_op, names=("x", "out"))
         if out_op.dtype != self.out_dtype:
@@ -333,6 +335,9 @@ class FFT:
         stream = stream_handle(stream) if explicit else self._current_stream()
         if out is None:
             out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
+            if self._adapter.immutable:
+                self._runners[inverse](in_ptr, out_ptr, stream)
+                return self._adapter.finish(out, stream, self.device_id)
         else:
             read = self._read_out.get(type(out))
             out_ptr = None if read is None else read(out)
@@ -354,7 +359,7 @@ class FFT:
         """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""
         out_op = wrap_operand(out)
         if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key \
-                or out_op.obj is not out:
+                or out_op.obj is not out or out_op.adapter.immutable:
             self._check_out(out, self._operand)  # raises, naming what differs
         key = out_op.adapter.layout_key(out)
         if key is not None:

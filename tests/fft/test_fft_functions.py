@@ -1,7 +1,7 @@
 """The accelmath.fft functions against numpy.fft, the oracle (as CuPy's FFT tests do).
 
-Every test body runs on NumPy arrays and on CPU PyTorch tensors (skipped without torch), on
-fresh random data seeded by the test's parameters: random shapes (primes, odd sizes, 1),
+Every test body runs on NumPy arrays, CPU PyTorch tensors and CPU JAX arrays (each skipped
+without its package), on fresh random data seeded by the test's parameters: random shapes (primes, odd sizes, 1),
 random axes subsets and orders (negative ones too), every norm, cut and padded lengths,
 strided and reversed views, integer and bool inputs, ``out=``, single precision.
 """
@@ -57,10 +57,31 @@ class Torch:
         return self.torch.from_numpy(np.empty(shape, dtype))
 
 
-@pytest.fixture(params=["numpy", "torch"])
+class Jax:
+    name = "jax"
+
+    def __init__(self, jax):
+        jax.config.update("jax_enable_x64", True)
+        self.jax = jax
+
+    def asarray(self, a):
+        return self.jax.numpy.asarray(a)
+
+    def to_numpy(self, r):
+        assert isinstance(r, self.jax.Array), f"expected a jax.Array, got {type(r)}"
+        assert r.devices() == {self.jax.devices("cpu")[0]}
+        return np.asarray(r)
+
+    def empty(self, shape, dtype):
+        pytest.skip("JAX arrays cannot be out= (test_jax_out_refused)")
+
+
+@pytest.fixture(params=["numpy", "torch", "jax"])
 def xp(request):
     if request.param == "torch":
         return Torch(pytest.importorskip("torch"))
+    if request.param == "jax":
+        return Jax(pytest.importorskip("jax"))
     return NumPy()
 
 
@@ -261,6 +282,17 @@ def test_out(xp, name):
     result = getattr(accelmath.fft, name)(xp.asarray(x), norm="forward", out=out)
     assert result is out
     assert_close(xp.to_numpy(out), expected, what=f"{name} out=")
+
+
+def test_jax_out_refused():
+    """JAX arrays are immutable: out= of one is refused, naming the argument, by the
+    functions and by plans."""
+    jnp = pytest.importorskip("jax.numpy")
+    x = jnp.zeros((4, 8), dtype=jnp.complex64)
+    with pytest.raises(ValueError, match="out is a jax array"):
+        accelmath.fft.fft(x, out=jnp.zeros_like(x))
+    with pytest.raises(ValueError, match="out is a jax array"):
+        accelmath.fft.FFT(x).execute(out=jnp.zeros_like(x))
 
 
 def test_execution_cpu_on_host(xp):

@@ -205,6 +205,43 @@ def test_jax_inputs():
     _close(np.asarray(afft.rfft(real)), np.fft.rfft(host.real), 1e-12)
 
 
+def test_jax_results_wait_for_the_transform():
+    """JAX reads a result on its own streams right away: it must wait for the transform,
+    enqueued on the current stream, on an explicit stream, or by a plan (a large transform,
+    so that reading too early would show)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX without a GPU")
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+    host = _data(np.random.default_rng(), (2, 2048, 2048), "c2c")
+    ref = np.fft.fft2(host)
+    total = np.abs(ref).sum()
+    x = jnp.asarray(host)
+    other = _other_stream()
+    with afft.FFT(x, axes=(1, 2)) as plan:
+        for run in (lambda: afft.fft2(x), lambda: afft.fft2(x, stream=other),
+                    plan.execute, lambda: plan.execute(stream=other)):
+            for _ in range(3):
+                got = run()
+                assert isinstance(got, jax.Array)
+                assert abs(float(jnp.abs(got).sum()) - total) <= 1e-9 * total
+            _close(np.asarray(run()), ref, 1e-12)
+
+
+def _other_stream():
+    """A non-blocking stream of CuPy, else of torch."""
+    try:
+        import cupy
+
+        return cupy.cuda.Stream(non_blocking=True)
+    except ImportError:
+        torch = pytest.importorskip("torch")
+        return torch.cuda.Stream()
+
+
 def test_cache_reuse_and_limits():
     cp = pytest.importorskip("cupy")
     afft.clear_cache()
