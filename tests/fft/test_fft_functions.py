@@ -1,9 +1,10 @@
 """The accelmath.fft functions against numpy.fft, the oracle (as CuPy's FFT tests do).
 
 Every test body runs on NumPy arrays, CPU PyTorch tensors and CPU JAX arrays (each skipped
-without its package), on fresh random data seeded by the test's parameters: random shapes (primes, odd sizes, 1),
-random axes subsets and orders (negative ones too), every norm, cut and padded lengths,
-strided and reversed views, integer and bool inputs, ``out=``, single precision.
+without its package), on fresh random data seeded by the test's parameters: random shapes
+(primes, odd sizes, 1), random axes subsets and orders (negative ones too), every norm, cut
+and padded lengths, strided and reversed views, integer and bool inputs, ``out=``, single
+precision.
 """
 
 import zlib

@@ -108,7 +108,8 @@ def test_float32(xp, name):
 def test_negative_strides_cupy():
     cp = pytest.importorskip("cupy")
     host = _data(np.random.default_rng(), (12, 20), "c2c")[::-1, ::-2]
-    _close(cp.asnumpy(afft.fft2(cp.asarray(np.ascontiguousarray(host))[::1])), np.fft.fft2(host), 1e-12)
+    _close(cp.asnumpy(afft.fft2(cp.asarray(np.ascontiguousarray(host))[::1])),
+           np.fft.fft2(host), 1e-12)
     dev = cp.asarray(_data(np.random.default_rng(), (12, 20), "c2c"))
     _close(cp.asnumpy(afft.fft2(dev[::-1, ::-2])), np.fft.fft2(cp.asnumpy(dev)[::-1, ::-2]), 1e-12)
     _close(cp.asnumpy(afft.rfft(dev.real[::-1])), np.fft.rfft(cp.asnumpy(dev.real)[::-1]), 1e-12)
