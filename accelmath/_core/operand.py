@@ -210,6 +210,8 @@ class Adapter:
         """``x`` converted to ``dtype`` (a new array of this package)."""
         return x.astype(dtype)
 
+    #: Whether the package has a complex32 dtype (half-precision complex results).
+    complex32 = False
     #: Whether results are written into buffers of another package and handed over by
     #: :meth:`finish` once the work that writes them is enqueued (JAX: its arrays are
     #: immutable, so they cannot be ``out=`` either).
@@ -384,6 +386,7 @@ class CupyAdapter(Adapter):
 
 class TorchAdapter(Adapter):
     package = "torch"
+    complex32 = True
 
     def __init__(self):
         import torch

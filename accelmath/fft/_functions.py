@@ -173,7 +173,7 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
     for axis in axes:
         if op.shape[axis] == 0 and (s is None or kind == "c2r"):
             raise InvalidArgumentError(f"axis {axis} has length 0; cannot transform it")
-    in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype)
+    in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype, op.adapter.complex32)
     last_axis_size = None
     if kind == "c2r":
         last_axis_size = s[-1] if s is not None else 2 * (op.shape[axes[-1]] - 1)

@@ -149,8 +149,12 @@ def real_dtype(dtype):
     return _lookup(_REAL, "float64", dtype)
 
 
-def transform_dtypes(kind, dtype):
-    """(input dtype, output dtype) a ``kind`` transform computes in, for operands of ``dtype``."""
+def transform_dtypes(kind, dtype, complex32=True):
+    """(input dtype, output dtype) a ``kind`` transform computes in, for operands of ``dtype``;
+    half precision in single where the package has no ``complex32`` to hold the result (as
+    scipy.fft and CuPy compute float16)."""
+    if not complex32 and dtype == "float16":
+        dtype = "float32"
     if kind == "c2c":
         c = complex_dtype(dtype)
         return c, c

@@ -110,7 +110,10 @@ class FFT:
             kind = "c2c" if op.dtype.startswith("complex") else "r2c"
         if kind not in _KINDS:
             raise InvalidArgumentError(f'Invalid kind {kind!r}, should be "c2c", "r2c" or "c2r"')
-        in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype)
+        on_gpu = op.on_device if execution == "auto" else execution == "cuda"
+        # half precision runs on the GPU only for packages with complex32 (torch)
+        in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype,
+                                                     op.adapter.complex32 or not on_gpu)
         if op.dtype != in_dtype:
             raise UnsupportedDTypeError(
                 f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
@@ -125,7 +128,6 @@ class FFT:
                 raise InvalidArgumentError(
                     f"a c2r output of {size} points on axis {axes[-1]} needs {size // 2 + 1} "
                     f"input points there, but the operand has {m}")
-        on_gpu = op.on_device if execution == "auto" else execution == "cuda"
         if not on_gpu:
             in_dtype = _CPU_DTYPE.get(in_dtype, in_dtype)
             out_dtype = _CPU_DTYPE.get(out_dtype, out_dtype)

@@ -155,6 +155,22 @@ def test_half_precision_torch():
     _close(back.float().cpu().numpy(), host.astype(np.float64), 3e-3)
 
 
+def test_half_precision_without_complex32():
+    """CuPy has no complex32: float16 computes in single precision, as in cupy.fft and
+    scipy.fft; a plan asks for the conversion."""
+    cp = pytest.importorskip("cupy")
+    host = np.random.default_rng().standard_normal((4, 64)).astype(np.float16)
+    exact = host.astype(np.float64)
+    got = afft.rfft(cp.asarray(host))
+    assert got.dtype == cp.complex64
+    _close(cp.asnumpy(got), np.fft.rfft(exact), 1e-6)
+    got = afft.fft2(cp.asarray(host))
+    assert got.dtype == cp.complex64
+    _close(cp.asnumpy(got), np.fft.fft2(exact), 1e-6)
+    with pytest.raises(TypeError, match="computes in float32, but the operand is float16"):
+        afft.FFT(cp.asarray(host))
+
+
 def test_plan_execute_new_operands_and_streams(xp):
     package, to_dev, to_host, _ = xp
     rng = np.random.default_rng()
