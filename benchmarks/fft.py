@@ -201,6 +201,74 @@ def large_cases(rows):
         torch.cuda.empty_cache()
 
 
+ROUND_TRIP = [("f32 4096^2", (4096, 4096), "float32"), ("f64 4088^2", (4088, 4088), "float64")]
+
+
+def round_trip_cases(rows):
+    """The convolution at the heart of image subtraction: ``irfft2(rfft2(x) * k)``, with the
+    product in place, and which result layout serves it best on each package."""
+    import cupy as cp
+    import torch
+
+    cp_event = lambda: cp.cuda.Event()  # noqa: E731
+    torch_event = lambda: torch.cuda.Event(enable_timing=True)  # noqa: E731
+    for name, shape, dtype in ROUND_TRIP:
+        rng = np.random.default_rng()
+        host = rng.standard_normal(shape).astype(dtype)
+        kernel = rng.standard_normal(shape).astype(dtype)
+        ref = np.fft.irfft2(np.fft.rfft2(host) * np.fft.rfft2(kernel), s=shape)
+        x, t = cp.asarray(host), torch.as_tensor(host, device="cuda")
+
+        def check(result):
+            got = result.cpu().numpy() if isinstance(result, torch.Tensor) else result.get()
+            error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+            assert error < (1e-5 if dtype == "float32" else 1e-12), (name, error)
+
+        def stateless(fft, a, k):
+            def run():
+                spectrum = fft.rfft2(a)
+                spectrum *= k
+                return fft.irfft2(spectrum, s=shape)
+            check(run())
+            return run
+
+        k = cp.asarray(np.fft.rfft2(kernel).astype(np.result_type(dtype, np.complex64)))
+        k_t = torch.fft.rfft2(torch.as_tensor(kernel, device="cuda"))
+        row = {"case": name,
+               "accelmath stateless": device_time_ms(stateless(afft, x, k), cp_event),
+               "cupy.fft": device_time_ms(stateless(cp.fft, x, k), cp_event),
+               "accelmath stateless, torch": device_time_ms(stateless(afft, t, k_t),
+                                                            torch_event),
+               "torch.fft": device_time_ms(stateless(torch.fft, t, k_t), torch_event)}
+        # plans on CuPy arrays, the spectrum C order or in torch's transposed layout
+        for label, strides in (("C order", None), ("torch's layout", k_t.stride())):
+            forward = afft.FFT(x, axes=(0, 1), out_strides=strides)
+            spectrum = forward.execute()
+            k_layout = forward.execute(cp.asarray(kernel))
+            inverse = afft.FFT(spectrum, axes=(0, 1), kind="c2r", last_axis_size=shape[1],
+                               out_strides=(shape[1], 1))
+            image = inverse.execute()
+
+            def run():
+                forward.execute(x, out=spectrum)
+                spectrum.__imul__(k_layout)
+                return inverse.execute(spectrum, out=image)
+            check(run())
+            row[f"accelmath plans, {label}"] = device_time_ms(run, cp_event)
+            row[f"product alone, {label}"] = device_time_ms(lambda: spectrum.__imul__(k_layout),
+                                                            cp_event)
+            forward.free()
+            inverse.free()
+        row["stateless / best(cupy, torch)"] = (row["accelmath stateless"]
+                                                / min(row["cupy.fft"], row["torch.fft"]))
+        row["stateless, torch / torch.fft"] = row["accelmath stateless, torch"] / row["torch.fft"]
+        rows.append(row)
+        print(row, flush=True)
+        afft.clear_cache()
+        cp.get_default_memory_pool().free_all_blocks()
+        torch.cuda.empty_cache()
+
+
 def main():
     env = environment()
     small, large = [], []
@@ -231,6 +299,18 @@ def main():
                 "The C-order ratio "
                 "divides by the faster of CuPy and torch's quickest way to a C-order result "
                 "(its own where that is C order, else out= or .contiguous())."))
+    trips = []
+    round_trip_cases(trips)
+    cols = ["case", "accelmath stateless", "cupy.fft", "accelmath stateless, torch",
+            "torch.fft", "accelmath plans, C order", "accelmath plans, torch's layout",
+            "product alone, C order", "product alone, torch's layout",
+            "stateless / best(cupy, torch)", "stateless, torch / torch.fft"]
+    print(write("fft-round-trip", env, trips, cols,
+                "Device time per call, milliseconds (CUDA events around 10 calls back to back, "
+                "median of 30) of irfft2(rfft2(x) * k) over a real image, the product in "
+                "place. The arrays are CuPy arrays except in the torch columns. The plan "
+                "columns run one FFT plan each way with out=, the spectrum in C order or in "
+                "torch's transposed layout, the image in C order."))
     return 0
 
 
