@@ -199,7 +199,8 @@ class Adapter:
         return array, self.wrap(array).ptr
 
     def from_dlpack(self, x):
-        """Import ``x`` into this package through DLPack (zero copy)."""
+        """Import device array ``x`` into this package, zero copy (through DLPack, else
+        ``__cuda_array_interface__``)."""
         raise UnsupportedOperandError(f"{self.package} cannot import DLPack capsules")
 
     def permute(self, x, axes):
@@ -371,7 +372,9 @@ class CupyAdapter(Adapter):
         return self._stream_ptr()
 
     def from_dlpack(self, x):
-        return self._cp.from_dlpack(x)
+        if hasattr(x, "__dlpack__"):
+            return self._cp.from_dlpack(x)
+        return self._cp.asarray(x)  # __cuda_array_interface__ only
 
     def to_numpy(self, x):
         return x.get() if isinstance(x, self._cp.ndarray) else super().to_numpy(x)
@@ -506,7 +509,9 @@ class TorchAdapter(Adapter):
         return x.permute(axes)
 
     def from_dlpack(self, x):
-        return self._torch.from_dlpack(x)
+        if hasattr(x, "__dlpack__"):
+            return self._torch.from_dlpack(x)
+        return self._torch.as_tensor(x)  # __cuda_array_interface__ only
 
     def astype(self, x, dtype):
         return x.to(self._to_torch[dtype])
@@ -600,6 +605,13 @@ class GenericAdapter(Adapter):
             itemsize = ITEMSIZE[name]
             strides = tuple(s // itemsize for s in cai["strides"])
         ptr = cai["data"][0] or 0
+        stream = cai.get("stream")
+        if stream:
+            # (version 3) work on this stream may still be writing x: wait for it, as the
+            # protocol asks of consumers (1 and 2 are the default streams, as in the driver)
+            from accelmath.bindings import driver
+
+            driver.lib.stream_synchronize(stream)
         return Operand(x, ptr, shape, strides, name, _pointer_device(ptr), self)
 
     def _wrap_dlpack(self, x):

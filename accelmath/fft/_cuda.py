@@ -103,6 +103,13 @@ class _Resources:
         self.handles, self.spare, self.workspaces = [], [], set()
 
 
+def _work_area(ptr, nbytes):
+    """The work area to give cuFFT: ``ptr``, or NULL where the plan needs none (the address
+    just past a workspace may be another array's, and cuFFT refuses a work area at the
+    output's address: CUFFT_EXEC_FAILED)."""
+    return ptr if nbytes else None
+
+
 class _ThreadState:
     """A thread's handles (one per step), the stream they are set to, and its workspaces on
     the last streams it used (in order of use, the latest last). Enqueued by one thread only,
@@ -285,7 +292,7 @@ class CudaExecutor:
             driver.lib.memset_d8(trial.ptr, 0, data_bytes)
             for handle in handles:
                 cufft.lib.set_stream(handle, 0)
-                cufft.lib.set_work_area(handle, trial.ptr + data_bytes)
+                cufft.lib.set_work_area(handle, _work_area(trial.ptr + data_bytes, work))
             args = (calls, copy_in, offsets, handles, trial.ptr + in_bytes + out_bytes,
                     trial.ptr, trial.ptr + in_bytes, 0, inverse)
             for _ in range(2):
@@ -357,9 +364,10 @@ class CudaExecutor:
                 self._resources.workspaces.discard(oldest)
                 oldest.free()
         state.workspaces[stream] = workspace  # last: the most recently used
+        area = _work_area(workspace.ptr + self._offsets[3], self.nbytes - self._offsets[3])
         for handle in state.handles:
             cufft.lib.set_stream(handle, stream)
-            cufft.lib.set_work_area(handle, workspace.ptr + self._offsets[3])
+            cufft.lib.set_work_area(handle, area)
         state.stream = stream
 
     def _state_on(self, stream):

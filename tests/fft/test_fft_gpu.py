@@ -248,6 +248,34 @@ def test_jax_results_wait_for_the_transform():
             _close(np.asarray(run()), ref, 1e-12)
 
 
+def test_array_interface_stream_is_waited_for():
+    """A ``__cuda_array_interface__`` (version 3) names the stream still writing the data:
+    the transform reads the data only once that work is done. A real array of such a
+    producer is promoted to complex like any other."""
+    cp = pytest.importorskip("cupy")
+
+    class Producer:
+        def __init__(self, array, stream=None):
+            self.__cuda_array_interface__ = {**array.__cuda_array_interface__,
+                                             "stream": stream}
+
+    rng = np.random.default_rng()
+    a = cp.asarray(rng.standard_normal((2048, 2048)) / 2048 ** 0.5 + 0j)
+    x, y = cp.asarray(_data(rng, (2048, 2048), "c2c")), cp.empty_like(a)
+    afft.fft2(Producer(x))  # the plan made and cached (making one may synchronize)
+    writer = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()
+    with writer:  # milliseconds of work changing x (nothing allocated: no implicit sync)
+        for _ in range(5):
+            cp.matmul(a, x, out=y)
+            cp.matmul(a, y, out=x)
+    got = afft.fft2(Producer(x, writer.ptr))
+    writer.synchronize()
+    _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x)), 1e-12)
+    got = afft.fft2(Producer(x.real.copy()))
+    _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x.real)), 1e-12)
+
+
 def _other_stream():
     """A non-blocking stream of CuPy, else of torch."""
     try:
@@ -282,6 +310,31 @@ def test_host_array_with_cuda_execution():
     got = afft.fft(host, execution="cuda")
     assert isinstance(got, np.ndarray)
     _close(got, np.fft.fft(host), 1e-12)
+
+
+def test_output_right_after_the_workspace(monkeypatch):
+    """A plan with a scratch buffer whose cuFFT calls need no work area (r2c float32 4096^2
+    in torch's layout, through the scratch buffer), writing into an array that starts where
+    its workspace ends, as a pool may place them: cuFFT must not be handed that address as
+    a work area (it refuses one at the output's address: CUFFT_EXEC_FAILED)."""
+    cp = pytest.importorskip("cupy")
+    from accelmath._core.memory import Workspace
+    from accelmath.fft import _cuda
+
+    monkeypatch.setattr(_cuda.CudaExecutor, "_time", lambda self, steps, *args: -sum(
+        "tmp" in (step.src, step.dst) for step in steps))
+    host = np.random.default_rng().standard_normal((4096, 4096)).astype(np.float32)
+    with afft.FFT(cp.asarray(host), axes=(0, 1), out_strides=(1, 4096)) as plan:
+        executor = plan._executor
+        scratch = executor._offsets[3]
+        assert executor.nbytes == scratch > 0  # the scratch buffer, and no work area
+        memory = cp.empty(scratch + 4096 * 2049 * 8, cp.uint8)
+        monkeypatch.setattr(_cuda, "allocate_workspace",
+                            lambda nbytes, *_: Workspace(memory.data.ptr, nbytes, owner=memory))
+        out = cp.ndarray((4096, 2049), cp.complex64, memptr=memory.data + scratch,
+                         strides=(8, 4096 * 8))
+        plan.execute(cp.asarray(host), out=out)
+        _close(cp.asnumpy(out), np.fft.rfft2(host.astype(np.float64)), 1e-6)
 
 
 @pytest.mark.parametrize("choice", ["joint", "split", "scratch"])
