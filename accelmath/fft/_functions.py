@@ -275,12 +275,15 @@ Parameters
 ----------
 x : array
     Input (NumPy, CuPy, PyTorch, JAX, or any ``__dlpack__`` / ``__cuda_array_interface__``
-    producer). Integer and bool inputs are promoted as NumPy does.
+    producer). Integer and bool inputs are promoted as NumPy does; float16 computes in half
+    precision on torch tensors (complex32 spectra) and in single precision elsewhere, as
+    ``scipy.fft`` does.
 {size_doc}
 norm : {{"backward", "ortho", "forward"}}, optional
     Normalization mode (default "backward").
 out : array, optional
-    Where to write the result (same device; the result's shape and dtype).
+    Where to write the result (same device; the result's shape and dtype; not a JAX array,
+    as those are immutable).
 stream : int or stream object, optional
     The CUDA stream (default: the current stream of the input's package). Everything
     the call enqueues (a dtype conversion, padding, moves of host data) and the result's
