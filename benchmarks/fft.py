@@ -187,18 +187,27 @@ def large_cases(rows):
             except Exception as exc:  # nvmath refuses some layouts
                 row["nvmath FFT.execute()"] = f"failed: {type(exc).__name__}"
                 print(f"nvmath, {name}: {exc!r}", flush=True)
-        best = min(row["cupy.fft"], row["torch.fft"])
-        row["stateless / best(cupy, torch)"] = row["accelmath stateless"] / best
         # on CuPy arrays the results are C order, as CuPy's: against the peers' C order
         row["stateless / best(cupy, torch), C order"] = (row["accelmath stateless"]
                                                         / min(row["cupy.fft"], c_order))
-        # on torch tensors, results have torch's layout (transposed for the r2c cases)
-        row["stateless, torch / torch.fft"] = row["accelmath stateless, torch"] / row["torch.fft"]
-        rows.append(row)
-        print(row, flush=True)
-        afft.clear_cache()
-        cp.get_default_memory_pool().free_all_blocks()
-        torch.cuda.empty_cache()
+        _record(rows, row)
+
+
+def _record(rows, row):
+    """Add the ratios of the stateless calls to the peers' to ``row`` (on torch tensors,
+    results have torch's layout: transposed for the r2c cases), keep and print it, and free
+    the memory the case held."""
+    import cupy as cp
+    import torch
+
+    row["stateless / best(cupy, torch)"] = (row["accelmath stateless"]
+                                            / min(row["cupy.fft"], row["torch.fft"]))
+    row["stateless, torch / torch.fft"] = row["accelmath stateless, torch"] / row["torch.fft"]
+    rows.append(row)
+    print(row, flush=True)
+    afft.clear_cache()
+    cp.get_default_memory_pool().free_all_blocks()
+    torch.cuda.empty_cache()
 
 
 ROUND_TRIP = [("f32 4096^2", (4096, 4096), "float32"), ("f64 4088^2", (4088, 4088), "float64")]
@@ -259,14 +268,7 @@ def round_trip_cases(rows):
                                                             cp_event)
             forward.free()
             inverse.free()
-        row["stateless / best(cupy, torch)"] = (row["accelmath stateless"]
-                                                / min(row["cupy.fft"], row["torch.fft"]))
-        row["stateless, torch / torch.fft"] = row["accelmath stateless, torch"] / row["torch.fft"]
-        rows.append(row)
-        print(row, flush=True)
-        afft.clear_cache()
-        cp.get_default_memory_pool().free_all_blocks()
-        torch.cuda.empty_cache()
+        _record(rows, row)
 
 
 def main():
