@@ -16,8 +16,8 @@ from accelmath._core.stream import cupy_stream
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 
-__all__ = ["Operand", "Adapter", "wrap_operand", "adapter_for", "check_same_device",
-           "ITEMSIZE", "device_name"]
+__all__ = ["Operand", "Adapter", "wrap_operand", "adapter_for", "check_mutable",
+           "check_same_device", "ITEMSIZE", "device_name"]
 
 # Element sizes of the dtypes accelmath can describe, by NumPy-style name.
 ITEMSIZE = {
@@ -149,6 +149,12 @@ class Adapter:
     """
 
     package = "generic"
+    #: Whether the package has a complex32 dtype (half-precision complex results).
+    complex32 = False
+    #: Whether results are written into buffers of another package and handed over by
+    #: :meth:`finish` once the work that writes them is enqueued (JAX: its arrays are
+    #: immutable, so they cannot be ``out=`` either).
+    immutable = False
 
     def wrap(self, x):
         """Return the :class:`Operand` describing ``x``."""
@@ -210,13 +216,6 @@ class Adapter:
     def astype(self, x, dtype):
         """``x`` converted to ``dtype`` (a new array of this package)."""
         return x.astype(dtype)
-
-    #: Whether the package has a complex32 dtype (half-precision complex results).
-    complex32 = False
-    #: Whether results are written into buffers of another package and handed over by
-    #: :meth:`finish` once the work that writes them is enqueued (JAX: its arrays are
-    #: immutable, so they cannot be ``out=`` either).
-    immutable = False
 
     def finish(self, result, stream, device_id):
         """Turn a result buffer, written by work enqueued on ``stream`` (a handle), into what
