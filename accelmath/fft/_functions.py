@@ -15,7 +15,7 @@ from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._layout import is_dense, plan_steps
-from accelmath.fft._plan import FFT, output_layout
+from accelmath.fft._plan import FFT, output_layout, scipy_transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "cache_info", "clear_cache", "set_cache_limits"]
@@ -90,20 +90,10 @@ def set_cache_limits(max_size=None, max_bytes=None):
         cache.set_limits(max_size, max_bytes)
 
 
-def _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers):
+def _cpu(kind, op, s, axes, norm, inverse, conjugate, out, workers):
     """Host execution through scipy.fft."""
-    import scipy.fft
-
-    op = wrap_operand(x)
-    a = op.adapter.to_numpy(x)
-    if kind == "c2c":
-        r = (scipy.fft.ifftn if inverse else scipy.fft.fftn)(a, s, axes, norm, workers=workers)
-    elif kind == "r2c":
-        r = scipy.fft.rfftn(a, s, axes, norm, workers=workers)
-        if conjugate:
-            r = r.conj()
-    else:
-        r = scipy.fft.irfftn(a.conj() if conjugate else a, s, axes, norm, workers=workers)
+    a = op.adapter.to_numpy(op.obj)
+    r = scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers)
     if out is not None:
         out_op = wrap_operand(out)
         check_same_device(op, out_op, names=("x", "out"))
@@ -113,7 +103,7 @@ def _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers):
                 f"{r.shape} and dtype {r.dtype.name}")
         out_op.adapter.to_numpy(out)[...] = r
         return out
-    return op.adapter.from_numpy(r, x)
+    return op.adapter.from_numpy(r, op.obj)
 
 
 def _to_device(x):
@@ -181,7 +171,7 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
             raise InvalidArgumentError(
                 f"invalid number of data points ({last_axis_size}) specified")
     if not op.on_device and execution != "cuda":
-        return _cpu(kind, x, s, axes, norm, inverse, conjugate, out, workers)
+        return _cpu(kind, op, s, axes, norm, inverse, conjugate, out, workers)
     if execution == "cpu":
         raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
     scope = contextlib.nullcontext()

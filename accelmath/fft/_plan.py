@@ -15,7 +15,7 @@ from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeE
 from accelmath.fft import _normalize as norms
 from accelmath.fft._layout import is_dense
 
-__all__ = ["FFT"]
+__all__ = ["FFT", "scipy_transform"]
 
 _KINDS = ("c2c", "r2c", "c2r")
 _DIRECTIONS = {"forward": (False, -1), "inverse": (True, 1)}
@@ -38,6 +38,20 @@ def output_layout(kind, axes, shape, strides, last_axis_size=None):
         out_strides[axis] = step
         step *= max(out_shape[axis], 1)
     return tuple(out_shape), tuple(out_strides)
+
+
+def scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers):
+    """The ``kind`` transform of host array ``a`` by ``scipy.fft`` (the CPU execution of the
+    plans and of the functions)."""
+    import scipy.fft
+
+    if kind == "c2c":
+        func = scipy.fft.ifftn if inverse else scipy.fft.fftn
+        return func(a, s, axes, norm, workers=workers)
+    if kind == "r2c":
+        r = scipy.fft.rfftn(a, s, axes, norm, workers=workers)
+        return r.conj() if conjugate else r
+    return scipy.fft.irfftn(a.conj() if conjugate else a, s, axes, norm, workers=workers)
 
 
 class FFT:
@@ -335,17 +349,17 @@ class FFT:
         """Enqueue the GPU transform of the checked operand at ``in_ptr`` into ``out``."""
         explicit = stream is not None
         stream = stream_handle(stream) if explicit else self._current_stream()
-        if out is None:
+        new = out is None
+        if new:
             out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
-            if self._adapter.immutable:
-                self._runners[inverse](in_ptr, out_ptr, stream)
-                return self._adapter.finish(out, stream, self.device_id)
         else:
             read = self._read_out.get(type(out))
             out_ptr = None if read is None else read(out)
             if out_ptr is None:
                 out_ptr = self._first_out(out)
         self._runners[inverse](in_ptr, out_ptr, stream)
+        if new and self._adapter.immutable:  # (JAX) handed over once the transform is queued
+            return self._adapter.finish(out, stream, self.device_id)
         return out
 
     def _allocate_on(self, stream):
@@ -369,23 +383,12 @@ class FFT:
         return out_op.ptr
 
     def _execute_cpu(self, op, out, inverse):
-        import scipy.fft
-
         a = op.adapter.to_numpy(op.obj)
         if a.dtype.name != self.in_dtype:
             a = a.astype(self.in_dtype)
-        if self.kind == "c2r":
-            if self.conjugate:
-                a = a.conj()
-            s = [self.out_shape[axis] for axis in self.axes]
-            r = scipy.fft.irfftn(a, s=s, axes=self.axes, norm=self.norm, workers=self.workers)
-        elif self.kind == "r2c":
-            r = scipy.fft.rfftn(a, axes=self.axes, norm=self.norm, workers=self.workers)
-            if self.conjugate:
-                r = r.conj()
-        else:
-            func = scipy.fft.ifftn if inverse else scipy.fft.fftn
-            r = func(a, axes=self.axes, norm=self.norm, workers=self.workers)
+        s = [self.out_shape[axis] for axis in self.axes] if self.kind == "c2r" else None
+        r = scipy_transform(self.kind, a, s, self.axes, self.norm, inverse, self.conjugate,
+                            self.workers)
         r = r.astype(self.out_dtype, copy=False)
         if out is not None:
             out_op = self._check_out(out, op)
