@@ -12,7 +12,7 @@ import ctypes
 import functools
 import importlib
 
-from accelmath._core.stream import cupy_stream
+from accelmath._core.stream import cupy_stream, order_after, resolve_stream
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 
@@ -52,11 +52,18 @@ class Operand:
         The CUDA device, or None for host memory.
     adapter : Adapter
         The package adapter (``adapter.package`` is ``"numpy"``, ``"cupy"``, ``"torch"``, ...).
+    ready : int or None
+        A stream (handle) whose work enqueued so far may still be writing the data: work on
+        other streams must wait for it (see :func:`~accelmath._core.stream.order_after`).
+        Set for the producers of the CUDA array protocols; None for packages that order
+        their own streams (the caller's business there, as in the package itself).
     """
 
-    __slots__ = ("obj", "ptr", "shape", "strides", "dtype", "device_id", "adapter", "keepalive")
+    __slots__ = ("obj", "ptr", "shape", "strides", "dtype", "device_id", "adapter", "keepalive",
+                 "ready")
 
-    def __init__(self, obj, ptr, shape, strides, dtype, device_id, adapter, keepalive=None):
+    def __init__(self, obj, ptr, shape, strides, dtype, device_id, adapter, keepalive=None,
+                 ready=None):
         self.obj = obj
         self.ptr = ptr
         self.shape = shape
@@ -65,6 +72,14 @@ class Operand:
         self.device_id = device_id
         self.adapter = adapter
         self.keepalive = keepalive
+        self.ready = ready
+
+    def wait_ready(self, stream):
+        """Make the work enqueued next on ``stream`` (a handle or stream object; None: the
+        package's current stream) wait for the work :attr:`ready` names, once."""
+        if self.ready is not None:
+            order_after(resolve_stream(stream, self), self.ready, self.device_id)
+            self.ready = None
 
     @property
     def package(self):
@@ -545,6 +560,16 @@ _DLPACK_DTYPE = {(0, 8): "int8", (0, 16): "int16", (0, 32): "int32", (0, 64): "i
                  (5, 128): "complex128", (6, 8): "bool"}
 
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
+_LEGACY_STREAM = 1  # the legacy default stream, as the DLPack protocol names it
+
+
+def _dlpack_device(x):
+    """The DLPack device type of ``x`` (None where it does not say)."""
+    device = getattr(x, "__dlpack_device__", None)
+    try:
+        return None if device is None else int(device()[0])
+    except Exception:
+        return None
 
 
 class _DLTensor(ctypes.Structure):
@@ -604,17 +629,23 @@ class GenericAdapter(Adapter):
             itemsize = ITEMSIZE[name]
             strides = tuple(s // itemsize for s in cai["strides"])
         ptr = cai["data"][0] or 0
-        stream = cai.get("stream")
-        if stream:
-            # (version 3) work on this stream may still be writing x: wait for it, as the
-            # protocol asks of consumers (1 and 2 are the default streams, as in the driver)
-            from accelmath.bindings import driver
+        # (version 3) work on this stream may still be writing x: the protocol asks consumers
+        # to wait for it (1 and 2 are the default streams, as in the driver)
+        return Operand(x, ptr, shape, strides, name, _pointer_device(ptr), self,
+                       ready=cai.get("stream") or None)
 
-            driver.lib.stream_synchronize(stream)
-        return Operand(x, ptr, shape, strides, name, _pointer_device(ptr), self)
-
-    def _wrap_dlpack(self, x):
-        capsule = x.__dlpack__()
+    def _wrap_dlpack(self, x, ordered=False):
+        """The operand of a ``__dlpack__`` producer. Unless ``ordered`` (its data known to be
+        written), device data is asked for in the order of the legacy default stream, which
+        the operand's ``ready`` names."""
+        capsule = None
+        if not ordered and _dlpack_device(x) in (_DL_CUDA, _DL_CUDA_MANAGED):
+            try:
+                capsule = x.__dlpack__(stream=_LEGACY_STREAM)
+            except TypeError:  # a producer older than the stream argument
+                pass
+        if capsule is None:
+            capsule = x.__dlpack__()
         t = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
         name = _DLPACK_DTYPE.get((t.code, t.bits))
         if name is None or t.lanes != 1:
@@ -622,8 +653,10 @@ class GenericAdapter(Adapter):
         shape = tuple(t.shape[i] for i in range(t.ndim))
         strides = (tuple(t.strides[i] for i in range(t.ndim)) if t.strides
                    else _contiguous_strides(shape))
+        ready = None
         if t.device_type in (_DL_CUDA, _DL_CUDA_MANAGED):
             device_id = t.device_id
+            ready = None if ordered else _LEGACY_STREAM  # (also what no stream argument means)
         elif t.device_type in (_DL_CPU, _DL_CUDA_HOST):
             device_id = None
         else:
@@ -632,7 +665,7 @@ class GenericAdapter(Adapter):
                 f"{t.device_type}; accelmath reads host and CUDA memory")
         # The capsule keeps the producer's memory alive until the operand goes away.
         return Operand(x, (t.data or 0) + t.byte_offset, shape, strides, name, device_id, self,
-                       keepalive=capsule)
+                       keepalive=capsule, ready=ready)
 
     def empty(self, shape, dtype, device_id):
         return _device_adapter().empty(shape, dtype, device_id)
@@ -673,7 +706,7 @@ class JaxAdapter(GenericAdapter):
     def wrap(self, x):
         # JAX runs on streams of its own: wait for x before other streams read it.
         x.block_until_ready()
-        return self._wrap_dlpack(x)
+        return self._wrap_dlpack(x, ordered=True)
 
     def astype(self, x, dtype):
         return x.astype(dtype)

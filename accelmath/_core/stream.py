@@ -3,12 +3,18 @@
 An explicit ``stream=`` may be an integer handle, a CuPy stream, a PyTorch stream, a
 ``cuda.core`` stream or any object with ``__cuda_stream__``. Without one, a call runs on the
 current stream of the operand's package (CuPy's or PyTorch's), or on the legacy default
-stream for other packages.
+stream for other packages. Data of the producers of the CUDA array protocols is read in the
+order of the stream they name (:func:`order_after`).
 """
+
+import ctypes
 
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["resolve_stream", "stream_handle", "cupy_stream"]
+__all__ = ["resolve_stream", "stream_handle", "cupy_stream", "order_after"]
+
+_LEGACY = (0, 1)  # the legacy default stream: NULL, or CU_STREAM_LEGACY as the protocols say
+_EVENT_DISABLE_TIMING = 2
 
 
 def stream_handle(stream):
@@ -66,6 +72,30 @@ def resolve_stream(stream, operand):
     if stream is None:
         return operand.adapter.current_stream(operand.device_id)
     return stream_handle(stream)
+
+
+def order_after(stream, producer, device_id):
+    """Make the work enqueued next on ``stream`` wait for the work already enqueued on
+    ``producer`` (both handles, on device ``device_id``), without blocking the host.
+
+    Examples
+    --------
+    >>> from accelmath._core.stream import order_after
+    >>> order_after(0, 1, 0)  # both the legacy default stream: nothing to do
+    """
+    if stream == producer or (stream in _LEGACY and producer in _LEGACY):
+        return
+    from accelmath._core.device import ensure_context
+    from accelmath.bindings import driver
+
+    ensure_context(device_id)
+    event = ctypes.c_void_p()
+    driver.lib.event_create(ctypes.byref(event), _EVENT_DISABLE_TIMING)
+    try:
+        driver.lib.event_record(event, producer)
+        driver.lib.stream_wait_event(stream, event, 0)
+    finally:
+        driver.lib.event_destroy(event)  # (released once the wait is done)
 
 
 class _StreamHandle:

@@ -79,6 +79,8 @@ FUNCTIONS = (
     Function("event_destroy", ("cuEventDestroy_v2",), (_p,)),
     # CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
     Function("event_record", ("cuEventRecord",), (_p, _p)),
+    # CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+    Function("stream_wait_event", ("cuStreamWaitEvent",), (_p, _p, c_uint)),
     # CUresult cuEventSynchronize(CUevent hEvent);
     Function("event_synchronize", ("cuEventSynchronize",), (_p,)),
     # CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);

@@ -196,6 +196,7 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
                             "auto", workers, conjugate)
         host = _device_adapter().to_numpy(result)
         return op.adapter.from_numpy(host, x) if out is None else _copy_into(out, host)
+    op.wait_ready(stream)  # (producers of the CUDA array protocols: their streams' work)
     direct = op.obj is x
     if op.dtype != in_dtype:
         x = op.adapter.astype(x, in_dtype)

@@ -343,6 +343,7 @@ class FFT:
         """Execute on a checked operand (the stateless functions enter here)."""
         if self._executor is None:
             return self._execute_cpu(op, out, inverse)
+        op.wait_ready(stream)
         return self._launch(op.ptr, out, inverse, stream)
 
     def _launch(self, in_ptr, out, inverse, stream):
@@ -356,7 +357,7 @@ class FFT:
             read = self._read_out.get(type(out))
             out_ptr = None if read is None else read(out)
             if out_ptr is None:
-                out_ptr = self._first_out(out)
+                out_ptr = self._first_out(out, stream)
         self._runners[inverse](in_ptr, out_ptr, stream)
         if new and self._adapter.immutable:  # (JAX) handed over once the transform is queued
             return self._adapter.finish(out, stream, self.device_id)
@@ -371,12 +372,13 @@ class FFT:
         with self._adapter.stream_scope(stream, self.device_id):
             return self._allocate()
 
-    def _first_out(self, out):
+    def _first_out(self, out, stream):
         """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""
         out_op = wrap_operand(out)
         if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key \
                 or out_op.obj is not out or out_op.adapter.immutable:
             self._check_out(out, self._operand)  # raises, naming what differs
+        out_op.wait_ready(stream)
         key = out_op.adapter.layout_key(out)
         if key is not None:
             self._read_out[type(out)] = out_op.adapter.reader(key)

@@ -262,18 +262,58 @@ def test_array_interface_stream_is_waited_for():
     rng = np.random.default_rng()
     a = cp.asarray(rng.standard_normal((2048, 2048)) / 2048 ** 0.5 + 0j)
     x, y = cp.asarray(_data(rng, (2048, 2048), "c2c")), cp.empty_like(a)
-    afft.fft2(Producer(x))  # the plan made and cached (making one may synchronize)
-    writer = cp.cuda.Stream(non_blocking=True)
-    cp.cuda.Device().synchronize()
-    with writer:  # milliseconds of work changing x (nothing allocated: no implicit sync)
-        for _ in range(5):
-            cp.matmul(a, x, out=y)
-            cp.matmul(a, y, out=x)
-    got = afft.fft2(Producer(x, writer.ptr))
-    writer.synchronize()
-    _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x)), 1e-12)
+    writer, other = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    for stream in (None, other):
+        afft.fft2(Producer(x), stream=stream)  # the plan made and cached (it may synchronize)
+        cp.cuda.Device().synchronize()
+        with writer:  # milliseconds of work changing x (nothing allocated: no implicit sync)
+            for _ in range(5):
+                cp.matmul(a, x, out=y)
+                cp.matmul(a, y, out=x)
+        got = afft.fft2(Producer(x, writer.ptr), stream=stream)
+        cp.cuda.Device().synchronize()
+        _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x)), 1e-12)
     got = afft.fft2(Producer(x.real.copy()))
     _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x.real)), 1e-12)
+
+
+def test_dlpack_producers_are_waited_for():
+    """A producer known only by ``__dlpack__`` is asked for its data in stream order: a
+    function or a plan, on the default stream or on a non-blocking one, reads the data only
+    once the producer's work writing it is done."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+
+    class Producer:  # torch's DLPack export, and nothing else of the tensor
+        def __init__(self, tensor):
+            self.tensor = tensor
+
+        def __dlpack__(self, **kwargs):
+            return self.tensor.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.tensor.__dlpack_device__()
+
+    rng = np.random.default_rng()
+    a = torch.from_numpy(rng.standard_normal((2048, 2048)) / 2048 ** 0.5 + 0j).cuda()
+    x = torch.from_numpy(_data(rng, (2048, 2048), "c2c")).cuda()
+    y = torch.empty_like(a)
+    writer, other = torch.cuda.Stream(), torch.cuda.Stream()  # non-blocking streams
+    plan = afft.FFT(Producer(x), axes=(0, 1))
+    runs = [lambda: afft.fft2(Producer(x)), lambda: afft.fft2(Producer(x), stream=other),
+            lambda: plan.execute(Producer(x)), lambda: plan.execute(Producer(x), stream=other)]
+    for run in runs:
+        run()  # plans made and cached, results' memory pooled (either may synchronize)
+        torch.cuda.synchronize()
+        with torch.cuda.stream(writer):  # milliseconds of work changing x
+            for _ in range(5):
+                torch.matmul(a, x, out=y)
+                torch.matmul(a, y, out=x)
+            got = run()
+        torch.cuda.synchronize()
+        got = got.get() if hasattr(got, "get") else got.cpu().numpy()
+        _close(got, np.fft.fft2(x.cpu().numpy()), 1e-12)
 
 
 def _other_stream():
