@@ -427,6 +427,9 @@ class TorchAdapter(Adapter):
             # describes a resolved copy (``operand.obj is not x`` tells callers so).
             x = x.resolve_conj().resolve_neg()
         device = x.get_device()
+        if not (x.is_cuda if device >= 0 else x.is_cpu):
+            raise UnsupportedOperandError(
+                f"tensor on device {x.device}; accelmath reads CPU and CUDA tensors")
         # torch.Size is a tuple: kept as it is, saving a conversion per call
         return Operand(x, x.data_ptr(), x.shape, x.stride(), name,
                        None if device < 0 else device, self)
@@ -536,7 +539,10 @@ class TorchAdapter(Adapter):
         return self._torch.cuda.current_stream(device_id).cuda_stream
 
     def to_numpy(self, x):
-        return x.detach().resolve_conj().resolve_neg().cpu().numpy()
+        x = x.detach().resolve_conj().resolve_neg()
+        if x.dtype == self._torch.complex32:  # (NumPy has none: single precision)
+            x = x.to(self._torch.complex64)
+        return x.cpu().numpy()
 
     def from_numpy(self, a, like):
         return self._torch.from_numpy(a).to(like.device)

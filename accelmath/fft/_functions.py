@@ -12,13 +12,14 @@ from accelmath._core.cache import PlanCache
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_mutable,
                                      check_same_device, wrap_operand)
 from accelmath._core.stream import resolve_stream, stream_handle
-from accelmath.errors import InvalidArgumentError
+from accelmath.errors import InvalidArgumentError, NoDeviceError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._layout import is_dense, plan_steps
 from accelmath.fft._plan import FFT, output_layout, scipy_transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-           "fftn", "ifftn", "rfftn", "irfftn", "cache_info", "clear_cache", "set_cache_limits"]
+           "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn",
+           "cache_info", "clear_cache", "set_cache_limits"]
 
 _caches = {}
 _caches_lock = threading.Lock()
@@ -49,17 +50,18 @@ def cache_info(device=None):
     Returns
     -------
     dict
-        ``hits``, ``misses``, ``size`` (plans cached), ``nbytes`` (their workspace bytes),
+        ``hits``, ``misses``, ``size`` (plans cached), ``bytes`` (their workspace bytes),
         ``max_size`` and ``max_bytes``.
 
     Examples
     --------
     >>> import accelmath.fft
     >>> sorted(accelmath.fft.cache_info())
-    ['hits', 'max_bytes', 'max_size', 'misses', 'nbytes', 'size']
+    ['bytes', 'hits', 'max_bytes', 'max_size', 'misses', 'size']
     """
     infos = [c.info() for d, c in list(_caches.items()) if device is None or d == device]
-    total = {k: sum(getattr(i, k) for i in infos) for k in ("hits", "misses", "size", "nbytes")}
+    total = {k: sum(getattr(i, k) for i in infos) for k in ("hits", "misses", "size")}
+    total["bytes"] = sum(i.nbytes for i in infos)
     total.update(_limits)
     return total
 
@@ -83,33 +85,52 @@ def set_cache_limits(max_size=None, max_bytes=None):
     >>> accelmath.fft.set_cache_limits(max_size=64)
     """
     if max_size is not None:
-        _limits["max_size"] = int(max_size)
+        max_size = _limits["max_size"] = _limit(max_size, "max_size")
     if max_bytes is not None:
-        _limits["max_bytes"] = int(max_bytes)
+        max_bytes = _limits["max_bytes"] = _limit(max_bytes, "max_bytes")
     for cache in list(_caches.values()):
         cache.set_limits(max_size, max_bytes)
+
+
+def _limit(value, what):
+    value = norms.index(value, what)
+    if value < 0:
+        raise InvalidArgumentError(f"{what} must be at least 0, got {value}")
+    return value
 
 
 def _cpu(kind, op, s, axes, norm, inverse, conjugate, out, workers):
     """Host execution through scipy.fft."""
     a = op.adapter.to_numpy(op.obj)
     r = scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers)
-    if out is not None:
-        out_op = wrap_operand(out)
-        check_same_device(op, out_op, names=("x", "out"))
-        if out_op.shape != r.shape or out_op.dtype != r.dtype.name:
-            raise InvalidArgumentError(
-                f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
-                f"{r.shape} and dtype {r.dtype.name}")
-        out_op.adapter.to_numpy(out)[...] = r
-        return out
-    return op.adapter.from_numpy(r, op.obj)
+    return op.adapter.from_numpy(r, op.obj) if out is None else _write_out(op, out, r)
+
+
+def _write_out(op, out, r):
+    """Copy the host result ``r`` of operand ``op`` into the host array ``out``, checked."""
+    out_op = wrap_operand(out)
+    check_same_device(op, out_op, names=("a", "out"))
+    if out_op.shape != r.shape or out_op.dtype != r.dtype.name:
+        raise InvalidArgumentError(
+            f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
+            f"{r.shape} and dtype {r.dtype.name}")
+    if out_op.obj is not out:
+        raise InvalidArgumentError(
+            "out is a lazily conjugated or negated view; pass a tensor that owns its values")
+    target = out_op.adapter.to_numpy(out)
+    if not target.flags.writeable:
+        raise InvalidArgumentError("out is read-only")
+    target[...] = r
+    return out
 
 
 def _to_device(x):
     """Copy a host array to the GPU (CuPy when installed, else PyTorch)."""
+    from accelmath._core.device import gpu_available, gpu_unavailable_reason
     from accelmath._core.operand import _device_adapter
 
+    if not gpu_available():
+        raise NoDeviceError(f'execution="cuda" needs a CUDA GPU: {gpu_unavailable_reason()}')
     return _device_adapter().to_device(wrap_operand(x).adapter.to_numpy(x))
 
 
@@ -155,11 +176,16 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
                     return plan._launch(adapter.data_ptr(x), None, inverse, stream)
     norm = norms.check_norm(norm)
     norms.check_execution(execution)
-    norms.check_workers(workers)
+    workers = norms.check_workers(workers)
     if out is not None:
         check_mutable(out)
-    op = wrap_operand(x)
-    axes, s = norms.normalize_axes(len(op.shape), s, axes, default_axes)
+    try:
+        op = wrap_operand(x)
+    except TypeError as exc:  # (the accelmath errors of unsupported arrays and dtypes)
+        raise type(exc)(f"a: {exc}") from None
+    axes, s = norms.normalize_axes(op.shape, s, axes, default_axes)
+    if not axes and kind != "c2c":
+        raise InvalidArgumentError("axes must name at least one axis for a real transform")
     for axis in axes:
         if op.shape[axis] == 0 and (s is None or kind == "c2r"):
             raise InvalidArgumentError(f"axis {axis} has length 0; cannot transform it")
@@ -171,6 +197,8 @@ def _transform(kind, x, s, axes, norm, default_axes, inverse, out, stream, execu
             raise InvalidArgumentError(
                 f"invalid number of data points ({last_axis_size}) specified")
     if not op.on_device and execution != "cuda":
+        if stream is not None:
+            stream_handle(stream)  # (checked, though the CPU has no streams)
         return _cpu(kind, op, s, axes, norm, inverse, conjugate, out, workers)
     if execution == "cpu":
         raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
@@ -195,7 +223,7 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
         result = _transform(kind, _to_device(x), s, axes, norm, None, inverse, None, stream,
                             "auto", workers, conjugate)
         host = _device_adapter().to_numpy(result)
-        return op.adapter.from_numpy(host, x) if out is None else _copy_into(out, host)
+        return op.adapter.from_numpy(host, x) if out is None else _write_out(op, out, host)
     op.wait_ready(stream)  # (producers of the CUDA array protocols: their streams' work)
     direct = op.obj is x
     if op.dtype != in_dtype:
@@ -209,10 +237,22 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
         resized = _resize(op, axes, s, stream)
         direct = direct and resized is op
         op = resized
-    out_op = None
+    out_op = gapped = None
     if out is not None:
         out_op = wrap_operand(out)
-        check_same_device(op, out_op, names=("x", "out"))
+        check_same_device(op, out_op, names=("a", "out"))
+        out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last_axis_size)
+        out_dtype = norms.transform_dtypes(kind, op.dtype, op.adapter.complex32)[1]
+        if (out_op.shape, out_op.dtype) != (out_shape, out_dtype):
+            raise InvalidArgumentError(
+                f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
+                f"{out_shape} and dtype {out_dtype}")
+        if out_op.obj is not out:
+            raise InvalidArgumentError(
+                "out is a lazily conjugated or negated view; pass a tensor that owns its values")
+        if not is_dense(out_op.shape, out_op.strides):
+            # a view with gaps: the result goes there in one copy
+            gapped, out, out_op = out_op, None, None
     key = (kind, axes, op.shape, op.strides, op.dtype, norm, conjugate, last_axis_size,
            out_op.strides if out_op is not None else None, op.adapter.package)
 
@@ -229,7 +269,15 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
         if len(_calls) >= _MAX_CALLS:
             _calls.clear()
         _calls[call] = (cache, key)
-    return plan._run(op, out, inverse, stream)
+    result = plan._run(op, out, inverse, stream)
+    if gapped is None:
+        return result
+    from accelmath._core.kernels import copy_scale
+
+    made = wrap_operand(result)
+    copy_scale(made.ptr, gapped.ptr, made.shape, made.strides, gapped.strides, made.dtype, None,
+               resolve_stream(stream, op), op.device_id)
+    return gapped.obj
 
 
 def _package_strides(kind, op, axes, last_axis_size):
@@ -248,11 +296,6 @@ def _package_strides(kind, op, axes, last_axis_size):
     return strides
 
 
-def _copy_into(out, host):
-    wrap_operand(out).adapter.to_numpy(out)[...] = host
-    return out
-
-
 _DOC = """{summary}
 
 Signature-compatible with ``numpy.fft.{name}``, plus keyword-only ``out``, ``stream``,
@@ -264,7 +307,7 @@ transposed, and its inverse in C order.
 
 Parameters
 ----------
-x : array
+a : array
     Input (NumPy, CuPy, PyTorch, JAX, or any ``__dlpack__`` / ``__cuda_array_interface__``
     producer). Integer and bool inputs are promoted as NumPy does; float16 computes in half
     precision on torch tensors (complex32 spectra) and in single precision elsewhere, as
@@ -316,10 +359,10 @@ def _define(name, kind, inverse, arity, summary, returns, conjugate=False, swap=
     if arity == 1:
         size_doc = _ONE_AXIS.format(what=what, default=default)
 
-        def function(x, n=None, axis=-1, norm=None, *, out=None, stream=None,
+        def function(a, n=None, axis=-1, norm=None, *, out=None, stream=None,
                      execution="auto", workers=None):
-            s = None if n is None else (norms.index(n, "n"),)
-            return _transform(kind, x, s, (axis,), swap_norm(norm) if swap else norm, None,
+            s = None if n is None else (norms.length(n),)
+            return _transform(kind, a, s, (axis,), swap_norm(norm) if swap else norm, None,
                               inverse, out, stream, execution, workers, conjugate)
     else:
         default_axes = (-2, -1) if arity == 2 else None
@@ -327,9 +370,9 @@ def _define(name, kind, inverse, arity, summary, returns, conjugate=False, swap=
             what=what, default=default,
             axes_default="(-2, -1)" if arity == 2 else "the last len(s) axes, or all")
 
-        def function(x, s=None, axes=default_axes, norm=None, *, out=None, stream=None,
+        def function(a, s=None, axes=default_axes, norm=None, *, out=None, stream=None,
                      execution="auto", workers=None):
-            return _transform(kind, x, s, axes, swap_norm(norm) if swap else norm, None,
+            return _transform(kind, a, s, axes, swap_norm(norm) if swap else norm, None,
                               inverse, out, stream, execution, workers, conjugate)
     example_shape = "(4, 6)" if arity != 1 else "(8,)"
     if kind == "c2r" or conjugate:
@@ -368,3 +411,13 @@ ifftn = _define("ifftn", "c2c", True, "n", "N-dimensional inverse discrete Fouri
 rfftn = _define("rfftn", "r2c", False, "n", "N-dimensional Fourier transform of real input.",
                 "The complex half-spectrum.")
 irfftn = _define("irfftn", "c2r", True, "n", "Inverse of :func:`rfftn`.", _R)
+hfft2 = _define("hfft2", "c2r", True, 2,
+                "Two-dimensional FFT of a Hermitian-symmetric signal (as ``scipy.fft.hfft2``).",
+                _R, conjugate=True, swap=True)
+ihfft2 = _define("ihfft2", "r2c", False, 2, "Inverse of :func:`hfft2`.",
+                 "The complex half-spectrum.", conjugate=True, swap=True)
+hfftn = _define("hfftn", "c2r", True, "n",
+                "N-dimensional FFT of a Hermitian-symmetric signal (as ``scipy.fft.hfftn``).",
+                _R, conjugate=True, swap=True)
+ihfftn = _define("ihfftn", "r2c", False, "n", "Inverse of :func:`hfftn`.",
+                 "The complex half-spectrum.", conjugate=True, swap=True)

@@ -1,35 +1,28 @@
 """Frequency grids and spectrum shifts (``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``)."""
 
 import importlib
-import operator
 
 import numpy
 
-from accelmath._core.operand import wrap_operand
+from accelmath._core.operand import _device_adapter, wrap_operand
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft._normalize import normalize_axes
+from accelmath.fft._normalize import index, length
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
 
-def _grid(values, like):
+def _grid(values, like, device):
+    if device not in (None, "cpu"):
+        raise InvalidArgumentError(
+            f'device must be None or "cpu" (NumPy results), got {device!r}; pass like= an '
+            "array for a result of its package and device")
     if like is None:
         return values
     op = wrap_operand(like)
     return op.adapter.from_numpy(values, like)
 
 
-def _length(n):
-    try:
-        n = operator.index(n)
-    except TypeError:
-        raise InvalidArgumentError(f"n must be an integer, got {n!r}") from None
-    if n < 1:
-        raise InvalidArgumentError(f"n must be at least 1, got {n}")
-    return n
-
-
-def fftfreq(n, d=1.0, *, like=None):
+def fftfreq(n, d=1.0, *, device=None, like=None):
     """Sample frequencies of :func:`fft` (as ``numpy.fft.fftfreq``).
 
     Parameters
@@ -38,6 +31,8 @@ def fftfreq(n, d=1.0, *, like=None):
         Window length.
     d : float
         Sample spacing.
+    device : {None, "cpu"}
+        As in NumPy: the result is a NumPy array (see ``like``).
     like : array, optional
         Return an array of this array's package and device (default: NumPy).
 
@@ -47,10 +42,10 @@ def fftfreq(n, d=1.0, *, like=None):
     >>> accelmath.fft.fftfreq(4, 0.5).tolist()
     [0.0, 0.5, -1.0, -0.5]
     """
-    return _grid(numpy.fft.fftfreq(_length(n), d), like)
+    return _grid(numpy.fft.fftfreq(length(n), d), like, device)
 
 
-def rfftfreq(n, d=1.0, *, like=None):
+def rfftfreq(n, d=1.0, *, device=None, like=None):
     """Sample frequencies of :func:`rfft` (as ``numpy.fft.rfftfreq``); see :func:`fftfreq`.
 
     Examples
@@ -59,21 +54,35 @@ def rfftfreq(n, d=1.0, *, like=None):
     >>> accelmath.fft.rfftfreq(4).tolist()
     [0.0, 0.25, 0.5]
     """
-    return _grid(numpy.fft.rfftfreq(_length(n), d), like)
+    return _grid(numpy.fft.rfftfreq(length(n), d), like, device)
 
 
 def _roll(x, inverse, axes):
+    """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
+    as in NumPy), by its own package's ``roll``."""
+    if isinstance(x, (list, tuple)) or numpy.isscalar(x):
+        x = numpy.asarray(x)
     op = wrap_operand(x)
+    ndim = len(op.shape)
     if axes is None:
-        axes = tuple(range(len(op.shape)))
-    axes, _ = normalize_axes(len(op.shape), None, axes)
+        axes = tuple(range(ndim))
+    elif not hasattr(axes, "__len__"):
+        axes = (axes,)
+    axes = tuple(index(a, "axes") for a in axes)
+    for axis in axes:
+        if not -ndim <= axis < ndim:
+            raise InvalidArgumentError(
+                f"axis {axis} is out of bounds for an array of dimension {ndim}")
     shifts = tuple(-(op.shape[a] // 2) if inverse else op.shape[a] // 2 for a in axes)
     if op.package == "torch":
         return importlib.import_module("torch").roll(x, shifts, axes)
-    if op.package == "jax":
-        return importlib.import_module("jax.numpy").roll(x, shifts, axes)
-    module = numpy if op.package == "numpy" else importlib.import_module(op.package)
-    return module.roll(x, shifts, axes)
+    if op.package in ("numpy", "cupy", "jax"):
+        module = numpy if op.package == "numpy" else importlib.import_module(
+            "jax.numpy" if op.package == "jax" else "cupy")
+        return module.roll(x, shifts, axes)
+    if op.on_device:  # another producer: rolled by the package that allocates results
+        return _roll(_device_adapter().from_dlpack(x), inverse, axes)
+    return numpy.roll(op.adapter.to_numpy(x), shifts, axes)
 
 
 def fftshift(x, axes=None):

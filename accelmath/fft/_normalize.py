@@ -11,7 +11,7 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["NORMS", "check_norm", "scale_factor", "swap_norm", "normalize_axes",
            "complex_dtype", "real_dtype", "transform_dtypes", "EXECUTIONS", "check_execution",
-           "check_workers", "index"]
+           "check_workers", "index", "length"]
 
 NORMS = ("backward", "ortho", "forward")
 EXECUTIONS = ("auto", "cuda", "cpu")
@@ -47,12 +47,17 @@ def check_execution(execution):
 
 def check_workers(workers):
     """Validate ``workers`` (None, or a nonzero int; negative counts back from all cores)."""
-    if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool)
-                                or workers == 0):
+    if workers is None:
+        return None
+    try:
+        count = None if isinstance(workers, bool) else operator.index(workers)
+    except TypeError:
+        count = None
+    if not count:
         raise InvalidArgumentError(
             f"workers must be None or a nonzero integer (negative: counted back from the "
             f"number of CPUs), got {workers!r}")
-    return workers
+    return count
 
 
 def swap_norm(norm):
@@ -69,22 +74,33 @@ def scale_factor(norm, inverse, n):
 
 
 def index(value, what):
-    """``value`` as an int (anything with ``__index__``), or InvalidArgumentError naming it."""
+    """``value`` as an int (anything with ``__index__`` but a bool), or InvalidArgumentError
+    naming it."""
     try:
+        if isinstance(value, bool):
+            raise TypeError
         return operator.index(value)
     except TypeError:
         raise InvalidArgumentError(f"{what} must be an integer, got {value!r}") from None
 
 
-def normalize_axes(ndim, s, axes, default_axes=None):
+def length(n, what="n"):
+    """A transform length ``n``: an integer of at least 1, or InvalidArgumentError naming it."""
+    n = index(n, what)
+    if n < 1:
+        raise InvalidArgumentError(f"{what} must be at least 1, got {n}")
+    return n
+
+
+def normalize_axes(shape, s, axes, default_axes=None):
     """Resolve ``s`` and ``axes`` as numpy.fft does.
 
     Parameters
     ----------
-    ndim : int
-        Dimensions of the operand.
+    shape : tuple of int
+        The operand's extents.
     s : sequence of int or None
-        Transform lengths (None: the operand's extents).
+        Transform lengths (None: the operand's extents; -1 for an axis: its extent).
     axes : sequence of int or None
         Axes (None: ``default_axes``, or the last ``len(s)`` axes, or all axes).
     default_axes : tuple or None
@@ -97,6 +113,7 @@ def normalize_axes(ndim, s, axes, default_axes=None):
     s : tuple of int or None
         Lengths, one per axis, or None.
     """
+    ndim = len(shape)
     if axes is None:
         if default_axes is not None:
             axes = default_axes
@@ -123,9 +140,11 @@ def normalize_axes(ndim, s, axes, default_axes=None):
         if len(s) != len(result):
             raise InvalidArgumentError(
                 f"s={s} and axes={tuple(axes)} must have the same length")
-        for v in s:
-            if v < 1:
-                raise InvalidArgumentError(f"invalid number of data points ({v}) specified")
+        for i, v in enumerate(s):
+            if v < 1 and v != -1:
+                raise InvalidArgumentError(
+                    f"s[{i}] must be at least 1 (or -1: the input's length), got {v}")
+        s = tuple(shape[a] if v == -1 else v for v, a in zip(s, result))
     return tuple(result), s
 
 

@@ -112,8 +112,8 @@ class FFT:
         op = wrap_operand(operand)
         norm = norms.check_norm(norm)
         execution = norms.check_execution(execution)
-        norms.check_workers(workers)
-        axes, _ = norms.normalize_axes(len(op.shape), None, axes)
+        workers = norms.check_workers(workers)
+        axes, _ = norms.normalize_axes(op.shape, None, axes)
         if not axes:
             raise InvalidArgumentError("axes is empty: an FFT needs at least one axis")
         for axis in axes:
@@ -147,6 +147,12 @@ class FFT:
             out_dtype = _CPU_DTYPE.get(out_dtype, out_dtype)
         out_shape, dense_strides = output_layout(kind, axes, op.shape, op.strides,
                                                  last_axis_size)
+        if in_dtype in ("float16", "complex32"):
+            lengths = [(out_shape if kind == "c2r" else op.shape)[a] for a in axes]
+            if any(n & (n - 1) for n in lengths):
+                raise InvalidArgumentError(
+                    f"half-precision transforms take lengths that are powers of 2 (cuFFT's "
+                    f"limit), got {lengths}; convert the operand to single precision")
         if out_strides is None:
             out_strides = dense_strides
         else:

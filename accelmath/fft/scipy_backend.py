@@ -3,8 +3,9 @@
 Pass this module to ``scipy.fft.set_backend`` (or ``scipy.fft.register_backend``), and
 ``scipy.fft.fft``, ``rfft2``, ``irfftn``... run through :mod:`accelmath.fft`: device arrays
 (CuPy, PyTorch, ...) on their GPU through cached cuFFT plans, host arrays on the CPU. Calls
-this backend does not handle (``dct``, ``hfft2``, a ``plan=``, a list instead of an array)
-return ``NotImplemented``, so that scipy falls back to its own implementation.
+this backend does not handle (``dct``, a ``plan=``, a list instead of an array)
+or a dtype accelmath has no FFT of (``longdouble``) return ``NotImplemented``, so that
+scipy falls back to its own implementation.
 
 SciPy-only keywords: ``overwrite_x`` is ignored (accelmath never overwrites its input),
 ``workers`` is passed on (it sets the CPU threads), ``plan`` must be None.
@@ -21,9 +22,10 @@ Examples
 True
 """
 
-from accelmath._core.operand import adapter_for
-from accelmath.errors import UnsupportedOperandError
+from accelmath._core.operand import wrap_operand
+from accelmath.errors import UnsupportedDTypeError
 from accelmath.fft import _functions
+from accelmath.fft import _normalize as norms
 
 __all__ = ["__ua_domain__", "__ua_function__"]
 
@@ -31,7 +33,8 @@ __ua_domain__ = "numpy.scipy.fft"
 
 _FUNCTIONS = {name: getattr(_functions, name)
               for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2",
-                           "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn")}
+                           "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2",
+                           "ihfft2", "hfftn", "ihfftn")}
 # scipy.fft's positional parameters: (x, n or s, axis or axes, norm, overwrite_x, workers).
 _OVERWRITE_X, _WORKERS = 4, 5
 
@@ -61,9 +64,17 @@ def __ua_function__(method, args, kwargs):
     kwargs.pop("overwrite_x", None)
     if len(args) > _WORKERS:
         kwargs["workers"] = args[_WORKERS]
+    if not args and "x" in kwargs:
+        args = (kwargs.pop("x"),)
+    if not args:
+        return NotImplemented
     try:
-        adapter_for(args[0] if args else kwargs.get("x"))
-    except UnsupportedOperandError:  # lists, scalars...: scipy converts those itself
+        op = wrap_operand(args[0])
+    except TypeError:  # lists, scalars, dtypes accelmath has no FFT of: scipy's own
+        return NotImplemented
+    try:
+        norms.transform_dtypes("c2c", op.dtype)
+    except UnsupportedDTypeError:
         return NotImplemented
     import scipy.fft  # loaded already: scipy is calling us
 

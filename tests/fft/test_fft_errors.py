@@ -45,16 +45,17 @@ def test_bad_axes(call, message):
         call()
 
 
-@pytest.mark.parametrize("call", [
-    lambda: accelmath.fft.fft(X, n=0),
-    lambda: accelmath.fft.rfft(X.real, 0),
-    lambda: accelmath.fft.irfft(X, n=0),
-    lambda: accelmath.fft.hfft(X, n=0),
-    lambda: accelmath.fft.fftn(X, s=(4, 0)),
-    lambda: accelmath.fft.irfft2(X, s=(0, 4)),
+@pytest.mark.parametrize("call, message", [
+    (lambda: accelmath.fft.fft(X, n=0), "n must be at least 1, got 0"),
+    (lambda: accelmath.fft.rfft(X.real, 0), "n must be at least 1, got 0"),
+    (lambda: accelmath.fft.irfft(X, n=0), "n must be at least 1, got 0"),
+    (lambda: accelmath.fft.hfft(X, n=-1), "n must be at least 1, got -1"),
+    (lambda: accelmath.fft.fftn(X, s=(4, 0)), "s[1] must be at least 1"),
+    (lambda: accelmath.fft.irfft2(X, s=(0, 4)), "s[0] must be at least 1"),
+    (lambda: accelmath.fft.fftn(X, s=(4, -2)), "s[1] must be at least 1 (or -1"),
 ])
-def test_lengths_below_one(call):
-    with raises(ValueError, "invalid number of data points (0) specified"):
+def test_lengths_below_one(call, message):
+    with raises(ValueError, message):
         call()
 
 
@@ -65,9 +66,18 @@ def test_default_c2r_length_of_zero(name):
         getattr(accelmath.fft, name)(np.zeros((3, 1), np.complex128))
 
 
-def test_negative_length():
-    with raises(ValueError, "invalid number of data points (-1) specified"):
-        accelmath.fft.fftn(X, s=(4, -1))
+@pytest.mark.parametrize("call", [lambda: accelmath.fft.fft(X, n=True),
+                                  lambda: accelmath.fft.fft(X, n=2.0),
+                                  lambda: accelmath.fft.fftn(X, s=(4, "8"))])
+def test_lengths_that_are_not_integers(call):
+    with raises(ValueError, "must be an integer"):
+        call()
+
+
+@pytest.mark.parametrize("name", ["rfftn", "irfftn"])
+def test_real_transforms_of_no_axes(name):
+    with raises(ValueError, "axes must name at least one axis"):
+        getattr(accelmath.fft, name)(X.real if name == "rfftn" else X, axes=())
 
 
 @pytest.mark.parametrize("call, axis", [
@@ -262,8 +272,8 @@ def test_helpers():
         accelmath.fft.rfftfreq(2.5)
     with raises(ValueError, "axis 3 is out of bounds"):
         accelmath.fft.fftshift(X, axes=3)
-    with raises(TypeError, "unsupported operand of type builtins.list"):
-        accelmath.fft.ifftshift([1, 2, 3])
+    with raises(ValueError, 'device must be None or "cpu"'):
+        accelmath.fft.fftfreq(4, device="cuda")
 
 
 def test_bad_n_and_workers_name_the_argument():
@@ -276,3 +286,49 @@ def test_bad_n_and_workers_name_the_argument():
         with pytest.raises(InvalidArgumentError, match="workers"):
             FFT(x, workers=workers)
     assert np.allclose(accelmath.fft.fft(x, workers=-1), np.fft.fft(x))
+
+
+def test_out_that_cannot_take_the_result():
+    """A read-only array, or a lazily conjugated or negated torch view (whose memory holds
+    other values), cannot be written as ``out``: refused, not silently left unwritten."""
+    read_only = np.zeros(X.shape, np.complex128)
+    read_only.flags.writeable = False
+    with raises(ValueError, "out is read-only"):
+        accelmath.fft.fft(X, out=read_only)
+    torch = pytest.importorskip("torch")
+    t = torch.from_numpy(X)
+    with raises(ValueError, "out is a lazily conjugated or negated view"):
+        accelmath.fft.fft(t, out=torch.zeros_like(t).conj())
+    with raises(ValueError, "out is a lazily conjugated or negated view"):
+        accelmath.fft.irfft(t, n=8, out=torch.zeros(X.shape[0], 8, dtype=torch.complex128)
+                            .conj().imag)
+
+
+def test_tensors_on_other_devices():
+    torch = pytest.importorskip("torch")
+    with raises(TypeError, "tensor on device meta"):
+        accelmath.fft.fft(torch.zeros(8, dtype=torch.complex64, device="meta"))
+
+
+def test_execution_cuda_without_a_gpu():
+    from accelmath._core.device import gpu_available
+    from accelmath.errors import NoDeviceError
+
+    if gpu_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(NoDeviceError, match='execution="cuda" needs a CUDA GPU'):
+        accelmath.fft.fft(X, execution="cuda")
+
+
+def test_stream_is_checked_on_the_cpu_too():
+    with raises(TypeError, "stream must be"):
+        accelmath.fft.fft(X, stream="s")
+
+
+def test_cache_limits():
+    info = accelmath.fft.cache_info()
+    assert set(info) == {"hits", "misses", "size", "bytes", "max_size", "max_bytes"}
+    for kwargs in ({"max_size": -1}, {"max_bytes": -5}, {"max_size": 1.5}, {"max_size": "a"}):
+        with pytest.raises(InvalidArgumentError, match=next(iter(kwargs))):
+            accelmath.fft.set_cache_limits(**kwargs)
+    assert accelmath.fft.cache_info() == info

@@ -302,6 +302,28 @@ def test_execution_cpu_on_host(xp):
     assert_close(xp.to_numpy(actual), np.fft.fft(x), what="execution=cpu")
 
 
+@pytest.mark.parametrize("name", ["fftn", "rfftn", "irfftn"])
+def test_numpy_2_arguments(xp, name):
+    """``s`` of -1 for "the input's length", the input named ``a``, NumPy integers for
+    ``workers``, as numpy.fft and scipy.fft take them."""
+    x = random_input(rng_for(name), name, (6, 5, 4))
+    expected = getattr(np.fft, name)(x, s=(-1, 7), axes=(0, 2))
+    actual = getattr(accelmath.fft, name)(a=xp.asarray(x), s=(-1, 7), axes=(0, 2),
+                                          workers=np.int64(2))
+    assert_close(xp.to_numpy(actual), expected, what=name)
+
+
+def test_in_place(xp):
+    """``out`` the input itself, as numpy.fft allows."""
+    if xp.name == "jax":
+        pytest.skip("JAX arrays are immutable")
+    x = random_input(rng_for("in place"), "fft2", (3, 8, 6))
+    a = xp.asarray(x.copy())
+    result = accelmath.fft.fft2(a, out=a)
+    assert result is a
+    assert_close(xp.to_numpy(a), np.fft.fft2(x), what="in place")
+
+
 def test_input_is_not_modified(xp):
     x = random_input(rng_for("keep"), "irfft2", (6, 5))
     keep = x.copy()

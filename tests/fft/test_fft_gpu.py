@@ -141,6 +141,55 @@ def test_out_and_in_place():
     _close(cp.asnumpy(fout), np.fft.fft(host), 1e-12)
 
 
+def test_out_views_with_gaps(xp):
+    """An ``out=`` view with gaps between its elements (cuFFT writes only dense layouts) gets
+    the result by one copy; an ``out=`` of the wrong shape or dtype is refused, naming it."""
+    _, asarray, to_numpy, _ = xp
+    host = _data(np.random.default_rng(), (6, 40), "c2c")
+    x = asarray(host)
+    big = asarray(np.zeros((6, 80), np.complex128))
+    view = big[:, ::2]
+    assert afft.fft(x, out=view) is view
+    _close(to_numpy(big)[:, ::2], np.fft.fft(host), 1e-12)
+    assert not to_numpy(big)[:, 1::2].any()  # the gaps are left alone
+    for wrong in (asarray(np.zeros((6, 41), np.complex128)), asarray(np.zeros((6, 40)))):
+        with pytest.raises(ValueError, match="out has shape"):
+            afft.fft(x, out=wrong)
+    with pytest.raises(ValueError, match="on the CPU|on device|must be on one device"):
+        afft.fft(x, out=np.zeros((6, 40), np.complex128))
+
+
+@pytest.mark.parametrize("name", ["fft", "rfft2", "irfft2"])
+def test_empty_batches(xp, name):
+    """No elements in a batch axis: an empty result, as in NumPy, from the functions and
+    from a plan."""
+    _, asarray, to_numpy, _ = xp
+    kind = FUNCS[name][0]
+    host = _data(np.random.default_rng(), (0, 6, 8), kind)
+    got = getattr(afft, name)(asarray(host))
+    assert to_numpy(got).shape == getattr(np.fft, name)(host).shape
+    plan = afft.FFT(asarray(host), axes=(1, 2))
+    assert to_numpy(plan.execute()).shape == (0, 6, 5 if kind == "r2c" else 8)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: afft.fft(x, axis=2), lambda x: afft.fft2(x, axes=(1, 1)),
+    lambda x: afft.fft(x, n=0), lambda x: afft.fftn(x, s=(0, 4)),
+    lambda x: afft.fft(x[:0, :0]), lambda x: afft.irfft2(x, norm="sideways"),
+])
+def test_bad_arguments_on_the_gpu(xp, call):
+    _, asarray, _, _ = xp
+    with pytest.raises(ValueError):
+        call(asarray(_data(np.random.default_rng(), (4, 6), "c2c")))
+
+
+def test_integers_promote_on_the_gpu(xp):
+    _, asarray, to_numpy, _ = xp
+    host = np.arange(24).reshape(4, 6)
+    _close(to_numpy(afft.fft2(asarray(host))), np.fft.fft2(host), 1e-12)
+    _close(to_numpy(afft.rfft(asarray(host > 5))), np.fft.rfft(host > 5), 1e-12)
+
+
 def test_half_precision_torch():
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
@@ -153,6 +202,8 @@ def test_half_precision_torch():
     back = afft.irfft(got)
     assert back.dtype == torch.float16
     _close(back.float().cpu().numpy(), host.astype(np.float64), 3e-3)
+    with pytest.raises(ValueError, match="powers of 2"):  # cuFFT's half precision
+        afft.fft(torch.from_numpy(host[:, :60]).cuda())
 
 
 def test_half_precision_without_complex32():

@@ -70,3 +70,12 @@ def test_shifted_spectrum_matches_shifted_frequencies():
     frequencies = accelmath.fft.fftshift(accelmath.fft.fftfreq(9))
     assert np.all(np.diff(frequencies) > 0)
     np.testing.assert_allclose(spectrum, np.fft.fftshift(np.fft.fft(x)), rtol=1e-12)
+
+
+def test_shifts_as_numpy_takes_them():
+    """Lists, and axes given twice (rolled twice), as numpy.fft takes them; fftfreq's
+    ``device`` as NumPy's."""
+    assert accelmath.fft.ifftshift([1, 2, 3]).tolist() == np.fft.ifftshift([1, 2, 3]).tolist()
+    x = np.arange(15).reshape(3, 5)
+    assert (accelmath.fft.fftshift(x, axes=(1, 1)) == np.fft.fftshift(x, axes=(1, 1))).all()
+    assert (accelmath.fft.fftfreq(5, device="cpu") == np.fft.fftfreq(5)).all()
