@@ -796,6 +796,21 @@ def adapter_for(x):
     return adapter
 
 
+def adapter_named(package):
+    """The :class:`Adapter` of array package ``package`` ("numpy", "cupy", "torch", "jax")."""
+    if package not in _ADAPTER_BY_PACKAGE:
+        raise InvalidArgumentError(
+            f"package must be one of {', '.join(sorted(set(_ADAPTER_BY_PACKAGE) - {'jaxlib'}))}"
+            f", got {package!r}")
+    adapter = _adapter_by_package.get(package)
+    if adapter is None:
+        try:
+            adapter = _adapter_by_package[package] = _ADAPTER_BY_PACKAGE[package]()
+        except ImportError:
+            raise UnsupportedOperandError(f"package {package!r} is not installed") from None
+    return adapter
+
+
 def wrap_operand(x):
     """Describe array ``x`` as an :class:`Operand` without copying it.
 

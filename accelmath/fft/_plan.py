@@ -8,12 +8,16 @@ one-shot uses of cached plans.
 
 import weakref
 
-from accelmath._core.operand import (check_mutable, check_same_device, device_name,
+import numpy
+
+from accelmath._core.device import ensure_context
+from accelmath._core.operand import (ITEMSIZE, Operand, _device_adapter, adapter_named,
+                                     check_mutable, check_same_device, device_name,
                                      wrap_operand)
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._layout import is_dense
+from accelmath.fft._layout import contiguous_strides, is_dense
 
 __all__ = ["FFT", "scipy_transform"]
 
@@ -54,15 +58,63 @@ def scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers):
     return scipy.fft.irfftn(a.conj() if conjugate else a, s, axes, norm, workers=workers)
 
 
+def _template(shape, dtype, strides, package, device):
+    """An array of the layout the arguments describe, for a plan to be made for."""
+    if shape is None or dtype is None:
+        raise InvalidArgumentError("a plan needs an operand, or its shape and dtype")
+    shape = tuple(norms.index(n, "shape") for n in shape)
+    if any(n < 0 for n in shape):
+        raise InvalidArgumentError(f"shape {shape} has a negative extent")
+    try:
+        dtype = numpy.dtype(dtype).name
+    except TypeError:  # torch's dtypes, "complex32"
+        dtype = str(dtype).replace("torch.", "")
+    if dtype not in ITEMSIZE:
+        raise UnsupportedDTypeError(f"unsupported dtype {dtype!r}")
+    if strides is None:
+        strides = contiguous_strides(shape)
+    strides = tuple(norms.index(n, "strides") for n in strides)
+    if len(strides) != len(shape) or not is_dense(shape, strides):
+        raise InvalidArgumentError(
+            f"strides {strides} do not lay out shape {shape} densely (positive element "
+            "strides, no overlap, no gaps)")
+    if package is None:
+        package = "numpy" if device is None else _device_adapter().package
+    if package not in ("numpy", "cupy", "torch"):
+        raise InvalidArgumentError(
+            f'package must be "numpy", "cupy" or "torch", got {package!r}; or pass an operand')
+    if package == "cupy" and device is None:
+        device = 0
+    if device is not None:
+        if package == "numpy":
+            raise InvalidArgumentError("NumPy arrays live in host memory: leave device out")
+        ensure_context(norms.index(device, "device"))  # (NoDeviceError without a GPU)
+    return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
+
+
 class FFT:
     """A planned FFT over some axes of a given layout, executed many times.
 
     Parameters
     ----------
-    operand : array
+    operand : array, optional
         A template array (NumPy, CuPy, PyTorch, JAX, or any ``__dlpack__`` /
         ``__cuda_array_interface__`` producer). The plan is bound to it and accepts later
-        operands of the same shape, strides, dtype and device.
+        operands of the same shape, strides, dtype and device. Without one, the plan is
+        made for the layout that ``shape``, ``dtype`` and the rest describe, and
+        :meth:`execute` needs its operand every time.
+    shape : tuple of int, optional
+        The operands' shape, when no ``operand`` is given.
+    dtype : str or dtype, optional
+        The operands' dtype, when no ``operand`` is given.
+    strides : tuple of int, optional
+        The operands' element strides (default: C order); dense, in any axis order.
+    package : {"numpy", "cupy", "torch"}, optional
+        The operands' package (default: NumPy for host operands, else CuPy when installed,
+        else torch).
+    device : int, optional
+        The GPU of the operands (default: None, host memory; 0 where ``package`` is CuPy or
+        torch).
     axes : sequence of int, optional
         The axes to transform (default: all). For ``"r2c"`` and ``"c2r"`` the last axis given
         is the halved one.
@@ -107,8 +159,15 @@ class FFT:
     True
     """
 
-    def __init__(self, operand, *, axes=None, kind=None, norm=None, last_axis_size=None,
+    def __init__(self, operand=None, *, shape=None, dtype=None, strides=None, package=None,
+                 device=None, axes=None, kind=None, norm=None, last_axis_size=None,
                  conjugate=False, out_strides=None, execution="auto", workers=None):
+        layout_only = operand is None
+        if layout_only:
+            operand = _template(shape, dtype, strides, package, device)
+        elif (shape, dtype, strides, package, device) != (None,) * 5:
+            raise InvalidArgumentError(
+                "give either an operand or shape, dtype, strides, package and device")
         op = wrap_operand(operand)
         norm = norms.check_norm(norm)
         execution = norms.check_execution(execution)
@@ -200,6 +259,9 @@ class FFT:
                 self._read = op.adapter.reader(key)
         self._default_inverse = kind == "c2r"
         self._freed = False
+        if layout_only:  # the template's memory goes back; its layout stays
+            self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
+                                    op.adapter)
         if self._read is not None:
             self.execute = self._fused_execute()
 
@@ -288,6 +350,9 @@ class FFT:
                 return self._launch(in_ptr, out, inverse, stream)
         if self._freed:
             raise StateError("this FFT plan was freed; create a new one")
+        if x is None and self._operand.obj is None:
+            raise InvalidArgumentError(
+                "this plan was made for a layout, with no operand bound to it; pass x")
         return self._run(self._operand if x is None else self._check_operand(x), out, inverse,
                          stream)
 

@@ -245,6 +245,15 @@ def test_plan_execute_new_operands_and_streams(xp):
         plan.execute(devs[0])
 
 
+def test_plans_from_a_layout(xp):
+    name, asarray, to_numpy, array_type = xp
+    host = _data(np.random.default_rng(), (3, 48, 40), "r2c")
+    plan = afft.FFT(shape=host.shape, dtype="float64", package=name, device=0, axes=(1, 2))
+    got = plan.execute(asarray(host))
+    assert isinstance(got, array_type)
+    _close(to_numpy(got), np.fft.rfft2(host), 1e-12)
+
+
 def test_r2c_c2r_plans(xp):
     package, to_dev, to_host, _ = xp
     host = np.random.default_rng().standard_normal((4, 30, 21))

@@ -184,3 +184,45 @@ def test_repr():
 def test_stateless_functions_are_one_shot_plans():
     x = complex_data(np.random.default_rng(11), (4, 6))
     assert_close(accelmath.fft.fft2(x), FFT(x, axes=(-2, -1)).forward())
+
+
+@pytest.mark.parametrize("dtype, kind", [("complex128", "c2c"), (np.float32, "r2c"),
+                                         ("complex64", "c2r")])
+def test_plan_from_a_layout(dtype, kind):
+    """A plan made from shape, dtype and strides, with no operand: it runs on operands of that
+    layout, and needs one each time."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 10)) + (1j * rng.standard_normal((6, 10))
+                                        if np.dtype(dtype).kind == "c" else 0)
+    x = x.astype(dtype).T  # strides (1, 10): Fortran order
+    plan = FFT(shape=(10, 6), dtype=dtype, strides=(1, 10), kind=kind, axes=(0, 1))
+    assert plan.kind == kind and plan.get_input_layout() == ((10, 6), (1, 10))
+    expected = {"c2c": np.fft.fft2, "r2c": np.fft.rfft2, "c2r": np.fft.irfft2}[kind](x)
+    np.testing.assert_allclose(plan.execute(x), expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(InvalidArgumentError, match="pass x"):
+        plan.execute()
+    with pytest.raises(InvalidArgumentError, match="does not match the plan's layout"):
+        plan.execute(np.ascontiguousarray(x))
+
+
+def test_plan_from_a_torch_layout():
+    torch = pytest.importorskip("torch")
+    plan = FFT(shape=(4, 8), dtype=torch.complex64, package="torch")
+    x = torch.randn(4, 8, dtype=torch.complex64)
+    result = plan.execute(x)
+    assert isinstance(result, torch.Tensor)
+    np.testing.assert_allclose(result.numpy(), np.fft.fftn(x.numpy()), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"shape": (4,)}, "its shape and dtype"),
+    ({"shape": (4, 4), "dtype": "c8", "strides": (2, 1)}, "do not lay out shape"),
+    ({"shape": (4,), "dtype": "object"}, "unsupported dtype 'object'"),
+    ({"shape": (4,), "dtype": "complex64", "package": "jax"}, 'package must be "numpy"'),
+    ({"shape": (4,), "dtype": "complex64", "device": 0, "package": "numpy"}, "leave device out"),
+])
+def test_bad_layouts(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        FFT(**kwargs)
+    with pytest.raises(InvalidArgumentError, match="either an operand or shape"):
+        FFT(np.zeros(4), shape=(4,))
