@@ -496,6 +496,8 @@ class FFT:
         self.free()
 
     def __repr__(self):
+        if not hasattr(self, "_freed"):  # (one whose making raised)
+            return "FFT(not made)"
         state = "freed" if self._freed else self.execution
         return (f"FFT(kind={self.kind}, axes={self.axes}, shape={self.in_shape}, "
                 f"dtype={self.in_dtype}->{self.out_dtype}, norm={self.norm}, {state})")
