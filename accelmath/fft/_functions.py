@@ -298,7 +298,7 @@ def _package_strides(kind, op, axes, last_axis_size):
 
 _DOC = """{summary}
 
-Signature-compatible with ``numpy.fft.{name}``, plus keyword-only ``out``, ``stream``,
+Signature-compatible with ``{peer}.{name}``, plus keyword-only ``out``, ``stream``,
 ``execution`` and ``workers``. Host arrays run on the CPU (``scipy.fft``), device arrays on
 their GPU through a cached cuFFT plan; the result is of the input's package, dense, in the
 input's axis order, except that the result of a torch tensor has the strides ``torch.fft``
@@ -335,9 +335,10 @@ array
 Examples
 --------
 >>> import numpy as np
+>>> import {peer}
 >>> import accelmath.fft
 >>> x = np.random.default_rng(0).standard_normal({example_shape})
->>> bool(np.allclose(accelmath.fft.{name}(x), np.fft.{name}(x)))
+>>> bool(np.allclose(accelmath.fft.{name}(x), {peer}.{name}(x)))
 True
 """
 
@@ -374,12 +375,11 @@ def _define(name, kind, inverse, arity, summary, returns, conjugate=False, swap=
                      execution="auto", workers=None):
             return _transform(kind, a, s, axes, swap_norm(norm) if swap else norm, None,
                               inverse, out, stream, execution, workers, conjugate)
-    example_shape = "(4, 6)" if arity != 1 else "(8,)"
-    if kind == "c2r" or conjugate:
-        example_shape = "(4, 6)" if arity != 1 else "(8,)"
     function.__name__ = function.__qualname__ = name
-    function.__doc__ = _DOC.format(summary=summary, name=name, size_doc=size_doc,
-                                   returns=returns, example_shape=example_shape)
+    function.__doc__ = _DOC.format(
+        summary=summary, name=name, size_doc=size_doc, returns=returns,
+        example_shape="(4, 6)" if arity != 1 else "(8,)",
+        peer="scipy.fft" if conjugate and arity != 1 else "numpy.fft")
     return function
 
 
