@@ -1,7 +1,8 @@
 """The accelmath.fft functions against numpy.fft, the oracle (as CuPy's FFT tests do).
 
-Every test body runs on NumPy arrays, CPU PyTorch tensors and CPU JAX arrays (each skipped
-without its package), on fresh random data seeded by the test's parameters: random shapes
+Every test body runs on NumPy arrays, CPU PyTorch tensors and CPU JAX arrays and, with a GPU,
+on CuPy arrays, CUDA PyTorch tensors and GPU JAX arrays (each skipped without its package), on
+fresh random data seeded by the test's parameters: random shapes
 (primes, odd sizes, 1), random axes subsets and orders (negative ones too), every norm, cut
 and padded lengths, strided and reversed views, integer and bool inputs, ``out=``, single
 precision.
@@ -27,6 +28,7 @@ SEEDS = range(12)
 
 class NumPy:
     name = "numpy"
+    gpu = False
 
     def asarray(self, a):
         return a
@@ -41,6 +43,7 @@ class NumPy:
 
 class Torch:
     name = "torch"
+    gpu = False
 
     def __init__(self, torch):
         self.torch = torch
@@ -60,6 +63,7 @@ class Torch:
 
 class Jax:
     name = "jax"
+    gpu = False
 
     def __init__(self, jax):
         jax.config.update("jax_enable_x64", True)
@@ -77,13 +81,87 @@ class Jax:
         pytest.skip("JAX arrays cannot be out= (test_jax_out_refused)")
 
 
-@pytest.fixture(params=["numpy", "torch", "jax"])
+class CuPy:
+    """CuPy device arrays; views of host arrays are the same views of a device copy."""
+
+    name = "cupy"
+    gpu = True
+
+    def __init__(self, cp):
+        self.cp = cp
+
+    def asarray(self, a):
+        base = a.base if isinstance(a.base, np.ndarray) else None
+        if base is None or not base.flags.c_contiguous:
+            return self.cp.asarray(a)
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        copy = self.cp.asarray(base)
+        return self.cp.ndarray(a.shape, a.dtype, copy.data + offset, strides=a.strides)
+
+    def to_numpy(self, r):
+        assert isinstance(r, self.cp.ndarray), f"expected a cupy.ndarray, got {type(r)}"
+        return self.cp.asnumpy(r)
+
+    def empty(self, shape, dtype):
+        return self.cp.empty(shape, dtype)
+
+
+class TorchCuda(Torch):
+    name = "torch-cuda"
+    gpu = True
+
+    def asarray(self, a):
+        return super().asarray(a).cuda()
+
+    def to_numpy(self, r):
+        assert isinstance(r, self.torch.Tensor), f"expected a torch.Tensor, got {type(r)}"
+        assert r.device.type == "cuda"
+        return r.cpu().numpy()
+
+    def empty(self, shape, dtype):
+        return super().empty(shape, dtype).cuda()
+
+
+class JaxGpu(Jax):
+    name = "jax-gpu"
+    gpu = True
+
+    def asarray(self, a):
+        return self.jax.device_put(a, self.jax.devices("gpu")[0])
+
+    def to_numpy(self, r):
+        assert isinstance(r, self.jax.Array), f"expected a jax.Array, got {type(r)}"
+        assert r.devices() == {self.jax.devices("gpu")[0]}
+        return np.asarray(r)
+
+
+def _gpu_jax():
+    jax = pytest.importorskip("jax")
+    try:
+        jax.devices("gpu")
+    except RuntimeError:
+        pytest.skip("JAX without a GPU")
+    return JaxGpu(jax)
+
+
+def _cuda_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return TorchCuda(torch)
+
+
+# The same cases on the CPU path and, with a GPU, on device arrays of each package.
+_PACKAGES = {"numpy": NumPy, "torch": lambda: Torch(pytest.importorskip("torch")),
+             "jax": lambda: Jax(pytest.importorskip("jax")),
+             "cupy": lambda: CuPy(pytest.importorskip("cupy")), "torch-cuda": _cuda_torch,
+             "jax-gpu": _gpu_jax}
+
+
+@pytest.fixture(params=["numpy", "torch", "jax"] + [
+    pytest.param(name, marks=pytest.mark.gpu) for name in ("cupy", "torch-cuda", "jax-gpu")])
 def xp(request):
-    if request.param == "torch":
-        return Torch(pytest.importorskip("torch"))
-    if request.param == "jax":
-        return Jax(pytest.importorskip("jax"))
-    return NumPy()
+    return _PACKAGES[request.param]()
 
 
 def rng_for(*key):
@@ -297,6 +375,8 @@ def test_jax_out_refused():
 
 
 def test_execution_cpu_on_host(xp):
+    if xp.gpu:
+        pytest.skip("execution=\"cpu\" takes host arrays")
     x = random_input(rng_for("cpu"), "fft", (4, 8))
     actual = accelmath.fft.fft(xp.asarray(x), execution="cpu", workers=2)
     assert_close(xp.to_numpy(actual), np.fft.fft(x), what="execution=cpu")
@@ -315,7 +395,7 @@ def test_numpy_2_arguments(xp, name):
 
 def test_in_place(xp):
     """``out`` the input itself, as numpy.fft allows."""
-    if xp.name == "jax":
+    if xp.name.startswith("jax"):
         pytest.skip("JAX arrays are immutable")
     x = random_input(rng_for("in place"), "fft2", (3, 8, 6))
     a = xp.asarray(x.copy())
