@@ -1,7 +1,9 @@
 """A thread-safe LRU cache of plans, bounded by entry count and by bytes.
 
 Entries are keyed by everything that defines a plan (never by data pointers). Each entry
-reports its size in bytes through the ``nbytes`` attribute of the cached value. An evicted
+reports its size in bytes through the ``nbytes`` attribute of the cached value, or through
+``held_bytes`` where that is larger (the memory it holds now, for every thread and stream that
+ran it): the limit is checked on each insert and each change of the limits. An evicted
 plan is only dropped, never closed: a thread may still be executing it, and its handle and
 workspaces go when the last reference does (the plan's finalizer).
 
@@ -28,6 +30,10 @@ class CacheInfo:
     nbytes: int
     max_size: int
     max_bytes: int
+
+
+def _nbytes(value):
+    return max(value.nbytes, getattr(value, "held_bytes", 0))
 
 
 class PlanCache:
@@ -95,12 +101,12 @@ class PlanCache:
 
     def _evict(self):
         entries = self._entries
-        total = sum(v.nbytes for v, _ in entries.values())
+        total = sum(_nbytes(v) for v, _ in entries.values())
         while entries and (len(entries) > self.max_size or total > self.max_bytes):
             if len(entries) == 1 and len(entries) <= self.max_size:
                 break  # a single plan larger than max_bytes still serves its caller
             oldest = min(entries, key=lambda k: entries[k][1])
-            total -= entries.pop(oldest)[0].nbytes
+            total -= _nbytes(entries.pop(oldest)[0])
 
     def set_limits(self, max_size=None, max_bytes=None):
         """Change the limits (evicting at once what no longer fits)."""
@@ -116,7 +122,7 @@ class PlanCache:
         with self._lock:
             hits = self._hit_base + self._tick() - self._ticks + 1
             return CacheInfo(hits, self._misses, len(self._entries),
-                             sum(v.nbytes for v, _ in self._entries.values()),
+                             sum(_nbytes(v) for v, _ in self._entries.values()),
                              self.max_size, self.max_bytes)
 
     def clear(self):

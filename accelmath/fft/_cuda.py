@@ -475,6 +475,11 @@ class CudaExecutor:
             copy_scale(out_ptr, out_ptr, self.out_shape, self.out_strides, self.out_strides,
                        self.out_dtype, scale, stream, device, conj=conj_out)
 
+    def held_bytes(self):
+        """Device workspace bytes held now, over every thread and stream that ran the plan."""
+        held = sum(workspace.nbytes for workspace in list(self._resources.workspaces))
+        return held + (0 if self._aligned is None else self._aligned.held_bytes())
+
     def free(self):
         """Destroy the cuFFT handles and return the workspaces (idempotent)."""
         self._finalizer()

@@ -50,7 +50,8 @@ def cache_info(device=None):
     Returns
     -------
     dict
-        ``hits``, ``misses``, ``size`` (plans cached), ``bytes`` (their workspace bytes),
+        ``hits``, ``misses``, ``size`` (plans cached), ``bytes`` (the workspace bytes they
+        hold, for every thread and stream that ran them),
         ``max_size`` and ``max_bytes``.
 
     Examples

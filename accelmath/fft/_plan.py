@@ -271,6 +271,12 @@ class FFT:
         CPU)."""
         return 0 if self._executor is None else self._executor.nbytes
 
+    @property
+    def held_bytes(self):
+        """Device workspace bytes the plan holds now: :attr:`nbytes` for each thread and
+        stream that has run it and not given them back yet (0 on the CPU)."""
+        return 0 if self._executor is None else self._executor.held_bytes()
+
     def get_input_layout(self):
         """``(shape, strides)`` of the operands this plan accepts (strides in elements)."""
         return self.in_shape, self.in_strides

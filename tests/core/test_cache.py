@@ -33,6 +33,17 @@ def test_bounded_by_bytes_but_keeps_one_plan():
     assert cache.info().size == 0
 
 
+def test_bytes_held_by_plans_run_on_several_streams_count():
+    """A plan run by several threads or streams holds a workspace for each: those bytes
+    count against the bound at the next insert."""
+    cache = PlanCache(max_size=10, max_bytes=100)
+    a = cache.get_or_create("a", lambda: Plan(30))
+    a.held_bytes = 90  # three streams' workspaces
+    assert cache.info().nbytes == 90
+    cache.get_or_create("b", lambda: Plan(30))
+    assert cache.get("a") is None and cache.info().nbytes == 30
+
+
 def test_clear_resets_the_statistics():
     cache = PlanCache()
     cache.get_or_create("a", Plan)

@@ -819,3 +819,16 @@ def test_a_thread_keeps_workspaces_on_its_last_streams_only(xp):
         workspaces = plan._executor.local.state.workspaces
         handle = streams[-1].ptr if package == "cupy" else streams[-1].cuda_stream
         assert len(workspaces) == _STREAMS_KEPT and list(workspaces)[-1] == handle
+        assert plan.held_bytes == _STREAMS_KEPT * plan.nbytes
+
+
+def test_cache_counts_the_workspaces_of_every_stream():
+    cp = pytest.importorskip("cupy")
+    afft.clear_cache()
+    x = cp.asarray(_data(np.random.default_rng(), (64, 1000), "c2c"))
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(3)]
+    for stream in streams:
+        afft.fft(x, stream=stream)
+    plan = afft.FFT(x, axes=(1,))
+    assert plan.nbytes > 0
+    assert afft.cache_info()["bytes"] == 3 * plan.nbytes
