@@ -782,10 +782,7 @@ def adapter_for(x):
     if adapter is None:
         package = cls.__module__.partition(".")[0]
         if package in _ADAPTER_BY_PACKAGE:
-            adapter = _adapter_by_package.get(package)
-            if adapter is None:
-                adapter = _ADAPTER_BY_PACKAGE[package]()
-                _adapter_by_package[package] = adapter
+            adapter = adapter_named(package)
         elif hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
             adapter = GenericAdapter(package)
         else:
@@ -797,11 +794,7 @@ def adapter_for(x):
 
 
 def adapter_named(package):
-    """The :class:`Adapter` of array package ``package`` ("numpy", "cupy", "torch", "jax")."""
-    if package not in _ADAPTER_BY_PACKAGE:
-        raise InvalidArgumentError(
-            f"package must be one of {', '.join(sorted(set(_ADAPTER_BY_PACKAGE) - {'jaxlib'}))}"
-            f", got {package!r}")
+    """The :class:`Adapter` of a package of :data:`_ADAPTER_BY_PACKAGE` (one per package)."""
     adapter = _adapter_by_package.get(package)
     if adapter is None:
         try:

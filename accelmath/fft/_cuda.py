@@ -167,15 +167,10 @@ class CudaExecutor:
         self.copy_in = None  # (shape, strides) of a scratch copy of the input
         self.copy_out = None  # (shape, strides) of a scratch output copied to the operand
         work_in = (in_shape, in_strides)
-        steps = None
         if kind == "c2r":
             work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
             self.copy_in = work_in
-        if not _points(in_shape) or not _points(out_shape):
-            # an empty batch: nothing to read or write, nothing for cuFFT to do
-            steps, self.copy_in = (), None
-        elif not force_copy:
-            steps = plan_steps(kind, axes, *work_in, out_shape, out_strides)
+        steps = None if force_copy else plan_steps(kind, axes, *work_in, out_shape, out_strides)
         if steps is None:
             # Copy to dense scratch buffers with the transform axes fastest.
             order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
@@ -462,7 +457,7 @@ class CudaExecutor:
         buffers = {"in": src, "out": dst, "tmp": base + offsets[2]}
         _run_calls(calls, handles, buffers, 1 if inverse else -1)
         if not calls:
-            # every transform axis has length 1: the transform is a copy
+            # every transform axis has length 1 (or no elements): the transform is a copy
             copy_scale(src, dst, self.out_shape,
                        copy_in[1] if copy_in else self.in_strides,
                        self.copy_out[1] if self.copy_out else self.out_strides,

@@ -107,17 +107,24 @@ def _cpu(kind, op, s, axes, norm, inverse, conjugate, out, workers):
     return op.adapter.from_numpy(r, op.obj) if out is None else _write_out(op, out, r)
 
 
-def _write_out(op, out, r):
-    """Copy the host result ``r`` of operand ``op`` into the host array ``out``, checked."""
+def _checked_out(op, out, shape, dtype):
+    """The operand of ``out``, checked to take a result of ``shape`` and ``dtype`` of the
+    operand ``op`` (raises, naming ``out``)."""
     out_op = wrap_operand(out)
     check_same_device(op, out_op, names=("a", "out"))
-    if out_op.shape != r.shape or out_op.dtype != r.dtype.name:
+    if (tuple(out_op.shape), out_op.dtype) != (tuple(shape), dtype):
         raise InvalidArgumentError(
-            f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
-            f"{r.shape} and dtype {r.dtype.name}")
+            f"out has shape {tuple(out_op.shape)} and dtype {out_op.dtype}, expected shape "
+            f"{tuple(shape)} and dtype {dtype}")
     if out_op.obj is not out:
         raise InvalidArgumentError(
             "out is a lazily conjugated or negated view; pass a tensor that owns its values")
+    return out_op
+
+
+def _write_out(op, out, r):
+    """Copy the host result ``r`` of operand ``op`` into the host array ``out``, checked."""
+    out_op = _checked_out(op, out, r.shape, r.dtype.name)
     target = out_op.adapter.to_numpy(out)
     if not target.flags.writeable:
         raise InvalidArgumentError("out is read-only")
@@ -240,17 +247,9 @@ def _device_transform(kind, x, op, s, axes, norm, inverse, out, stream, workers,
         op = resized
     out_op = gapped = None
     if out is not None:
-        out_op = wrap_operand(out)
-        check_same_device(op, out_op, names=("a", "out"))
         out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last_axis_size)
-        out_dtype = norms.transform_dtypes(kind, op.dtype, op.adapter.complex32)[1]
-        if (out_op.shape, out_op.dtype) != (out_shape, out_dtype):
-            raise InvalidArgumentError(
-                f"out has shape {out_op.shape} and dtype {out_op.dtype}, expected shape "
-                f"{out_shape} and dtype {out_dtype}")
-        if out_op.obj is not out:
-            raise InvalidArgumentError(
-                "out is a lazily conjugated or negated view; pass a tensor that owns its values")
+        out_op = _checked_out(op, out, out_shape,
+                              norms.transform_dtypes(kind, op.dtype, op.adapter.complex32)[1])
         if not is_dense(out_op.shape, out_op.strides):
             # a view with gaps: the result goes there in one copy
             gapped, out, out_op = out_op, None, None

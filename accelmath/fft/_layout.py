@@ -165,7 +165,11 @@ def plan_steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split=F
     Returns
     -------
     list of Step or None
+        No steps where there is nothing to transform: every transformed axis of length 1,
+        or no elements at all (an empty batch).
     """
+    if 0 in in_shape or 0 in out_shape:
+        return []
     # Where the steps asked for cannot write the layout, wider ones may: the halved axis
     # alone, then (r2c) through the scratch buffer. Only then does the executor copy.
     options = [(split, scratch)]

@@ -481,3 +481,9 @@ def test_is_dense():
     assert not is_dense((16, 20), (16, 1))  # overlapping
     assert not is_dense((16, 20), (40, 2))  # gaps
     assert not is_dense((16, 20), (-20, 1))
+
+
+@pytest.mark.parametrize("kind", ["c2c", "r2c", "c2r"])
+def test_nothing_to_transform_in_an_empty_batch(kind):
+    out_last = {"c2c": 8, "r2c": 5, "c2r": 14}[kind]
+    assert plan_steps(kind, (1,), (0, 8), (8, 1), (0, out_last), (out_last, 1)) == []
