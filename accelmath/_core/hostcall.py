@@ -24,7 +24,7 @@ from pathlib import Path
 
 from accelmath._core import wisdom
 
-__all__ = ["fast", "status"]
+__all__ = ["fast", "launcher", "status"]
 
 _SOURCE = Path(__file__).with_name("_hostcall.c")
 # argument types passed whole in one integer register
@@ -66,6 +66,46 @@ def fast(func):
     if module is None:
         return func
     return module.Function(ctypes.cast(func, ctypes.c_void_p).value, len(argtypes))
+
+
+def launcher(slow, runs, xtype, read, out_readers, current_stream, local, mask):
+    """A plan's ``execute(x, out=out)`` made in C where it can be, else ``slow`` itself.
+
+    The returned callable does what ``slow`` does. For a call ``f(x, out=out)`` it makes the
+    checks and the C call of ``slow``'s common case itself, without the interpreter, and it
+    passes every other call, and this one wherever a check does not hold, on to ``slow``.
+
+    Parameters
+    ----------
+    slow : callable
+        The execute in Python.
+    runs : dict
+        ``runs[None]`` is ``(run, func, fail, code)``: ``func`` the :func:`fast` form of a C
+        function called as ``func(handle, in_ptr, out_ptr[, code])`` (no ``code`` where it is
+        None), ``fail(status)`` raising the error of a nonzero status. No entry: ``slow``.
+    xtype : type
+        The type ``x`` must have.
+    read : callable
+        ``read(x)``: the pointer of ``x`` where it fits the plan, else None.
+    out_readers : dict
+        ``{type: reader}``: readers of ``out`` as ``read`` is of ``x``, by ``out``'s type.
+    current_stream : callable
+        The handle of the current stream, an int.
+    local : threading.local
+        Its ``state`` (where this thread has one) has ``stream``, the stream its ``handles``
+        are set to; ``handles[0]`` is passed to ``func`` where that stream is the current one.
+    mask : int
+        Pointers with any of these bits set go to ``slow``.
+
+    Returns
+    -------
+    callable
+        Its ``__wrapped__`` is ``slow``; ``slow`` itself where the call shim cannot be built.
+    """
+    module = _module()
+    if module is None:
+        return slow
+    return module.Launch(slow, runs, xtype, read, out_readers, current_stream, local, mask)
 
 
 def status():

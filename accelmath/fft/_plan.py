@@ -10,6 +10,7 @@ import weakref
 
 import numpy
 
+from accelmath._core import hostcall
 from accelmath._core.device import ensure_context
 from accelmath._core.operand import (ITEMSIZE, Operand, _device_adapter, adapter_named,
                                      check_mutable, check_same_device, device_name,
@@ -365,7 +366,8 @@ class FFT:
     def _fused_execute(self):
         """This plan's :meth:`execute`: the common call (an operand of the plan's type and
         layout; ``out=`` of a layout seen before, or none) read and launched in one function,
-        anything else passed on to :meth:`FFT.execute`."""
+        anything else passed on to :meth:`FFT.execute`; ``execute(x, out=out)`` made in C
+        (:func:`hostcall.launcher`) where the call shim is built."""
         read, xtype, read_out = self._read, self._type, self._read_out
         allocate, allocate_on = self._allocate, self._allocate_on
         current_stream = self._current_stream
@@ -414,7 +416,9 @@ class FFT:
             return FFT.execute(plan(), x, out=out, direction=direction, stream=stream)
 
         execute.__doc__ = FFT.execute.__doc__
-        return execute
+        # the same again in C, for execute(x, out=out): the call shim's, where it is built
+        return hostcall.launcher(execute, runs, xtype, read, read_out, current_stream, local,
+                                 mask)
 
     def _run(self, op, out, inverse, stream):
         """Execute on a checked operand (the stateless functions enter here)."""

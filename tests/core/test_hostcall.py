@@ -1,8 +1,13 @@
 """The compiled call shim: the same results as ctypes, and ctypes wherever it cannot be built."""
 
 import ctypes
+import gc
+import inspect
 import shutil
 import sysconfig
+import threading
+import types
+import weakref
 
 import pytest
 
@@ -143,3 +148,122 @@ def test_failed_build_uses_ctypes(fresh, monkeypatch):
     func, _ = _recorder([ctypes.c_int])
     assert hostcall.fast(func) is func
     assert hostcall.status().startswith("ctypes (compiling the call shim failed")
+
+
+class _Array:
+    """An array of the launcher's tests: its pointer, and whether it fits the plan."""
+
+    def __init__(self, ptr, fits=True):
+        self.ptr, self.fits = ptr, fits
+
+
+def _read(a):
+    return a.ptr if a.fits else None
+
+
+class _Launch:
+    """A launcher over a recording C function, and a record of what reached the slow path."""
+
+    def __init__(self, nargs=4, status=0):
+        proto = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_longlong] * nargs)
+        self.calls, self.slow_calls, self.failed = [], [], []
+
+        def record(*args):
+            self.calls.append(args)
+            return status
+
+        self.func = proto(record)
+        self.func.argtypes = [ctypes.c_longlong] * nargs
+        self.stream = 7
+        self.local = threading.local()
+        self.local.state = types.SimpleNamespace(stream=7, handles=[41, 42])
+        self.runs = {None: (None, hostcall.fast(self.func), self.fail,
+                            -1 if nargs == 4 else None)}
+        self.readers = {_Array: _read}
+        self.launch = hostcall.launcher(self.slow, self.runs, _Array, _read, self.readers,
+                                        lambda: self.stream, self.local, 0xF)
+
+    def slow(self, x=None, *, out=None, direction=None, stream=None):
+        """The execute in Python."""
+        self.slow_calls.append((x, out, direction, stream))
+        return "slow"
+
+    def fail(self, status):
+        self.failed.append(status)
+        raise RuntimeError(f"status {status}")
+
+
+@needs_compiler
+@pytest.mark.parametrize("nargs", [3, 4])
+def test_launcher_calls_c_when_every_check_holds(fresh, nargs):
+    launch = _Launch(nargs)
+    assert launch.launch is not launch.slow
+    x, out = _Array(0x1000), _Array(0x2000)
+    assert launch.launch(x, out=out) is out
+    assert launch.calls == [(41, 0x1000, 0x2000, -1)[:nargs]] and not launch.slow_calls
+
+
+@needs_compiler
+def test_launcher_passes_the_rest_on(fresh):
+    launch = _Launch()
+    x, out = _Array(0x1000), _Array(0x2000)
+    other = [
+        lambda: launch.launch(_Array(0x1000, fits=False), out=out),  # x does not fit
+        lambda: launch.launch(x, out=_Array(0x2000, fits=False)),  # out does not fit
+        lambda: launch.launch(x, out=_Array(0x2008)),  # misaligned
+        lambda: launch.launch(x, out=bytearray(4)),  # out of a type not read yet
+        lambda: launch.launch(object(), out=out),  # x of another type
+        lambda: launch.launch(x),  # no out
+        lambda: launch.launch(x, out=out, direction="inverse"),
+        lambda: launch.launch(x=x, out=out),
+    ]
+    for call in other:
+        assert call() == "slow"
+    launch.stream = 8  # the handles are on another stream
+    assert launch.launch(x, out=out) == "slow"
+    launch.stream = 7
+    del launch.local.state  # a thread that has not run the plan
+    assert launch.launch(x, out=out) == "slow"
+    launch.local.state = types.SimpleNamespace(stream=7, handles=[41])
+    launch.runs.clear()  # a freed plan
+    assert launch.launch(x, out=out) == "slow"
+    assert not launch.calls
+    assert len(launch.slow_calls) == len(other) + 3
+    assert launch.slow_calls[6] == (x, out, "inverse", None)
+    assert launch.slow_calls[7] == (x, out, None, None)
+
+
+@needs_compiler
+def test_launcher_raises_what_fail_and_readers_raise(fresh):
+    launch = _Launch(status=5)
+    x, out = _Array(0x1000), _Array(0x2000)
+    with pytest.raises(RuntimeError, match="status 5"):
+        launch.launch(x, out=out)
+    assert launch.failed == [5] and len(launch.calls) == 1
+
+    def broken(a):
+        raise KeyError("reader")
+
+    launch.readers[_Array] = broken
+    with pytest.raises(KeyError, match="reader"):
+        launch.launch(x, out=out)
+    assert not launch.slow_calls
+
+
+@needs_compiler
+def test_launcher_shows_the_slow_execute(fresh):
+    launch = _Launch()
+    assert launch.launch.__wrapped__ == launch.slow
+    assert launch.launch.__doc__ == launch.slow.__doc__
+    assert list(inspect.signature(launch.launch).parameters) == ["x", "out", "direction",
+                                                                 "stream"]
+    slow = weakref.ref(launch)
+    del launch
+    gc.collect()
+    assert slow() is None  # the launcher holds it in a cycle that the collector breaks
+
+
+def test_launcher_without_the_shim_is_the_slow_execute(fresh, monkeypatch):
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
+    launch = _Launch()
+    assert launch.launch == launch.slow

@@ -693,8 +693,8 @@ def test_real_transforms_over_a_middle_axis(xp, dtype, shape):
 
 
 def test_library_calls_through_ctypes_and_the_shim():
-    """cuFFT runs through the compiled call shim where it builds, and through plain ctypes
-    with ACCELMATH_HOSTCALL=0: the same results either way."""
+    """cuFFT runs through the compiled call shim where it builds, a plan's execute(x, out=)
+    too, and through plain ctypes with ACCELMATH_HOSTCALL=0: the same results either way."""
     import subprocess
     import sys
 
@@ -706,13 +706,20 @@ def test_library_calls_through_ctypes_and_the_shim():
         func = plan._executor._calls[0][0]
         compiled = hostcall.status().startswith("compiled")
         assert (type(func).__name__ == "Function") == compiled, hostcall.status()
+        assert (type(plan.execute).__name__ == "Launch") == compiled
         _close(cp.asnumpy(plan.execute(x)), np.fft.fft(cp.asnumpy(x), axis=1), 1e-12)
+        out = cp.empty_like(x)
+        for _ in range(3):  # out= checked in Python the first time, then read in C
+            y = cp.asarray(_data(np.random.default_rng(), (32, 1024), "c2c"))
+            assert plan.execute(y, out=out) is out
+            _close(cp.asnumpy(out), np.fft.fft(cp.asnumpy(y), axis=1), 1e-12)
     script = (
         "import numpy as np, cupy as cp, accelmath.fft as afft\n"
         "from accelmath._core import hostcall\n"
         "x = np.random.default_rng().standard_normal((8, 300)) + 1j\n"
         "with afft.FFT(cp.asarray(x), axes=(1,)) as plan:\n"
         "    assert type(plan._executor._calls[0][0]).__name__ != 'Function'\n"
+        "    assert type(plan.execute).__name__ == 'function'\n"
         "    got = cp.asnumpy(plan.execute(cp.asarray(x), direction='inverse'))\n"
         "ref = np.fft.ifft(x, axis=1)\n"
         "assert np.linalg.norm(got - ref) <= 1e-12 * np.linalg.norm(ref)\n"
