@@ -3,7 +3,9 @@
 Entries are keyed by everything that defines a plan (never by data pointers). Each entry
 reports its size in bytes through the ``nbytes`` attribute of the cached value, or through
 ``held_bytes`` where that is larger (the memory it holds now, for every thread and stream that
-ran it): the limit is checked on each insert and each change of the limits. An evicted
+ran it): the limit is checked on each insert, each change of the limits, and each time a cached
+value that has an ``on_grow`` attribute calls it (the cache sets it to a callable of no
+arguments, for the value to call when its ``held_bytes`` grew). An evicted
 plan is only dropped, never closed: a thread may still be executing it, and its handle and
 workspaces go when the last reference does (the plan's finalizer).
 
@@ -61,7 +63,9 @@ class PlanCache:
 
     def __init__(self, max_size=64, max_bytes=4 << 30):
         self._entries = {}  # key -> [value, stamp of its last use]
-        self._lock = threading.Lock()  # guards inserts, evictions and the counts below
+        # guards inserts, evictions and the counts below (reentrant: a value's on_grow may
+        # run on a thread that holds it)
+        self._lock = threading.RLock()
         self.max_size = max_size
         self.max_bytes = max_bytes
         self._clock = itertools.count()
@@ -91,8 +95,15 @@ class PlanCache:
                 return existing[0]  # another thread built the same plan meanwhile
             if self.max_size > 0:
                 self._entries[key] = [value, self._tick()]
+                if hasattr(value, "on_grow"):
+                    value.on_grow = self._recheck
                 self._evict()
         return value
+
+    def _recheck(self):
+        """Evict what no longer fits, after a cached value's bytes grew."""
+        with self._lock:
+            self._evict()
 
     def _tick(self):
         """A stamp not counted as a hit (with the lock held)."""

@@ -161,6 +161,7 @@ class CudaExecutor:
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of handles and workspaces
         self.local = threading.local()  # .state: the thread's _ThreadState
+        self.on_grow = None  # called (no arguments) after a new workspace is taken
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -354,10 +355,12 @@ class CudaExecutor:
     def _set_stream(self, state, stream):
         """Point the thread's handles at ``stream`` and at its workspace there."""
         workspace = state.workspaces.pop(stream, None)
+        grew = workspace is None and self.nbytes > 0
         if workspace is None:
             workspace = allocate_workspace(self.nbytes, self.device_id, stream, self.package)
             self._resources.workspaces.add(workspace)
             if len(state.workspaces) >= _STREAMS_KEPT:
+                grew = False
                 # the workspace of the stream used longest ago goes back to its pool, in that
                 # stream's order: transforms still queued there keep their memory
                 oldest = state.workspaces.pop(next(iter(state.workspaces)))
@@ -369,6 +372,8 @@ class CudaExecutor:
             cufft.lib.set_stream(handle, stream)
             cufft.lib.set_work_area(handle, area)
         state.stream = stream
+        if grew and self.on_grow is not None:
+            self.on_grow()
 
     def _state_on(self, stream):
         """The calling thread's state, its handles set to ``stream``."""
@@ -428,7 +433,9 @@ class CudaExecutor:
             if self._aligned is None:
                 with self._lock:
                     if self._aligned is None:
-                        self._aligned = CudaExecutor(*self._args, force_copy=True)
+                        aligned = CudaExecutor(*self._args, force_copy=True)
+                        aligned.on_grow = self.on_grow
+                        self._aligned = aligned
             return self._aligned.execute(in_ptr, out_ptr, stream, inverse)
         self._execute(self._state_on(stream), in_ptr, out_ptr, stream, inverse)
 

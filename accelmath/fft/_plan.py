@@ -278,6 +278,21 @@ class FFT:
         stream that has run it and not given them back yet (0 on the CPU)."""
         return 0 if self._executor is None else self._executor.held_bytes()
 
+    @property
+    def on_grow(self):
+        """Called with no arguments each time the plan takes another workspace (a thread or
+        stream running it for the first time), or None; the plan cache of the stateless
+        functions sets it to re-check its byte bound."""
+        return None if self._executor is None else self._executor.on_grow
+
+    @on_grow.setter
+    def on_grow(self, callback):
+        executor = self._executor
+        if executor is not None:
+            executor.on_grow = callback
+            if executor._aligned is not None:
+                executor._aligned.on_grow = callback
+
     def get_input_layout(self):
         """``(shape, strides)`` of the operands this plan accepts (strides in elements)."""
         return self.in_shape, self.in_strides

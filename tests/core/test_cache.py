@@ -44,6 +44,26 @@ def test_bytes_held_by_plans_run_on_several_streams_count():
     assert cache.get("a") is None and cache.info().nbytes == 30
 
 
+def test_a_plan_that_grows_is_rechecked_at_once():
+    """A plan that takes another workspace says so (on_grow), and the bound holds again at
+    once, not at the next insert."""
+
+    class GrowingPlan(Plan):
+        on_grow = None
+
+    cache = PlanCache(max_size=10, max_bytes=100)
+    a = cache.get_or_create("a", lambda: GrowingPlan(30))
+    b = cache.get_or_create("b", lambda: GrowingPlan(30))
+    assert callable(a.on_grow) and callable(b.on_grow)
+    b.held_bytes = 60
+    b.on_grow()
+    assert cache.info().size == 2  # 90 bytes: within the bound
+    b.held_bytes = 90
+    b.on_grow()
+    assert cache.get("a") is None and cache.get("b") is b
+    assert cache.info().nbytes == 90
+
+
 def test_clear_resets_the_statistics():
     cache = PlanCache()
     cache.get_or_create("a", Plan)

@@ -839,3 +839,34 @@ def test_cache_counts_the_workspaces_of_every_stream():
     plan = afft.FFT(x, axes=(1,))
     assert plan.nbytes > 0
     assert afft.cache_info()["bytes"] == 3 * plan.nbytes
+
+
+def test_cache_bound_holds_as_plans_take_workspaces():
+    """A cached plan run on another stream takes another workspace: the byte bound is
+    checked again then, evicting the plan used longest ago."""
+    cp = pytest.importorskip("cupy")
+    afft.clear_cache()
+    rng = np.random.default_rng()
+    x = cp.asarray(_data(rng, (16, 4088), "c2c"))  # (with a work area)
+    y = cp.asarray(_data(rng, (8, 4088), "c2c"))
+    nbytes = afft.FFT(x, axes=(1,)).nbytes + afft.FFT(y, axes=(1,)).nbytes
+    grown = []
+    try:
+        afft.set_cache_limits(max_bytes=nbytes + 1)
+        afft.fft(y)
+        afft.fft(x)
+        assert afft.cache_info()["size"] == 2
+        plan = afft._functions._cache(x.device.id)._entries
+        (x_plan,) = [entry[0] for entry in plan.values() if entry[0].in_shape == (16, 4088)]
+        on_grow = x_plan.on_grow
+        x_plan.on_grow = lambda: (grown.append(1), on_grow())
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            _close(cp.asnumpy(afft.fft(x)), np.fft.fft(cp.asnumpy(x)), 1e-12)
+        stream.synchronize()
+        assert grown == [1]
+        info = afft.cache_info()
+        assert info["size"] == 1 and info["bytes"] == 2 * x_plan.nbytes  # y's plan went
+    finally:
+        afft.set_cache_limits(max_bytes=4 << 30)
+        afft.clear_cache()
