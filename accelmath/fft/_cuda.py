@@ -161,7 +161,7 @@ class CudaExecutor:
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of handles and workspaces
         self.local = threading.local()  # .state: the thread's _ThreadState
-        self.on_grow = None  # called (no arguments) after a new workspace is taken
+        self._on_grow = None  # called (no arguments) after a new workspace is taken
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -372,8 +372,20 @@ class CudaExecutor:
             cufft.lib.set_stream(handle, stream)
             cufft.lib.set_work_area(handle, area)
         state.stream = stream
-        if grew and self.on_grow is not None:
-            self.on_grow()
+        if grew and self._on_grow is not None:
+            self._on_grow()
+
+    @property
+    def on_grow(self):
+        """Called with no arguments after a thread or stream takes a new workspace (here or
+        in the executor of misaligned operands), or None."""
+        return self._on_grow
+
+    @on_grow.setter
+    def on_grow(self, callback):
+        self._on_grow = callback
+        if self._aligned is not None:
+            self._aligned.on_grow = callback
 
     def _state_on(self, stream):
         """The calling thread's state, its handles set to ``stream``."""
@@ -434,7 +446,7 @@ class CudaExecutor:
                 with self._lock:
                     if self._aligned is None:
                         aligned = CudaExecutor(*self._args, force_copy=True)
-                        aligned.on_grow = self.on_grow
+                        aligned.on_grow = self._on_grow
                         self._aligned = aligned
             return self._aligned.execute(in_ptr, out_ptr, stream, inverse)
         self._execute(self._state_on(stream), in_ptr, out_ptr, stream, inverse)

@@ -287,11 +287,8 @@ class FFT:
 
     @on_grow.setter
     def on_grow(self, callback):
-        executor = self._executor
-        if executor is not None:
-            executor.on_grow = callback
-            if executor._aligned is not None:
-                executor._aligned.on_grow = callback
+        if self._executor is not None:
+            self._executor.on_grow = callback
 
     def get_input_layout(self):
         """``(shape, strides)`` of the operands this plan accepts (strides in elements)."""
