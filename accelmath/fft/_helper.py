@@ -57,6 +57,10 @@ def rfftfreq(n, d=1.0, *, device=None, like=None):
     return _grid(numpy.fft.rfftfreq(length(n), d), like, device)
 
 
+# the packages whose own roll takes (x, shifts, axes), by the module that has it
+_ROLL_MODULES = {"numpy": "numpy", "cupy": "cupy", "jax": "jax.numpy", "torch": "torch"}
+
+
 def _roll(x, inverse, axes):
     """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
     as in NumPy), by its own package's ``roll``."""
@@ -74,12 +78,8 @@ def _roll(x, inverse, axes):
             raise InvalidArgumentError(
                 f"axis {axis} is out of bounds for an array of dimension {ndim}")
     shifts = tuple(-(op.shape[a] // 2) if inverse else op.shape[a] // 2 for a in axes)
-    if op.package == "torch":
-        return importlib.import_module("torch").roll(x, shifts, axes)
-    if op.package in ("numpy", "cupy", "jax"):
-        module = numpy if op.package == "numpy" else importlib.import_module(
-            "jax.numpy" if op.package == "jax" else "cupy")
-        return module.roll(x, shifts, axes)
+    if op.package in _ROLL_MODULES:
+        return importlib.import_module(_ROLL_MODULES[op.package]).roll(x, shifts, axes)
     if op.on_device:  # another producer: rolled by the package that allocates results
         return _roll(_device_adapter().from_dlpack(x), inverse, axes)
     return numpy.roll(op.adapter.to_numpy(x), shifts, axes)

@@ -384,9 +384,9 @@ class FFT:
         allocate, allocate_on = self._allocate, self._allocate_on
         current_stream = self._current_stream
         executor = self._executor
-        local, mask = executor.local, executor.align_mask
-        # direction -> (runner, then its single cuFFT call: func, fail, code, or three Nones);
-        # free() empties it, sending every call to the checks
+        # direction -> (runner, then its single cuFFT call: func, fail, code, or three Nones,
+        # which the C execute makes itself); free() empties it, sending every call to the
+        # checks
         runs = self._runs = {}
         for direction, inverse in ((None, self._default_inverse), ("forward", False),
                                    ("inverse", True)):
@@ -397,7 +397,7 @@ class FFT:
 
         def execute(x=None, *, out=None, direction=None, stream=None):
             try:
-                run, func, fail, code = runs[direction]
+                run = runs[direction][0]
             except (KeyError, TypeError):
                 run = None
             if run is not None and type(x) is xtype:
@@ -411,26 +411,14 @@ class FFT:
                         reader = read_out.get(type(out))
                         out_ptr = None if reader is None else reader(out)
                     if out_ptr is not None:
-                        if func is not None and not (in_ptr | out_ptr) & mask:
-                            # the runner's common case: this thread's handle is on the stream
-                            try:
-                                state = local.state
-                            except AttributeError:
-                                state = None
-                            if state is not None and state.stream == stream:
-                                status = (func(state.handles[0], in_ptr, out_ptr) if code is None
-                                          else func(state.handles[0], in_ptr, out_ptr, code))
-                                if status:
-                                    fail(status)
-                                return out
                         run(in_ptr, out_ptr, stream)
                         return out
             return FFT.execute(plan(), x, out=out, direction=direction, stream=stream)
 
         execute.__doc__ = FFT.execute.__doc__
         # the same again in C, for execute(x, out=out): the call shim's, where it is built
-        return hostcall.launcher(execute, runs, xtype, read, read_out, current_stream, local,
-                                 mask)
+        return hostcall.launcher(execute, runs, xtype, read, read_out, current_stream,
+                                 executor.local, executor.align_mask)
 
     def _run(self, op, out, inverse, stream):
         """Execute on a checked operand (the stateless functions enter here)."""
