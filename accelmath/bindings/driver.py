@@ -61,6 +61,8 @@ FUNCTIONS = (
     Function("module_unload", ("cuModuleUnload",), (_p,)),
     # CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
     Function("module_get_function", ("cuModuleGetFunction",), (POINTER(_p), _p, c_char_p)),
+    # CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value);
+    Function("func_set_attribute", ("cuFuncSetAttribute",), (_p, c_int, c_int)),
     # CUresult cuLaunchKernel(CUfunction f, unsigned gridDimX, unsigned gridDimY,
     #     unsigned gridDimZ, unsigned blockDimX, unsigned blockDimY, unsigned blockDimZ,
     #     unsigned sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);

@@ -9,16 +9,18 @@ allocation once a thread and a stream have been seen.
 """
 
 import ctypes
+import dataclasses
 import functools
 import threading
 import weakref
 
-from accelmath._core import hostcall
+from accelmath._core import hostcall, wisdom
 from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
 from accelmath._core.memory import allocate_workspace
 from accelmath._core.operand import ITEMSIZE
 from accelmath.bindings import cufft, driver
+from accelmath.fft import _columns
 from accelmath.fft._layout import contiguous_strides, plan_steps
 
 __all__ = ["CudaExecutor"]
@@ -58,12 +60,15 @@ def _points(shape):
     return n
 
 
-def _run_calls(calls, handles, buffers, direction):
-    """Make the cuFFT calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr,
-    "tmp": ptr})."""
+def _run_calls(calls, handles, buffers, direction, stream):
+    """Make the calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr, "tmp": ptr}):
+    cuFFT's (their handles set to ``stream``), or the column kernel's (no handle)."""
     for (func, c_name, with_direction, src, dst, offsets), handle in zip(calls, handles):
         a, b = buffers[src], buffers[dst]
         for da, db in offsets:
+            if handle is None:
+                func(a + da, b + db, direction == 1, stream)
+                continue
             status = (func(handle, a + da, b + db, direction) if with_direction
                       else func(handle, a + da, b + db))
             if status:
@@ -194,6 +199,11 @@ class CudaExecutor:
                 more = plan_steps(kind, axes, *layout, out_shape, out_strides, **option)
                 if more is not None and (more, copy_in) not in candidates:
                     candidates.append((more, copy_in))
+            # the same, with accelmath's column kernel for the steps down columns
+            for steps_, copy_in in list(candidates):
+                columns = self._with_columns(steps_)
+                if columns is not None:
+                    candidates.append((columns, copy_in))
         inverse = kind == "c2r"
         self.steps, self.copy_in, handles, work = self._fastest(candidates, inverse)
         self._offsets = self._scratch_offsets(self.copy_in, self.steps)
@@ -209,8 +219,21 @@ class CudaExecutor:
         self._aligned = None
         # Per direction: one cuFFT call and nothing else, made straight from execute().
         plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
-                 and len(self._calls[0][5]) == 1 and not conjugate)
+                 and len(self._calls[0][5]) == 1 and not conjugate
+                 and self.steps[0].engine == "cufft")
         self._direct = (plain and scales[0] is None, plain and scales[1] is None)
+
+    def _with_columns(self, steps):
+        """``steps`` with the column kernel for each step it fits, or None where it fits
+        none (or ``ACCELMATH_COLUMNS=0``)."""
+        if wisdom.switched_off("ACCELMATH_COLUMNS") or not _columns.available(self.device_id):
+            return None
+        dtype = self.in_dtype if self.in_dtype.startswith("complex") else self.out_dtype
+        fit = [_columns.fits(step, dtype) for step in steps]
+        if not any(fit):
+            return None
+        return [dataclasses.replace(step, engine="columns") if ok else step
+                for step, ok in zip(steps, fit)]
 
     def _fastest(self, candidates, inverse):
         """``(steps, copy_in, handles, work)`` of the candidate that runs fastest (timed on
@@ -243,9 +266,13 @@ class CudaExecutor:
         return 0, out_offset, tmp_offset, _align(tmp_offset + self._tmp_bytes(steps))
 
     def _plan(self, steps):
-        """One cuFFT handle per step, and the largest work area they need."""
+        """One cuFFT handle per step (None for the column kernel's), and the largest work
+        area they need."""
         handles, work = [], 0
         for step in steps:
+            if step.engine == "columns":
+                handles.append(None)
+                continue
             handle, size = self._make_plan(step, self.in_dtype, self.out_dtype)
             handles.append(handle)
             work = max(work, size)
@@ -253,24 +280,30 @@ class CudaExecutor:
 
     def _calls_of(self, steps):
         """The call record of each step: (exec function, its C name, takes a direction,
-        source, destination, byte offsets)."""
+        source, destination, byte offsets). The column kernel's function takes
+        ``(src, dst, inverse, stream)``; it has no C name."""
         in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
         sizes = {"in": in_size, "out": out_size,
                  "tmp": in_size if self.kind == "c2r" else out_size}
         calls = []
         for step in steps:
+            offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
+            if step.engine == "columns":
+                func = functools.partial(_columns.launch, step, device_id=self.device_id)
+                calls.append((func, None, True, step.src, step.dst, offsets))
+                continue
             exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))
-            offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
             func, c_name = cufft.lib.raw(exec_name)
-            func = hostcall.fast(func)
-            calls.append((func, c_name, with_direction, step.src, step.dst, offsets))
+            calls.append((hostcall.fast(func), c_name, with_direction, step.src, step.dst,
+                          offsets))
         return calls
 
     def _discard(self, handles):
         for handle in handles:
-            self._resources.handles.remove(handle)
-            cufft.lib.destroy(handle)
+            if handle is not None:
+                self._resources.handles.remove(handle)
+                cufft.lib.destroy(handle)
 
     def _worth_tuning(self, kind, axes, out_strides):
         """Time candidate plans for large multi-axis r2c/c2r transforms of positive strides
@@ -292,8 +325,9 @@ class CudaExecutor:
         try:
             driver.lib.memset_d8(trial.ptr, 0, data_bytes)
             for handle in handles:
-                cufft.lib.set_stream(handle, 0)
-                cufft.lib.set_work_area(handle, _work_area(trial.ptr + data_bytes, work))
+                if handle is not None:
+                    cufft.lib.set_stream(handle, 0)
+                    cufft.lib.set_work_area(handle, _work_area(trial.ptr + data_bytes, work))
             args = (calls, copy_in, offsets, handles, trial.ptr + in_bytes + out_bytes,
                     trial.ptr, trial.ptr + in_bytes, 0, inverse)
             for _ in range(2):
@@ -369,8 +403,9 @@ class CudaExecutor:
         state.workspaces[stream] = workspace  # last: the most recently used
         area = _work_area(workspace.ptr + self._offsets[3], self.nbytes - self._offsets[3])
         for handle in state.handles:
-            cufft.lib.set_stream(handle, stream)
-            cufft.lib.set_work_area(handle, area)
+            if handle is not None:
+                cufft.lib.set_stream(handle, stream)
+                cufft.lib.set_work_area(handle, area)
         state.stream = stream
         if grew and self._on_grow is not None:
             self._on_grow()
@@ -474,7 +509,7 @@ class CudaExecutor:
                 scale = None
         dst = out_ptr if self.copy_out is None else base + offsets[1]
         buffers = {"in": src, "out": dst, "tmp": base + offsets[2]}
-        _run_calls(calls, handles, buffers, 1 if inverse else -1)
+        _run_calls(calls, handles, buffers, 1 if inverse else -1, stream)
         if not calls:
             # every transform axis has length 1 (or no elements): the transform is a copy
             copy_scale(src, dst, self.out_shape,

@@ -27,7 +27,9 @@ class Step:
     ``(source, destination)`` added to the base pointers, one cuFFT call each; ``src`` and
     ``dst`` name the buffers a step reads and writes: ``"in"`` (the plan's input, or for c2r
     its scratch copy), ``"out"``, or ``"tmp"`` (a dense scratch buffer laid out as
-    :func:`scratch_layout` says, see ``plan_steps(scratch=True)``).
+    :func:`scratch_layout` says, see ``plan_steps(scratch=True)``). ``engine`` is what runs
+    it: ``"cufft"``, or ``"columns"`` for accelmath's column kernel (``accelmath.fft._columns``,
+    which the executor may choose for c2c steps down columns).
     """
 
     kind: str
@@ -42,6 +44,7 @@ class Step:
     offsets: tuple = ((0, 0),)
     src: str = "in"
     dst: str = "out"
+    engine: str = "cufft"
 
 
 def contiguous_strides(shape, order=None):

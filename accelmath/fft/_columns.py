@@ -1,0 +1,276 @@
+"""accelmath's own column FFT: complex64 transforms down the columns of a row-major matrix.
+
+cuFFT transforms strided columns a few at a time per thread block, so each block reads rows
+only a few elements wide (4 columns, 32 bytes, for length 4096 on Hopper). This kernel spreads
+each transform over a cluster of 8 thread blocks (compute capability 9.0 and later) and so
+reads and writes 16 columns (128 bytes) per row. For a length ``L = 8 M`` it runs a four-step
+FFT: block ``b`` loads the rows ``M n1 + n2`` of its 1/8 of the ``n2``, makes 8-point
+transforms over ``n1`` and scales them by their twiddles; each block then gathers one of
+their outputs from all 8 blocks through distributed shared memory and makes the ``M``-point
+transforms in its own shared memory (Stockham radix-8 passes and one last radix-2, -4 or -8
+pass), whose results are the output rows ``b + 8 k``.
+
+The executor offers it as one of a plan's timed candidates (see ``CudaExecutor``), so it runs
+only where it measures faster than cuFFT. Lengths: powers of two from 512 to 16384.
+"""
+
+import ctypes
+import threading
+
+from accelmath._core.compiler import compile_cuda
+from accelmath._core.device import compute_capability, ensure_context
+from accelmath.bindings import driver
+
+__all__ = ["LENGTHS", "SOURCE", "available", "fits", "launch"]
+
+LENGTHS = tuple(1 << k for k in range(9, 15))
+_CLUSTER = 8
+_SMEM_VALUES = 8192  # complex64 values of shared memory per block (64 KiB)
+_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+SOURCE = r"""
+// L: the transform length (8 M); W: columns per cluster; THREADS: per block; LAST: the
+// radix of the last Stockham pass.
+#define M (L / 8)
+#define P (M / 8)
+#define ROWS (THREADS / W)
+#define PAIRS (P / ROWS)
+
+__device__ __forceinline__ float2 mul(float2 a, float2 b) {
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ __forceinline__ float2 add(float2 a, float2 b) { return make_float2(a.x + b.x, a.y + b.y); }
+__device__ __forceinline__ float2 sub(float2 a, float2 b) { return make_float2(a.x - b.x, a.y - b.y); }
+// u times i s (s = -1 forward, +1 inverse)
+__device__ __forceinline__ float2 rot(float2 u, float s) { return make_float2(-s * u.y, s * u.x); }
+
+__device__ __forceinline__ void dft2(float2 &a, float2 &b) {
+    float2 t = sub(a, b); a = add(a, b); b = t; }
+__device__ __forceinline__ void dft4(float2 &a, float2 &b, float2 &c, float2 &d, float s) {
+    float2 t0 = add(a, c), t1 = sub(a, c), t2 = add(b, d), t3 = rot(sub(b, d), s);
+    a = add(t0, t2); c = sub(t0, t2); b = add(t1, t3); d = sub(t1, t3); }
+__device__ __forceinline__ void dft8(float2 *x, float s) {
+    const float r = 0.70710678118654752f;
+    float2 e0 = x[0], e1 = x[2], e2 = x[4], e3 = x[6], o0 = x[1], o1 = x[3], o2 = x[5], o3 = x[7];
+    dft4(e0, e1, e2, e3, s);
+    dft4(o0, o1, o2, o3, s);
+    o1 = make_float2(r * (o1.x - s * o1.y), r * (o1.y + s * o1.x));
+    o2 = rot(o2, s);
+    o3 = make_float2(-r * (o3.x + s * o3.y), r * (s * o3.x - o3.y));
+    x[0] = add(e0, o0); x[4] = sub(e0, o0); x[1] = add(e1, o1); x[5] = sub(e1, o1);
+    x[2] = add(e2, o2); x[6] = sub(e2, o2); x[3] = add(e3, o3); x[7] = sub(e3, o3); }
+
+__device__ float2 table[L];  // exp(2 pi i m / L)
+
+extern "C" __global__ void init_table() {
+    const int m = blockIdx.x * blockDim.x + threadIdx.x;
+    if (m < L) {
+        double sine, cosine;
+        sincospi(2.0 * m / L, &sine, &cosine);
+        table[m] = make_float2((float)cosine, (float)sine);
+    }
+}
+
+// exp(2 pi i s m / L)
+__device__ __forceinline__ float2 twiddle(int m, float s) {
+    float2 w = __ldg(table + m); return make_float2(w.x, s * w.y); }
+
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory"); }
+
+// *p in the shared memory of the cluster's block `rank`
+__device__ __forceinline__ float2 remote(const float2 *p, unsigned rank) {
+    unsigned local = (unsigned)__cvta_generic_to_shared(p), at;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(local), "r"(rank));
+    float2 v;
+    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
+                 : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
+    return v; }
+
+// The length-L transforms of columns [0, ncols) of `in` (row pitch in_pitch) into `out`
+// (out_pitch); in == out is allowed: a cluster reads its columns through the read-only cache
+// before it writes them, and no other cluster touches them. s = -1 forward, +1 inverse (unnormalized).
+// gridDim.x = 8 * ceil(ncols / W).
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
+columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, int ncols,
+        float s) {
+    extern __shared__ float2 A[];  // M rows of W values
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int w = threadIdx.x % W, p = threadIdx.x / W;
+    const int col = (blockIdx.x / 8) * W + w;
+    const bool live = col < ncols;
+    float2 v[PAIRS][8];
+
+    // 8-point transforms over n1 of x[M n1 + n2], n2 = rank P + j; twiddles; to shared memory
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int n2 = rank * P + p + ROWS * i;
+        #pragma unroll
+        for (int n1 = 0; n1 < 8; ++n1)
+            v[i][n1] = live ? __ldg(in + (long long)(M * n1 + n2) * in_pitch + col)
+                            : make_float2(0.f, 0.f);
+    }
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i, n2 = rank * P + j;
+        dft8(v[i], s);
+        #pragma unroll
+        for (int k1 = 1; k1 < 8; ++k1) v[i][k1] = mul(v[i][k1], twiddle(n2 * k1, s));
+        #pragma unroll
+        for (int k1 = 0; k1 < 8; ++k1) A[(k1 * P + j) * W + w] = v[i][k1];
+    }
+    cluster_sync();
+
+    // Gather output k1 = rank of every block; the first Stockham pass (Ns = 1)
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + (rank * P + j) * W + w, r);
+        dft8(v[i], s);
+    }
+    cluster_sync();  // no block reads another's shared memory after this
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) A[(j * 8 + r) * W + w] = v[i][r];
+    }
+
+    // Radix-8 Stockham passes in place through registers, all but the last
+    int ns = 8;
+    #pragma unroll
+    for (; ns * 8 < M; ns *= 8) {
+        __syncthreads();
+        #pragma unroll
+        for (int i = 0; i < PAIRS; ++i) {
+            const int j = p + ROWS * i;
+            #pragma unroll
+            for (int r = 0; r < 8; ++r) v[i][r] = A[(j + P * r) * W + w];
+        }
+        __syncthreads();
+        #pragma unroll
+        for (int i = 0; i < PAIRS; ++i) {
+            const int j = p + ROWS * i, d = (j / ns) * ns * 8 + j % ns;
+            #pragma unroll
+            for (int r = 1; r < 8; ++r) v[i][r] = mul(v[i][r], twiddle((j % ns) * r * (L / (ns * 8)), s));
+            dft8(v[i], s);
+            #pragma unroll
+            for (int r = 0; r < 8; ++r) A[(d + ns * r) * W + w] = v[i][r];
+        }
+    }
+    __syncthreads();
+
+    // The last pass, radix R = M / ns: for each j, 8 / R transforms of the values j + P r,
+    // r = u + (8 / R) q; its outputs are k = j + P u + ns q, the output rows rank + 8 k
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = A[(j + P * r) * W + w];
+        #pragma unroll
+        for (int u = 0; u < 8 / LAST; ++u) {
+            float2 *x = v[i];
+            const int jj = j + P * u;
+            #pragma unroll
+            for (int q = 1; q < LAST; ++q) x[u + (8 / LAST) * q] = mul(x[u + (8 / LAST) * q], twiddle(jj * q * 8, s));
+        }
+        if (LAST == 8) {
+            dft8(v[i], s);
+        } else if (LAST == 4) {
+            dft4(v[i][0], v[i][2], v[i][4], v[i][6], s);
+            dft4(v[i][1], v[i][3], v[i][5], v[i][7], s);
+        } else {
+            #pragma unroll
+            for (int u = 0; u < 4; ++u) dft2(v[i][u], v[i][u + 4]);
+        }
+        if (live) {
+            #pragma unroll
+            for (int r = 0; r < 8; ++r) {
+                const int u = r % (8 / LAST), q = r / (8 / LAST);
+                out[(long long)(rank + 8 * (j + P * u + (M / LAST) * q)) * out_pitch + col] = v[i][r];
+            }
+        }
+    }
+}
+"""
+
+
+def _config(length):
+    """``(columns per cluster, threads per block, radix of the last pass)`` for a length: 16
+    columns (128-byte rows) where a block's 1/8 of them fits 64 KiB, fewer for longer ones;
+    4 transforms of 8 values per thread."""
+    m = length // _CLUSTER
+    width = min(16, _SMEM_VALUES // m)
+    ns = 8
+    while ns * 8 < m:
+        ns *= 8
+    return width, m // _CLUSTER * width // 4, m // ns
+
+
+class _Kernel:
+    """The column kernel for one length, loaded on one device."""
+
+    def __init__(self, device_id, length):
+        ensure_context(device_id)
+        self.width, self.threads, last = _config(length)
+        options = (f"-DL={length}", f"-DW={self.width}", f"-DTHREADS={self.threads}",
+                   f"-DLAST={last}")
+        image = compile_cuda(SOURCE, "accelmath_columns.cu", compute_capability(device_id),
+                             options=options)
+        self.module = ctypes.c_void_p()
+        driver.lib.module_load_data(ctypes.byref(self.module), image)
+        self.function, init = ctypes.c_void_p(), ctypes.c_void_p()
+        driver.lib.module_get_function(ctypes.byref(self.function), self.module, b"columns")
+        driver.lib.module_get_function(ctypes.byref(init), self.module, b"init_table")
+        self.smem = length // _CLUSTER * self.width * 8
+        driver.lib.func_set_attribute(self.function, _MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem)
+        driver.lib.launch_kernel(init, (length + 255) // 256, 1, 1, 256, 1, 1, 0, None, None,
+                                 None)
+        driver.lib.stream_synchronize(None)  # the table is ready before any stream uses it
+
+    def __call__(self, src, dst, in_pitch, out_pitch, ncols, inverse, stream):
+        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_longlong(in_pitch),
+                ctypes.c_longlong(out_pitch), ctypes.c_int(ncols),
+                ctypes.c_float(1.0 if inverse else -1.0))
+        pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+        clusters = (ncols + self.width - 1) // self.width
+        driver.lib.launch_kernel(self.function, _CLUSTER * clusters, 1, 1, self.threads, 1, 1,
+                                 self.smem, stream, pointers, None)
+
+
+_kernels = {}
+_lock = threading.Lock()
+
+
+def _kernel(device_id, length):
+    key = (device_id, length)
+    kernel = _kernels.get(key)
+    if kernel is None:
+        with _lock:
+            kernel = _kernels.get(key)
+            if kernel is None:
+                kernel = _kernels[key] = _Kernel(device_id, length)
+    return kernel
+
+
+def available(device_id):
+    """True where a GPU runs the kernel: compute capability 9.0 or later (thread block
+    clusters)."""
+    return compute_capability(device_id) >= (9, 0)
+
+
+def fits(step, dtype):
+    """True where the kernel can run a plan step: a complex64 c2c of one axis of a length in
+    :data:`LENGTHS` down columns (adjacent transforms adjacent in memory, rows at least as
+    wide as the batch)."""
+    return (step.kind == "c2c" and dtype == "complex64" and len(step.n) == 1
+            and step.n[0] in LENGTHS and step.idist == 1 and step.odist == 1
+            and step.istride >= step.batch and step.ostride >= step.batch)
+
+
+def launch(step, src, dst, inverse, stream, device_id):
+    """Enqueue the transforms of a step that :func:`fits` from the device address ``src``
+    to ``dst`` (equal for a step in place) on ``stream``."""
+    _kernel(device_id, step.n[0])(src, dst, step.istride, step.ostride, step.batch, inverse,
+                                  stream)

@@ -1,0 +1,137 @@
+"""accelmath's column FFT kernel: its configurations, the steps it takes, its code (compiled
+with NVRTC, no GPU needed) and, on a GPU, its results against numpy.fft in float64."""
+
+import numpy as np
+import pytest
+
+import accelmath.fft as afft
+from accelmath.errors import LibraryNotFoundError
+from accelmath.fft import _columns
+from accelmath.fft._layout import Step, plan_steps
+
+N = 4096
+H = N // 2 + 1
+
+
+@pytest.mark.parametrize("length", _columns.LENGTHS)
+def test_configurations_cover_the_transform(length):
+    width, threads, last = _columns._config(length)
+    m = length // 8
+    rows = threads // width
+    assert threads % 32 == 0 and (m // 8) % rows == 0 and (m // 8) // rows == 4
+    assert m * width * 8 <= 64 * 1024 and width * 8 >= 32
+    passes = 8  # the gather pass, then radix-8 passes, then the last one of radix `last`
+    while passes * 8 < m:
+        passes *= 8
+    assert last in (2, 4, 8) and passes * last == m
+
+
+@pytest.mark.parametrize("length", _columns.LENGTHS)
+def test_the_kernel_compiles(length):
+    from accelmath._core.compiler import compile_cuda
+    from accelmath.bindings import nvrtc
+
+    try:
+        nvrtc.lib.cdll
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+    width, threads, last = _columns._config(length)
+    options = (f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}", f"-DLAST={last}")
+    assert compile_cuda(_columns.SOURCE, "columns.cu", (9, 0), options=options)
+
+
+def test_which_steps_it_fits():
+    rows, columns = plan_steps("r2c", (0, 1), (N, N), (N, 1), (N, H), (H, 1), split=True)
+    assert _columns.fits(columns, "complex64")
+    assert not _columns.fits(columns, "complex128")
+    assert not _columns.fits(rows, "complex64")
+    # torch's transposed layout: the columns are contiguous
+    steps = plan_steps("r2c", (0, 1), (N, N), (N, 1), (N, H), (1, N), split=True)
+    assert not any(_columns.fits(step, "complex64") for step in steps)
+    # a length it has no code for; rows narrower than the batch
+    assert not _columns.fits(Step("c2c", (4088,), (4088,), H, 1, (4088,), H, 1, H), "complex64")
+    assert not _columns.fits(Step("c2c", (N,), (N,), 100, 1, (N,), H, 1, H), "complex64")
+
+
+def _cupy_on_hopper():
+    cp = pytest.importorskip("cupy")
+    if not _columns.available(cp.cuda.Device().id):
+        pytest.skip("the column kernel needs compute capability 9.0")
+    return cp
+
+
+def _close(got, ref, tol):
+    err = np.linalg.norm(got.astype(np.complex128) - ref) / np.linalg.norm(ref)
+    assert np.isfinite(err) and err <= tol, err
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("length", _columns.LENGTHS)
+@pytest.mark.parametrize("ncols,in_pitch,out_pitch", [(37, 37, 37), (16, 40, 16), (21, 21, 50)])
+@pytest.mark.parametrize("inverse", [False, True])
+def test_kernel_against_numpy(length, ncols, in_pitch, out_pitch, inverse):
+    cp = _cupy_on_hopper()
+    rng = np.random.default_rng()
+    host = rng.standard_normal((length, in_pitch)) + 1j * rng.standard_normal((length, in_pitch))
+    src = cp.asarray(host.astype(np.complex64))
+    in_place = in_pitch == out_pitch
+    dst = src if in_place else cp.full((length, out_pitch), np.nan, np.complex64)
+    step = Step("c2c", (length,), (length,), in_pitch, 1, (length,), out_pitch, 1, ncols)
+    assert _columns.fits(step, "complex64")
+    stream = cp.cuda.get_current_stream()
+    _columns.launch(step, src.data.ptr, dst.data.ptr, inverse, stream.ptr, src.device.id)
+    stream.synchronize()
+    data = host[:, :ncols].astype(np.complex64).astype(np.complex128)
+    ref = np.fft.ifft(data, axis=0) * length if inverse else np.fft.fft(data, axis=0)
+    got = cp.asnumpy(dst)
+    _close(got[:, :ncols], ref, 2e-6)
+    if not in_place:  # nothing written past the columns
+        assert np.isnan(got[:, ncols:]).all()
+
+
+def _prefer_columns(monkeypatch):
+    """Make the executor choose a candidate with the column kernel whenever it has one."""
+    from accelmath.fft._cuda import CudaExecutor
+
+    timed = []
+
+    def fake_time(self, steps, *args):
+        timed.append(steps)
+        return 0.0 if any(step.engine == "columns" for step in steps) else 1.0
+
+    monkeypatch.setattr(CudaExecutor, "_time", fake_time)
+    return timed
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,axes", [((N, N), (0, 1)), ((3, 1024, 1024), (1, 2)),
+                                        ((2048, 1500), (0, 1)), ((512, 6, 3000), (0, 2))])
+def test_plans_that_choose_the_kernel(monkeypatch, shape, axes):
+    """rfftn and irfftn plans whose c2c steps run on the kernel, against numpy.fft."""
+    cp = _cupy_on_hopper()
+    timed = _prefer_columns(monkeypatch)
+    host = np.random.default_rng().standard_normal(shape).astype(np.float32)
+    ref = np.fft.rfftn(host.astype(np.float64), axes=axes)
+    with afft.FFT(cp.asarray(host), axes=axes) as fwd:
+        assert any(step.engine == "columns" for step in fwd._executor.steps)
+        assert len(timed) > 1
+        for _ in range(2):
+            spec = fwd.execute()
+            _close(cp.asnumpy(spec), ref, 1e-6)
+    before = cp.asnumpy(spec)
+    with afft.FFT(spec, axes=axes, kind="c2r", last_axis_size=shape[axes[-1]]) as inv:
+        assert any(step.engine == "columns" for step in inv._executor.steps)
+        for _ in range(2):
+            _close(cp.asnumpy(inv.execute()), host.astype(np.float64), 1e-6)
+    assert np.array_equal(cp.asnumpy(spec), before)  # the input left intact
+
+
+@pytest.mark.gpu
+def test_switched_off(monkeypatch):
+    cp = _cupy_on_hopper()
+    timed = _prefer_columns(monkeypatch)
+    monkeypatch.setenv("ACCELMATH_COLUMNS", "0")
+    with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
+        assert len(timed) > 1
+        assert not any(step.engine == "columns" for steps in timed for step in steps)
+        assert all(step.engine == "cufft" for step in plan._executor.steps)
