@@ -29,8 +29,8 @@ _SMEM_VALUES = 8192  # complex64 values of shared memory per block (64 KiB)
 _MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 SOURCE = r"""
-// L: the transform length (8 M); W: columns per cluster; THREADS: per block; LAST: the
-// radix of the last Stockham pass.
+// L: the transform length (8 M); W: columns per cluster; THREADS: per block; MIDDLE: the
+// radix-8 Stockham passes between the first and the last; LAST: the last one's radix.
 #define M (L / 8)
 #define P (M / 8)
 #define ROWS (THREADS / W)
@@ -86,12 +86,12 @@ __device__ __forceinline__ float2 remote(const float2 *p, unsigned rank) {
                  : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
     return v; }
 
-// The length-L transforms of columns [0, ncols) of `in` (row pitch in_pitch) into `out`
-// (out_pitch); in == out is allowed: a cluster reads its columns through the read-only cache
+// The length-L transforms of columns [0, ncols) of `in` into `out`, both of row pitch `pitch`;
+// in == out is allowed: a cluster reads its columns through the read-only cache
 // before it writes them, and no other cluster touches them. s = -1 forward, +1 inverse (unnormalized).
 // gridDim.x = 8 * ceil(ncols / W).
 extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
-columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, int ncols,
+columns(const float2 *in, float2 *out, long long pitch, int ncols,
         float s) {
     extern __shared__ float2 A[];  // M rows of W values
     unsigned rank;
@@ -107,7 +107,7 @@ columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, 
         const int n2 = rank * P + p + ROWS * i;
         #pragma unroll
         for (int n1 = 0; n1 < 8; ++n1)
-            v[i][n1] = live ? __ldg(in + (long long)(M * n1 + n2) * in_pitch + col)
+            v[i][n1] = live ? __ldg(in + (long long)(M * n1 + n2) * pitch + col)
                             : make_float2(0.f, 0.f);
     }
     #pragma unroll
@@ -138,9 +138,9 @@ columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, 
     }
 
     // Radix-8 Stockham passes in place through registers, all but the last
-    int ns = 8;
     #pragma unroll
-    for (; ns * 8 < M; ns *= 8) {
+    for (int pass = 0; pass < MIDDLE; ++pass) {
+        const int ns = 8 << (3 * pass);
         __syncthreads();
         #pragma unroll
         for (int i = 0; i < PAIRS; ++i) {
@@ -188,7 +188,7 @@ columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, 
             #pragma unroll
             for (int r = 0; r < 8; ++r) {
                 const int u = r % (8 / LAST), q = r / (8 / LAST);
-                out[(long long)(rank + 8 * (j + P * u + (M / LAST) * q)) * out_pitch + col] = v[i][r];
+                out[(long long)(rank + 8 * (j + P * u + (M / LAST) * q)) * pitch + col] = v[i][r];
             }
         }
     }
@@ -197,15 +197,15 @@ columns(const float2 *in, float2 *out, long long in_pitch, long long out_pitch, 
 
 
 def _config(length):
-    """``(columns per cluster, threads per block, radix of the last pass)`` for a length: 16
-    columns (128-byte rows) where a block's 1/8 of them fits 64 KiB, fewer for longer ones;
-    4 transforms of 8 values per thread."""
+    """``(columns per cluster, threads per block, radix-8 passes between the first and the
+    last, radix of the last pass)`` for a length: 16 columns (128-byte rows) where a block's
+    1/8 of them fits 64 KiB, fewer for longer ones; 4 transforms of 8 values per thread."""
     m = length // _CLUSTER
     width = min(16, _SMEM_VALUES // m)
-    ns = 8
+    middle, ns = 0, 8
     while ns * 8 < m:
-        ns *= 8
-    return width, m // _CLUSTER * width // 4, m // ns
+        middle, ns = middle + 1, ns * 8
+    return width, m // _CLUSTER * width // 4, middle, m // ns
 
 
 class _Kernel:
@@ -213,9 +213,9 @@ class _Kernel:
 
     def __init__(self, device_id, length):
         ensure_context(device_id)
-        self.width, self.threads, last = _config(length)
+        self.width, self.threads, middle, last = _config(length)
         options = (f"-DL={length}", f"-DW={self.width}", f"-DTHREADS={self.threads}",
-                   f"-DLAST={last}")
+                   f"-DMIDDLE={middle}", f"-DLAST={last}")
         image = compile_cuda(SOURCE, "accelmath_columns.cu", compute_capability(device_id),
                              options=options)
         self.module = ctypes.c_void_p()
@@ -229,10 +229,9 @@ class _Kernel:
                                  None)
         driver.lib.stream_synchronize(None)  # the table is ready before any stream uses it
 
-    def __call__(self, src, dst, in_pitch, out_pitch, ncols, inverse, stream):
-        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_longlong(in_pitch),
-                ctypes.c_longlong(out_pitch), ctypes.c_int(ncols),
-                ctypes.c_float(1.0 if inverse else -1.0))
+    def __call__(self, src, dst, pitch, ncols, inverse, stream):
+        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_longlong(pitch),
+                ctypes.c_int(ncols), ctypes.c_float(1.0 if inverse else -1.0))
         pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
         clusters = (ncols + self.width - 1) // self.width
         driver.lib.launch_kernel(self.function, _CLUSTER * clusters, 1, 1, self.threads, 1, 1,
@@ -263,14 +262,13 @@ def available(device_id):
 def fits(step, dtype):
     """True where the kernel can run a plan step: a complex64 c2c of one axis of a length in
     :data:`LENGTHS` down columns (adjacent transforms adjacent in memory, rows at least as
-    wide as the batch)."""
+    wide as the batch, the same row pitch in and out)."""
     return (step.kind == "c2c" and dtype == "complex64" and len(step.n) == 1
             and step.n[0] in LENGTHS and step.idist == 1 and step.odist == 1
-            and step.istride >= step.batch and step.ostride >= step.batch)
+            and step.istride == step.ostride >= step.batch)
 
 
 def launch(step, src, dst, inverse, stream, device_id):
     """Enqueue the transforms of a step that :func:`fits` from the device address ``src``
     to ``dst`` (equal for a step in place) on ``stream``."""
-    _kernel(device_id, step.n[0])(src, dst, step.istride, step.ostride, step.batch, inverse,
-                                  stream)
+    _kernel(device_id, step.n[0])(src, dst, step.istride, step.batch, inverse, stream)
