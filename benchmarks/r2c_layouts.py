@@ -69,8 +69,10 @@ def main():
     step = plan_steps("r2c", (0, 1), (N, N), (N, 1), (N, H), (H, 1), split=True)[1]
     stream = cp.cuda.get_current_stream().ptr
 
+    run = _columns.launcher(step, x.device.id)
+
     def kernel():
-        _columns.launch(step, z.data.ptr, z.data.ptr, False, stream, x.device.id)
+        run(z.data.ptr, z.data.ptr, False, stream)
 
     cufft.lib.exec_r2c(rows, x.data.ptr, z.data.ptr)
     kernel()

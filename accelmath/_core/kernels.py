@@ -13,7 +13,7 @@ from accelmath._core.compiler import compile_cuda
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["MAX_DIMS", "copy_scale", "SOURCE"]
+__all__ = ["MAX_DIMS", "copy_scale", "launch", "loaded", "SOURCE"]
 
 MAX_DIMS = 8
 
@@ -102,18 +102,18 @@ class _Dims(ctypes.Structure):
 
 
 class _Module:
-    """The kernels loaded on one device."""
+    """CUDA C++ compiled for and loaded on one device."""
 
-    def __init__(self, device_id):
+    def __init__(self, device_id, source, name, options):
         from accelmath._core.device import compute_capability, devices, ensure_context
 
         ensure_context(device_id)
-        image = compile_cuda(SOURCE, "accelmath_kernels.cu", compute_capability(device_id))
+        image = compile_cuda(source, name, compute_capability(device_id), options=options)
         handle = ctypes.c_void_p()
         driver.lib.module_load_data(ctypes.byref(handle), image)
         self.handle = handle
         self.functions = {}
-        self.blocks = 16 * devices()[device_id]["multiprocessor_count"]
+        self.blocks = 16 * devices()[device_id]["multiprocessor_count"]  # enough to fill it
 
     def function(self, name):
         func = self.functions.get(name)
@@ -128,14 +128,25 @@ _modules = {}
 _lock = threading.Lock()
 
 
-def _module(device_id):
-    module = _modules.get(device_id)
+def loaded(device_id, source=SOURCE, name="accelmath_kernels.cu", options=()):
+    """CUDA C++ ``source`` compiled with NVRTC (``options``) and loaded on a device, once per
+    device, name and options; its ``function(name)`` gives a kernel's handle."""
+    key = (device_id, name, options)
+    module = _modules.get(key)
     if module is None:
         with _lock:
-            module = _modules.get(device_id)
+            module = _modules.get(key)
             if module is None:
-                module = _modules[device_id] = _Module(device_id)
+                module = _modules[key] = _Module(device_id, source, name, options)
     return module
+
+
+def launch(func, grid, threads, args, stream, shared_bytes=0):
+    """Enqueue kernel ``func`` over ``grid`` blocks (x only) of ``threads`` threads on
+    ``stream``, with ``args`` (ctypes values, in the kernel's parameter order)."""
+    pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
+    driver.lib.launch_kernel(func, grid, 1, 1, threads, 1, 1, shared_bytes, stream, pointers,
+                             None)
 
 
 def merge_dims(dims):
@@ -188,7 +199,7 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
         n *= extent
     if n == 0:
         return
-    module = _module(device_id)
+    module = loaded(device_id)
     dims = _merge(shape, src_strides, dst_strides)
     do_scale = (0 if scale is None or scale == 1 else 1) | (2 if conj else 0)
     s = ctypes.c_double(1.0 if scale is None else scale)
@@ -197,7 +208,7 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
                              ctypes.c_longlong(n), ctypes.c_int(do_scale))
     if not dims or (len(dims) == 1 and dims[0][1] == 1 and dims[0][2] == 1):
         func = module.function("flat_" + dtype)
-        args = (ctypes.c_void_p * 5)(*(ctypes.addressof(a) for a in (src, dst, count, s, flag)))
+        args = (src, dst, count, s, flag)
     else:
         if len(dims) > MAX_DIMS:
             raise InvalidArgumentError(
@@ -207,6 +218,5 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
             d.shape[k], d.src[k], d.dst[k] = extent, a, b
         ndim = ctypes.c_int(len(dims))
         func = module.function("copy_" + dtype)
-        args = (ctypes.c_void_p * 7)(
-            *(ctypes.addressof(a) for a in (src, dst, count, ndim, d, s, flag)))
-    driver.lib.launch_kernel(func, blocks, 1, 1, _THREADS, 1, 1, 0, stream, args, None)
+        args = (src, dst, count, ndim, d, s, flag)
+    launch(func, blocks, _THREADS, args, stream)

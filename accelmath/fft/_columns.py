@@ -17,11 +17,11 @@ only where it measures faster than cuFFT. Lengths: powers of two from 512 to 163
 import ctypes
 import threading
 
-from accelmath._core.compiler import compile_cuda
-from accelmath._core.device import compute_capability, ensure_context
+from accelmath._core.device import compute_capability
+from accelmath._core.kernels import launch, loaded
 from accelmath.bindings import driver
 
-__all__ = ["LENGTHS", "SOURCE", "available", "fits", "launch"]
+__all__ = ["LENGTHS", "SOURCE", "available", "fits", "launcher", "options"]
 
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
@@ -161,8 +161,8 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
     }
     __syncthreads();
 
-    // The last pass, radix R = M / ns: for each j, 8 / R transforms of the values j + P r,
-    // r = u + (8 / R) q; its outputs are k = j + P u + ns q, the output rows rank + 8 k
+    // The last pass, radix R = LAST: for each j, 8 / R transforms of the values j + P r,
+    // r = u + (8 / R) q; its outputs are k = j + P u + (M / R) q, the output rows rank + 8 k
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int j = p + ROWS * i;
@@ -208,49 +208,31 @@ def _config(length):
     return width, m // _CLUSTER * width // 4, middle, m // ns
 
 
-class _Kernel:
-    """The column kernel for one length, loaded on one device."""
-
-    def __init__(self, device_id, length):
-        ensure_context(device_id)
-        self.width, self.threads, middle, last = _config(length)
-        options = (f"-DL={length}", f"-DW={self.width}", f"-DTHREADS={self.threads}",
-                   f"-DMIDDLE={middle}", f"-DLAST={last}")
-        image = compile_cuda(SOURCE, "accelmath_columns.cu", compute_capability(device_id),
-                             options=options)
-        self.module = ctypes.c_void_p()
-        driver.lib.module_load_data(ctypes.byref(self.module), image)
-        self.function, init = ctypes.c_void_p(), ctypes.c_void_p()
-        driver.lib.module_get_function(ctypes.byref(self.function), self.module, b"columns")
-        driver.lib.module_get_function(ctypes.byref(init), self.module, b"init_table")
-        self.smem = length // _CLUSTER * self.width * 8
-        driver.lib.func_set_attribute(self.function, _MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem)
-        driver.lib.launch_kernel(init, (length + 255) // 256, 1, 1, 256, 1, 1, 0, None, None,
-                                 None)
-        driver.lib.stream_synchronize(None)  # the table is ready before any stream uses it
-
-    def __call__(self, src, dst, pitch, ncols, inverse, stream):
-        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), ctypes.c_longlong(pitch),
-                ctypes.c_int(ncols), ctypes.c_float(1.0 if inverse else -1.0))
-        pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
-        clusters = (ncols + self.width - 1) // self.width
-        driver.lib.launch_kernel(self.function, _CLUSTER * clusters, 1, 1, self.threads, 1, 1,
-                                 self.smem, stream, pointers, None)
+def options(length):
+    """The NVRTC options that specialize :data:`SOURCE` for a length."""
+    width, threads, middle, last = _config(length)
+    return (f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}", f"-DMIDDLE={middle}",
+            f"-DLAST={last}")
 
 
-_kernels = {}
+_ready = set()  # (device, length) of the kernels set up
 _lock = threading.Lock()
 
 
 def _kernel(device_id, length):
-    key = (device_id, length)
-    kernel = _kernels.get(key)
-    if kernel is None:
+    """``(function, columns per cluster, threads, shared bytes)`` of the kernel for a length,
+    loaded on a device (its twiddle table made the first time)."""
+    width, threads, _, _ = _config(length)
+    module = loaded(device_id, SOURCE, "accelmath_columns.cu", options(length))
+    function, shared = module.function("columns"), length // _CLUSTER * width * 8
+    if (device_id, length) not in _ready:
         with _lock:
-            kernel = _kernels.get(key)
-            if kernel is None:
-                kernel = _kernels[key] = _Kernel(device_id, length)
-    return kernel
+            if (device_id, length) not in _ready:
+                driver.lib.func_set_attribute(function, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
+                launch(module.function("init_table"), (length + 255) // 256, 256, (), None)
+                driver.lib.stream_synchronize(None)  # the table is ready before any stream
+                _ready.add((device_id, length))
+    return function, width, threads, shared
 
 
 def available(device_id):
@@ -268,7 +250,17 @@ def fits(step, dtype):
             and step.istride == step.ostride >= step.batch)
 
 
-def launch(step, src, dst, inverse, stream, device_id):
-    """Enqueue the transforms of a step that :func:`fits` from the device address ``src``
-    to ``dst`` (equal for a step in place) on ``stream``."""
-    _kernel(device_id, step.n[0])(src, dst, step.istride, step.batch, inverse, stream)
+def launcher(step, device_id):
+    """A function ``run(src, dst, inverse, stream)`` that enqueues the transforms of a step
+    that :func:`fits` from the device address ``src`` to ``dst`` (equal for a step in place)
+    on ``stream``. The kernel is compiled and loaded here, not at the first run."""
+    function, width, threads, shared = _kernel(device_id, step.n[0])
+    grid = _CLUSTER * ((step.batch + width - 1) // width)
+    pitch, ncols = ctypes.c_longlong(step.istride), ctypes.c_int(step.batch)
+    signs = {False: ctypes.c_float(-1.0), True: ctypes.c_float(1.0)}
+
+    def run(src, dst, inverse, stream):
+        args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), pitch, ncols, signs[inverse])
+        launch(function, grid, threads, args, stream, shared)
+
+    return run

@@ -289,8 +289,8 @@ class CudaExecutor:
         for step in steps:
             offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
             if step.engine == "columns":
-                func = functools.partial(_columns.launch, step, device_id=self.device_id)
-                calls.append((func, None, True, step.src, step.dst, offsets))
+                calls.append((_columns.launcher(step, self.device_id), None, True, step.src,
+                               step.dst, offsets))
                 continue
             exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))

@@ -33,10 +33,7 @@ def test_the_kernel_compiles(length):
         nvrtc.lib.cdll
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
-    width, threads, middle, last = _columns._config(length)
-    options = (f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}", f"-DMIDDLE={middle}",
-               f"-DLAST={last}")
-    assert compile_cuda(_columns.SOURCE, "columns.cu", (9, 0), options=options)
+    assert compile_cuda(_columns.SOURCE, "columns.cu", (9, 0), options=_columns.options(length))
 
 
 def test_which_steps_it_fits():
@@ -79,7 +76,7 @@ def test_kernel_against_numpy(length, ncols, pitch, in_place, inverse):
     step = Step("c2c", (length,), (length,), pitch, 1, (length,), pitch, 1, ncols)
     assert _columns.fits(step, "complex64")
     stream = cp.cuda.get_current_stream()
-    _columns.launch(step, src.data.ptr, dst.data.ptr, inverse, stream.ptr, src.device.id)
+    _columns.launcher(step, src.device.id)(src.data.ptr, dst.data.ptr, inverse, stream.ptr)
     stream.synchronize()
     data = host[:, :ncols].astype(np.complex64).astype(np.complex128)
     ref = np.fft.ifft(data, axis=0) * length if inverse else np.fft.fft(data, axis=0)
