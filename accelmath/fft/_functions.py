@@ -14,8 +14,8 @@ from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, check_mutab
 from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import InvalidArgumentError, NoDeviceError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._layout import is_dense, plan_steps
-from accelmath.fft._plan import FFT, output_layout, scipy_transform
+from accelmath.fft._layout import is_dense, output_layout, plan_steps
+from accelmath.fft._plan import FFT, scipy_transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
            "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn",

@@ -13,7 +13,7 @@ from itertools import product
 
 from accelmath._core.kernels import merge_dims
 
-__all__ = ["Step", "plan_steps", "scratch_layout", "contiguous_strides", "is_dense",
+__all__ = ["Step", "plan_steps", "scratch_layout", "contiguous_strides", "is_dense", "output_layout",
            "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
@@ -252,3 +252,20 @@ def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scra
         steps.append(Step(step_kind, n, inembed, src_strides[run[-1]], batch[1], onembed,
                           dst_strides[run[-1]], batch[2], batch[0], batch[3], src, dst))
     return steps
+
+
+def output_layout(kind, axes, shape, strides, last_axis_size=None):
+    """The output shape of a ``kind`` transform and its strides (dense, in the input's axis
+    order, so that a transposed input needs no copy)."""
+    out_shape = list(shape)
+    if kind == "r2c":
+        out_shape[axes[-1]] = shape[axes[-1]] // 2 + 1
+    elif kind == "c2r":
+        out_shape[axes[-1]] = last_axis_size or 2 * (shape[axes[-1]] - 1)
+    order = sorted(range(len(shape)), key=lambda a: -abs(strides[a]))
+    out_strides = [0] * len(shape)
+    step = 1
+    for axis in reversed(order):
+        out_strides[axis] = step
+        step *= max(out_shape[axis], 1)
+    return tuple(out_shape), tuple(out_strides)

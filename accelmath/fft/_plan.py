@@ -18,7 +18,7 @@ from accelmath._core.operand import (ITEMSIZE, Operand, _device_adapter, adapter
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._layout import contiguous_strides, is_dense
+from accelmath.fft._layout import contiguous_strides, is_dense, output_layout
 
 __all__ = ["FFT", "scipy_transform"]
 
@@ -26,23 +26,6 @@ _KINDS = ("c2c", "r2c", "c2r")
 _DIRECTIONS = {"forward": (False, -1), "inverse": (True, 1)}
 # The CPU computes half precision in single, as scipy.fft does.
 _CPU_DTYPE = {"float16": "float32", "complex32": "complex64"}
-
-
-def output_layout(kind, axes, shape, strides, last_axis_size=None):
-    """The output shape of a ``kind`` transform and its strides (dense, in the input's axis
-    order, so that a transposed input needs no copy)."""
-    out_shape = list(shape)
-    if kind == "r2c":
-        out_shape[axes[-1]] = shape[axes[-1]] // 2 + 1
-    elif kind == "c2r":
-        out_shape[axes[-1]] = last_axis_size or 2 * (shape[axes[-1]] - 1)
-    order = sorted(range(len(shape)), key=lambda a: -abs(strides[a]))
-    out_strides = [0] * len(shape)
-    step = 1
-    for axis in reversed(order):
-        out_strides[axis] = step
-        step *= max(out_shape[axis], 1)
-    return tuple(out_shape), tuple(out_strides)
 
 
 def scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers):

@@ -17,7 +17,7 @@ import pytest
 
 from accelmath.fft._layout import (MAX_LOOP, Step, contiguous_strides, is_dense, plan_steps,
                                    scratch_layout)
-from accelmath.fft._plan import output_layout
+from accelmath.fft._layout import output_layout
 
 REAL = {"c2c": np.complex128, "r2c": np.float64, "c2r": np.complex128}
 RESULT = {"c2c": np.complex128, "r2c": np.complex128, "c2r": np.float64}
