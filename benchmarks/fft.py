@@ -285,7 +285,7 @@ def main():
                 "Host time per call, microseconds: the best of 15 loops of 2000 calls "
                 "(nvmath stateless: 200), the cases taking turns loop by loop; complex64 forward. The arrays are CuPy arrays "
                 "except in the torch columns. accelmath calls cuFFT through its call shim "
-                f"({hostcall.status().split(':')[0]}); the ratios are to the ctypes call."))
+                f"({hostcall.status().split(' (')[0]}); the ratios are to the ctypes call."))
     large_cases(large)
     cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
             "accelmath stateless, torch", "torch.fft", "torch.fft, C-order out=",

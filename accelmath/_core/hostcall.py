@@ -1,37 +1,57 @@
 """Fast calls of C functions from Python, for the hot paths.
 
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
-a small cuFFT transform's whole call. ``_hostcall.c``, a small CPython extension, calls C
-functions of integer and pointer arguments that return an int for a tenth of that. It is
-compiled on first use with the system C compiler and kept in the on-disk cache (see
-:mod:`accelmath._core.wisdom`; a temporary directory when that is off). Where it cannot be
-built (no compiler, no Python headers) or ``ACCELMATH_HOSTCALL=0``, :func:`fast` returns the
-ctypes function itself: the results are the same, only slower.
+a small cuFFT transform's whole call. The call shim, ``accelmath._core._hostcall``, a small
+CPython extension built from ``_hostcall.c`` when accelmath is installed, calls status-returning
+C functions of up to 16 integer and pointer arguments for a tenth of that. It is an optional
+extension: where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
+:func:`fast` returns the ctypes function itself and :func:`launcher` the Python execute: the
+results are the same, only slower. :func:`status` says which is used, and why.
 """
 
 import ctypes
-import hashlib
-import importlib.util
+import importlib
 import os
-import shlex
-import shutil
-import subprocess
-import sys
-import sysconfig
-import tempfile
-import threading
-from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
-from accelmath._core import wisdom
+from accelmath._core.switches import switched_off
 
-__all__ = ["fast", "launcher", "status"]
+__all__ = ["BoundCall", "fast", "launcher", "status"]
 
-_SOURCE = Path(__file__).with_name("_hostcall.c")
-# argument types passed whole in one integer register
+_SWITCH = "ACCELMATH_HOSTCALL"
+_MAX_ARGS = 16  # cublasLtMatmul's 16 arguments, the most of any call accelmath makes
+# argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
-_lock = threading.Lock()
-_state = {}  # "module": the extension or None; "status": how it was obtained, or why not
+_NOT_BUILT = ("ctypes (the call shim was not built when accelmath was installed, likely no C "
+              "compiler then; reinstall with a compiler for ~0.5 us less per call)")
+_imported = {}  # "module": the extension or None; "status": how it was imported, or why not
+
+
+class BoundCall(NamedTuple):
+    """A plan's library call, as :func:`launcher` makes it in C: ``calls[None]``.
+
+    Parameters
+    ----------
+    func : callable
+        The C function, as :func:`fast` returns it (C calls are made where it is a
+        ``Function`` of the call shim; anything else sends calls to the Python execute).
+    fail : callable
+        ``fail(status)`` raises the error of a nonzero status.
+    slots : tuple
+        One entry per argument of ``func``: an int, passed as it is, or one of ``"handle"``,
+        ``"in"``, ``"out"``, ``"stream"``, ``"workspace"`` (see :func:`launcher`).
+
+    Examples
+    --------
+    >>> from accelmath._core.hostcall import BoundCall
+    >>> BoundCall(func=print, fail=print, slots=("handle", "in", "out", -1)).slots[3]
+    -1
+    """
+
+    func: Callable[..., int]
+    fail: Callable[[int], Any]
+    slots: tuple
 
 
 def fast(func):
@@ -40,14 +60,17 @@ def fast(func):
     Parameters
     ----------
     func : ctypes function pointer
-        With ``argtypes`` set (integer and pointer types only, at most 8) and an ``int``
-        result, like the status-returning functions of the CUDA math libraries.
+        With ``argtypes`` set (at most 16, each an integer type or ``c_void_p``: pass a
+        pointer to a struct as its address), ``restype`` ``c_int`` and no ``errcheck``, like
+        the status-returning functions of the CUDA math libraries.
 
     Returns
     -------
     callable
-        Takes the same arguments as ints (or None for a null pointer) and returns the same
-        int. Integers are passed modulo 2**64, with no range check.
+        A ``Function`` of the call shim, called with the GIL released: it takes the same
+        arguments as ints (or None for a null pointer) and returns the same int; integers are
+        passed modulo 2**64, with no range check. ``func`` itself for any other signature,
+        or where the call shim is not used (see :func:`status`).
 
     Examples
     --------
@@ -55,34 +78,54 @@ def fast(func):
     >>> from accelmath._core import hostcall
     >>> libc = ctypes.CDLL(None)
     >>> labs = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(("abs", libc))
+    >>> labs.argtypes = [ctypes.c_int]
     >>> hostcall.fast(labs)(-7)
     7
     """
     argtypes = getattr(func, "argtypes", None)
-    if (argtypes is None or len(argtypes) > 8 or func.restype is not ctypes.c_int
+    if (argtypes is None or len(argtypes) > _MAX_ARGS or func.restype is not ctypes.c_int
+            or getattr(func, "errcheck", None) is not None
             or not all(t in _WORD_TYPES for t in argtypes)):
         return func
-    module = _module()
+    module = _extension()
     if module is None:
         return func
     return module.Function(ctypes.cast(func, ctypes.c_void_p).value, len(argtypes))
 
 
-def launcher(slow, runs, xtype, read, out_readers, current_stream, local, mask):
-    """A plan's ``execute(x, out=out)`` made in C where it can be, else ``slow`` itself.
+def launcher(slow, calls, xtype, read, out_readers, current_stream, local, mask):
+    """A plan's execute made in C for its common call, else ``slow`` itself.
 
-    The returned callable does what ``slow`` does. For a call ``f(x, out=out)`` it makes the
-    checks and the C call of ``slow``'s common case itself, without the interpreter, and it
-    passes every other call, and this one wherever a check does not hold, on to ``slow``.
+    The returned callable does what ``slow`` does. For a call ``f(x, out=out)`` (exactly one
+    positional argument and the one keyword ``out``) it makes the call in C, without the
+    interpreter, when all of these hold:
+
+    - ``calls.get(None)`` is a tuple ``(func, fail, slots)`` (a :class:`BoundCall`) with
+      ``func`` a ``Function`` of the call shim (no entry, as after the plan was freed and
+      ``calls`` cleared: ``slow``);
+    - ``type(x) is xtype`` and ``read(x)`` returns ``x``'s pointer, an int (None: ``slow``);
+    - ``out_readers.get(type(out))`` is a reader and it returns ``out``'s pointer (None:
+      ``slow``);
+    - neither pointer has a bit of ``mask`` set;
+    - ``local.state`` exists (AttributeError: ``slow``) and
+      ``local.state.stream == current_stream()``.
+
+    Then it calls ``func`` with one argument per entry of ``slots``: an int is passed as it
+    is; ``"handle"``, ``"in"``, ``"out"``, ``"stream"`` and ``"workspace"`` pass
+    ``local.state.handles[0]``, ``x``'s pointer, ``out``'s pointer, the current stream and
+    ``local.state.workspace`` (an int address). A nonzero status goes to ``fail(status)``,
+    which raises. It returns ``out``. Every other call form, and every call where a check does
+    not hold, goes to ``slow`` unchanged. Exceptions of the readers, ``current_stream`` and
+    ``fail`` propagate; ``slots`` of another length than ``func``'s arguments, or an entry of
+    another kind, raise TypeError.
 
     Parameters
     ----------
     slow : callable
         The execute in Python.
-    runs : dict
-        ``runs[None]`` is ``(run, func, fail, code)``: ``func`` the :func:`fast` form of a C
-        function called as ``func(handle, in_ptr, out_ptr[, code])`` (no ``code`` where it is
-        None), ``fail(status)`` raising the error of a nonzero status. No entry: ``slow``.
+    calls : dict
+        ``calls[None]``: the plan's library call, a :class:`BoundCall`. Read at each call, so
+        that changing or clearing it takes effect at once.
     xtype : type
         The type ``x`` must have.
     read : callable
@@ -92,83 +135,70 @@ def launcher(slow, runs, xtype, read, out_readers, current_stream, local, mask):
     current_stream : callable
         The handle of the current stream, an int.
     local : threading.local
-        Its ``state`` (where this thread has one) has ``stream``, the stream its ``handles``
-        are set to; ``handles[0]`` is passed to ``func`` where that stream is the current one.
+        Its ``state``, where this thread has one, has ``stream`` (the stream its ``handles``
+        are set to), ``handles`` and ``workspace``.
     mask : int
-        Pointers with any of these bits set go to ``slow``.
+        Pointers with any of these bits set go to ``slow`` (an alignment the call needs).
 
     Returns
     -------
     callable
-        Its ``__wrapped__`` is ``slow``; ``slow`` itself where the call shim cannot be built.
+        Its ``__wrapped__`` and ``__doc__`` are ``slow``'s; ``slow`` itself where the call
+        shim is not used (see :func:`status`).
+
+    Examples
+    --------
+    >>> import threading
+    >>> from accelmath._core import hostcall
+    >>> def execute(x, *, out=None):
+    ...     return out
+    >>> f = hostcall.launcher(execute, {}, int, id, {}, lambda: 0, threading.local(), 0)
+    >>> f is execute or f.__wrapped__ is execute
+    True
     """
-    module = _module()
+    module = _extension()
     if module is None:
         return slow
-    return module.Launch(slow, runs, xtype, read, out_readers, current_stream, local, mask)
+    return module.Launch(slow, calls, xtype, read, out_readers, current_stream, local, mask)
 
 
 def status():
-    """How C functions are called: ``"compiled: <path>"``, or why ctypes is used."""
-    _module()
-    return _state["status"]
+    """How accelmath calls C functions, and why, as one sentence.
+
+    Returns
+    -------
+    str
+        ``"C call shim (built at install: <path>)"``, or ``"ctypes (<why>)"``.
+
+    Examples
+    --------
+    >>> from accelmath._core import hostcall
+    >>> hostcall.status().startswith(("C call shim", "ctypes"))
+    True
+    """
+    if switched_off(_SWITCH):
+        return f"ctypes ({_SWITCH}={os.environ[_SWITCH].strip()})"
+    _extension()
+    return _imported["status"]
 
 
-def _module():
-    if "module" not in _state:
-        with _lock:
-            if "module" not in _state:
-                _state["module"], _state["status"] = _load()
-    return _state["module"]
+def _extension():
+    """The call shim's module, or None where it is switched off or was not built."""
+    if switched_off(_SWITCH):  # read each time: a change takes effect at the next plan
+        return None
+    if "module" not in _imported:
+        _imported["module"], _imported["status"] = _import()
+    return _imported["module"]
 
 
-def _load():
-    if wisdom.switched_off("ACCELMATH_HOSTCALL"):
-        return None, "ctypes (ACCELMATH_HOSTCALL is off)"
-    source = _SOURCE.read_bytes()
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    digest = hashlib.sha256(source + sys.version.encode() + suffix.encode()).hexdigest()[:16]
-    name = f"_hostcall-{digest}{suffix}"
-    if wisdom.disk_cache_enabled():
-        directory = wisdom.cache_dir() / "hostcall"
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            return None, f"ctypes (cannot create {directory}: {exc})"
-        return _build_and_import(directory / name)
-    with tempfile.TemporaryDirectory(prefix="accelmath-") as directory:
-        return _build_and_import(Path(directory) / name)  # a loaded library outlives its file
-
-
-def _compiler():
-    """``$CC``, else the compiler Python was built with where it exists here, else ``cc``."""
-    if os.environ.get("CC"):
-        return shlex.split(os.environ["CC"])
-    configured = shlex.split(sysconfig.get_config_var("CC") or "")
-    if configured and shutil.which(configured[0]):
-        return configured
-    return ["cc"]
-
-
-def _build_and_import(path):
-    if not path.exists():
-        compiler = _compiler()
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        command = [*compiler, "-O2", "-shared", "-fPIC",
-                   f"-I{sysconfig.get_paths()['include']}", str(_SOURCE), "-o", str(partial)]
-        try:
-            result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return None, f"ctypes (no C compiler: {exc})"
-        if result.returncode:
-            partial.unlink(missing_ok=True)
-            log = (result.stderr or result.stdout).strip().splitlines()
-            return None, f"ctypes (compiling the call shim failed: {log[-1] if log else '?'})"
-        os.replace(partial, path)  # atomic: other processes see the whole file or none
-    spec = importlib.util.spec_from_file_location("accelmath._core._hostcall", path)
-    module = importlib.util.module_from_spec(spec)
+def _import():
     try:
-        spec.loader.exec_module(module)
-    except ImportError as exc:
-        return None, f"ctypes (cannot load {path}: {exc})"
-    return module, f"compiled: {path}"
+        module = importlib.import_module("accelmath._core._hostcall")
+    except ModuleNotFoundError as exc:
+        if exc.name != "accelmath._core._hostcall":
+            raise
+        return None, _NOT_BUILT
+    except ImportError as exc:  # built, but for another Python, or damaged since
+        return None, (f"ctypes (the call shim cannot be loaded: {exc}; reinstall accelmath "
+                      f"to rebuild it)")
+    return module, f"C call shim (built at install: {module.__file__})"

@@ -1,70 +1,121 @@
-"""The compiled call shim: the same results as ctypes, and ctypes wherever it cannot be built."""
+"""The call shim built at install time: the same results as ctypes, and ctypes where it is
+missing or switched off."""
 
 import ctypes
 import gc
+import importlib
 import inspect
+import shlex
 import shutil
+import sys
 import sysconfig
 import threading
+import time
 import types
 import weakref
+from pathlib import Path
 
 import pytest
 
 from accelmath._core import hostcall
+from accelmath._core.hostcall import BoundCall
 
-HAVE_COMPILER = shutil.which(hostcall._compiler()[0]) is not None
-needs_compiler = pytest.mark.skipif(not HAVE_COMPILER, reason="no C compiler on this machine")
 LIBC = ctypes.CDLL(None)
+NOT_BUILT = ("ctypes (the call shim was not built when accelmath was installed, likely no C "
+             "compiler then; reinstall with a compiler for ~0.5 us less per call)")
 
 
-@pytest.fixture
-def fresh(monkeypatch, tmp_path):
-    """hostcall as in a new process, its cache in a temporary directory."""
-    monkeypatch.setattr(hostcall, "_state", {})
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+def _have_compiler():
+    configured = shlex.split(sysconfig.get_config_var("CC") or "cc")
+    return any(shutil.which(name) for name in (configured[0], "cc", "gcc"))
+
+
+try:
+    from accelmath._core import _hostcall
+except ImportError:
+    _hostcall = None
+needs_shim = pytest.mark.skipif(_hostcall is None, reason="the call shim is not built here")
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    """hostcall as in a new process, switched on."""
+    monkeypatch.setattr(hostcall, "_imported", {})
     monkeypatch.delenv("ACCELMATH_HOSTCALL", raising=False)
-    return tmp_path
 
 
-def _recorder(argtypes):
-    """A C function pointer (a ctypes callback) that records its arguments and returns their
-    count plus 100."""
+@pytest.mark.skipif(not _have_compiler(), reason="no C compiler here, so none at install")
+def test_the_shim_was_built_at_install():
+    module = importlib.import_module("accelmath._core._hostcall")
+    # next to the package's modules, not in a cache directory
+    assert Path(module.__file__).parent == Path(hostcall.__file__).parent
+    assert hostcall.status() == f"C call shim (built at install: {module.__file__})"
+    assert module.MAX_ARGS == 16
+
+
+@needs_shim
+def test_no_compiler_is_needed_at_run_time(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    monkeypatch.setenv("CC", "/bin/false")
+    func, _ = _recorder(1)
+    assert type(hostcall.fast(func)) is _hostcall.Function
+    assert hostcall.status().startswith("C call shim (built at install: ")
+
+
+def _recorder(nargs, argtype=ctypes.c_longlong, status=None):
+    """A C function (a ctypes callback) of ``nargs`` arguments that records them and returns
+    ``status``, or one computed from them, and the list it records into."""
     seen = []
-    proto = ctypes.CFUNCTYPE(ctypes.c_int, *argtypes)
 
     def record(*args):
         seen.append(args)
-        return 100 + len(args)
+        if status is not None:
+            return status
+        return sum((i + 1) * (a or 0) for i, a in enumerate(args)) % 1999 - 999
 
-    func = proto(record)
-    func.argtypes = argtypes  # what fast() reads, as on the bindings' prototypes
+    func = ctypes.CFUNCTYPE(ctypes.c_int, *[argtype] * nargs)(record)
+    func.argtypes = [argtype] * nargs  # what fast() reads, as on the bindings' prototypes
     return func, seen
 
 
-@needs_compiler
-@pytest.mark.parametrize("nargs", range(9))
-def test_arguments_arrive_in_order(fresh, nargs):
-    argtypes = [ctypes.c_longlong] * nargs
-    func, seen = _recorder(argtypes)
+@needs_shim
+@pytest.mark.parametrize("nargs", range(17))
+def test_function_matches_ctypes(nargs):
+    func, seen = _recorder(nargs)
     call = hostcall.fast(func)
-    assert call is not func
+    assert type(call) is _hostcall.Function and call.nargs == nargs
+    assert call.address == ctypes.cast(func, ctypes.c_void_p).value
     args = [(-1) ** i * (i + 1) * 1_000_003 for i in range(nargs)]
     if nargs:
-        args[-1] = (1 << 62) + 5  # a value that needs all 64 bits
-    assert call(*args) == 100 + nargs
-    assert seen == [tuple(args)]
-    assert hostcall.status().startswith("compiled: ")
-    assert list(fresh.glob("hostcall/_hostcall-*"))
+        args[-1] = (1 << 62) + 5  # a value that needs all 64 bits, on the stack past six
+    expected = func(*args)
+    assert call(*args) == expected
+    assert seen == [tuple(args)] * 2
 
 
-@needs_compiler
-def test_libc_functions_match_ctypes(fresh):
+@needs_shim
+def test_none_is_null_and_ints_wrap_modulo_2_64():
+    func, seen = _recorder(3, ctypes.c_void_p)
+    call = hostcall.fast(func)
+    assert call(None, 0x1000, 2 ** 64 + 0x2000) == func(None, 0x1000, 0x2000)
+    assert seen[0] == seen[1] == (None, 0x1000, 0x2000)
+    func, seen = _recorder(2, ctypes.c_ulonglong)
+    call = hostcall.fast(func)
+    call(-1, 2 ** 64 + 5)
+    assert seen == [(2 ** 64 - 1, 5)]
+
+
+@needs_shim
+def test_libc_functions_match_ctypes():
     labs = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(("abs", LIBC))
+    labs.argtypes = [ctypes.c_int]
     memcmp = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
                               ctypes.c_size_t)(("memcmp", LIBC))
-    fast_abs, fast_memcmp = hostcall.fast(labs), hostcall.fast(memcmp)
+    memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+    getpid = ctypes.CFUNCTYPE(ctypes.c_int)(("getpid", LIBC))
+    getpid.argtypes = []
+    fast_abs, fast_memcmp, fast_getpid = map(hostcall.fast, (labs, memcmp, getpid))
+    assert type(fast_memcmp) is _hostcall.Function
     for value in (-7, 0, 12, -(2 ** 31) + 1):
         assert fast_abs(value) == labs(value)
     a, b = ctypes.create_string_buffer(b"abcd"), ctypes.create_string_buffer(b"abce")
@@ -72,82 +123,101 @@ def test_libc_functions_match_ctypes(fresh):
     for n in (0, 3, 4):
         assert (fast_memcmp(pa, pb, n) > 0) == (memcmp(pa, pb, n) > 0)
         assert (fast_memcmp(pa, pb, n) == 0) == (memcmp(pa, pb, n) == 0)
+    assert fast_getpid() == getpid()
 
 
-@needs_compiler
-def test_bad_calls_raise(fresh):
-    func, seen = _recorder([ctypes.c_int, ctypes.c_void_p])
+@needs_shim
+def test_function_releases_the_gil():
+    usleep = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_uint)(("usleep", LIBC))
+    usleep.argtypes = [ctypes.c_uint]
+    sleep = hostcall.fast(usleep)
+    assert type(sleep) is _hostcall.Function
+    longest, stop = [0.0], threading.Event()
+
+    def tick():
+        last = time.monotonic()
+        while not stop.is_set():
+            now = time.monotonic()
+            longest[0], last = max(longest[0], now - last), now
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        time.sleep(0.05)
+        assert sleep(500_000) == 0
+    finally:
+        stop.set()
+        ticker.join()
+    # held through the call, the GIL would have stopped the ticker for half a second
+    assert longest[0] < 0.25
+
+
+@needs_shim
+def test_bad_calls_raise():
+    func, seen = _recorder(2)
     call = hostcall.fast(func)
-    with pytest.raises(TypeError, match="2 positional arguments"):
+    with pytest.raises(TypeError, match="takes 2 positional arguments, got 1 positional"):
         call(1)
-    with pytest.raises(TypeError, match="2 positional arguments"):
+    with pytest.raises(TypeError, match="takes 2 positional arguments, got 3 positional"):
+        call(1, 2, 3)
+    with pytest.raises(TypeError, match="got 2 positional and 1 keyword"):
         call(1, 2, x=3)
     with pytest.raises(TypeError):
         call(1.5, 2)
-    assert call(3, None) == 102 and seen == [(3, None)]
-    with pytest.raises(ValueError):
-        type(call)(0, 1)
-    with pytest.raises(ValueError):
-        type(call)(1234, 9)
+    assert not seen
+    with pytest.raises(ValueError, match="address 0 is NULL"):
+        _hostcall.Function(0, 1)
+    for nargs in (-1, 17):
+        with pytest.raises(ValueError, match=f"nargs={nargs}, should be 0 to 16"):
+            _hostcall.Function(call.address, nargs)
 
 
-@needs_compiler
-def test_built_once_then_loaded(fresh, monkeypatch):
-    hostcall.fast(_recorder([ctypes.c_int])[0])
-    built = list(fresh.glob("hostcall/_hostcall-*"))
-    assert len(built) == 1
-    monkeypatch.setattr(hostcall, "_state", {})
-    monkeypatch.setenv("CC", "/nonexistent/cc")  # a second build would fail
-    assert hostcall.fast(_recorder([ctypes.c_int])[0])(5) == 101
-    assert hostcall.status() == f"compiled: {built[0]}"
-
-
-@needs_compiler
-def test_disk_cache_off_builds_in_a_temporary_directory(fresh, monkeypatch):
-    monkeypatch.setenv("ACCELMATH_CACHE", "0")
-    func, _ = _recorder([ctypes.c_int])
-    assert hostcall.fast(func)(4) == 101
-    assert not list(fresh.iterdir())
-
-
-def test_unsupported_signatures_stay_ctypes(fresh):
+def test_unsupported_signatures_stay_ctypes():
     double = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_double)(lambda x: 0)
     double.argtypes = [ctypes.c_double]
-    assert hostcall.fast(double) is double
     void = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda x: None)
     void.argtypes = [ctypes.c_int]
-    assert hostcall.fast(void) is void
-    many, _ = _recorder([ctypes.c_int] * 9)
-    assert hostcall.fast(many) is many
+    struct = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int))(lambda x: 0)
+    struct.argtypes = [ctypes.POINTER(ctypes.c_int)]  # declare it c_void_p to pass addresses
+    checked, _ = _recorder(1)
+    checked.errcheck = lambda result, func, args: result
+    undeclared = ctypes.CDLL(None).abs  # no argtypes
+    for func in (double, void, struct, checked, undeclared, _recorder(17)[0]):
+        assert hostcall.fast(func) is func
 
 
-def test_switched_off_uses_ctypes(fresh, monkeypatch):
-    monkeypatch.setenv("ACCELMATH_HOSTCALL", "off")
-    func, _ = _recorder([ctypes.c_int])
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_switched_off_is_ctypes_with_the_same_results(monkeypatch, value):
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", value)
+    func, seen = _recorder(16)
     assert hostcall.fast(func) is func
-    assert hostcall.status() == "ctypes (ACCELMATH_HOSTCALL is off)"
+    plan = _Plan()
+    assert plan.launch == plan.slow
+    assert plan.launch(plan.x, out=plan.out) == "slow"
+    assert hostcall.status() == f"ctypes (ACCELMATH_HOSTCALL={value})"
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "1")  # read at each plan
+    assert (type(hostcall.fast(func)) is not type(func)) == (_hostcall is not None)
 
 
-def test_no_compiler_uses_ctypes(fresh, monkeypatch):
-    monkeypatch.setenv("CC", "/nonexistent/cc")
-    func, _ = _recorder([ctypes.c_int])
+def test_not_built_is_ctypes(monkeypatch):
+    monkeypatch.setitem(sys.modules, "accelmath._core._hostcall", None)  # import fails
+    func, _ = _recorder(3)
     assert hostcall.fast(func) is func
-    assert hostcall.status().startswith("ctypes (no C compiler")
+    plan = _Plan()
+    assert plan.launch == plan.slow
+    assert hostcall.status() == NOT_BUILT
 
 
-def test_missing_configured_compiler_falls_back_to_cc(fresh, monkeypatch):
-    monkeypatch.delenv("CC", raising=False)
-    get = sysconfig.get_config_var
-    monkeypatch.setattr(hostcall.sysconfig, "get_config_var",
-                        lambda name: "/nonexistent/gcc -pthread" if name == "CC" else get(name))
-    assert hostcall._compiler() == ["cc"]
+def test_unloadable_is_ctypes(monkeypatch):
+    def damaged(name):
+        raise ImportError(f"{name}: undefined symbol: PyFoo")
 
-
-def test_failed_build_uses_ctypes(fresh, monkeypatch):
-    monkeypatch.setenv("CC", "false")  # a compiler that always fails
-    func, _ = _recorder([ctypes.c_int])
+    monkeypatch.setattr(hostcall.importlib, "import_module", damaged)
+    func, _ = _recorder(3)
     assert hostcall.fast(func) is func
-    assert hostcall.status().startswith("ctypes (compiling the call shim failed")
+    assert hostcall.status() == (
+        "ctypes (the call shim cannot be loaded: accelmath._core._hostcall: undefined symbol: "
+        "PyFoo; reinstall accelmath to rebuild it)")
 
 
 class _Array:
@@ -161,26 +231,21 @@ def _read(a):
     return a.ptr if a.fits else None
 
 
-class _Launch:
+class _Plan:
     """A launcher over a recording C function, and a record of what reached the slow path."""
 
-    def __init__(self, nargs=4, status=0):
-        proto = ctypes.CFUNCTYPE(ctypes.c_int, *[ctypes.c_longlong] * nargs)
-        self.calls, self.slow_calls, self.failed = [], [], []
+    SLOTS = ("handle", "in", "out", "stream", "workspace", 7, -1)
 
-        def record(*args):
-            self.calls.append(args)
-            return status
-
-        self.func = proto(record)
-        self.func.argtypes = [ctypes.c_longlong] * nargs
+    def __init__(self, slots=SLOTS, status=0):
+        self.func, self.calls_made = _recorder(len(slots), status=status)
+        self.slow_calls, self.failed = [], []
         self.stream = 7
         self.local = threading.local()
-        self.local.state = types.SimpleNamespace(stream=7, handles=[41, 42])
-        self.runs = {None: (None, hostcall.fast(self.func), self.fail,
-                            -1 if nargs == 4 else None)}
+        self.local.state = types.SimpleNamespace(stream=7, handles=[41, 42], workspace=0x9000)
+        self.calls = {None: BoundCall(hostcall.fast(self.func), self.fail, slots)}
         self.readers = {_Array: _read}
-        self.launch = hostcall.launcher(self.slow, self.runs, _Array, _read, self.readers,
+        self.x, self.out = _Array(0x1000), _Array(0x2000)
+        self.launch = hostcall.launcher(self.slow, self.calls, _Array, _read, self.readers,
                                         lambda: self.stream, self.local, 0xF)
 
     def slow(self, x=None, *, out=None, direction=None, stream=None):
@@ -193,77 +258,147 @@ class _Launch:
         raise RuntimeError(f"status {status}")
 
 
-@needs_compiler
-@pytest.mark.parametrize("nargs", [3, 4])
-def test_launcher_calls_c_when_every_check_holds(fresh, nargs):
-    launch = _Launch(nargs)
-    assert launch.launch is not launch.slow
-    x, out = _Array(0x1000), _Array(0x2000)
-    assert launch.launch(x, out=out) is out
-    assert launch.calls == [(41, 0x1000, 0x2000, -1)[:nargs]] and not launch.slow_calls
+@needs_shim
+def test_launcher_fills_the_slots():
+    plan = _Plan()
+    assert type(plan.launch) is _hostcall.Launch
+    assert plan.launch(plan.x, out=plan.out) is plan.out
+    assert plan.calls_made == [(41, 0x1000, 0x2000, 7, 0x9000, 7, -1)]
+    assert not plan.slow_calls and not plan.failed
 
 
-@needs_compiler
-def test_launcher_passes_the_rest_on(fresh):
-    launch = _Launch()
-    x, out = _Array(0x1000), _Array(0x2000)
+@needs_shim
+@pytest.mark.parametrize("nargs", [0, 1, 16])
+def test_launcher_calls_of_any_length(nargs):
+    names = ["in", "out", "handle", "stream", "workspace"]
+    slots = tuple(names[i] if i < 5 else 1000 + i for i in range(nargs))
+    plan = _Plan(slots)
+    values = {"in": 0x1000, "out": 0x2000, "handle": 41, "stream": 7, "workspace": 0x9000}
+    assert plan.launch(plan.x, out=plan.out) is plan.out
+    assert plan.calls_made == [tuple(values.get(s, s) for s in slots)]
+
+
+@needs_shim
+def test_launcher_follows_changes_of_its_inputs():
+    plan = _Plan(("handle", "stream", "workspace"))
+    plan.stream = plan.local.state.stream = 2 ** 64 - 1  # an int taken modulo 2**64
+    plan.local.state.handles[0] = 43
+    plan.local.state.workspace = None  # none needed: NULL
+    plan.launch(plan.x, out=plan.out)
+    func, seen = _recorder(2, status=0)
+    plan.calls[None] = BoundCall(hostcall.fast(func), plan.fail, ("out", 3))
+    plan.launch(plan.x, out=plan.out)
+    assert plan.calls_made == [(43, -1, 0)] and seen == [(0x2000, 3)]
+
+
+@needs_shim
+def test_launcher_passes_the_rest_on_unchanged():
+    plan = _Plan()
+    launch, x, out = plan.launch, plan.x, plan.out
     other = [
-        lambda: launch.launch(_Array(0x1000, fits=False), out=out),  # x does not fit
-        lambda: launch.launch(x, out=_Array(0x2000, fits=False)),  # out does not fit
-        lambda: launch.launch(x, out=_Array(0x2008)),  # misaligned
-        lambda: launch.launch(x, out=bytearray(4)),  # out of a type not read yet
-        lambda: launch.launch(object(), out=out),  # x of another type
-        lambda: launch.launch(x),  # no out
-        lambda: launch.launch(x, out=out, direction="inverse"),
-        lambda: launch.launch(x=x, out=out),
+        ((_Array(0x1000, fits=False),), {"out": out}),  # read(x) gives None
+        ((x,), {"out": _Array(0x2000, fits=False)}),  # the reader gives None
+        ((_Array(0x1004),), {"out": out}),  # a bit of the mask in x's pointer
+        ((x,), {"out": _Array(0x2008)}),  # ... in out's
+        ((x,), {"out": bytearray(4)}),  # out of a type with no reader
+        ((x,), {"out": None}),
+        ((object(),), {"out": out}),  # x of another type
+        ((_Subarray(0x1000),), {"out": out}),  # a subclass is another type too
+        ((x,), {}),
+        ((), {}),
+        ((x,), {"out": out, "direction": "inverse"}),
+        ((x,), {"stream": 3}),
+        ((), {"x": x, "out": out}),
     ]
-    for call in other:
-        assert call() == "slow"
-    launch.stream = 8  # the handles are on another stream
-    assert launch.launch(x, out=out) == "slow"
-    launch.stream = 7
-    del launch.local.state  # a thread that has not run the plan
-    assert launch.launch(x, out=out) == "slow"
-    launch.local.state = types.SimpleNamespace(stream=7, handles=[41])
-    launch.runs.clear()  # a freed plan
-    assert launch.launch(x, out=out) == "slow"
-    assert not launch.calls
-    assert len(launch.slow_calls) == len(other) + 3
-    assert launch.slow_calls[6] == (x, out, "inverse", None)
-    assert launch.slow_calls[7] == (x, out, None, None)
+    for args, kwargs in other:
+        assert launch(*args, **kwargs) == "slow"
+    assert len(plan.slow_calls) == len(other)
+    for (args, kwargs), seen in zip(other, plan.slow_calls):
+        full = {"x": None, "out": None, "direction": None, "stream": None,
+                **dict(zip(["x", "out"], args)), **kwargs}
+        assert seen == tuple(full.values())
+    assert not plan.calls_made
 
 
-@needs_compiler
-def test_launcher_raises_what_fail_and_readers_raise(fresh):
-    launch = _Launch(status=5)
-    x, out = _Array(0x1000), _Array(0x2000)
+class _Subarray(_Array):
+    pass
+
+
+@needs_shim
+def test_launcher_state_checks_go_to_slow():
+    plan = _Plan()
+    call = lambda: plan.launch(plan.x, out=plan.out)  # noqa: E731
+    plan.stream = 8  # the handles are set to another stream
+    assert call() == "slow"
+    plan.stream = 7
+    in_thread = []
+    thread = threading.Thread(target=lambda: in_thread.append(call()))
+    thread.start()
+    thread.join()
+    assert in_thread == ["slow"]  # a thread that has no state yet
+    del plan.local.state
+    assert call() == "slow"
+    plan.local.state = types.SimpleNamespace(stream=7, handles=[41], workspace=0)
+    plan.calls[None] = BoundCall(plan.func, plan.fail, _Plan.SLOTS)  # a ctypes function
+    assert call() == "slow"
+    plan.calls[None] = [hostcall.fast(plan.func), plan.fail, _Plan.SLOTS]  # not a tuple
+    assert call() == "slow"
+    plan.calls.clear()  # a freed plan
+    assert call() == "slow"
+    assert not plan.calls_made and len(plan.slow_calls) == 6
+    plan.calls[None] = BoundCall(hostcall.fast(plan.func), plan.fail, _Plan.SLOTS)
+    assert call() is plan.out and len(plan.calls_made) == 1
+
+
+@needs_shim
+def test_a_nonzero_status_goes_to_fail():
+    plan = _Plan(status=5)
     with pytest.raises(RuntimeError, match="status 5"):
-        launch.launch(x, out=out)
-    assert launch.failed == [5] and len(launch.calls) == 1
+        plan.launch(plan.x, out=plan.out)
+    assert plan.failed == [5] and len(plan.calls_made) == 1 and not plan.slow_calls
+
+
+@needs_shim
+def test_launcher_raises_what_its_callables_raise():
+    plan = _Plan()
 
     def broken(a):
         raise KeyError("reader")
 
-    launch.readers[_Array] = broken
+    plan.readers[_Array] = broken
     with pytest.raises(KeyError, match="reader"):
-        launch.launch(x, out=out)
-    assert not launch.slow_calls
+        plan.launch(plan.x, out=plan.out)
+    plan.readers[_Array] = _read
+    del plan.local.state.workspace
+    with pytest.raises(AttributeError, match="workspace"):
+        plan.launch(plan.x, out=plan.out)
+    assert not plan.slow_calls and not plan.calls_made
 
 
-@needs_compiler
-def test_launcher_shows_the_slow_execute(fresh):
-    launch = _Launch()
-    assert launch.launch.__wrapped__ == launch.slow
-    assert launch.launch.__doc__ == launch.slow.__doc__
-    assert list(inspect.signature(launch.launch).parameters) == ["x", "out", "direction",
-                                                                 "stream"]
-    slow = weakref.ref(launch)
-    del launch
+@needs_shim
+@pytest.mark.parametrize("slots, message", [
+    (("in", "out"), r"slots \('in', 'out'\), should be a tuple of 7 entries"),
+    (["in"] * 7, r"slots \['in', .*should be a tuple of 7 entries"),
+    (("in", "out", "handle", "stream", "workspace", "inp", 0), r"slot 5 is 'inp', should be"),
+    (("in", "out", "handle", "stream", "workspace", 1.0, 0), r"slot 5 is 1.0, should be"),
+])
+def test_wrong_slots_raise(slots, message):
+    plan = _Plan()
+    plan.calls[None] = BoundCall(hostcall.fast(plan.func), plan.fail, slots)
+    with pytest.raises(TypeError, match=message):
+        plan.launch(plan.x, out=plan.out)
+    assert not plan.calls_made
+
+
+@needs_shim
+def test_launcher_shows_the_slow_execute_and_is_collected():
+    plan = _Plan()
+    assert plan.launch.__wrapped__ == plan.slow
+    assert plan.launch.__doc__ == plan.slow.__doc__ == "The execute in Python."
+    assert list(inspect.signature(plan.launch).parameters) == ["x", "out", "direction",
+                                                               "stream"]
+    assert plan.calls in gc.get_referents(plan.launch)
+    alive = weakref.ref(plan)
+    del plan
     gc.collect()
-    assert slow() is None  # the launcher holds it in a cycle that the collector breaks
-
-
-def test_launcher_without_the_shim_is_the_slow_execute(fresh, monkeypatch):
-    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
-    launch = _Launch()
-    assert launch.launch == launch.slow
+    assert alive() is None  # the launcher holds it in a cycle that the collector breaks

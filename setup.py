@@ -1,0 +1,15 @@
+"""The call shim, a C extension built at install time; the rest of the package is described in
+pyproject.toml.
+
+The extension is optional: where it cannot be built (no C compiler, no Python headers), the
+install goes on without it and accelmath calls C through ctypes instead, with the same results
+(``accelmath info`` says which is used).
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension("accelmath._core._hostcall", ["accelmath/_core/_hostcall.c"], optional=True),
+    ],
+)
