@@ -1,8 +1,11 @@
 """The ``accelmath`` command line.
 
 ``accelmath info`` reports this installation: accelmath and Python, the GPUs and the driver,
-the CUDA libraries found, the array packages installed, and the on-disk cache. It works, and
+the CUDA libraries found, the array packages installed, and the on-disk store. It works, and
 says so plainly, on a machine without a GPU or without the CUDA wheels.
+
+``accelmath cache`` (or ``accelmath cache info``) says where the store is and what it holds;
+``accelmath cache clear`` empties it.
 
 Examples
 --------
@@ -10,14 +13,16 @@ Examples
 
    $ accelmath info
    $ python -m accelmath info
+   $ accelmath cache clear
 """
 
 import argparse
 import importlib.metadata
+import os
 import platform
 import sys
 
-__all__ = ["info_lines", "main"]
+__all__ = ["cache_lines", "info_lines", "main"]
 
 # What `info` lists, and the distributions that provide it (first installed wins).
 # Detected through package metadata, so nothing is imported.
@@ -27,12 +32,8 @@ ARRAY_PACKAGES = {
     "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"),
     "torch": ("torch",),
     "jax": ("jax",),
-    "cuda-core": ("cuda-core",),
-    "cuda-bindings": ("cuda-bindings",),
     "cuda-pathfinder": ("cuda-pathfinder",),
 }
-
-INSTALL_HINT = "install them with `pip install accelmath[cu12]` (CUDA 12) or `accelmath[cu13]` (CUDA 13)"
 
 
 def _distribution_version(candidates):
@@ -72,18 +73,39 @@ def _gpu_lines(device):
     return lines
 
 
-def _library_lines(device):
-    libraries = device.library_info()
+def _library_lines(libraries):
+    """One line per library found; the libraries missing for one reason on one line each,
+    with that reason once, and how to install them."""
+    from accelmath.errors import LibraryNotFoundError
+
     lines = ["CUDA libraries:"]
+    missing = {}  # error -> names
     for name, entry in libraries.items():
         if entry["path"] is None:
-            lines.append(f"  {name:<10} {entry['error']}")
+            missing.setdefault(entry["error"], []).append(name)
         elif entry["version"] is None:
             lines.append(f"  {name:<10} {entry['path']} ({entry['error']})")
         else:
             lines.append(f"  {name:<10} {_format_version(name, entry['version'])}  {entry['path']}")
-    if any(entry["path"] is None for entry in libraries.values()):
-        lines.append(f"  ({INSTALL_HINT})")
+    for error, names in missing.items():
+        lines.append(f"  {', '.join(names)}: {error}")
+    if missing:
+        lines.append(f"  ({LibraryNotFoundError.PIP_HINT})")
+    return lines
+
+
+def _summary_lines(device, libraries):
+    """What runs on this machine, in plain words."""
+    lines = ["What runs here:",
+             "  host arrays (NumPy, CPU torch and JAX, lists): yes, on the CPU"]
+    if not device.gpu_available():
+        why = "no usable GPU (see GPU below)"
+    elif libraries["cufft"]["path"] is None:
+        why = "cuFFT is not installed (see CUDA libraries below)"
+    else:
+        why = None
+    lines.append("  device arrays (CuPy, CUDA torch, GPU JAX): "
+                 + ("yes, on the GPU" if why is None else f"no: {why}"))
     return lines
 
 
@@ -110,32 +132,91 @@ def info_lines():
     True
     """
     from accelmath import __version__
-    from accelmath._core import device, hostcall, wisdom
+    from accelmath._core import device, hostcall
 
     version = device.driver_version()
     driver = (f"CUDA driver: supports CUDA {version[0]}.{version[1]}" if version
               else "CUDA driver: none (libcuda.so.1 cannot be loaded; it comes with the NVIDIA "
                    "display driver)")
-    state = "enabled" if wisdom.disk_cache_enabled() else "disabled by ACCELMATH_CACHE"
+    libraries = device.library_info()
     return [
         f"accelmath {__version__}",
         f"Python {platform.python_version()} ({sys.executable})",
         f"Platform: {platform.platform()}",
         "",
+        *_summary_lines(device, libraries),
+        "",
         *_gpu_lines(device),
         driver,
         "",
-        *_library_lines(device),
+        *_library_lines(libraries),
         "",
         *_package_lines(),
         "",
-        f"Cache directory: {wisdom.cache_dir()} (disk cache {state})",
+        *cache_lines(),
         f"Library calls: {hostcall.status()}",
     ]
 
 
+def cache_lines():
+    """Where the on-disk store is, whether it is on, and what it holds, or the problem that
+    keeps it from being used: the store's lines of ``accelmath info`` and ``accelmath cache``.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> from accelmath.__main__ import cache_lines
+    >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE="0"):
+    ...     cache_lines()[1]
+    'Store: off (ACCELMATH_CACHE=0)'
+    """
+    import warnings
+
+    from accelmath._core import store
+
+    try:
+        directory = str(store.cache_dir())
+    except RuntimeError as exc:  # no home directory, and no ACCELMATH_CACHE_DIR
+        directory = f"unknown ({exc})"
+    if not store.enabled():
+        state = f"off (ACCELMATH_CACHE={os.environ.get('ACCELMATH_CACHE')})"
+    else:
+        with warnings.catch_warnings():  # the problem is printed here, not warned about
+            warnings.simplefilter("ignore")
+            problem = store.problem()
+        if problem is None:
+            entries, nbytes = store.size()
+            state = f"on, {entries} entr{'y' if entries == 1 else 'ies'}, {nbytes / 1e6:.1f} MB"
+        else:
+            state = f"not usable: {problem}"
+    return [f"Cache directory: {directory}", f"Store: {state}"]
+
+
 def _info(args):
     print("\n".join(info_lines()))
+    return 0
+
+
+def _cache_info(args):
+    print("\n".join(cache_lines()))
+    return 0
+
+
+def _cache_clear(args):
+    import warnings
+
+    from accelmath._core import store
+
+    with warnings.catch_warnings():  # the problem is printed here, not warned about
+        warnings.simplefilter("ignore")
+        problem = store.problem() if store.enabled() else None
+    if not store.enabled() or problem is not None:
+        print(cache_lines()[1].replace("Store: ", "Nothing to clear: the store is ", 1))
+        return 0
+    entries, nbytes = store.clear()
+    print(f"Removed {entries} entr{'y' if entries == 1 else 'ies'} ({nbytes / 1e6:.1f} MB) "
+          f"from {store.location()}")
     return 0
 
 
@@ -153,6 +234,19 @@ def _parser():
         description="Report the GPUs, the driver, the CUDA libraries, the array packages and "
                     "the on-disk cache. Works without a GPU.")
     info.set_defaults(run=_info)
+    cache = commands.add_parser(
+        "cache", help="show or clear the on-disk store of compiled code and autotune choices",
+        description="Show where the on-disk store of compiled code and autotune choices is "
+                    "and what it holds (the default), or empty it.")
+    cache.set_defaults(run=_cache_info)
+    actions = cache.add_subparsers(title="actions", dest="action", metavar="ACTION")
+    actions.add_parser("info", help="where the store is and what it holds (the default)",
+                       description="Show where the store is and what it holds."
+                       ).set_defaults(run=_cache_info)
+    actions.add_parser("clear", help="remove every entry of the store",
+                       description="Remove every entry of the store: compiled kernels are "
+                                   "compiled again, autotune choices timed again."
+                       ).set_defaults(run=_cache_clear)
     return parser
 
 

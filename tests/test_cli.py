@@ -1,4 +1,5 @@
-"""`accelmath info`: reports the installation, and exits 0 with or without a GPU or CUDA wheels."""
+"""`accelmath info` reports the installation, and exits 0 with or without a GPU or CUDA wheels;
+`accelmath cache` shows and clears the on-disk store."""
 
 import os
 import subprocess
@@ -35,7 +36,7 @@ def test_info_in_process(capsys):
     assert "CUDA driver: " in out
     assert "CUDA libraries:" in out and "cufft" in out and "nvJitLink" in out
     assert "Array packages:" in out and "numpy" in out and "cuda-pathfinder" in out
-    assert "Cache directory: " in out
+    assert "Cache directory: " in out and "\nStore: " in out
 
 
 def test_info_reports_no_gpu_plainly(capsys):
@@ -75,13 +76,13 @@ def test_info_as_a_module():
 def test_info_reports_ctypes_calls_when_the_shim_is_off():
     result = _run("info", env={"ACCELMATH_HOSTCALL": "0"})
     assert result.returncode == 0, result.stderr
-    assert "Library calls: ctypes (ACCELMATH_HOSTCALL is off)" in result.stdout
+    assert "Library calls: ctypes (ACCELMATH_HOSTCALL=0)" in result.stdout
 
 
 def test_info_reports_the_cache_directory_from_the_environment(tmp_path):
     result = _run("info", env={"ACCELMATH_CACHE_DIR": str(tmp_path), "ACCELMATH_CACHE": "0"})
     assert result.returncode == 0, result.stderr
-    assert f"Cache directory: {tmp_path} (disk cache disabled by ACCELMATH_CACHE)" in result.stdout
+    assert f"Cache directory: {tmp_path}\nStore: off (ACCELMATH_CACHE=0)\n" in result.stdout
 
 
 def test_info_reports_the_default_cache_directory(monkeypatch, capsys, tmp_path):
@@ -91,9 +92,85 @@ def test_info_reports_the_default_cache_directory(monkeypatch, capsys, tmp_path)
     main(["info"])
     out = capsys.readouterr().out
     if sys.platform.startswith("linux"):
-        assert f"Cache directory: {tmp_path / 'accelmath'} (disk cache enabled)" in out
+        assert f"Cache directory: {tmp_path / 'accelmath'}\nStore: on, 0 entries, 0.0 MB\n" in out
     else:
-        assert "(disk cache enabled)" in out
+        assert "Store: on, 0 entries, 0.0 MB" in out
+
+
+@pytest.fixture
+def store_dir(tmp_path, monkeypatch):
+    """A store of this test's own, holding three entries (1.5 MB)."""
+    from accelmath._core import store
+
+    directory = tmp_path / "store"
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    store.save("nvrtc", "a", b"x" * 1_000_000)
+    store.save("nvrtc", "b", b"y" * 500_000)
+    store.save_json("timing", "c", {"choice": 1})
+    return directory
+
+
+def test_info_reports_what_the_store_holds(store_dir, capsys):
+    main(["info"])
+    out = capsys.readouterr().out
+    assert f"Cache directory: {store_dir}\nStore: on, 3 entries, 1.5 MB\n" in out
+
+
+@pytest.mark.parametrize("argv", [["cache"], ["cache", "info"]])
+def test_cache_info(store_dir, capsys, argv):
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"Cache directory: {store_dir}\nStore: on, 3 entries, 1.5 MB\n"
+
+
+def test_cache_clear(store_dir, capsys):
+    from accelmath._core import store
+
+    (store_dir / "not-ours.txt").write_text("kept")
+    assert main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"Removed 3 entries (1.5 MB) from {store_dir}")
+    assert store.size() == (0, 0) and store.load("nvrtc", "a") is None
+    assert (store_dir / "not-ours.txt").read_text() == "kept"
+    main(["cache", "clear"])
+    assert capsys.readouterr().out.startswith("Removed 0 entries (0.0 MB)")
+    main(["cache"])
+    assert "Store: on, 0 entries, 0.0 MB" in capsys.readouterr().out
+
+
+def test_cache_clear_as_a_module(store_dir):
+    result = _run("cache", "clear", env={"ACCELMATH_CACHE_DIR": str(store_dir)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == f"Removed 3 entries (1.5 MB) from {store_dir}\n"
+
+
+def test_cache_clear_with_the_store_off(store_dir, capsys, monkeypatch):
+    monkeypatch.setenv("ACCELMATH_CACHE", "off")
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == "Nothing to clear: the store is off (ACCELMATH_CACHE=off)\n"
+    monkeypatch.delenv("ACCELMATH_CACHE")
+    main(["cache"])
+    assert "3 entries" in capsys.readouterr().out  # nothing was removed
+
+
+def test_an_unusable_store_is_explained(tmp_path, capsys, monkeypatch, recwarn):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(blocker / "store"))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    main(["info"])
+    problem = f"not usable: cannot create '{blocker / 'store'}': Not a directory"
+    assert f"Store: {problem}\n" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"Nothing to clear: the store is {problem}\n"
+    assert not [w for w in recwarn if "store" in str(w.message)]  # printed, not warned
+
+
+def test_cache_with_an_unknown_action(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cache", "empty"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'empty'" in capsys.readouterr().err
 
 
 def test_info_with_the_libraries_missing(monkeypatch, capsys):
@@ -106,8 +183,11 @@ def test_info_with_the_libraries_missing(monkeypatch, capsys):
     monkeypatch.setattr(_loader, "load_library", fail)
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    assert "  cufft      not found: hidden by the test" in out
-    assert "pip install accelmath[cu12]" in out
+    # the six libraries missing for one reason: that reason once
+    assert out.count("hidden by the test") == 1
+    assert "  cufft, cublas, cublasLt, cusolver, nvrtc, nvJitLink: not found: hidden by the test" in out
+    assert "What runs here:" in out and "host arrays (NumPy, CPU torch and JAX, lists): yes" in out
+    assert 'pip install ".[cu12]"' in out
 
 
 def test_info_without_cuda_pathfinder():
@@ -116,8 +196,9 @@ def test_info_without_cuda_pathfinder():
             "from accelmath.__main__ import main; sys.exit(main(['info']))")
     result = _python("-c", code)
     assert result.returncode == 0, result.stderr
-    assert "cufft      not found: cuda-pathfinder is not installed" in result.stdout
-    assert "pip install accelmath[cu12]" in result.stdout
+    assert "cufft, cublas, cublasLt, cusolver, nvrtc, nvJitLink: not found: cuda-pathfinder is " \
+        "not installed" in result.stdout
+    assert 'pip install ".[cu12]"' in result.stdout
 
 
 def test_no_command_is_a_usage_error(capsys):

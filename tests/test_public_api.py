@@ -27,7 +27,7 @@ def _importable_bindings():
 
 
 MODULES = ["accelmath", "accelmath.errors", "accelmath.__main__", "accelmath._core.device",
-           "accelmath._core.wisdom", *_importable_bindings()]
+           "accelmath._core.store", "accelmath._core.modules", *_importable_bindings()]
 
 
 def _public_objects(module):
@@ -70,7 +70,7 @@ def test_import_is_light():
         import accelmath
         heavy = sorted(m for m in ("cupy", "torch", "jax") if m in sys.modules)
         assert not heavy, f"import accelmath imported {heavy}"
-        import accelmath.bindings, accelmath._core.device, accelmath._core.wisdom
+        import accelmath.bindings, accelmath._core.device, accelmath._core.store, accelmath._core.modules
         for module in pkgutil.iter_modules(accelmath.bindings.__path__, "accelmath.bindings."):
             try:
                 importlib.import_module(module.name)

@@ -19,7 +19,7 @@ import ctypes
 import importlib
 import operator
 import threading
-from ctypes import byref, c_int, c_size_t, c_uint, c_void_p
+from ctypes import byref, c_int, c_size_t, c_void_p
 
 from accelmath.bindings import _loader, driver
 from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, NoDeviceError
@@ -36,14 +36,13 @@ __all__ = [
 ]
 
 # cuda-pathfinder name -> the accelmath.bindings module whose version() reports it
-# (None: no binding module; read here directly).
 LIBRARIES = {
     "cufft": "cufft",
     "cublas": "cublas",
     "cublasLt": "cublaslt",
     "cusolver": "cusolver",
     "nvrtc": "nvrtc",
-    "nvJitLink": None,
+    "nvJitLink": "nvjitlink",
 }
 
 _lock = threading.Lock()
@@ -286,16 +285,6 @@ def ensure_context(device_id):
     return context
 
 
-def _nvjitlink_version():
-    # nvJitLink has no binding module yet; its one version query is read here.
-    cdll = _loader.load_library("nvJitLink")[0]
-    major, minor = c_uint(), c_uint()
-    status = cdll.nvJitLinkVersion(byref(major), byref(minor))
-    if status != 0:
-        raise RuntimeError(f"nvJitLinkVersion failed: status {status}")
-    return major.value, minor.value
-
-
 def library_info():
     """Where each CUDA library accelmath uses was found, and its version.
 
@@ -330,11 +319,8 @@ def library_info():
             entry["error"] = f"{type(exc).__name__}: {exc}"
             continue
         try:
-            if module_name is None:
-                entry["version"] = _nvjitlink_version()
-            else:
-                module = importlib.import_module(f"accelmath.bindings.{module_name}")
-                entry["version"] = module.version()
+            module = importlib.import_module(f"accelmath.bindings.{module_name}")
+            entry["version"] = module.version()
         except Exception as exc:  # a binding not written yet, or a failing query
             entry["error"] = f"version unknown: {type(exc).__name__}: {exc}"
     return info

@@ -1,19 +1,17 @@
 """Small element-wise kernels accelmath needs around library calls: strided copy and scaling.
 
-The CUDA C++ source is compiled once per GPU architecture with NVRTC (to a cubin), loaded once
-per device with the driver API, and launched through ``cuLaunchKernel`` on the caller's stream.
 One kernel covers copy, scale and copy-with-scale for any strided layout of up to
-:data:`MAX_DIMS` dimensions and every dtype accelmath transforms.
+:data:`MAX_DIMS` dimensions and every dtype accelmath transforms. It is compiled, loaded and
+launched through :mod:`accelmath._core.modules`, on the caller's stream.
 """
 
 import ctypes
-import threading
+import functools
 
-from accelmath._core.compiler import compile_cuda
-from accelmath.bindings import driver
+from accelmath._core.modules import LaunchConfig, launch, loaded
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["MAX_DIMS", "copy_scale", "launch", "loaded", "SOURCE"]
+__all__ = ["MAX_DIMS", "SOURCE", "copy_scale", "merge_dims"]
 
 MAX_DIMS = 8
 
@@ -101,52 +99,24 @@ class _Dims(ctypes.Structure):
                 ("dst", ctypes.c_longlong * MAX_DIMS)]
 
 
-class _Module:
-    """CUDA C++ compiled for and loaded on one device."""
-
-    def __init__(self, device_id, source, name, options):
-        from accelmath._core.device import compute_capability, devices, ensure_context
-
-        ensure_context(device_id)
-        image = compile_cuda(source, name, compute_capability(device_id), options=options)
-        handle = ctypes.c_void_p()
-        driver.lib.module_load_data(ctypes.byref(handle), image)
-        self.handle = handle
-        self.functions = {}
-        self.blocks = 16 * devices()[device_id]["multiprocessor_count"]  # enough to fill it
-
-    def function(self, name):
-        func = self.functions.get(name)
-        if func is None:
-            func = ctypes.c_void_p()
-            driver.lib.module_get_function(ctypes.byref(func), self.handle, name.encode())
-            self.functions[name] = func
-        return func
+_THREADS = 256
+_kernels = {}  # device_id -> (module, most blocks worth launching)
 
 
-_modules = {}
-_lock = threading.Lock()
+def _kernel_module(device_id):
+    """The kernels' module on a device, and the blocks that fill the device 16 times."""
+    found = _kernels.get(device_id)
+    if found is None:
+        from accelmath._core.device import devices
+
+        blocks = 16 * devices()[device_id]["multiprocessor_count"]
+        found = _kernels[device_id] = (loaded(device_id, SOURCE, "accelmath_kernels.cu"), blocks)
+    return found
 
 
-def loaded(device_id, source=SOURCE, name="accelmath_kernels.cu", options=()):
-    """CUDA C++ ``source`` compiled with NVRTC (``options``) and loaded on a device, once per
-    device, name and options; its ``function(name)`` gives a kernel's handle."""
-    key = (device_id, name, options)
-    module = _modules.get(key)
-    if module is None:
-        with _lock:
-            module = _modules.get(key)
-            if module is None:
-                module = _modules[key] = _Module(device_id, source, name, options)
-    return module
-
-
-def launch(func, grid, threads, args, stream, shared_bytes=0):
-    """Enqueue kernel ``func`` over ``grid`` blocks (x only) of ``threads`` threads on
-    ``stream``, with ``args`` (ctypes values, in the kernel's parameter order)."""
-    pointers = (ctypes.c_void_p * len(args))(*(ctypes.addressof(a) for a in args))
-    driver.lib.launch_kernel(func, grid, 1, 1, threads, 1, 1, shared_bytes, stream, pointers,
-                             None)
+@functools.lru_cache(maxsize=None)
+def _config(blocks):
+    return LaunchConfig(grid=blocks, block=_THREADS)
 
 
 def merge_dims(dims):
@@ -166,9 +136,6 @@ def merge_dims(dims):
 def _merge(shape, src, dst):
     """Drop extent-1 dimensions and merge dimensions contiguous in both layouts."""
     return merge_dims([(n, a, b) for n, a, b in zip(shape, src, dst) if n != 1])
-
-
-_THREADS = 256
 
 
 def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, stream,
@@ -199,11 +166,11 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
         n *= extent
     if n == 0:
         return
-    module = loaded(device_id)
+    module, most = _kernel_module(device_id)
     dims = _merge(shape, src_strides, dst_strides)
     do_scale = (0 if scale is None or scale == 1 else 1) | (2 if conj else 0)
     s = ctypes.c_double(1.0 if scale is None else scale)
-    blocks = min((n + _THREADS - 1) // _THREADS, module.blocks)
+    blocks = min((n + _THREADS - 1) // _THREADS, most)
     src, dst, count, flag = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr),
                              ctypes.c_longlong(n), ctypes.c_int(do_scale))
     if not dims or (len(dims) == 1 and dims[0][1] == 1 and dims[0][2] == 1):
@@ -219,4 +186,4 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
         ndim = ctypes.c_int(len(dims))
         func = module.function("copy_" + dtype)
         args = (src, dst, count, ndim, d, s, flag)
-    launch(func, blocks, _THREADS, args, stream)
+    launch(func, _config(blocks), args, stream)

@@ -2,10 +2,11 @@
 
 Modules: :mod:`~accelmath.bindings.cufft`, :mod:`~accelmath.bindings.cublas`,
 :mod:`~accelmath.bindings.cublaslt`, :mod:`~accelmath.bindings.cusolver`,
-:mod:`~accelmath.bindings.nvrtc` and :mod:`~accelmath.bindings.driver`. Importing a module
-loads nothing; a library is loaded on the first call of one of its functions.
+:mod:`~accelmath.bindings.nvrtc`, :mod:`~accelmath.bindings.nvjitlink` and
+:mod:`~accelmath.bindings.driver`. Importing a module loads nothing; a library is loaded on
+the first call of one of its functions.
 """
 
-MODULES = ("cufft", "cublas", "cublaslt", "cusolver", "nvrtc", "driver")
+MODULES = ("cufft", "cublas", "cublaslt", "cusolver", "nvrtc", "nvjitlink", "driver")
 
 __all__ = ["MODULES"]

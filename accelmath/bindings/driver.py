@@ -4,11 +4,13 @@ Only what accelmath needs: device and context queries, module loading and kernel
 the kernels it compiles, stream-ordered copies, and events to time candidate plans.
 """
 
-from ctypes import POINTER, c_char_p, c_float, c_int, c_size_t, c_uint, c_ulonglong, c_void_p
+from ctypes import (POINTER, Structure, Union, c_char, c_char_p, c_float, c_int, c_size_t,
+                    c_uint, c_ulonglong, c_void_p)
 
 from accelmath.bindings._loader import Function, Library
 
-__all__ = ["lib", "FUNCTIONS", "STATUS_NAMES", "ATTRIBUTE", "POINTER_ATTRIBUTE", "status_name"]
+__all__ = ["lib", "FUNCTIONS", "STATUS_NAMES", "ATTRIBUTE", "LAUNCH_ATTRIBUTE",
+           "POINTER_ATTRIBUTE", "CUlaunchAttribute", "CUlaunchConfig", "status_name"]
 
 # CUdevice_attribute values used by accelmath
 ATTRIBUTE = {"multiprocessor_count": 16, "compute_capability_major": 75,
@@ -16,6 +18,34 @@ ATTRIBUTE = {"multiprocessor_count": 16, "compute_capability_major": 75,
 
 # CUpointer_attribute values used by accelmath
 POINTER_ATTRIBUTE = {"memory_type": 2, "device_ordinal": 9}
+
+# CUlaunchAttributeID values used by accelmath
+LAUNCH_ATTRIBUTE = {"cluster_dimension": 4}
+
+
+class _Dim3(Structure):
+    _fields_ = [("x", c_uint), ("y", c_uint), ("z", c_uint)]
+
+
+class _LaunchAttributeValue(Union):
+    # A 64-byte union in cuda.h; of its members accelmath sets only clusterDim. The pointer
+    # member gives it the 8-byte alignment its largest C members (pointers, size_t) give it.
+    _fields_ = [("pad", c_char * 64), ("cluster_dim", _Dim3), ("align", c_void_p)]
+
+
+class CUlaunchAttribute(Structure):
+    """``CUlaunchAttribute``: an attribute ID (4 bytes, padded to 8) and its 64-byte value."""
+
+    _fields_ = [("id", c_int), ("pad", c_char * 4), ("value", _LaunchAttributeValue)]
+
+
+class CUlaunchConfig(Structure):
+    """``CUlaunchConfig``: what ``cuLaunchKernelEx`` launches with."""
+
+    _fields_ = [("grid_dim_x", c_uint), ("grid_dim_y", c_uint), ("grid_dim_z", c_uint),
+                ("block_dim_x", c_uint), ("block_dim_y", c_uint), ("block_dim_z", c_uint),
+                ("shared_mem_bytes", c_uint), ("stream", c_void_p),
+                ("attrs", POINTER(CUlaunchAttribute)), ("num_attrs", c_uint)]
 
 STATUS_NAMES = {
     0: "CUDA_SUCCESS", 1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY",
@@ -68,6 +98,9 @@ FUNCTIONS = (
     #     unsigned sharedMemBytes, CUstream hStream, void **kernelParams, void **extra);
     Function("launch_kernel", ("cuLaunchKernel",),
              (_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint, _p, _p, _p)),
+    # CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+    #     void **kernelParams, void **extra);
+    Function("launch_kernel_ex", ("cuLaunchKernelEx",), (POINTER(CUlaunchConfig), _p, _p, _p)),
     # CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
     #     CUstream hStream);
     Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),

@@ -18,7 +18,7 @@ import ctypes
 import threading
 
 from accelmath._core.device import compute_capability
-from accelmath._core.kernels import launch, loaded
+from accelmath._core.modules import LaunchConfig, allow_dynamic_shared, launch, loaded
 from accelmath.bindings import driver
 
 __all__ = ["LENGTHS", "SOURCE", "available", "fits", "launcher", "options"]
@@ -26,7 +26,6 @@ __all__ = ["LENGTHS", "SOURCE", "available", "fits", "launcher", "options"]
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
 _SMEM_VALUES = 8192  # complex64 values of shared memory per block (64 KiB)
-_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 SOURCE = r"""
 // L: the transform length (8 M); W: columns per cluster; THREADS: per block; MIDDLE: the
@@ -228,8 +227,9 @@ def _kernel(device_id, length):
     if (device_id, length) not in _ready:
         with _lock:
             if (device_id, length) not in _ready:
-                driver.lib.func_set_attribute(function, _MAX_DYNAMIC_SHARED_SIZE_BYTES, shared)
-                launch(module.function("init_table"), (length + 255) // 256, 256, (), None)
+                allow_dynamic_shared(function, shared)
+                launch(module.function("init_table"), LaunchConfig((length + 255) // 256, 256),
+                       (), None)
                 driver.lib.stream_synchronize(None)  # the table is ready before any stream
                 _ready.add((device_id, length))
     return function, width, threads, shared
@@ -255,12 +255,14 @@ def launcher(step, device_id):
     that :func:`fits` from the device address ``src`` to ``dst`` (equal for a step in place)
     on ``stream``. The kernel is compiled and loaded here, not at the first run."""
     function, width, threads, shared = _kernel(device_id, step.n[0])
-    grid = _CLUSTER * ((step.batch + width - 1) // width)
+    # The kernel declares its clusters (__cluster_dims__): the launch needs none.
+    config = LaunchConfig(grid=_CLUSTER * ((step.batch + width - 1) // width), block=threads,
+                          shared_bytes=shared)
     pitch, ncols = ctypes.c_longlong(step.istride), ctypes.c_int(step.batch)
     signs = {False: ctypes.c_float(-1.0), True: ctypes.c_float(1.0)}
 
     def run(src, dst, inverse, stream):
         args = (ctypes.c_void_p(src), ctypes.c_void_p(dst), pitch, ncols, signs[inverse])
-        launch(function, grid, threads, args, stream, shared)
+        launch(function, config, args, stream)
 
     return run

@@ -10,7 +10,8 @@ from accelmath.errors import CudaLibraryError, LibraryNotFoundError
 
 # module: prefix of every status name
 STATUS_PREFIX = {"cufft": "CUFFT_", "cublas": "CUBLAS_STATUS_", "cublaslt": "CUBLAS_STATUS_",
-                 "cusolver": "CUSOLVER_STATUS_", "nvrtc": "NVRTC_", "driver": "CUDA_"}
+                 "cusolver": "CUSOLVER_STATUS_", "nvrtc": "NVRTC_", "driver": "CUDA_",
+                 "nvjitlink": "NVJITLINK_"}
 INVALID_PROPERTY_TYPE = 7  # libraryPropertyType has MAJOR_VERSION, MINOR_VERSION, PATCH_LEVEL
 
 
@@ -69,8 +70,8 @@ def test_name_unknown_to_pathfinder():
     with pytest.raises(LibraryNotFoundError) as info:
         lib.cdll
     assert info.value.library == "no_such_lib_xyz"
-    assert "pip install accelmath[cu12]" in str(info.value)
-    assert "pip install accelmath[cu13]" in str(info.value)
+    assert 'pip install ".[cu12]"' in str(info.value)
+    assert "accelmath[cu13]" in str(info.value)
 
 
 def test_library_not_installed(monkeypatch):
@@ -85,7 +86,7 @@ def test_library_not_installed(monkeypatch):
     with pytest.raises(LibraryNotFoundError) as info:
         _loader.Library("cusolver", (), {}).cdll
     assert "Failure finding cusolver" in str(info.value)
-    assert "pip install accelmath[cu12]" in str(info.value)
+    assert 'pip install ".[cu12]"' in str(info.value)
 
 
 def test_driver_missing_points_to_the_display_driver(monkeypatch):

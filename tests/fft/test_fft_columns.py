@@ -25,15 +25,17 @@ def test_configurations_cover_the_transform(length):
 
 
 @pytest.mark.parametrize("length", _columns.LENGTHS)
-def test_the_kernel_compiles(length):
-    from accelmath._core.compiler import compile_cuda
+def test_the_kernel_compiles(length, monkeypatch):
+    from accelmath._core.modules import CompileOptions, compile_cuda
     from accelmath.bindings import nvrtc
 
     try:
         nvrtc.lib.cdll
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
-    assert compile_cuda(_columns.SOURCE, "columns.cu", (9, 0), options=_columns.options(length))
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # compile here, not from an earlier run's store
+    options = CompileOptions(arch=(9, 0), extra=_columns.options(length))
+    assert compile_cuda(_columns.SOURCE, options, "columns.cu")[:4] == b"\x7fELF"
 
 
 def test_which_steps_it_fits():
@@ -98,6 +100,7 @@ def _prefer_columns(monkeypatch):
         timed.append(steps)
         return 0.0 if any(step.engine == "columns" for step in steps) else 1.0
 
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
     monkeypatch.setattr(CudaExecutor, "_time", fake_time)
     return timed
 

@@ -1,0 +1,495 @@
+"""accelmath's own kernels: CUDA C++ compiled with NVRTC, LTO-IR linked with nvJitLink, the
+code loaded on a device with the driver, and its kernels launched on a stream.
+
+Compiling and linking need no GPU; their results are kept in the on-disk store
+(:mod:`accelmath._core.store`) under a key made of everything that determines the bytes: a hash
+of the source or of the linked images, the options, the architecture and the compiler's or
+linker's version. So a new process finds its kernels compiled.
+
+Loaded code lives as long as the process: a module is loaded once per device and image
+(:func:`load`), or once per device, source and options (:func:`loaded`), and never unloaded,
+because the kernels taken from it are held by plans that may outlive any owner of the module.
+
+Examples
+--------
+>>> from accelmath._core.modules import CompileOptions, compile_cuda
+>>> cubin = compile_cuda('extern "C" __global__ void k(float *x) { x[0] = 1; }',
+...                      CompileOptions(arch=(9, 0)))
+>>> cubin[:4] == b"\\x7fELF"
+True
+"""
+
+import ctypes
+import hashlib
+import json
+import logging
+import operator
+import threading
+from dataclasses import dataclass, field
+
+from accelmath._core import store
+from accelmath.bindings import driver, nvjitlink, nvrtc
+from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
+
+__all__ = ["STANDARDS", "CompileOptions", "LaunchConfig", "Module", "allow_dynamic_shared",
+           "compile_cuda", "launch", "link", "load", "loaded"]
+
+STANDARDS = ("c++11", "c++14", "c++17", "c++20")
+# What one launch may ask for (every GPU since compute capability 3.0): threads per block in
+# x, y, z and in all, and blocks in x, y, z.
+_MAX_BLOCK = (1024, 1024, 64)
+_MAX_THREADS = 1024
+_MAX_GRID = (2**31 - 1, 65535, 65535)
+_MAX_FUNCTION_SHARED = 8  # CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+_log = logging.getLogger("accelmath.modules")
+_lock = threading.RLock()  # loaded() holds it around load(), which takes it too
+_images = {}    # (device_id, image digest) -> Module
+_sources = {}   # (device_id, name, extra, source) -> Module
+
+
+def _check_arch(arch, name="arch"):
+    """``arch`` as a ``(major, minor)`` tuple of ints, or InvalidArgumentError."""
+    try:
+        major, minor = (operator.index(part) for part in arch)
+    except (TypeError, ValueError):
+        major = minor = -1
+    if not (major > 0 and 0 <= minor <= 9):
+        raise InvalidArgumentError(
+            f"{name}={arch!r} is not a compute capability: expected (major, minor), two ints "
+            f"such as (9, 0)")
+    return major, minor
+
+
+def _check_strings(values, name):
+    """``values`` as a tuple of str, or InvalidArgumentError (one string is refused: it
+    would be read as a sequence of one-character options)."""
+    if isinstance(values, (str, bytes)) or not all(isinstance(v, str) for v in values):
+        raise InvalidArgumentError(
+            f"{name}={values!r} is not a sequence of option strings, such as ('-DN=4',)")
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How NVRTC compiles a source.
+
+    Parameters
+    ----------
+    arch : tuple of int
+        The target's compute capability ``(major, minor)``, for example ``(9, 0)``.
+    std : str
+        The C++ standard, one of :data:`STANDARDS`.
+    lto : bool
+        Produce LTO-IR, relocatable, for :func:`link` (or a cuFFT LTO callback), instead of
+        a cubin.
+    extra : tuple of str
+        Further NVRTC options, such as ``("-DN=4096",)``.
+
+    Examples
+    --------
+    >>> from accelmath._core.modules import CompileOptions
+    >>> CompileOptions(arch=(9, 0), extra=["-DN=8"]).arguments
+    ('--gpu-architecture=sm_90', '--std=c++17', '-DN=8')
+    """
+
+    arch: tuple
+    std: str = "c++17"
+    lto: bool = False
+    extra: tuple = ()
+
+    def __post_init__(self):
+        object.__setattr__(self, "arch", _check_arch(self.arch))
+        if self.std not in STANDARDS:
+            raise InvalidArgumentError(
+                f"std={self.std!r} is not a C++ standard NVRTC takes: expected one of "
+                f"{', '.join(repr(s) for s in STANDARDS)}")
+        if not isinstance(self.lto, bool):
+            raise InvalidArgumentError(f"lto={self.lto!r} is not a bool")
+        object.__setattr__(self, "extra", _check_strings(self.extra, "extra"))
+
+    @property
+    def arguments(self):
+        """The NVRTC command line these options make."""
+        major, minor = self.arch
+        lto = ("-dlto", "--relocatable-device-code=true") if self.lto else ()
+        return (f"--gpu-architecture=sm_{major}{minor}", f"--std={self.std}", *lto, *self.extra)
+
+
+def compile_cuda(source, options, name="kernel.cu"):
+    """Compile CUDA C++ ``source`` with NVRTC, or take the result from the store.
+
+    Needs no GPU.
+
+    Parameters
+    ----------
+    source : str
+        The CUDA C++ source. Kernels meant to be found by name are declared ``extern "C"``.
+    options : CompileOptions
+        The architecture, standard, LTO and further options.
+    name : str
+        A file name, for the compiler's messages.
+
+    Returns
+    -------
+    bytes
+        A cubin, or LTO-IR where ``options.lto`` is true.
+
+    Raises
+    ------
+    CompileError
+        If NVRTC cannot compile the source; ``log`` holds NVRTC's log.
+    LibraryNotFoundError
+        If NVRTC is not installed.
+
+    Examples
+    --------
+    >>> from accelmath._core.modules import CompileOptions, compile_cuda
+    >>> ltoir = compile_cuda('__device__ float twice(float x) { return 2 * x; }',
+    ...                      CompileOptions(arch=(9, 0), lto=True), "twice.cu")
+    >>> len(ltoir) > 0
+    True
+    """
+    if not isinstance(source, str):
+        raise InvalidArgumentError(f"source must be a str of CUDA C++, got {type(source).__name__}")
+    if not isinstance(options, CompileOptions):
+        raise InvalidArgumentError(
+            f"options={options!r} is not a CompileOptions, such as CompileOptions(arch=(9, 0))")
+    key = json.dumps({"compiler": "nvrtc {}.{}".format(*nvrtc.version()),
+                      "options": options.arguments, "name": name,
+                      "source": hashlib.sha256(source.encode()).hexdigest()})
+    image = store.load("nvrtc", key)
+    if image is None:
+        image = _nvrtc_compile(source, name, options)
+        store.save("nvrtc", key, image)
+    return image
+
+
+def _nvrtc_compile(source, name, options):
+    """Run NVRTC; the compiled bytes."""
+    arguments = [a.encode() for a in options.arguments]
+    program = ctypes.c_void_p()
+    nvrtc.lib.create_program(ctypes.byref(program), source.encode(), name.encode(), 0, None,
+                             None)
+    try:
+        try:
+            nvrtc.lib.compile_program(program, len(arguments),
+                                      (ctypes.c_char_p * len(arguments))(*arguments))
+        except CudaLibraryError as exc:
+            raise CompileError(f"NVRTC could not compile {name} ({exc.status_name}) with "
+                               f"{' '.join(options.arguments)}", _nvrtc_log(program)) from None
+        log = _nvrtc_log(program)
+        if log.strip():
+            _log.debug("NVRTC compiled %s with messages:\n%s", name, log)
+        get_size, get = ((nvrtc.lib.get_ltoir_size, nvrtc.lib.get_ltoir) if options.lto
+                         else (nvrtc.lib.get_cubin_size, nvrtc.lib.get_cubin))
+        size = ctypes.c_size_t()
+        get_size(program, ctypes.byref(size))
+        buffer = ctypes.create_string_buffer(size.value)
+        get(program, buffer)
+        return buffer.raw
+    finally:
+        nvrtc.lib.destroy_program(ctypes.byref(program))
+
+
+def _nvrtc_log(program):
+    size = ctypes.c_size_t()
+    nvrtc.lib.get_program_log_size(program, ctypes.byref(size))
+    buffer = ctypes.create_string_buffer(size.value)
+    nvrtc.lib.get_program_log(program, buffer)
+    return buffer.value.decode(errors="replace")
+
+
+def link(images, arch, extra=()):
+    """Link LTO-IR ``images`` (from :func:`compile_cuda` with ``lto=True``) into one cubin
+    with nvJitLink, optimizing across them; or take the result from the store.
+
+    Needs no GPU. The images must come from an NVRTC no newer than nvJitLink.
+
+    Parameters
+    ----------
+    images : sequence of bytes
+        The LTO-IR images.
+    arch : tuple of int
+        The target's compute capability ``(major, minor)``.
+    extra : sequence of str
+        Further nvJitLink options, such as ``("-O0",)`` or ``("-maxrregcount=64",)``.
+
+    Returns
+    -------
+    bytes
+        The cubin.
+
+    Raises
+    ------
+    CompileError
+        If nvJitLink cannot link the images; ``log`` holds its error log.
+
+    Examples
+    --------
+    >>> from accelmath._core.modules import CompileOptions, compile_cuda, link
+    >>> options = CompileOptions(arch=(9, 0), lto=True)
+    >>> twice = compile_cuda('__device__ float twice(float x) { return 2 * x; }', options)
+    >>> kernel = compile_cuda('__device__ float twice(float x);'
+    ...                       'extern "C" __global__ void k(float *x) { *x = twice(*x); }',
+    ...                       options)
+    >>> link([twice, kernel], (9, 0))[:4] == b"\\x7fELF"
+    True
+    """
+    major, minor = _check_arch(arch)
+    extra = _check_strings(extra, "extra")
+    if isinstance(images, (bytes, bytearray)) or not images or not all(
+            isinstance(image, (bytes, bytearray)) for image in images):
+        raise InvalidArgumentError(
+            f"images must be a non-empty sequence of LTO-IR bytes, got {type(images).__name__}")
+    arguments = (f"-arch=sm_{major}{minor}", "-lto", *extra)
+    key = json.dumps({"linker": "nvJitLink {}.{}".format(*nvjitlink.version()),
+                      "options": arguments,
+                      "images": [hashlib.sha256(image).hexdigest() for image in images]})
+    cubin = store.load("nvjitlink", key)
+    if cubin is None:
+        cubin = _nvjitlink_link(images, arguments)
+        store.save("nvjitlink", key, cubin)
+    return cubin
+
+
+def _nvjitlink_link(images, arguments):
+    """Run nvJitLink; the linked cubin."""
+    encoded = [a.encode() for a in arguments]
+    handle = ctypes.c_void_p()
+    nvjitlink.lib.create(ctypes.byref(handle), len(encoded),
+                         (ctypes.c_char_p * len(encoded))(*encoded))
+    try:
+        try:
+            for index, image in enumerate(images):
+                nvjitlink.lib.add_data(handle, nvjitlink.INPUT_TYPE["ltoir"], bytes(image),
+                                       len(image), f"image{index}".encode())
+            nvjitlink.lib.complete(handle)
+        except CudaLibraryError as exc:
+            count = f"{len(images)} LTO-IR image" + ("s" if len(images) > 1 else "")
+            raise CompileError(f"nvJitLink could not link {count} ({exc.status_name}) with "
+                               f"{' '.join(arguments)}",
+                               _nvjitlink_log(handle)) from None
+        size = ctypes.c_size_t()
+        nvjitlink.lib.get_linked_cubin_size(handle, ctypes.byref(size))
+        buffer = ctypes.create_string_buffer(size.value)
+        nvjitlink.lib.get_linked_cubin(handle, buffer)
+        return buffer.raw
+    finally:
+        nvjitlink.lib.destroy(ctypes.byref(handle))
+
+
+def _nvjitlink_log(handle):
+    size = ctypes.c_size_t()
+    nvjitlink.lib.get_error_log_size(handle, ctypes.byref(size))
+    buffer = ctypes.create_string_buffer(size.value)
+    nvjitlink.lib.get_error_log(handle, buffer)
+    return buffer.value.decode(errors="replace")
+
+
+class Module:
+    """Code loaded on one device (a ``CUmodule``), for the life of the process.
+
+    Made by :func:`load` or :func:`loaded`, not directly.
+    """
+
+    def __init__(self, device_id, handle):
+        self.device_id = device_id
+        self.handle = handle
+        self._functions = {}
+
+    def function(self, name):
+        """The kernel ``name`` (a ``CUfunction``, as a ``ctypes.c_void_p``); looked up once.
+
+        Raises
+        ------
+        CudaLibraryError
+            ``CUDA_ERROR_NOT_FOUND`` if the code has no kernel of that name (a C++ kernel
+            not declared ``extern "C"`` has a mangled name).
+        """
+        function = self._functions.get(name)
+        if function is None:
+            function = ctypes.c_void_p()
+            driver.lib.module_get_function(ctypes.byref(function), self.handle, name.encode())
+            self._functions[name] = function
+        return function
+
+
+def load(device_id, image):
+    """Load a cubin (from :func:`compile_cuda` or :func:`link`) on a device, once per
+    device and image.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal; its context is made current.
+    image : bytes
+        The cubin.
+
+    Returns
+    -------
+    Module
+    """
+    key = (device_id, hashlib.sha256(image).digest())
+    module = _images.get(key)
+    if module is None:
+        from accelmath._core.device import ensure_context
+
+        with _lock:
+            module = _images.get(key)
+            if module is None:
+                ensure_context(device_id)
+                handle = ctypes.c_void_p()
+                driver.lib.module_load_data(ctypes.byref(handle), image)
+                module = _images[key] = Module(device_id, handle)
+    return module
+
+
+def loaded(device_id, source, name="kernel.cu", extra=()):
+    """CUDA C++ ``source`` compiled for a device's architecture and loaded on it, once per
+    device, source, name and options.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal.
+    source : str
+        The CUDA C++ source.
+    name : str
+        A file name, for the compiler's messages.
+    extra : tuple of str
+        Further NVRTC options (see :class:`CompileOptions`).
+
+    Returns
+    -------
+    Module
+    """
+    key = (device_id, name, extra, source)
+    module = _sources.get(key)
+    if module is None:
+        from accelmath._core.device import compute_capability
+
+        with _lock:  # one compile per key, however many threads ask at once
+            module = _sources.get(key)
+            if module is None:
+                options = CompileOptions(arch=compute_capability(device_id), extra=extra)
+                module = load(device_id, compile_cuda(source, options, name))
+                _sources[key] = module
+    return module
+
+
+def allow_dynamic_shared(function, nbytes):
+    """Let ``function`` be launched with ``nbytes`` of dynamic shared memory: past 48 KiB a
+    kernel must opt in, up to what its GPU has (227 KiB a block on Hopper)."""
+    driver.lib.func_set_attribute(function, _MAX_FUNCTION_SHARED, nbytes)
+
+
+def _dims(value, name, limits):
+    """``value`` (an int, or 1 to 3 ints) as an ``(x, y, z)`` tuple, checked against
+    ``limits``, or InvalidArgumentError."""
+    try:
+        dims = ((operator.index(value),) if not hasattr(value, "__len__")
+                else tuple(operator.index(v) for v in value))
+    except TypeError:
+        dims = ()
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise InvalidArgumentError(
+            f"{name}={value!r} is not a launch dimension: expected a positive int or 1 to 3 "
+            f"positive ints (x, y, z)")
+    dims = dims + (1,) * (3 - len(dims))
+    if limits is not None and any(d > limit for d, limit in zip(dims, limits)):
+        raise InvalidArgumentError(
+            f"{name}={value!r} exceeds what a launch allows: at most {limits} in (x, y, z)")
+    return dims
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    """How a kernel is launched: checked once, used by :func:`launch` at each call.
+
+    Parameters
+    ----------
+    grid : int or tuple of int
+        Blocks in x, or in (x, y) or (x, y, z).
+    block : int or tuple of int
+        Threads per block, likewise; at most 1024 in all.
+    shared_bytes : int
+        Dynamic shared memory per block (past 48 KiB, see :func:`allow_dynamic_shared`).
+    cluster : int or tuple of int, optional
+        Blocks per thread-block cluster (compute capability 9.0 and later), likewise; each
+        dimension of ``grid`` must be a multiple of it. ``None``: no cluster at launch (a
+        kernel declared with ``__cluster_dims__`` has its clusters anyway).
+
+    Examples
+    --------
+    >>> from accelmath._core.modules import LaunchConfig
+    >>> LaunchConfig(grid=(64, 2), block=256, cluster=8).grid
+    (64, 2, 1)
+    >>> LaunchConfig(grid=4, block=2048)
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.InvalidArgumentError: block=2048 exceeds what a launch allows: ...
+    """
+
+    grid: tuple
+    block: tuple
+    shared_bytes: int = 0
+    cluster: tuple = None
+    _dims: tuple = field(init=False, repr=False, compare=False)
+    _attributes: object = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        grid = _dims(self.grid, "grid", _MAX_GRID)
+        block = _dims(self.block, "block", _MAX_BLOCK)
+        if block[0] * block[1] * block[2] > _MAX_THREADS:
+            raise InvalidArgumentError(
+                f"block={self.block!r} has {block[0] * block[1] * block[2]} threads: a block "
+                f"has at most {_MAX_THREADS}")
+        try:
+            shared = operator.index(self.shared_bytes)
+        except TypeError:
+            shared = -1
+        if not 0 <= shared < 2**32:
+            raise InvalidArgumentError(
+                f"shared_bytes={self.shared_bytes!r} is not a byte count: expected an int "
+                f"from 0 to 2**32 - 1")
+        cluster, attributes = None, None
+        if self.cluster is not None:
+            cluster = _dims(self.cluster, "cluster", None)
+            if any(g % c for g, c in zip(grid, cluster)):
+                raise InvalidArgumentError(
+                    f"grid={self.grid!r} is not a whole number of clusters of "
+                    f"{self.cluster!r}: each grid dimension must be a multiple of the cluster's")
+            attributes = (driver.CUlaunchAttribute * 1)()
+            attributes[0].id = driver.LAUNCH_ATTRIBUTE["cluster_dimension"]
+            dim = attributes[0].value.cluster_dim
+            dim.x, dim.y, dim.z = cluster
+        for name, value in (("grid", grid), ("block", block), ("shared_bytes", shared),
+                            ("cluster", cluster), ("_dims", (*grid, *block, shared)),
+                            ("_attributes", attributes)):
+            object.__setattr__(self, name, value)
+
+
+def launch(function, config, args, stream):
+    """Enqueue ``function`` on ``stream`` as ``config`` says, with ``args``.
+
+    No checks here, on the per-call path: ``config`` was checked when it was made.
+
+    Parameters
+    ----------
+    function : ctypes.c_void_p
+        A kernel, from :meth:`Module.function`.
+    config : LaunchConfig
+        Grid, block, shared memory, cluster.
+    args : sequence of ctypes values
+        The kernel's parameters in order (``ctypes.c_void_p`` for pointers, ``c_int``,
+        ``c_float``, a ``ctypes.Structure`` for a struct...), alive until this returns.
+    stream : int or None
+        The stream handle (``None`` or 0: the legacy default stream).
+    """
+    parameters = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    if config._attributes is None:
+        driver.lib.launch_kernel(function, *config._dims, stream, parameters, None)
+    else:
+        native = driver.CUlaunchConfig(*config._dims, stream, config._attributes, 1)
+        driver.lib.launch_kernel_ex(ctypes.byref(native), function, parameters, None)

@@ -1,0 +1,457 @@
+"""Compile (NVRTC), link (nvJitLink), load and launch: options, code made without a GPU, the
+compiler's and linker's logs in errors, results kept in the store, launch configurations
+checked and passed to the driver as they should be, and, on a GPU, kernels that run."""
+
+import ctypes
+import dataclasses
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelmath._core import modules, store
+from accelmath._core.modules import (CompileOptions, LaunchConfig, compile_cuda, launch, link,
+                                     loaded)
+from accelmath.bindings import driver, nvjitlink, nvrtc
+from accelmath.errors import (CompileError, CudaLibraryError, InvalidArgumentError,
+                              LibraryNotFoundError)
+
+REPO = Path(__file__).resolve().parents[2]
+KERNEL = 'extern "C" __global__ void fill(float *x, float v) { x[threadIdx.x] = v; }'
+TWICE = '__device__ float twice(float x) { return 2 * x; }'
+USES_TWICE = ('__device__ float twice(float x);\n'
+              'extern "C" __global__ void double_it(float *x) { x[0] = twice(x[0]); }')
+
+
+def _needs(lib):
+    try:
+        lib.cdll
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    """An empty store of this test's own."""
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path / "store"))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def counted(monkeypatch):
+    """How many times NVRTC and nvJitLink really ran."""
+    calls = {"nvrtc": 0, "nvjitlink": 0}
+    compile_, link_ = modules._nvrtc_compile, modules._nvjitlink_link
+
+    def compile_counted(*args):
+        calls["nvrtc"] += 1
+        return compile_(*args)
+
+    def link_counted(*args):
+        calls["nvjitlink"] += 1
+        return link_(*args)
+
+    monkeypatch.setattr(modules, "_nvrtc_compile", compile_counted)
+    monkeypatch.setattr(modules, "_nvjitlink_link", link_counted)
+    return calls
+
+
+def _elf_sm(cubin):
+    """The SM a cubin is for, read from its ELF header where it uses CUDA 12's ELF ABI
+    (version 7: the SM in e_flags' low byte); None for another ABI."""
+    assert cubin[:4] == b"\x7fELF"
+    return cubin[0x30] if (cubin[7], cubin[8]) == (0x33, 7) else None
+
+
+# -- options ----------------------------------------------------------------------------------
+
+def test_compile_options():
+    options = CompileOptions(arch=[9, 0], extra=["-DN=8", "-lineinfo"])
+    assert options == CompileOptions(arch=(9, 0), std="c++17", lto=False,
+                                     extra=("-DN=8", "-lineinfo"))
+    assert options.arch == (9, 0) and options.extra == ("-DN=8", "-lineinfo")
+    assert options.arguments == ("--gpu-architecture=sm_90", "--std=c++17", "-DN=8",
+                                 "-lineinfo")
+    assert CompileOptions(arch=(8, 6), std="c++20", lto=True).arguments == (
+        "--gpu-architecture=sm_86", "--std=c++20", "-dlto", "--relocatable-device-code=true")
+    assert hash(options) == hash(CompileOptions(arch=(9, 0), extra=("-DN=8", "-lineinfo")))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        options.arch = (8, 0)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"arch": 90}, "arch=90 is not a compute capability"),
+    ({"arch": (9,)}, "arch=(9,) is not a compute capability"),
+    ({"arch": "sm_90"}, "arch='sm_90' is not a compute capability"),
+    ({"arch": (9, 0.5)}, "is not a compute capability"),
+    ({"arch": (9, 10)}, "is not a compute capability"),
+    ({"arch": (0, 0)}, "is not a compute capability"),
+    ({"arch": (9, 0), "std": "c++03"}, "std='c++03' is not a C++ standard NVRTC takes: "
+                                       "expected one of 'c++11', 'c++14', 'c++17', 'c++20'"),
+    ({"arch": (9, 0), "lto": 1}, "lto=1 is not a bool"),
+    ({"arch": (9, 0), "extra": "-DN=8"}, "extra='-DN=8' is not a sequence of option strings"),
+    ({"arch": (9, 0), "extra": (b"-DN=8",)}, "is not a sequence of option strings"),
+])
+def test_compile_options_refused(kwargs, message):
+    with pytest.raises(InvalidArgumentError, match=re.escape(message)):
+        CompileOptions(**kwargs)
+
+
+def test_compile_needs_compile_options():
+    with pytest.raises(InvalidArgumentError, match=r"options=\(9, 0\) is not a CompileOptions"):
+        compile_cuda(KERNEL, (9, 0))
+
+
+# -- compile and link, no GPU needed ----------------------------------------------------------
+
+@pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
+def test_compile_to_a_cubin(root, arch):
+    _needs(nvrtc.lib)
+    cubin = compile_cuda(KERNEL, CompileOptions(arch=arch), "fill.cu")
+    assert _elf_sm(cubin) in (None, arch[0] * 10 + arch[1])
+    assert b"fill" in cubin
+
+
+def test_compile_to_ltoir(root):
+    _needs(nvrtc.lib)
+    ltoir = compile_cuda(KERNEL, CompileOptions(arch=(9, 0), lto=True))
+    assert ltoir and ltoir[:4] != b"\x7fELF"  # LTO-IR, not machine code
+    assert ltoir != compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+
+
+def test_a_compile_error_carries_the_log(root):
+    _needs(nvrtc.lib)
+    with pytest.raises(CompileError) as info:
+        compile_cuda('__global__ void k() { undefined_thing; }',
+                     CompileOptions(arch=(9, 0), extra=("-DX=1",)), "broken.cu")
+    error = info.value
+    assert 'identifier "undefined_thing" is undefined' in error.log
+    assert "broken.cu" in error.log
+    assert str(error).startswith("NVRTC could not compile broken.cu (NVRTC_ERROR_COMPILATION) "
+                                 "with --gpu-architecture=sm_90 --std=c++17 -DX=1\n")
+    assert error.log in str(error)
+
+
+def test_an_unknown_option_is_a_compile_error(root):
+    _needs(nvrtc.lib)
+    with pytest.raises(CompileError, match="NVRTC_ERROR_INVALID_OPTION"):
+        compile_cuda(KERNEL, CompileOptions(arch=(9, 0), extra=("--no-such-option",)))
+
+
+@pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
+def test_link_ltoir_to_a_cubin(root, arch):
+    _needs(nvrtc.lib)
+    _needs(nvjitlink.lib)
+    options = CompileOptions(arch=arch, lto=True)
+    images = [compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)]
+    cubin = link(images, arch)
+    assert _elf_sm(cubin) in (None, arch[0] * 10 + arch[1])
+    assert b"double_it" in cubin
+
+
+def test_a_link_error_carries_the_log(root):
+    _needs(nvrtc.lib)
+    _needs(nvjitlink.lib)
+    alone = compile_cuda(USES_TWICE, CompileOptions(arch=(9, 0), lto=True))
+    with pytest.raises(CompileError) as info:
+        link([alone], (9, 0))  # twice() is defined nowhere
+    assert "Unresolved extern function" in info.value.log
+    assert str(info.value).startswith("nvJitLink could not link 1 LTO-IR image (")
+    with pytest.raises(CompileError) as info:
+        link([b"not LTO-IR"], (9, 0))
+    # CUDA 12 says NVJITLINK_ERROR_INVALID_INPUT, CUDA 13 NVJITLINK_ERROR_INCORRECT_INPUT_TYPE
+    assert "NVJITLINK_ERROR_IN" in str(info.value) and "bad input" in info.value.log
+
+
+def test_link_options_go_to_nvjitlink(root):
+    _needs(nvjitlink.lib)
+    with pytest.raises(CudaLibraryError) as info:
+        link([b"unused"], (9, 0), extra=("-no-such-option",))
+    assert info.value.status_name == "NVJITLINK_ERROR_UNRECOGNIZED_OPTION"
+    assert info.value.function.lstrip("_").startswith("nvJitLinkCreate")
+
+
+@pytest.mark.parametrize("images", [b"bytes, not a list of them", [], ["text"], None])
+def test_link_refuses_what_is_not_images(images):
+    with pytest.raises(InvalidArgumentError, match="images must be a non-empty sequence"):
+        link(images, (9, 0))
+
+
+def test_link_refuses_a_bad_arch():
+    with pytest.raises(InvalidArgumentError, match="arch='sm_90' is not a compute capability"):
+        link([b"x"], "sm_90")
+
+
+# -- the store --------------------------------------------------------------------------------
+
+def test_the_second_compile_comes_from_the_store(root, counted):
+    _needs(nvrtc.lib)
+    options = CompileOptions(arch=(9, 0))
+    first = compile_cuda(KERNEL, options, "fill.cu")
+    assert compile_cuda(KERNEL, options, "fill.cu") == first
+    assert counted["nvrtc"] == 1
+    assert store.size().entries == 1
+    # each thing that shapes the bytes is in the key
+    compile_cuda(KERNEL, CompileOptions(arch=(8, 0)), "fill.cu")
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0), extra=("-DN=1",)), "fill.cu")
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0), lto=True), "fill.cu")
+    compile_cuda(KERNEL + "\n", options, "fill.cu")
+    compile_cuda(KERNEL, options, "other.cu")
+    assert counted["nvrtc"] == 6
+
+
+def test_another_nvrtc_version_compiles_again(root, counted, monkeypatch):
+    _needs(nvrtc.lib)
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    real = nvrtc.version()
+    monkeypatch.setattr(nvrtc, "version", lambda: (real[0], real[1] + 1))
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    assert counted["nvrtc"] == 2
+
+
+def test_without_the_store_each_compile_runs_nvrtc(root, counted, monkeypatch):
+    _needs(nvrtc.lib)
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    assert counted["nvrtc"] == 2
+    assert not root.exists()
+
+
+def test_a_damaged_cubin_in_the_store_is_compiled_again(root, counted):
+    _needs(nvrtc.lib)
+    good = compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    (entry,) = root.rglob("*.entry")
+    entry.write_bytes(entry.read_bytes()[:-100])
+    assert compile_cuda(KERNEL, CompileOptions(arch=(9, 0))) == good
+    assert counted["nvrtc"] == 2
+    assert compile_cuda(KERNEL, CompileOptions(arch=(9, 0))) == good
+    assert counted["nvrtc"] == 2  # rewritten whole
+
+
+def test_the_second_link_comes_from_the_store(root, counted):
+    _needs(nvrtc.lib)
+    _needs(nvjitlink.lib)
+    options = CompileOptions(arch=(9, 0), lto=True)
+    images = [compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)]
+    first = link(images, (9, 0))
+    assert link(images, (9, 0)) == first
+    assert counted["nvjitlink"] == 1
+    link(images, (9, 0), extra=("-O0",))
+    link(images[::-1], (9, 0))
+    link(images, (9, 0), extra=("-maxrregcount=64",))
+    assert counted["nvjitlink"] == 4
+
+
+def test_a_new_process_finds_the_code_compiled(root):
+    _needs(nvrtc.lib)
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)), "fill.cu")
+    code = ("from accelmath._core import modules\n"
+            "def refuse(*args):\n"
+            "    raise AssertionError('NVRTC ran again')\n"
+            "modules._nvrtc_compile = refuse\n"
+            f"cubin = modules.compile_cuda({KERNEL!r}, modules.CompileOptions(arch=(9, 0)),"
+            " 'fill.cu')\n"
+            "print(cubin[:4])\n")
+    environment = {**os.environ, "ACCELMATH_CACHE_DIR": str(root),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
+                                                               os.environ.get("PYTHONPATH")]))}
+    environment.pop("ACCELMATH_CACHE", None)
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO, env=environment, stdin=subprocess.DEVNULL, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == repr(b"\x7fELF")
+
+
+# -- launch configurations, checked without a GPU ---------------------------------------------
+
+def test_launch_config_dimensions():
+    config = LaunchConfig(grid=(64, 2), block=256, shared_bytes=1024)
+    assert (config.grid, config.block, config.shared_bytes, config.cluster) == (
+        (64, 2, 1), (256, 1, 1), 1024, None)
+    assert config._dims == (64, 2, 1, 256, 1, 1, 1024) and config._attributes is None
+    assert LaunchConfig(grid=[2, 3, 4], block=(8, 8, 16)).block == (8, 8, 16)
+    import numpy as np
+
+    assert LaunchConfig(grid=np.int64(5), block=np.int32(32)).grid == (5, 1, 1)
+    assert LaunchConfig(grid=(64, 2), block=256) == LaunchConfig((64, 2, 1), (256, 1, 1))
+
+
+def test_launch_config_cluster():
+    config = LaunchConfig(grid=(16, 4), block=128, cluster=8)
+    assert config.cluster == (8, 1, 1)
+    (attribute,) = config._attributes
+    assert attribute.id == driver.LAUNCH_ATTRIBUTE["cluster_dimension"] == 4
+    dim = attribute.value.cluster_dim
+    assert (dim.x, dim.y, dim.z) == (8, 1, 1)
+    assert LaunchConfig(grid=(4, 4, 2), block=32, cluster=(2, 2, 2)).cluster == (2, 2, 2)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"grid": 0, "block": 32}, "grid=0 is not a launch dimension"),
+    ({"grid": -1, "block": 32}, "grid=-1 is not a launch dimension"),
+    ({"grid": 2.0, "block": 32}, "grid=2.0 is not a launch dimension"),
+    ({"grid": (1, 2, 3, 4), "block": 32}, "is not a launch dimension: expected a positive int "
+                                          "or 1 to 3 positive ints"),
+    ({"grid": (), "block": 32}, "grid=() is not a launch dimension"),
+    ({"grid": "8", "block": 32}, "grid='8' is not a launch dimension"),
+    ({"grid": 1, "block": 2048}, "block=2048 exceeds what a launch allows: at most "
+                                 "(1024, 1024, 64)"),
+    ({"grid": 1, "block": (1, 1, 128)}, "block=(1, 1, 128) exceeds what a launch allows"),
+    ({"grid": 1, "block": (64, 32)}, "block=(64, 32) has 2048 threads: a block has at most "
+                                     "1024"),
+    ({"grid": (1, 70000), "block": 32}, "grid=(1, 70000) exceeds what a launch allows"),
+    ({"grid": 2**31, "block": 32}, "exceeds what a launch allows"),
+    ({"grid": 1, "block": 32, "shared_bytes": -1}, "shared_bytes=-1 is not a byte count"),
+    ({"grid": 1, "block": 32, "shared_bytes": 2**32}, "is not a byte count"),
+    ({"grid": 1, "block": 32, "shared_bytes": 1.5}, "shared_bytes=1.5 is not a byte count"),
+    ({"grid": 12, "block": 32, "cluster": 8}, "grid=12 is not a whole number of clusters of 8"),
+    ({"grid": (8, 3), "block": 32, "cluster": (1, 2)}, "each grid dimension must be a multiple"),
+    ({"grid": 8, "block": 32, "cluster": 0}, "cluster=0 is not a launch dimension"),
+])
+def test_launch_config_refused(kwargs, message):
+    with pytest.raises(InvalidArgumentError) as info:
+        LaunchConfig(**kwargs)
+    assert message in str(info.value)
+
+
+class _FakeDriver:
+    """Records what launch() passes to the driver."""
+
+    def __init__(self):
+        self.calls = []
+
+    def launch_kernel(self, function, *rest):
+        self.calls.append(("cuLaunchKernel", function, rest))
+
+    def launch_kernel_ex(self, config, function, parameters, extra):
+        native = ctypes.cast(config, ctypes.POINTER(driver.CUlaunchConfig)).contents
+        attributes = [native.attrs[i] for i in range(native.num_attrs)]
+        self.calls.append(("cuLaunchKernelEx", function, (
+            tuple(getattr(native, f) for f in ("grid_dim_x", "grid_dim_y", "grid_dim_z",
+                                               "block_dim_x", "block_dim_y", "block_dim_z",
+                                               "shared_mem_bytes")),
+            native.stream,
+            [(a.id, (a.value.cluster_dim.x, a.value.cluster_dim.y, a.value.cluster_dim.z))
+             for a in attributes],
+            parameters, extra)))
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    fake = _FakeDriver()
+    # Set in the instance's dict, where a bound function is kept: no driver is loaded.
+    monkeypatch.setitem(vars(driver.lib), "launch_kernel", fake.launch_kernel)
+    monkeypatch.setitem(vars(driver.lib), "launch_kernel_ex", fake.launch_kernel_ex)
+    return fake
+
+
+def _parameter_addresses(parameters, count):
+    return [ctypes.cast(parameters, ctypes.POINTER(ctypes.c_void_p))[i] for i in range(count)]
+
+
+def test_launch_without_a_cluster(fake_driver):
+    args = (ctypes.c_void_p(0x1000), ctypes.c_float(2.0))
+    launch("kernel", LaunchConfig(grid=(3, 2), block=(32, 4), shared_bytes=512), args, 77)
+    ((name, function, rest),) = fake_driver.calls
+    assert (name, function) == ("cuLaunchKernel", "kernel")
+    assert rest[:8] == (3, 2, 1, 32, 4, 1, 512, 77)
+    assert _parameter_addresses(rest[8], 2) == [ctypes.addressof(a) for a in args]
+    assert rest[9] is None
+
+
+def test_launch_with_a_cluster(fake_driver):
+    args = (ctypes.c_int(5),)
+    launch("kernel", LaunchConfig(grid=(16, 2), block=128, shared_bytes=64, cluster=(4, 2)),
+           args, 99)
+    ((name, function, (dims, stream, attributes, parameters, extra)),) = fake_driver.calls
+    assert (name, function) == ("cuLaunchKernelEx", "kernel")
+    assert dims == (16, 2, 1, 128, 1, 1, 64) and stream == 99
+    assert attributes == [(4, (4, 2, 1))]
+    assert _parameter_addresses(parameters, 1) == [ctypes.addressof(args[0])]
+    assert extra is None
+
+
+def test_launch_structures_match_cuda_h():
+    # sizes and offsets of CUDA 12's and 13's cuda.h on 64-bit systems
+    assert ctypes.sizeof(driver.CUlaunchAttribute) == 72
+    assert driver.CUlaunchAttribute.value.offset == 8
+    assert ctypes.sizeof(driver.CUlaunchConfig) == 56
+    assert driver.CUlaunchConfig.stream.offset == 32
+    assert driver.CUlaunchConfig.attrs.offset == 40
+    assert driver.CUlaunchConfig.num_attrs.offset == 48
+
+
+# -- on a GPU ---------------------------------------------------------------------------------
+
+def _cupy_device():
+    """CuPy, the current device's ordinal and its compute capability."""
+    from accelmath._core.device import compute_capability
+
+    cp = pytest.importorskip("cupy")
+    device_id = cp.cuda.Device().id
+    return cp, device_id, compute_capability(device_id)
+
+
+@pytest.mark.gpu
+def test_load_and_launch(root):
+    cp, device_id, arch = _cupy_device()
+    module = loaded(device_id, KERNEL, "fill.cu")
+    assert loaded(device_id, KERNEL, "fill.cu") is module
+    cubin = compile_cuda(KERNEL, CompileOptions(arch=arch), "fill.cu")
+    assert modules.load(device_id, cubin) is module  # one load per device and image
+    x = cp.zeros(64, cp.float32)
+    stream = cp.cuda.get_current_stream()
+    launch(module.function("fill"), LaunchConfig(1, 64),
+           (ctypes.c_void_p(x.data.ptr), ctypes.c_float(3.5)), stream.ptr)
+    stream.synchronize()
+    assert (x.get() == 3.5).all()
+    with pytest.raises(CudaLibraryError, match="CUDA_ERROR_NOT_FOUND"):
+        module.function("no_such_kernel")
+
+
+@pytest.mark.gpu
+def test_linked_code_runs(root):
+    cp, device_id, arch = _cupy_device()
+    options = CompileOptions(arch=arch, lto=True)
+    cubin = link([compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)], arch)
+    x = cp.full(1, 1.25, cp.float32)
+    function = modules.load(device_id, cubin).function("double_it")
+    launch(function, LaunchConfig(1, 1), (ctypes.c_void_p(x.data.ptr),), None)
+    cp.cuda.Device().synchronize()
+    assert float(x.get()[0]) == 2.5
+
+
+CLUSTER_KERNEL = r"""
+extern "C" __global__ void where(int *out) {
+    unsigned rank, size;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    asm("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+    int block = blockIdx.x + gridDim.x * blockIdx.y;
+    if (threadIdx.x == 0) { out[2 * block] = rank; out[2 * block + 1] = size; }
+}
+"""
+
+
+@pytest.mark.gpu
+def test_launch_with_clusters(root):
+    cp, device_id, arch = _cupy_device()
+    if arch < (9, 0):
+        pytest.skip("thread-block clusters need compute capability 9.0")
+    module = loaded(device_id, CLUSTER_KERNEL, "where.cu")
+    out = cp.full(2 * 16 * 2, -1, cp.int32)
+    launch(module.function("where"), LaunchConfig(grid=(16, 2), block=32, cluster=(4, 1)),
+           (ctypes.c_void_p(out.data.ptr),), None)
+    cp.cuda.Device().synchronize()
+    ranks, sizes = out.get().reshape(-1, 2).T
+    assert (sizes == 4).all()
+    assert (ranks.reshape(2, 16) == [[0, 1, 2, 3] * 4] * 2).all()
+    # without a cluster each block is a cluster of one
+    launch(module.function("where"), LaunchConfig(grid=(16, 2), block=32),
+           (ctypes.c_void_p(out.data.ptr),), None)
+    cp.cuda.Device().synchronize()
+    assert (out.get().reshape(-1, 2) == [0, 1]).all()
