@@ -10,6 +10,7 @@ __all__ = [
     "CompileError",
     "CudaLibraryError",
     "DeviceMismatchError",
+    "GradientError",
     "InvalidArgumentError",
     "LibraryNotFoundError",
     "NoDeviceError",
@@ -31,6 +32,12 @@ class UnsupportedOperandError(AccelmathError, TypeError):
     """An object that is not an array accelmath can read."""
 
 
+class GradientError(UnsupportedOperandError):
+    """A tensor that records gradients (``requires_grad``) given while gradients are enabled:
+    accelmath is not differentiable yet, so it refuses the tensor rather than detach it
+    silently. Call accelmath under ``torch.no_grad()``, or pass ``x.detach()``."""
+
+
 class UnsupportedDTypeError(AccelmathError, TypeError):
     """An array whose element type the operation does not support."""
 
@@ -50,8 +57,9 @@ class NoDeviceError(AccelmathError, RuntimeError):
 class LibraryNotFoundError(AccelmathError, RuntimeError):
     """A CUDA library could not be found or loaded."""
 
-    PIP_HINT = ("install the CUDA libraries with `pip install accelmath[cu12]` (CUDA 12) or "
-                "`pip install accelmath[cu13]` (CUDA 13)")
+    PIP_HINT = ("install the CUDA libraries: `pip install \"accelmath[cu12]\"` (CUDA 12) or "
+                "`\"accelmath[cu13]\"` (CUDA 13); in a clone of accelmath, "
+                "`pip install \".[cu12]\"`")
 
     def __init__(self, library, reason, hint=PIP_HINT):
         self.library = library

@@ -1,0 +1,48 @@
+"""Array-likes: lists, tuples and scalars, read as NumPy reads them (``numpy.asarray``)."""
+
+from accelmath._core.operand.numpy_arrays import NumpyAdapter
+from accelmath.errors import UnsupportedOperandError
+
+__all__ = ["ArrayLikeAdapter", "is_array_like"]
+
+# bool is an int. str and bytes are not here: NumPy makes string arrays of them, never what a
+# numeric call means, so they are refused as operands rather than as dtypes.
+_PYTHON_TYPES = (list, tuple, int, float, complex)
+
+
+def is_array_like(cls):
+    """Whether objects of type ``cls`` are array-likes: lists and tuples (nested or not),
+    Python scalars (int, float, complex, bool) and NumPy scalars.
+
+    Examples
+    --------
+    >>> from accelmath._core.operand.array_likes import is_array_like
+    >>> is_array_like(list), is_array_like(bool), is_array_like(str), is_array_like(dict)
+    (True, True, False, False)
+    """
+    import numpy
+
+    return issubclass(cls, _PYTHON_TYPES) or issubclass(cls, numpy.generic)
+
+
+class ArrayLikeAdapter(NumpyAdapter):
+    """Array-likes, read as the new NumPy array ``numpy.asarray`` makes of them: the operand's
+    ``obj`` is that array, its package ``"numpy"``.
+
+    They have no layout key (every call converts them again, never taking a fast path made
+    for another object), and no result can be written into them (see
+    :func:`~accelmath._core.operand.check_mutable`).
+    """
+
+    def wrap(self, x):
+        try:
+            a = self._np.asarray(x)
+        except (ValueError, TypeError, OverflowError, RuntimeError) as exc:
+            # ragged nesting, or elements NumPy cannot convert (device arrays, tensors that
+            # record gradients): NumPy's message says which
+            raise UnsupportedOperandError(
+                f"NumPy cannot make an array of this {type(x).__qualname__}: {exc}") from None
+        return super().wrap(a)
+
+    def to_numpy(self, x):
+        return self._np.asarray(x)

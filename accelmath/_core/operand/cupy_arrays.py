@@ -1,0 +1,128 @@
+"""CuPy arrays: device memory, read from the array's own attributes; results allocated from
+CuPy's memory pool in the order of its current stream."""
+
+import contextlib
+
+from accelmath._core.operand.base import Adapter, Layouts, contiguous_strides
+from accelmath._core.operand.record import Operand
+from accelmath._core.stream import cupy_stream
+
+__all__ = ["CupyAdapter"]
+
+
+class CupyAdapter(Adapter):
+    """The adapter of ``cupy.ndarray``."""
+
+    package = "cupy"
+
+    def __init__(self):
+        import cupy
+        import cupy.cuda.stream
+
+        self._cp = cupy
+        get_stream = cupy.cuda.get_current_stream
+        self._stream_ptr = getattr(cupy.cuda.stream, "get_current_stream_ptr",
+                                   lambda: get_stream().ptr)
+        self._layouts = Layouts()
+        self._dtypes = self._layouts.dtypes
+
+    def wrap(self, x):
+        # Layouts.lookup, inlined: this is the wrap of arrays in a GPU loop
+        info = self._dtypes.get(x.dtype)
+        byte_strides = x.strides
+        strides = None if info is None else info[2].get(byte_strides)
+        if strides is None:
+            name, strides = self._layouts.convert(x.dtype, byte_strides)
+        else:
+            name = info[0]
+        data = x.data
+        return Operand(x, data.ptr, x.shape, strides, name, data.device_id, self)
+
+    def layout_key(self, x):
+        return x.shape, x.strides, x.dtype, x.data.device_id
+
+    def data_ptr(self, x):
+        return x.data.ptr
+
+    def reader(self, key):
+        shape, strides, dtype, device_id = key
+        if strides == tuple(s * dtype.itemsize for s in contiguous_strides(shape)) and \
+                hasattr(self._cp.ndarray, "_c_contiguous"):
+            # C order: CuPy's flag, read without building the strides tuple, says the same
+            # (up to the strides of axes of length 1, which address nothing)
+            def read(x):
+                data = x.data
+                if (x._c_contiguous and x.shape == shape and x.dtype is dtype
+                        and data.device_id == device_id):
+                    return data.ptr
+                return None
+        else:
+            def read(x):
+                data = x.data
+                if (x.shape == shape and x.strides == strides and x.dtype is dtype
+                        and data.device_id == device_id):
+                    return data.ptr
+                return None
+
+        return read
+
+    def stream_getter(self, device_id):
+        return self._stream_ptr
+
+    @contextlib.contextmanager
+    def stream_scope(self, handle, device_id):
+        cp = self._cp
+        if device_id is None:
+            device_id = cp.cuda.runtime.getDevice()
+        with cp.cuda.Device(device_id), cupy_stream(cp, handle, device_id):
+            yield
+
+    def allocator(self, shape, strides, dtype, device_id):
+        cp = self._cp
+        dtype = cp.dtype(dtype)
+        nbytes = dtype.itemsize
+        for extent in shape:
+            nbytes *= extent
+        dense = strides == contiguous_strides(shape)
+        byte_strides = None if dense else tuple(s * dtype.itemsize for s in strides)
+        ndarray, alloc, get_device = cp.ndarray, cp.cuda.alloc, cp.cuda.runtime.getDevice
+
+        def allocate():
+            if get_device() == device_id:
+                memptr = alloc(nbytes)
+            else:
+                with cp.cuda.Device(device_id):
+                    memptr = alloc(nbytes)
+            return ndarray(shape, dtype, memptr, byte_strides), memptr.ptr
+
+        return allocate
+
+    def empty(self, shape, dtype, device_id):
+        cp = self._cp
+        if device_id is None:
+            import numpy
+
+            return numpy.empty(shape, dtype)
+        if cp.cuda.runtime.getDevice() == device_id:
+            return cp.empty(shape, dtype)
+        with cp.cuda.Device(device_id):
+            return cp.empty(shape, dtype)
+
+    def current_stream(self, device_id):
+        return self._stream_ptr()
+
+    def from_dlpack(self, x):
+        if hasattr(x, "__dlpack__"):
+            return self._cp.from_dlpack(x)
+        return self._cp.asarray(x)  # __cuda_array_interface__ only
+
+    def to_numpy(self, x):
+        return x.get() if isinstance(x, self._cp.ndarray) else super().to_numpy(x)
+
+    def to_device(self, a):
+        """Copy NumPy array ``a`` to the current GPU."""
+        return self._cp.asarray(a)
+
+    def from_numpy(self, a, like):
+        return self._cp.asarray(a)
+

@@ -1,0 +1,170 @@
+"""PyTorch tensors: CPU and CUDA memory, read from the tensor's own methods; results allocated
+by torch's caching allocator in the order of its current stream.
+
+Tensors that record gradients are refused while gradients are enabled (accelmath is not
+differentiable yet, and a silent detach would cut the caller's autograd graph).
+"""
+
+import functools
+
+from accelmath._core.operand.base import Adapter, contiguous_strides
+from accelmath._core.operand.record import ITEMSIZE, Operand, unsupported_dtype
+from accelmath.errors import GradientError, UnsupportedOperandError
+
+__all__ = ["TorchAdapter"]
+
+
+class TorchAdapter(Adapter):
+    """The adapter of ``torch.Tensor`` (and its subclasses, ``torch.nn.Parameter`` among them)."""
+
+    package = "torch"
+    complex32 = True
+
+    def __init__(self):
+        import torch
+
+        self._torch = torch
+        self._to_name = {}
+        for name in ITEMSIZE:
+            tdtype = getattr(torch, name, None)
+            if isinstance(tdtype, torch.dtype):
+                self._to_name[tdtype] = name
+        self._to_torch = {v: k for k, v in self._to_name.items()}
+        self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+    def check_gradients(self, x):
+        """Raise GradientError if tensor ``x`` records gradients while they are enabled (a
+        tensor with ``requires_grad`` is taken under ``torch.no_grad()``)."""
+        if x.requires_grad and self._torch.is_grad_enabled():
+            raise GradientError(
+                f"tensor of shape {tuple(x.shape)} and dtype {x.dtype} has requires_grad=True "
+                "while gradients are enabled, and accelmath is not differentiable yet: call it "
+                "under torch.no_grad(), or pass x.detach()")
+
+    def wrap(self, x):
+        name = self._to_name.get(x.dtype)
+        if name is None:
+            raise unsupported_dtype(x.dtype)
+        if x.requires_grad:
+            self.check_gradients(x)
+        if x.is_conj() or x.is_neg():
+            # A lazily conjugated or negated view: its memory holds other values. The operand
+            # describes a resolved copy (``operand.obj is not x`` tells callers so).
+            x = x.resolve_conj().resolve_neg()
+        device = x.get_device()
+        if not (x.is_cuda if device >= 0 else x.is_cpu):
+            raise UnsupportedOperandError(
+                f"tensor on device {x.device}; accelmath reads CPU and CUDA tensors")
+        # torch.Size is a tuple: kept as it is, saving a conversion per call
+        return Operand(x, x.data_ptr(), x.shape, x.stride(), name,
+                       None if device < 0 else device, self)
+
+    def layout_key(self, x):
+        # None for tensors that record gradients: whether one may be read depends on the grad
+        # mode of each call, so each is wrapped (and checked) every time.
+        if x.requires_grad:
+            return None
+        return x.shape, x.stride(), x.dtype, x.get_device(), x.is_conj(), x.is_neg()
+
+    def data_ptr(self, x):
+        return x.data_ptr()
+
+    def reader(self, key):
+        shape, strides, dtype, device, conj, neg = key
+        if conj or neg:
+            return super().reader(key)
+        # One lazy bit to test: conj on complex tensors; on real ones neg (the imaginary part
+        # of a conjugated view), as no public operation sets the other.
+        # get_device is -1 for CPU tensors and the index for CUDA ones, so a tensor of one is
+        # never read for the other. A key comes from a tensor without requires_grad
+        # (layout_key), so a tensor with it is turned away whatever the grad mode: no need to
+        # ask torch.is_grad_enabled() here.
+        # (the methods taken from the class: a call skips making a bound method)
+        tensor = self._torch.Tensor
+        lazy = tensor.is_conj if dtype.is_complex else tensor.is_neg
+        get_device, data_ptr = tensor.get_device, tensor.data_ptr
+        if strides == contiguous_strides(shape):
+            # C order: torch's flag says the same (up to the strides of axes of length 1,
+            # which address nothing) for less than the strides tuple costs
+            is_contiguous = tensor.is_contiguous
+
+            def read(x):
+                if (x.dtype is dtype and x.shape == shape and is_contiguous(x)
+                        and get_device(x) == device and not lazy(x) and not x.requires_grad):
+                    return data_ptr(x)
+                return None
+        else:
+            stride = tensor.stride
+
+            def read(x):
+                if (x.dtype is dtype and x.shape == shape and stride(x) == strides
+                        and get_device(x) == device and not lazy(x) and not x.requires_grad):
+                    return data_ptr(x)
+                return None
+
+        return read
+
+    def stream_scope(self, handle, device_id):
+        cuda = self._torch.cuda
+        if device_id is None:
+            device_id = cuda.current_device()
+        stream = (cuda.default_stream(device_id) if handle == 0
+                  else cuda.ExternalStream(handle, device=device_id))
+        return cuda.stream(stream)
+
+    def stream_getter(self, device_id):
+        if self._raw_stream is not None:
+            return functools.partial(self._raw_stream, device_id)
+        return super().stream_getter(device_id)
+
+    def allocator(self, shape, strides, dtype, device_id):
+        empty_strided = self._torch.empty_strided
+        tdtype = self._to_torch[dtype]
+        device = self._torch.device("cpu" if device_id is None else f"cuda:{device_id}")
+
+        def allocate():
+            t = empty_strided(shape, strides, dtype=tdtype, device=device)
+            return t, t.data_ptr()
+
+        return allocate
+
+    def empty(self, shape, dtype, device_id):
+        device = "cpu" if device_id is None else f"cuda:{device_id}"
+        return self._torch.empty(shape, dtype=self._to_torch[dtype], device=device)
+
+    def empty_strided(self, shape, strides, dtype, device_id):
+        device = "cpu" if device_id is None else f"cuda:{device_id}"
+        t = self._torch.empty_strided(shape, strides, dtype=self._to_torch[dtype], device=device)
+        return t, t.data_ptr()
+
+    def permute(self, x, axes):
+        return x.permute(axes)
+
+    def from_dlpack(self, x):
+        if hasattr(x, "__dlpack__"):
+            return self._torch.from_dlpack(x)
+        return self._torch.as_tensor(x)  # __cuda_array_interface__ only
+
+    def astype(self, x, dtype):
+        return x.to(self._to_torch[dtype])
+
+    def current_stream(self, device_id):
+        if self._raw_stream is not None:
+            return self._raw_stream(device_id)
+        return self._torch.cuda.current_stream(device_id).cuda_stream
+
+    def to_numpy(self, x):
+        if x.requires_grad:
+            self.check_gradients(x)  # (detached below only where gradients are off)
+        x = x.detach().resolve_conj().resolve_neg()
+        if x.dtype == self._torch.complex32:  # (NumPy has none: single precision)
+            x = x.to(self._torch.complex64)
+        return x.cpu().numpy()
+
+    def from_numpy(self, a, like):
+        return self._torch.from_numpy(a).to(like.device)
+
+    def to_device(self, a):
+        """Copy NumPy array ``a`` to the current GPU."""
+        return self._torch.from_numpy(a).cuda()
+

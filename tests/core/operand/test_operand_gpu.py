@@ -1,0 +1,156 @@
+"""Operands of device arrays (CuPy, CUDA torch, JAX on a GPU): zero copy, streams, the
+fast-path readers, and gradients refused on the GPU paths of accelmath.fft."""
+
+import os
+
+import numpy as np
+import pytest
+
+from accelmath._core.operand import (adapter_named, check_same_device, device_adapter,
+                                     wrap_operand)
+from accelmath._core.stream import resolve_stream, stream_handle
+from accelmath.errors import DeviceMismatchError, GradientError
+
+pytestmark = pytest.mark.gpu
+
+
+def _cuda_torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+def test_cupy_zero_copy_and_streams():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(24, dtype=cp.complex64).reshape(4, 6)[:, ::2]
+    op = wrap_operand(x)
+    assert op.ptr == x.data.ptr and op.shape == (4, 3) and op.strides == (6, 2)
+    assert op.dtype == "complex64" and op.device_id == 0 and op.package == "cupy"
+    assert resolve_stream(None, op) == cp.cuda.get_current_stream().ptr
+    s = cp.cuda.Stream(non_blocking=True)
+    with s:
+        assert resolve_stream(None, op) == s.ptr
+    assert resolve_stream(s, op) == s.ptr
+    assert resolve_stream(s.ptr, op) == s.ptr
+
+
+@pytest.mark.parametrize("make", [lambda cp: cp.zeros((4, 6), cp.complex64),
+                                  lambda cp: cp.zeros((6, 4), cp.complex64).T])
+def test_cupy_reader(make):
+    cp = pytest.importorskip("cupy")
+    adapter = adapter_named("cupy")
+    x = make(cp)
+    read = adapter.reader(adapter.layout_key(x))
+    assert read(x) == x.data.ptr
+    y = make(cp)
+    assert read(y) == y.data.ptr
+    assert read(x.astype(cp.complex128)) is None
+    assert read(cp.zeros((3, 6), cp.complex64)) is None
+    other_order = x.copy(order="F" if x.flags.c_contiguous else "C")
+    assert read(other_order) is None
+
+
+def test_torch_zero_copy_and_streams():
+    torch = _cuda_torch()
+    x = torch.randn(5, 7, dtype=torch.float64, device="cuda").T
+    op = wrap_operand(x)
+    assert op.ptr == x.data_ptr() and op.shape == (7, 5) and op.strides == (1, 7)
+    assert op.device_id == 0 and op.package == "torch"
+    assert resolve_stream(None, op) == torch.cuda.current_stream().cuda_stream
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        assert resolve_stream(None, op) == s.cuda_stream
+    assert resolve_stream(s, op) == s.cuda_stream
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_torch_readers_tell_cpu_from_cuda(transpose):
+    torch = _cuda_torch()
+    adapter = adapter_named("torch")
+    cpu = torch.zeros(6, 4, dtype=torch.complex64)
+    cpu = cpu.T if transpose else cpu
+    cuda = cpu.cuda() if not transpose else torch.zeros(6, 4, dtype=torch.complex64,
+                                                        device="cuda").T
+    assert (cpu.shape, cpu.stride()) == (cuda.shape, cuda.stride())
+    cpu_read = adapter.reader(adapter.layout_key(cpu))
+    cuda_read = adapter.reader(adapter.layout_key(cuda))
+    assert cpu_read(cpu) == cpu.data_ptr() and cuda_read(cuda) == cuda.data_ptr()
+    assert cpu_read(cuda) is None and cuda_read(cpu) is None
+    if torch.cuda.device_count() > 1:
+        other = cuda.to("cuda:1")
+        assert cuda_read(other) is None
+
+
+def test_torch_cuda_tensors_that_record_gradients():
+    torch = _cuda_torch()
+    import accelmath.fft
+
+    plain = torch.randn(8, 16, dtype=torch.float32, device="cuda")
+    x = plain.clone().requires_grad_(True)
+    with pytest.raises(GradientError, match="torch.no_grad"):
+        wrap_operand(x)
+    accelmath.fft.rfft2(plain)
+    accelmath.fft.rfft2(plain)  # (the call memo, where the functions keep one)
+    with pytest.raises(GradientError):
+        accelmath.fft.rfft2(x)
+    plan = accelmath.fft.FFT(plain, kind="r2c")
+    plan.execute(plain)
+    with pytest.raises(GradientError):
+        plan.execute(x)  # (the fast execute sends it to the checks)
+    with pytest.raises(GradientError):
+        plan.execute(plain, out=torch.empty(8, 9, dtype=torch.complex64, device="cuda",
+                                            requires_grad=True))
+    with torch.no_grad():
+        result = plan.execute(x)
+    expected = np.fft.rfft2(plain.cpu().numpy())
+    np.testing.assert_allclose(result.cpu().numpy(), expected, rtol=1e-4, atol=1e-3)
+
+
+def test_device_adapter_allocates_on_the_gpu():
+    adapter = device_adapter()
+    assert adapter.package in ("cupy", "torch")
+    a = adapter.empty((3, 4), "complex64", 0)
+    assert wrap_operand(a).device_id == 0
+
+
+def test_cuda_core_stream():
+    from cuda.core import Device
+
+    dev = Device(0)
+    dev.set_current()
+    s = dev.create_stream()
+    assert stream_handle(s) == int(s.handle)
+
+
+def test_jax_operand():
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX without a GPU")
+    import jax.numpy as jnp
+
+    x = jnp.arange(12, dtype=jnp.float32).reshape(3, 4)
+    op = wrap_operand(x)
+    assert op.shape == (3, 4) and op.strides == (4, 1) and op.dtype == "float32"
+    assert op.device_id is not None and op.package == "jax"
+    assert op.ptr == x.unsafe_buffer_pointer()
+
+
+def test_cuda_array_interface_producer():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(10, dtype=cp.float64)
+
+    class Producer:
+        __cuda_array_interface__ = x.__cuda_array_interface__
+
+    op = wrap_operand(Producer())
+    assert op.ptr == x.data.ptr and op.shape == (10,) and op.device_id == 0
+
+
+def test_device_mismatch():
+    cp = pytest.importorskip("cupy")
+    a = wrap_operand(cp.zeros(3))
+    b = wrap_operand(np.zeros(3))
+    with pytest.raises(DeviceMismatchError, match="cuda:0"):
+        check_same_device(a, b, names=("x", "out"))
