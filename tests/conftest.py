@@ -1,6 +1,17 @@
-"""Tests marked ``gpu`` are skipped when no CUDA GPU is usable."""
+"""What the tests share: tests marked ``gpu`` are skipped when no CUDA GPU is usable, and the
+array packages of the GPU tests come as fixtures that skip where a package (or its GPU
+support) is missing."""
+
+import os
+import tempfile
 
 import pytest
+
+
+def pytest_configure(config):
+    # the tests' own on-disk store (choices and compiled code), not the user's
+    if not os.environ.get("ACCELMATH_CACHE_DIR"):
+        os.environ["ACCELMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelmath-tests-")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -12,3 +23,29 @@ def pytest_collection_modifyitems(config, items):
     if not gpu_available():
         for item in gpu_tests:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+@pytest.fixture
+def cp():
+    """The cupy module (skips without CuPy)."""
+    return pytest.importorskip("cupy")
+
+
+@pytest.fixture
+def torch_cuda():
+    """The torch module, with CUDA (skips without either)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+@pytest.fixture
+def jax_gpu():
+    """The jax module, with a GPU and 64-bit types (skips without either)."""
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX without a GPU")
+    jax.config.update("jax_enable_x64", True)
+    return jax

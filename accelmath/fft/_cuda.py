@@ -12,16 +12,18 @@ import ctypes
 import dataclasses
 import functools
 import threading
-import weakref
 
-from accelmath._core import hostcall, wisdom
+from accelmath._core import hostcall, timing
 from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
+from accelmath._core.layout import axis_order, contiguous_strides
 from accelmath._core.memory import allocate_workspace
 from accelmath._core.operand import ITEMSIZE
+from accelmath._core.resources import Resources
+from accelmath._core.switches import switched_off
 from accelmath.bindings import cufft, driver
 from accelmath.fft import _columns
-from accelmath.fft._layout import contiguous_strides, plan_steps
+from accelmath.fft._layout import plan_steps
 
 __all__ = ["CudaExecutor"]
 
@@ -34,11 +36,6 @@ _TYPED_EXEC = {
 _ALIGN = 256
 # Transforms of at least this many output points time their candidate plans.
 _TUNE_POINTS = 1 << 20
-# Per thread, the workspaces kept on the streams used last (a thread that moves to another
-# stream gives back the workspace of the one it used longest ago)
-_STREAMS_KEPT = 4
-
-
 def _align(n):
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
@@ -75,59 +72,59 @@ def _run_calls(calls, handles, buffers, direction, stream):
                 cufft.lib.raise_status(c_name, status)
 
 
-def _axis_order(strides):
-    """Axes from slowest to fastest (stable for ties)."""
-    return sorted(range(len(strides)), key=lambda a: -abs(strides[a]))
+def _make_plan(step, in_dtype, out_dtype):
+    """A cuFFT handle planned for one step (auto-allocation off), and its work area size."""
+    complex_dtype = in_dtype if in_dtype.startswith("complex") else out_dtype
+    src_type = complex_dtype if step.kind in ("c2c", "c2r") else in_dtype
+    dst_type = complex_dtype if step.kind in ("c2c", "r2c") else out_dtype
+    handle = ctypes.c_int()
+    cufft.lib.create(ctypes.byref(handle))
+    try:
+        cufft.lib.set_auto_allocation(handle, 0)
+        rank = len(step.n)
+        arr = ctypes.c_longlong * rank
+        size = ctypes.c_size_t()
+        cufft.lib.xt_make_plan_many(
+            handle, rank, arr(*step.n), arr(*step.inembed), step.istride, step.idist,
+            cufft.DATA_TYPE[src_type], arr(*step.onembed), step.ostride, step.odist,
+            cufft.DATA_TYPE[dst_type], step.batch, ctypes.byref(size),
+            cufft.DATA_TYPE[complex_dtype])
+    except Exception:
+        cufft.lib.destroy(handle)
+        raise
+    return handle.value, size.value
 
 
-class _Resources:
-    """What an executor holds on the device: every cuFFT handle (destroyed by a finalizer when
-    the executor goes away), the handle sets (one handle per step) no thread holds, and every
-    workspace."""
-
-    def __init__(self):
-        self.handles = []
-        self.spare = []
-        self.workspaces = set()
-
-    def release(self, handles, workspaces):
-        """A thread ended: its handles become spare, its workspaces go back to their pools."""
-        self.spare.append(handles)
-        for workspace in workspaces.values():
-            self.workspaces.discard(workspace)
-            workspace.free()
-
-    def destroy(self):
-        for handle in self.handles:
-            try:
+def _thread_handles(steps, in_dtype, out_dtype, work):
+    """A set of handles for another thread: the plan's cuFFT plans made again (None for the
+    column kernel's steps)."""
+    handles = []
+    try:
+        for step in steps:
+            if step.engine == "columns":
+                handles.append(None)
+                continue
+            handle, size = _make_plan(step, in_dtype, out_dtype)
+            handles.append(handle)
+            if size > work:
+                raise RuntimeError("cuFFT asked for a larger work area than it planned")
+    except Exception:
+        for handle in handles:
+            if handle is not None:
                 cufft.lib.destroy(handle)
-            except Exception:  # interpreter shutdown or a lost context: nothing to do
-                pass
-        for workspace in self.workspaces:
-            workspace.free()
-        self.handles, self.spare, self.workspaces = [], [], set()
+        raise
+    return tuple(handles)
 
 
-def _work_area(ptr, nbytes):
-    """The work area to give cuFFT: ``ptr``, or NULL where the plan needs none (the address
-    just past a workspace may be another array's, and cuFFT refuses a work area at the
-    output's address: CUFFT_EXEC_FAILED)."""
-    return ptr if nbytes else None
-
-
-class _ThreadState:
-    """A thread's handles (one per step), the stream they are set to, and its workspaces on
-    the last streams it used (in order of use, the latest last). Enqueued by one thread only,
-    a workspace is never used by two transforms at once. When the thread ends, the handles go
-    back to the spares."""
-
-    __slots__ = ("handles", "stream", "workspaces", "__weakref__")
-
-    def __init__(self, handles, resources):
-        self.handles = handles
-        self.stream = None  # not yet set: the first call sets the stream and work area
-        self.workspaces = {}
-        weakref.finalize(self, resources.release, handles, self.workspaces).atexit = False
+def _bind(area_offset, area_bytes, handles, stream, workspace):
+    """Point a thread's cuFFT handles at ``stream`` and at its work area in ``workspace``:
+    NULL where the plan needs none (the address just past a workspace may be another array's,
+    and cuFFT refuses a work area at the output's address: CUFFT_EXEC_FAILED)."""
+    area = workspace + area_offset if area_bytes else None
+    for handle in handles:
+        if handle is not None:
+            cufft.lib.set_stream(handle, stream)
+            cufft.lib.set_work_area(handle, area)
 
 
 class CudaExecutor:
@@ -151,6 +148,13 @@ class CudaExecutor:
     force_copy : bool
         Run through aligned scratch copies of the input and output (for operands whose
         addresses cuFFT cannot take).
+
+    Attributes
+    ----------
+    resources : Resources
+        The cuFFT handles of each thread and the workspaces of each stream.
+    align_mask : int
+        Operand addresses with any of these bits set run through scratch copies.
     """
 
     def __init__(self, kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
@@ -158,15 +162,14 @@ class CudaExecutor:
         ensure_context(device_id)
         self.device_id = device_id
         self.package = package
-        self.kind = kind
+        self.kind, self.axes = kind, tuple(axes)
         self.in_dtype, self.out_dtype = in_dtype, out_dtype
         self.in_shape, self.in_strides = in_shape, in_strides
         self.out_shape, self.out_strides = out_shape, out_strides
         self.scales = scales
         self.conjugate = conjugate
-        self._lock = threading.Lock()  # guards the making of handles and workspaces
-        self.local = threading.local()  # .state: the thread's _ThreadState
-        self._on_grow = None  # called (no arguments) after a new workspace is taken
+        self._lock = threading.Lock()  # guards the making of the executor of misaligned operands
+        self.resources = Resources(self, cufft.lib.destroy, device_id, package)
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -174,18 +177,16 @@ class CudaExecutor:
         self.copy_out = None  # (shape, strides) of a scratch output copied to the operand
         work_in = (in_shape, in_strides)
         if kind == "c2r":
-            work_in = (in_shape, contiguous_strides(in_shape, _axis_order(out_strides)))
+            work_in = (in_shape, contiguous_strides(in_shape, axis_order(out_strides)))
             self.copy_in = work_in
         steps = None if force_copy else plan_steps(kind, axes, *work_in, out_shape, out_strides)
         if steps is None:
             # Copy to dense scratch buffers with the transform axes fastest.
-            order = [a for a in _axis_order(in_strides) if a not in axes] + list(axes)
+            order = [a for a in axis_order(in_strides) if a not in axes] + list(axes)
             work_in = (in_shape, contiguous_strides(in_shape, order))
             self.copy_in = work_in
             self.copy_out = (out_shape, contiguous_strides(out_shape, order))
             steps = plan_steps(kind, axes, *work_in, *self.copy_out)
-        self._resources = _Resources()
-        self._finalizer = weakref.finalize(self, self._resources.destroy)
         # candidates: (steps, the layout of the input's scratch copy or None)
         candidates = [(steps, self.copy_in)]
         if self.copy_out is None and self._worth_tuning(kind, axes, out_strides):
@@ -204,12 +205,15 @@ class CudaExecutor:
                 columns = self._with_columns(steps_)
                 if columns is not None:
                     candidates.append((columns, copy_in))
-        inverse = kind == "c2r"
-        self.steps, self.copy_in, handles, work = self._fastest(candidates, inverse)
+        self.steps, self.copy_in, handles, work = self._fastest(candidates, kind == "c2r")
         self._offsets = self._scratch_offsets(self.copy_in, self.steps)
         self._calls = self._calls_of(self.steps)
-        self._resources.spare.append(handles)  # the first thread to run the plan takes them
         self.nbytes = self._offsets[3] + work  # cuFFT's work area comes last
+        self.resources.adopt(handles)  # the first thread to run the plan takes them
+        # (module functions: the resources must not keep the executor alive)
+        self.resources.configure(
+            functools.partial(_thread_handles, self.steps, in_dtype, out_dtype, work),
+            functools.partial(_bind, self._offsets[3], work), self.nbytes)
         # cuFFT rejects pointers not aligned to the complex element; such operands (views
         # starting mid-element-pair) go through an executor that copies to aligned scratch.
         self.align_mask = 0 if force_copy else ITEMSIZE[
@@ -217,16 +221,12 @@ class CudaExecutor:
         self._args = (kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
                       out_dtype, scales, conjugate, device_id, package)
         self._aligned = None
-        # Per direction: one cuFFT call and nothing else, made straight from execute().
-        plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
-                 and len(self._calls[0][5]) == 1 and not conjugate
-                 and self.steps[0].engine == "cufft")
-        self._direct = (plain and scales[0] is None, plain and scales[1] is None)
+        self._on_grow = None
 
     def _with_columns(self, steps):
         """``steps`` with the column kernel for each step it fits, or None where it fits
         none (or ``ACCELMATH_COLUMNS=0``)."""
-        if wisdom.switched_off("ACCELMATH_COLUMNS") or not _columns.available(self.device_id):
+        if switched_off("ACCELMATH_COLUMNS") or not _columns.available(self.device_id):
             return None
         dtype = self.in_dtype if self.in_dtype.startswith("complex") else self.out_dtype
         fit = [_columns.fits(step, dtype) for step in steps]
@@ -236,17 +236,26 @@ class CudaExecutor:
                 for step, ok in zip(steps, fit)]
 
     def _fastest(self, candidates, inverse):
-        """``(steps, copy_in, handles, work)`` of the candidate that runs fastest (timed on
-        the device where there are several)."""
-        planned = [(steps, copy_in, *self._plan(steps)) for steps, copy_in in candidates]
-        if len(planned) > 1:
-            times = [self._time(*candidate, inverse) for candidate in planned]
-            best = planned[times.index(min(times))]
-            for other in planned:
-                if other is not best:
-                    self._discard(other[2])
-            planned = [best]
-        return planned[0]
+        """``(steps, copy_in, handles, work)`` of the fastest candidate: known from the
+        store, or timed now on the device where there are several."""
+        planned = {}
+
+        def measure(i):
+            steps, copy_in = candidates[i]
+            planned[i] = (steps, copy_in, *self._plan(steps))
+            return self._time(*planned[i], inverse)
+
+        problem = (f"cufft {self.kind} axes={self.axes} {self.in_shape}{self.in_strides}->{self.out_shape}{self.out_strides} "
+                   f"{self.in_dtype}->{self.out_dtype} conjugate={self.conjugate}")
+        labels = [repr(candidate) for candidate in candidates]
+        choice = timing.choose(problem, labels, measure, self.device_id, ("cufft",))
+        for i, (_, _, handles, _) in planned.items():
+            if i != choice.index:
+                self.resources.discard(handles)
+        if choice.index not in planned:
+            steps, copy_in = candidates[choice.index]
+            planned[choice.index] = (steps, copy_in, *self._plan(steps))
+        return planned[choice.index]
 
     def _tmp_bytes(self, steps):
         """Bytes of the ``"tmp"`` scratch buffer ``steps`` use (0 if none): the c2r input's
@@ -273,8 +282,8 @@ class CudaExecutor:
             if step.engine == "columns":
                 handles.append(None)
                 continue
-            handle, size = self._make_plan(step, self.in_dtype, self.out_dtype)
-            handles.append(handle)
+            handle, size = _make_plan(step, self.in_dtype, self.out_dtype)
+            handles.append(self.resources.track(handle))
             work = max(work, size)
         return tuple(handles), work
 
@@ -299,12 +308,6 @@ class CudaExecutor:
                           offsets))
         return calls
 
-    def _discard(self, handles):
-        for handle in handles:
-            if handle is not None:
-                self._resources.handles.remove(handle)
-                cufft.lib.destroy(handle)
-
     def _worth_tuning(self, kind, axes, out_strides):
         """Time candidate plans for large multi-axis r2c/c2r transforms of positive strides
         (below that size one cuFFT call costs less host time than two)."""
@@ -314,101 +317,26 @@ class CudaExecutor:
 
     def _time(self, steps, copy_in, handles, work, inverse):
         """Device time of a candidate, run as :meth:`execute` runs it (with the copies and
-        the scaling it makes) on scratch buffers, in ms (the best of a few runs)."""
+        the scaling it makes) on scratch buffers, in ms."""
         calls = self._calls_of(steps)
         offsets = self._scratch_offsets(copy_in, steps)
         in_bytes = _align(_span(self.in_shape, self.in_strides, self.in_dtype))
         out_bytes = _align(_span(self.out_shape, self.out_strides, self.out_dtype))
         data_bytes = in_bytes + out_bytes + offsets[3]
         trial = allocate_workspace(data_bytes + work, self.device_id, 0, self.package)
-        events = []
         try:
             driver.lib.memset_d8(trial.ptr, 0, data_bytes)
-            for handle in handles:
-                if handle is not None:
-                    cufft.lib.set_stream(handle, 0)
-                    cufft.lib.set_work_area(handle, _work_area(trial.ptr + data_bytes, work))
-            args = (calls, copy_in, offsets, handles, trial.ptr + in_bytes + out_bytes,
-                    trial.ptr, trial.ptr + in_bytes, 0, inverse)
-            for _ in range(2):
-                event = ctypes.c_void_p()
-                driver.lib.event_create(ctypes.byref(event), 0)
-                events.append(event)
-            best = float("inf")
-            elapsed = ctypes.c_float()
-            for repeat in range(4):
-                driver.lib.event_record(events[0], 0)
-                self._enqueue(*args)
-                driver.lib.event_record(events[1], 0)
-                driver.lib.event_synchronize(events[1])
-                driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
-                if repeat:  # the first run warms up
-                    best = min(best, elapsed.value)
-            return best
+            _bind(data_bytes, work, handles, 0, trial.ptr)
+            return timing.device_time(functools.partial(
+                self._enqueue, calls, copy_in, offsets, handles, trial.ptr + in_bytes + out_bytes,
+                trial.ptr, trial.ptr + in_bytes, 0, inverse))
         finally:
-            for event in events:
-                driver.lib.event_destroy(event)
             trial.free()
 
     def _step_in_dtype(self, step):
         if step.kind == "c2c":
             return self.in_dtype if self.in_dtype.startswith("complex") else self.out_dtype
         return self.in_dtype
-
-    def _make_plan(self, step, in_dtype, out_dtype):
-        complex_dtype = in_dtype if in_dtype.startswith("complex") else out_dtype
-        src_type = complex_dtype if step.kind in ("c2c", "c2r") else in_dtype
-        dst_type = complex_dtype if step.kind in ("c2c", "r2c") else out_dtype
-        handle = ctypes.c_int()
-        cufft.lib.create(ctypes.byref(handle))
-        self._resources.handles.append(handle.value)
-        cufft.lib.set_auto_allocation(handle, 0)
-        rank = len(step.n)
-        arr = ctypes.c_longlong * rank
-        size = ctypes.c_size_t()
-        cufft.lib.xt_make_plan_many(
-            handle, rank, arr(*step.n), arr(*step.inembed), step.istride, step.idist,
-            cufft.DATA_TYPE[src_type], arr(*step.onembed), step.ostride, step.odist,
-            cufft.DATA_TYPE[dst_type], step.batch, ctypes.byref(size),
-            cufft.DATA_TYPE[complex_dtype])
-        return handle.value, size.value
-
-    def _state(self):
-        """The calling thread's state, made the first time it runs the plan."""
-        ensure_context(self.device_id)  # a new thread may have no context current yet
-        with self._lock:
-            if self._resources.spare:
-                handles = self._resources.spare.pop()
-            else:
-                handles, work = self._plan(self.steps)
-                if work + self._offsets[3] > self.nbytes:
-                    raise RuntimeError("cuFFT asked for a larger work area than it planned")
-            state = self.local.state = _ThreadState(handles, self._resources)
-        return state
-
-    def _set_stream(self, state, stream):
-        """Point the thread's handles at ``stream`` and at its workspace there."""
-        workspace = state.workspaces.pop(stream, None)
-        grew = workspace is None and self.nbytes > 0
-        if workspace is None:
-            workspace = allocate_workspace(self.nbytes, self.device_id, stream, self.package)
-            self._resources.workspaces.add(workspace)
-            if len(state.workspaces) >= _STREAMS_KEPT:
-                grew = False
-                # the workspace of the stream used longest ago goes back to its pool, in that
-                # stream's order: transforms still queued there keep their memory
-                oldest = state.workspaces.pop(next(iter(state.workspaces)))
-                self._resources.workspaces.discard(oldest)
-                oldest.free()
-        state.workspaces[stream] = workspace  # last: the most recently used
-        area = _work_area(workspace.ptr + self._offsets[3], self.nbytes - self._offsets[3])
-        for handle in state.handles:
-            if handle is not None:
-                cufft.lib.set_stream(handle, stream)
-                cufft.lib.set_work_area(handle, area)
-        state.stream = stream
-        if grew and self._on_grow is not None:
-            self._on_grow()
 
     @property
     def on_grow(self):
@@ -418,51 +346,43 @@ class CudaExecutor:
 
     @on_grow.setter
     def on_grow(self, callback):
-        self._on_grow = callback
+        self._on_grow = self.resources.on_grow = callback
         if self._aligned is not None:
             self._aligned.on_grow = callback
 
-    def _state_on(self, stream):
-        """The calling thread's state, its handles set to ``stream``."""
-        try:
-            state = self.local.state
-        except AttributeError:
-            state = self._state()
-        if state.stream != stream:
-            self._set_stream(state, stream)
-        return state
-
-    def direct_call(self, inverse):
-        """``(func, fail, direction)`` where the transform is one cuFFT call and nothing else,
-        else None: for callers that make the call themselves when the calling thread's handle
-        is set to the stream (``local.state.stream``) and the pointers are aligned
-        (``ptr & align_mask == 0``), and call :meth:`runner` otherwise. ``func(handle,
-        in_ptr, out_ptr[, direction])`` (no ``direction`` where it is None) returns a status;
-        ``fail(status)`` raises its error."""
-        if not self._direct[inverse]:
+    def direct(self, inverse):
+        """The :class:`~accelmath._core.hostcall.BoundCall` of the transform in this direction
+        where it is one cuFFT call and nothing else, else None."""
+        plain = (len(self._calls) == 1 and self.copy_in is None and self.copy_out is None
+                 and len(self._calls[0][5]) == 1 and not self.conjugate
+                 and self.steps[0].engine == "cufft" and self.scales[inverse] is None)
+        if not plain:
             return None
         func, c_name, with_direction, _, _, _ = self._calls[0]
         fail = functools.partial(cufft.lib.raise_status, c_name)
-        return func, fail, (1 if inverse else -1) if with_direction else None
+        slots = ("handle", "in", "out") + (((1 if inverse else -1),) if with_direction else ())
+        return hostcall.BoundCall(func, fail, slots)
 
     def runner(self, inverse):
         """A function ``run(in_ptr, out_ptr, stream)`` for one direction: :meth:`execute`, or
-        where that is one cuFFT call and nothing else, that call made with the least work."""
-        direct = self.direct_call(inverse)
+        where that is one cuFFT call, that call made with the least work."""
+        direct = self.direct(inverse)
         if direct is None:
-            return lambda in_ptr, out_ptr, stream: self.execute(in_ptr, out_ptr, stream, inverse)
-        func, fail, direction = direct
-        local, mask = self.local, self.align_mask
+            return functools.partial(self.execute, inverse=inverse)
+        func, fail, slots = direct
+        direction = slots[3] if len(slots) == 4 else None
+        resources, mask = self.resources, self.align_mask
+        local = resources.local
 
         def run(in_ptr, out_ptr, stream):
             if (in_ptr | out_ptr) & mask:
                 return self.execute(in_ptr, out_ptr, stream, inverse)
-            try:  # _state_on, inlined
+            try:  # resources.state_on, inlined
                 state = local.state
             except AttributeError:
-                state = self._state()
+                state = resources.state_on(stream)
             if state.stream != stream:
-                self._set_stream(state, stream)
+                resources.bind(state, stream)
             status = (func(state.handles[0], in_ptr, out_ptr) if direction is None
                       else func(state.handles[0], in_ptr, out_ptr, direction))
             if status:
@@ -484,11 +404,9 @@ class CudaExecutor:
                         aligned.on_grow = self._on_grow
                         self._aligned = aligned
             return self._aligned.execute(in_ptr, out_ptr, stream, inverse)
-        self._execute(self._state_on(stream), in_ptr, out_ptr, stream, inverse)
-
-    def _execute(self, state, in_ptr, out_ptr, stream, inverse):
+        state = self.resources.state_on(stream)
         self._enqueue(self._calls, self.copy_in, self._offsets, state.handles,
-                      state.workspaces[stream].ptr, in_ptr, out_ptr, stream, inverse)
+                      state.workspace, in_ptr, out_ptr, stream, inverse)
 
     def _enqueue(self, calls, copy_in, offsets, handles, base, in_ptr, out_ptr, stream,
                  inverse):
@@ -526,11 +444,11 @@ class CudaExecutor:
 
     def held_bytes(self):
         """Device workspace bytes held now, over every thread and stream that ran the plan."""
-        held = sum(workspace.nbytes for workspace in list(self._resources.workspaces))
+        held = self.resources.held_bytes()
         return held + (0 if self._aligned is None else self._aligned.held_bytes())
 
     def free(self):
         """Destroy the cuFFT handles and return the workspaces (idempotent)."""
-        self._finalizer()
+        self.resources.free()
         if self._aligned is not None:
             self._aligned.free()

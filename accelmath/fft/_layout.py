@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from itertools import product
 
 from accelmath._core.kernels import merge_dims
+from accelmath._core.layout import contiguous_strides, is_dense
 
-__all__ = ["Step", "plan_steps", "scratch_layout", "contiguous_strides", "is_dense", "output_layout",
-           "MAX_LOOP"]
+__all__ = ["Step", "plan_steps", "scratch_layout", "output_layout", "MAX_LOOP"]
 
 MAX_LOOP = 16  # more calls than this per step, and a copy to a simple layout is cheaper
 
@@ -45,29 +45,6 @@ class Step:
     src: str = "in"
     dst: str = "out"
     engine: str = "cufft"
-
-
-def contiguous_strides(shape, order=None):
-    """Element strides of a dense array of ``shape`` whose axes, slowest first, are ``order``
-    (default: C order)."""
-    order = range(len(shape)) if order is None else order
-    strides = [0] * len(shape)
-    step = 1
-    for axis in reversed(list(order)):
-        strides[axis] = step
-        step *= max(shape[axis], 1)
-    return tuple(strides)
-
-
-def is_dense(shape, strides):
-    """True where ``strides`` lay ``shape`` out densely in some axis order: positive, no
-    overlap, no gaps (the strides of axes of length 1 do not matter)."""
-    step = 1
-    for stride, extent in sorted((s, e) for e, s in zip(shape, strides) if e != 1):
-        if stride != step:
-            return False
-        step *= max(extent, 1)
-    return True
 
 
 def _nested(axes, strides, lengths):

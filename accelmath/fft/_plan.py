@@ -1,82 +1,30 @@
 """The stateful :class:`FFT` plan: plan once, execute many times.
 
 A plan binds a layout (shape, strides, dtype, device) and the transform (axes, kind, norm).
-On the GPU it holds a :class:`~accelmath.fft._cuda.CudaExecutor`; on the CPU it runs
-``scipy.fft`` with ``workers`` threads. The stateless functions in :mod:`accelmath.fft` are
-one-shot uses of cached plans.
+On the GPU it holds a :class:`~accelmath.fft._cuda.CudaExecutor`; on the CPU it runs the CPU
+backend (:mod:`accelmath.fft._cpu`) with ``workers`` threads. Lifetime, result allocation,
+``out=`` checks and the execute path are the core's (:class:`accelmath._core.plan.Plan`). The
+stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 """
 
-import weakref
-
-import numpy
-
-from accelmath._core import hostcall
-from accelmath._core.device import ensure_context
-from accelmath._core.operand import (ITEMSIZE, Operand, _device_adapter, adapter_named,
-                                     check_mutable, check_same_device, device_name,
-                                     wrap_operand)
-from accelmath._core.stream import stream_handle
-from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
+from accelmath._core.arguments import check_execution, check_workers
+from accelmath._core.layout import is_dense
+from accelmath._core.operand import wrap_operand
+from accelmath._core.plan import Call, Plan, check_out, template_operand
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._layout import contiguous_strides, is_dense, output_layout
+from accelmath.fft._cpu import host_transform
+from accelmath.fft._layout import output_layout
 
-__all__ = ["FFT", "scipy_transform"]
+__all__ = ["FFT"]
 
 _KINDS = ("c2c", "r2c", "c2r")
-_DIRECTIONS = {"forward": (False, -1), "inverse": (True, 1)}
+_DIRECTIONS = {"forward": False, "inverse": True}
 # The CPU computes half precision in single, as scipy.fft does.
 _CPU_DTYPE = {"float16": "float32", "complex32": "complex64"}
 
 
-def scipy_transform(kind, a, s, axes, norm, inverse, conjugate, workers):
-    """The ``kind`` transform of host array ``a`` by ``scipy.fft`` (the CPU execution of the
-    plans and of the functions)."""
-    import scipy.fft
-
-    if kind == "c2c":
-        func = scipy.fft.ifftn if inverse else scipy.fft.fftn
-        return func(a, s, axes, norm, workers=workers)
-    if kind == "r2c":
-        r = scipy.fft.rfftn(a, s, axes, norm, workers=workers)
-        return r.conj() if conjugate else r
-    return scipy.fft.irfftn(a.conj() if conjugate else a, s, axes, norm, workers=workers)
-
-
-def _template(shape, dtype, strides, package, device):
-    """An array of the layout the arguments describe, for a plan to be made for."""
-    if shape is None or dtype is None:
-        raise InvalidArgumentError("a plan needs an operand, or its shape and dtype")
-    shape = tuple(norms.index(n, "shape") for n in shape)
-    if any(n < 0 for n in shape):
-        raise InvalidArgumentError(f"shape {shape} has a negative extent")
-    try:
-        dtype = numpy.dtype(dtype).name
-    except TypeError:  # torch's dtypes, "complex32"
-        dtype = str(dtype).replace("torch.", "")
-    if dtype not in ITEMSIZE:
-        raise UnsupportedDTypeError(f"unsupported dtype {dtype!r}")
-    if strides is None:
-        strides = contiguous_strides(shape)
-    strides = tuple(norms.index(n, "strides") for n in strides)
-    if len(strides) != len(shape) or not is_dense(shape, strides):
-        raise InvalidArgumentError(
-            f"strides {strides} do not lay out shape {shape} densely (positive element "
-            "strides, no overlap, no gaps)")
-    if package is None:
-        package = "numpy" if device is None else _device_adapter().package
-    if package not in ("numpy", "cupy", "torch"):
-        raise InvalidArgumentError(
-            f'package must be "numpy", "cupy" or "torch", got {package!r}; or pass an operand')
-    if package == "cupy" and device is None:
-        device = 0
-    if device is not None:
-        if package == "numpy":
-            raise InvalidArgumentError("NumPy arrays live in host memory: leave device out")
-        ensure_context(norms.index(device, "device"))  # (NoDeviceError without a GPU)
-    return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
-
-
-class FFT:
+class FFT(Plan):
     """A planned FFT over some axes of a given layout, executed many times.
 
     Parameters
@@ -143,19 +91,21 @@ class FFT:
     True
     """
 
+    what = "FFT plan"
+
     def __init__(self, operand=None, *, shape=None, dtype=None, strides=None, package=None,
                  device=None, axes=None, kind=None, norm=None, last_axis_size=None,
                  conjugate=False, out_strides=None, execution="auto", workers=None):
         layout_only = operand is None
         if layout_only:
-            operand = _template(shape, dtype, strides, package, device)
+            operand = template_operand(shape, dtype, strides, package, device)
         elif (shape, dtype, strides, package, device) != (None,) * 5:
             raise InvalidArgumentError(
                 "give either an operand or shape, dtype, strides, package and device")
         op = wrap_operand(operand)
         norm = norms.check_norm(norm)
-        execution = norms.check_execution(execution)
-        workers = norms.check_workers(workers)
+        execution = check_execution(execution)
+        workers = check_workers(workers)
         axes, _ = norms.normalize_axes(op.shape, None, axes)
         if not axes:
             raise InvalidArgumentError("axes is empty: an FFT needs at least one axis")
@@ -206,48 +156,41 @@ class FFT:
                     "densely (positive element strides, no overlap, no gaps)")
         self.kind, self.axes, self.norm = kind, axes, norm
         self.conjugate = conjugate
-        self.in_dtype, self.out_dtype = in_dtype, out_dtype
+        self.in_dtype = in_dtype
         self.in_shape, self.in_strides = tuple(op.shape), op.strides
-        self.out_shape, self.out_strides = out_shape, out_strides
-        self.device_id = op.device_id
         self.execution = "cuda" if on_gpu else "cpu"
         self.workers = workers
-        n = 1
-        for axis in axes:
-            n *= out_shape[axis] if kind == "c2r" else op.shape[axis]
-        self._scales = (norms.scale_factor(norm, False, n), norms.scale_factor(norm, True, n))
-        self._operand = op
-        self._adapter = op.adapter
-        self._type = type(operand)
-        self._key = (self.in_shape, op.strides, op.dtype, op.device_id)
-        self._out_key = (out_shape, out_strides, out_dtype, op.device_id)
         self._executor = None
-        self._read = None  # reads the pointer of operands of the plan's layout (fast path)
-        self._read_out = {}  # out type -> reader of outputs of a layout already checked
+        if on_gpu and not op.on_device:
+            raise InvalidArgumentError(
+                'execution="cuda" needs a device operand here; the accelmath.fft functions '
+                "move host data for you")
+        self._bind(op, operand, out_shape, out_strides, out_dtype, on_gpu, layout_only)
         if on_gpu:
-            if not op.on_device:
-                raise InvalidArgumentError(
-                    'execution="cuda" needs a device operand here; the accelmath.fft functions '
-                    "move host data for you")
             from accelmath.fft._cuda import CudaExecutor
 
-            self._executor = CudaExecutor(kind, axes, op.shape, op.strides, out_shape,
-                                          out_strides, in_dtype, out_dtype, self._scales,
-                                          conjugate, op.device_id, op.package)
-            self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
-                                                  op.device_id)
-            self._current_stream = op.adapter.stream_getter(op.device_id)
-            self._runners = (self._executor.runner(False), self._executor.runner(True))
-            key = op.adapter.layout_key(op.obj)
-            if key is not None and op.obj is operand:
-                self._read = op.adapter.reader(key)
-        self._default_inverse = kind == "c2r"
-        self._freed = False
-        if layout_only:  # the template's memory goes back; its layout stays
-            self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
-                                    op.adapter)
-        if self._read is not None:
-            self.execute = self._fused_execute()
+            n = 1
+            for axis in axes:
+                n *= out_shape[axis] if kind == "c2r" else op.shape[axis]
+            scales = (norms.scale_factor(norm, False, n), norms.scale_factor(norm, True, n))
+            self._executor = executor = CudaExecutor(
+                kind, axes, op.shape, op.strides, out_shape, out_strides, in_dtype, out_dtype,
+                scales, conjugate, op.device_id, op.package)
+            forward, inverse = (Call(executor.runner(i), executor.direct(i), i)
+                                for i in (False, True))
+        else:
+            s = [out_shape[axis] for axis in axes] if kind == "c2r" else None
+            self._host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm,
+                                        conjugate)
+            forward, inverse = Call(None, None, False), Call(None, None, True)
+        # direction -> Call; free() empties it
+        self._calls = {"forward": forward, "inverse": inverse}
+        if kind != "c2c":  # a real plan runs one way
+            del self._calls["inverse" if kind == "r2c" else "forward"]
+        self._calls[None] = inverse if kind == "c2r" else forward
+        if on_gpu:
+            self._install_shim(self._calls[None], executor.resources.local,
+                               executor.align_mask)
 
     @property
     def nbytes(self):
@@ -281,46 +224,6 @@ class FFT:
         """``(shape, strides)`` of the results this plan writes (strides in elements)."""
         return self.out_shape, self.out_strides
 
-    def _check_operand(self, x):
-        """The operand of ``x``, after checking it fits the plan (raises, naming what not)."""
-        op = wrap_operand(x)
-        if type(x) is not self._type or (op.shape, op.strides, op.dtype,
-                                         op.device_id) != self._key:
-            raise InvalidArgumentError(
-                f"operand {op!r} does not match the plan's layout: shape {self.in_shape}, "
-                f"strides {self.in_strides}, dtype {self._key[2]}, device "
-                f"{device_name(self.device_id)}, type {self._type.__qualname__}")
-        return op
-
-    def _check_out(self, out, op):
-        check_mutable(out)
-        out_op = wrap_operand(out)
-        check_same_device(op, out_op, names=("x", "out"))
-        if out_op.dtype != self.out_dtype:
-            raise UnsupportedDTypeError(
-                f"out has dtype {out_op.dtype}, expected {self.out_dtype}")
-        if out_op.shape != self.out_shape or (
-                self._executor is not None and out_op.strides != self.out_strides):
-            raise InvalidArgumentError(
-                f"out has shape {out_op.shape} and strides {out_op.strides}, expected shape "
-                f"{self.out_shape} and strides {self.out_strides}")
-        if out_op.obj is not out:
-            raise InvalidArgumentError(
-                "out is a lazily conjugated or negated view; pass a tensor that owns its values")
-        return out_op
-
-    def _inverse(self, direction):
-        """True for the inverse transform: ``direction`` checked against the plan's kind."""
-        if direction is None:
-            return self.kind == "c2r"
-        if not isinstance(direction, str) or direction not in _DIRECTIONS:
-            raise InvalidArgumentError(
-                f'Invalid direction {direction!r}, should be "forward" or "inverse"')
-        inverse = _DIRECTIONS[direction][0]
-        if self.kind != "c2c" and inverse != (self.kind == "c2r"):
-            raise InvalidArgumentError(f"direction {direction!r} does not fit a {self.kind} plan")
-        return inverse
-
     def execute(self, x=None, *, out=None, direction=None, stream=None):
         """Run the transform.
 
@@ -342,125 +245,27 @@ class FFT:
         array
             ``out``, or the new result, of the operand's package.
         """
-        inverse = self._default_inverse if direction is None else self._inverse(direction)
-        read = self._read
-        if read is not None and type(x) is self._type:
-            # the common case: an array of the plan's package and layout, read in a few
-            # attribute lookups
-            in_ptr = read(x)
-            if in_ptr is not None:
-                return self._launch(in_ptr, out, inverse, stream)
-        if self._freed:
-            raise StateError("this FFT plan was freed; create a new one")
-        if x is None and self._operand.obj is None:
+        try:
+            call = self._calls[direction]
+        except (KeyError, TypeError):
+            call = self._call_for(direction)
+        return self.run(x, out, stream, call)
+
+    def _call_for(self, direction):
+        """The call of a direction not in the plan's table: raises, naming the problem."""
+        self._check_live()
+        if not isinstance(direction, str) or direction not in _DIRECTIONS:
             raise InvalidArgumentError(
-                "this plan was made for a layout, with no operand bound to it; pass x")
-        return self._run(self._operand if x is None else self._check_operand(x), out, inverse,
-                         stream)
+                f'Invalid direction {direction!r}, should be "forward" or "inverse"')
+        raise InvalidArgumentError(f"direction {direction!r} does not fit a {self.kind} plan")
 
-    def _fused_execute(self):
-        """This plan's :meth:`execute`: the common call (an operand of the plan's type and
-        layout; ``out=`` of a layout seen before, or none) read and launched in one function,
-        anything else passed on to :meth:`FFT.execute`; ``execute(x, out=out)`` made in C
-        (:func:`hostcall.launcher`) where the call shim is built."""
-        read, xtype, read_out = self._read, self._type, self._read_out
-        allocate, allocate_on = self._allocate, self._allocate_on
-        current_stream = self._current_stream
-        executor = self._executor
-        # direction -> (runner, then its single cuFFT call: func, fail, code, or three Nones,
-        # which the C execute makes itself); free() empties it, sending every call to the
-        # checks
-        runs = self._runs = {}
-        for direction, inverse in ((None, self._default_inverse), ("forward", False),
-                                   ("inverse", True)):
-            if self.kind == "c2c" or inverse == self._default_inverse:
-                direct = executor.direct_call(inverse) or (None, None, None)
-                runs[direction] = (self._runners[inverse], *direct)
-        plan = weakref.ref(self)
-
-        def execute(x=None, *, out=None, direction=None, stream=None):
-            try:
-                run = runs[direction][0]
-            except (KeyError, TypeError):
-                run = None
-            if run is not None and type(x) is xtype:
-                in_ptr = read(x)
-                if in_ptr is not None:
-                    explicit = stream is not None
-                    stream = stream_handle(stream) if explicit else current_stream()
-                    if out is None:
-                        out, out_ptr = allocate_on(stream) if explicit else allocate()
-                    else:
-                        reader = read_out.get(type(out))
-                        out_ptr = None if reader is None else reader(out)
-                    if out_ptr is not None:
-                        run(in_ptr, out_ptr, stream)
-                        return out
-            return FFT.execute(plan(), x, out=out, direction=direction, stream=stream)
-
-        execute.__doc__ = FFT.execute.__doc__
-        # the same again in C, for execute(x, out=out): the call shim's, where it is built
-        return hostcall.launcher(execute, runs, xtype, read, read_out, current_stream,
-                                 executor.local, executor.align_mask)
-
-    def _run(self, op, out, inverse, stream):
-        """Execute on a checked operand (the stateless functions enter here)."""
-        if self._executor is None:
-            return self._execute_cpu(op, out, inverse)
-        op.wait_ready(stream)
-        return self._launch(op.ptr, out, inverse, stream)
-
-    def _launch(self, in_ptr, out, inverse, stream):
-        """Enqueue the GPU transform of the checked operand at ``in_ptr`` into ``out``."""
-        explicit = stream is not None
-        stream = stream_handle(stream) if explicit else self._current_stream()
-        new = out is None
-        if new:
-            out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
-        else:
-            read = self._read_out.get(type(out))
-            out_ptr = None if read is None else read(out)
-            if out_ptr is None:
-                out_ptr = self._first_out(out, stream)
-        self._runners[inverse](in_ptr, out_ptr, stream)
-        if new and self._adapter.immutable:  # (JAX) handed over once the transform is queued
-            return self._adapter.finish(out, stream, self.device_id)
-        return out
-
-    def _allocate_on(self, stream):
-        """A new result and its pointer, allocated in the order of ``stream`` (a handle), so
-        that the package's pool does not hand its memory out again while the transform on
-        an explicit stream may still be writing it."""
-        if stream == self._current_stream():
-            return self._allocate()
-        with self._adapter.stream_scope(stream, self.device_id):
-            return self._allocate()
-
-    def _first_out(self, out, stream):
-        """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""
-        out_op = wrap_operand(out)
-        if (out_op.shape, out_op.strides, out_op.dtype, out_op.device_id) != self._out_key \
-                or out_op.obj is not out or out_op.adapter.immutable:
-            self._check_out(out, self._operand)  # raises, naming what differs
-        out_op.wait_ready(stream)
-        key = out_op.adapter.layout_key(out)
-        if key is not None:
-            self._read_out[type(out)] = out_op.adapter.reader(key)
-        return out_op.ptr
-
-    def _execute_cpu(self, op, out, inverse):
-        a = op.adapter.to_numpy(op.obj)
-        if a.dtype.name != self.in_dtype:
-            a = a.astype(self.in_dtype)
-        s = [self.out_shape[axis] for axis in self.axes] if self.kind == "c2r" else None
-        r = scipy_transform(self.kind, a, s, self.axes, self.norm, inverse, self.conjugate,
-                            self.workers)
-        r = r.astype(self.out_dtype, copy=False)
+    def _run_host(self, op, out, call):
+        target = None
         if out is not None:
-            out_op = self._check_out(out, op)
-            out_op.adapter.to_numpy(out)[...] = r
-            return out
-        return op.adapter.from_numpy(r, op.obj)
+            target = check_out(out, op, self.out_shape, self.out_dtype).adapter.to_numpy(out)
+        result = self._host.execute(op.adapter.to_numpy(op.obj), call.option, target,
+                                    self.workers)
+        return out if out is not None else op.adapter.from_numpy(result, op.obj)
 
     def forward(self, x=None, *, out=None, stream=None):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""
@@ -470,23 +275,11 @@ class FFT:
         """Run the inverse transform (c2c and c2r plans); see :meth:`execute`."""
         return self.execute(x, out=out, direction="inverse", stream=stream)
 
-    def free(self):
-        """Release the cuFFT handles and workspaces; later use raises StateError (idempotent)."""
+    def _release(self):
         if self._executor is not None:
             self._executor.free()
             self._executor = None
-        self._operand = None
-        self._read = self._runners = None
-        if "execute" in self.__dict__:
-            self._runs.clear()
-            del self.execute
-        self._freed = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
+        self._calls.clear()
 
     def __repr__(self):
         if not hasattr(self, "_freed"):  # (one whose making raised)

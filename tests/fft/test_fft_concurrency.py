@@ -64,8 +64,8 @@ def check_results(results, serial, inputs):
     assert_close(serial[key], np.fft.fft2(inputs[key]), 1e-10, "serial fft2")
 
 
-def test_cupy_streams_share_cached_plans():
-    cupy = pytest.importorskip("cupy")
+def test_cupy_streams_share_cached_plans(cp):
+    cupy = cp
     inputs = host_inputs(0)
     # serial results, on the current stream; this also builds (and caches) the plans
     serial = {key: cupy.asnumpy(getattr(accelmath.fft, key[2])(cupy.asarray(x)))
@@ -96,10 +96,8 @@ def test_cupy_streams_share_cached_plans():
     check_results(results, serial, inputs)
 
 
-def test_torch_streams_share_cached_plans():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("PyTorch has no CUDA")
+def test_torch_streams_share_cached_plans(torch_cuda):
+    torch = torch_cuda
     inputs = host_inputs(1)
     serial = {key: getattr(accelmath.fft, key[2])(torch.from_numpy(x).cuda()).cpu().numpy()
               for key, x in inputs.items()}

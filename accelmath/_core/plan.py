@@ -1,0 +1,299 @@
+"""The base of accelmath's plans: made once for a layout, executed many times.
+
+A plan is made from an operand (a template array it is bound to) or from a layout (shape,
+dtype, strides, package, device) with no operand. It accepts later operands of the same type
+and layout, allocates results in the caller's package, checks ``out=`` once per type and
+layout, and has one lifetime: :meth:`Plan.free` (idempotent), a context manager, and
+finalizers that free its handles and workspaces when it goes away; use after ``free()`` raises
+:class:`~accelmath.errors.StateError`.
+
+Execution is one path, :meth:`Plan.run`: read the operands (a prepared reader of the plan's
+layout, else the checks), resolve the stream, call the library. A domain describes each way
+its plan runs as a :class:`Call`; where that is a single C call, the call shim
+(:mod:`accelmath._core.hostcall`) makes ``execute(x, out=out)`` in C, along the same path.
+"""
+
+import weakref
+from typing import Any, Callable, NamedTuple, Optional
+
+from accelmath._core import hostcall
+from accelmath._core.arguments import index
+from accelmath._core.device import ensure_context
+from accelmath._core.layout import contiguous_strides, is_dense
+from accelmath._core.operand import (ITEMSIZE, Operand, adapter_named, check_mutable,
+                                     check_same_device, device_adapter, device_name,
+                                     wrap_operand)
+from accelmath._core.stream import stream_handle
+from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
+
+__all__ = ["Call", "Plan", "check_out", "template_operand"]
+
+PACKAGES = ("numpy", "cupy", "torch")
+
+
+class Call(NamedTuple):
+    """One way a plan runs (an FFT plan has one per direction).
+
+    Attributes
+    ----------
+    run : callable
+        ``run(in_ptr, out_ptr, stream)``: enqueue the work on device operands.
+    direct : hostcall.BoundCall or None
+        ``run`` as a single C call (function, error, argument slots: see
+        :func:`hostcall.launcher`), for the call shim; None where it is more than that.
+    option : object
+        What the domain's host execution needs to tell its calls apart (an FFT's direction).
+    """
+
+    run: Optional[Callable]
+    direct: Optional[tuple]
+    option: Any
+
+
+def template_operand(shape, dtype, strides, package, device):
+    """An array of the layout the arguments describe, for a plan made without an operand.
+
+    Parameters
+    ----------
+    shape : sequence of int
+    dtype : str or dtype
+        A NumPy dtype or name, a torch dtype, or ``"complex32"``.
+    strides : sequence of int or None
+        Element strides, dense in some axis order (default: C order).
+    package : {"numpy", "cupy", "torch"} or None
+        Default: NumPy for host operands, else CuPy where installed, else torch.
+    device : int or None
+        The GPU (None: host memory; 0 where the package is CuPy).
+
+    Returns
+    -------
+    array
+    """
+    import numpy
+
+    if shape is None or dtype is None:
+        raise InvalidArgumentError("a plan needs an operand, or its shape and dtype")
+    shape = tuple(index(n, "shape") for n in shape)
+    if any(n < 0 for n in shape):
+        raise InvalidArgumentError(f"shape {shape} has a negative extent")
+    try:
+        dtype = numpy.dtype(dtype).name
+    except TypeError:  # torch's dtypes, "complex32"
+        dtype = str(dtype).replace("torch.", "")
+    if dtype not in ITEMSIZE:
+        raise UnsupportedDTypeError(
+            f"unsupported dtype {dtype!r}; accelmath handles {', '.join(ITEMSIZE)}")
+    strides = contiguous_strides(shape) if strides is None else tuple(
+        index(n, "strides") for n in strides)
+    if len(strides) != len(shape) or not is_dense(shape, strides):
+        raise InvalidArgumentError(
+            f"strides {strides} do not lay out shape {shape} densely (positive element "
+            "strides, no overlap, no gaps)")
+    if package is None:
+        package = "numpy" if device is None else device_adapter().package
+    if package not in PACKAGES:
+        raise InvalidArgumentError(
+            f'package must be "numpy", "cupy" or "torch", got {package!r}; or pass an operand')
+    if package == "cupy" and device is None:
+        device = 0
+    if device is not None:
+        if package == "numpy":
+            raise InvalidArgumentError("NumPy arrays live in host memory: leave device out")
+        ensure_context(index(device, "device"))  # (NoDeviceError without a GPU)
+    return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
+
+
+def check_out(out, like, shape, dtype, strides=None, name="out"):
+    """The operand of ``out``, checked to take a result of ``shape`` and ``dtype`` (and
+    ``strides``, where given) on the device of operand ``like``. The checks come in NumPy's
+    order (what ``out`` is, its shape, then its dtype) and their messages carry NumPy's words.
+
+    Raises
+    ------
+    UnsupportedOperandError
+        Where ``out`` is not an array ("must be of ArrayType").
+    InvalidArgumentError
+        Where ``out`` cannot be written in place (JAX, read-only), has the wrong shape or
+        strides, or is a lazily conjugated view.
+    UnsupportedDTypeError
+        For the wrong dtype ("Cannot cast").
+    DeviceMismatchError
+        For another device.
+    """
+    try:
+        check_mutable(out, name)
+        out_op = wrap_operand(out)
+    except GradientError:
+        raise
+    except UnsupportedOperandError as exc:
+        raise UnsupportedOperandError(f"{name} must be of ArrayType: {exc}") from None
+    check_same_device(like, out_op, names=("the operand", name))
+    if tuple(out_op.shape) != tuple(shape) or (
+            strides is not None and tuple(out_op.strides) != tuple(strides)):
+        expected = f"shape {tuple(shape)}" + ("" if strides is None else
+                                              f" and strides {tuple(strides)}")
+        raise InvalidArgumentError(
+            f"{name} has wrong shape {tuple(out_op.shape)} (strides {tuple(out_op.strides)}); "
+            f"expected {expected}")
+    if out_op.dtype != dtype:
+        raise UnsupportedDTypeError(
+            f"Cannot cast the {dtype} result into {name}: {name} has dtype {out_op.dtype}, "
+            f"expected {dtype}")
+    if out_op.obj is not out:
+        raise InvalidArgumentError(
+            f"{name} is a lazily conjugated or negated view; pass a tensor that owns its values")
+    if out_op.package == "numpy" and not out.flags.writeable:
+        raise InvalidArgumentError(f"{name} is read-only")
+    return out_op
+
+
+class Plan:
+    """The base of accelmath's plans (see the module docstring).
+
+    A domain's plan calls :meth:`_bind` once its checks passed and its library plans exist,
+    then executes through :meth:`run`. It implements :meth:`_run_host` (host operands) and
+    :meth:`_release` (free its executor).
+    """
+
+    #: The plan's name in messages ("FFT plan").
+    what = "plan"
+
+    def _bind(self, op, given, out_shape, out_strides, out_dtype, on_device, layout_only):
+        """Bind the plan to the layout of operand ``op`` (made from array ``given``) and to
+        its results' layout."""
+        self.device_id = op.device_id
+        self.out_shape, self.out_strides, self.out_dtype = tuple(out_shape), out_strides, out_dtype
+        self._adapter = op.adapter
+        # (an Operand record given stands for an array of its package's type)
+        self._type = type(op.obj) if type(given) is Operand else type(given)
+        self._key = (tuple(op.shape), op.strides, op.dtype, op.device_id)
+        self._on_device = on_device
+        self._read = None  # reads the pointer of operands of the plan's layout
+        self._read_out = {}  # out type -> reader of outputs of a layout already checked
+        self._freed = False
+        if on_device:
+            self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
+                                                  op.device_id)
+            self._current_stream = op.adapter.stream_getter(op.device_id)
+            # a reader of the layout's arrays, where the operand describes the array given
+            key = op.adapter.layout_key(given) if op.obj is given else None
+            if key is not None:
+                self._read = op.adapter.reader(key)
+        # the template's memory goes back where the plan was made for a layout; its layout stays
+        self._operand = (Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
+                                 op.adapter) if layout_only else op)
+
+    def _install_shim(self, call, local, mask):
+        """Make ``execute(x, out=out)`` in C (the call shim) where ``call`` is one C call."""
+        if call.direct is None or self._read is None:
+            return
+        calls = {None: call.direct}
+        ref, execute, what = weakref.ref(self), type(self).execute, self.what
+
+        def slow(x=None, **options):
+            plan = ref()
+            if plan is None:
+                raise StateError(f"this {what} was freed; create a new one")
+            return execute(plan, x, **options)
+
+        slow.__doc__ = execute.__doc__
+        self._shim_calls = calls
+        weakref.finalize(self, calls.clear)  # (a kept reference to execute outlives the plan)
+        self.execute = hostcall.launcher(slow, calls, self._type, self._read, self._read_out,
+                                         self._current_stream, local, mask)
+
+    def run(self, x, out, stream, call):
+        """Execute ``call`` on operand ``x`` (an array, an :class:`Operand` of the plan's
+        layout, or None for the bound operand) into ``out`` (None: a new result) on
+        ``stream`` (None: the operand package's current stream): the one execute path."""
+        read = self._read
+        in_ptr = read(x) if read is not None and type(x) is self._type else None
+        if in_ptr is None:
+            op = self._checked(x)
+            if not self._on_device:
+                return self._run_host(op, out, call)
+            op.wait_ready(stream)
+            in_ptr = op.ptr
+        explicit = stream is not None
+        stream = stream_handle(stream) if explicit else self._current_stream()
+        if out is None:
+            out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
+            call.run(in_ptr, out_ptr, stream)
+            if self._adapter.immutable:  # (JAX) handed over once the work is queued
+                return self._adapter.finish(out, stream, self.device_id)
+            return out
+        reader = self._read_out.get(type(out))
+        out_ptr = None if reader is None else reader(out)
+        if out_ptr is None:
+            out_ptr = self._first_out(out, stream)
+        call.run(in_ptr, out_ptr, stream)
+        return out
+
+    def _check_live(self):
+        """Raise StateError after :meth:`free`."""
+        if self._freed:
+            raise StateError(f"this {self.what} was freed; create a new one")
+
+    def _checked(self, x):
+        """The operand of ``x`` after checking it fits the plan (raises, naming what not)."""
+        self._check_live()
+        if x is None:
+            if self._operand.obj is None:
+                raise InvalidArgumentError(
+                    f"this {self.what} was made for a layout, with no operand bound to it; "
+                    "pass x")
+            return self._operand
+        op = x if type(x) is Operand else wrap_operand(x) if type(x) is self._type else None
+        if op is None or (tuple(op.shape), op.strides, op.dtype, op.device_id) != self._key:
+            shape, strides, dtype, device = self._key
+            seen = repr(op) if op is not None else f"of type {type(x).__qualname__}"
+            raise InvalidArgumentError(
+                f"operand {seen} does not match the plan's layout: shape {shape}, strides "
+                f"{strides}, dtype {dtype}, device {device_name(device)}, type "
+                f"{self._type.__qualname__}")
+        return op
+
+    def _first_out(self, out, stream):
+        """Check an ``out`` of a type or layout not seen yet; remember it once it passes."""
+        out_op = check_out(out, self._operand, self.out_shape, self.out_dtype,
+                           self.out_strides)
+        out_op.wait_ready(stream)
+        key = out_op.adapter.layout_key(out)
+        if key is not None:
+            self._read_out[type(out)] = out_op.adapter.reader(key)
+        return out_op.ptr
+
+    def _allocate_on(self, stream):
+        """A new result and its pointer, allocated in the order of ``stream`` (a handle), so
+        that the package's pool does not hand its memory out again while the work on an
+        explicit stream may still be writing it."""
+        if stream == self._current_stream():
+            return self._allocate()
+        with self._adapter.stream_scope(stream, self.device_id):
+            return self._allocate()
+
+    def _run_host(self, op, out, call):
+        """Execute on a checked host operand (the domain's CPU backend)."""
+        raise NotImplementedError
+
+    def _release(self):
+        """Free the domain's executor."""
+
+    def free(self):
+        """Release the plan's handles and workspaces; later use raises StateError
+        (idempotent)."""
+        if getattr(self, "_freed", True):
+            return
+        self._release()
+        if "execute" in self.__dict__:
+            self._shim_calls.clear()
+            del self.execute
+        self._operand = self._read = None
+        self._freed = True
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()

@@ -1,0 +1,121 @@
+"""Choose among candidate ways to run a call by timing them on the device, once.
+
+A plan with several ways to compute its result (library plans of other shapes, accelmath's own
+kernels) asks :func:`choose` for the fastest. The choice is looked up in the on-disk store
+first, keyed by the problem and by the machine (GPU, driver and library versions), so a later
+process makes it without timing anything, and without even preparing the candidates that lost.
+Where it is not known, each candidate is prepared and timed with CUDA events
+(:func:`device_time`), the fastest kept and written to the store. Choices and timings are
+logged on the ``accelmath`` logger.
+"""
+
+import ctypes
+import logging
+from dataclasses import dataclass
+
+from accelmath._core import store
+from accelmath.bindings import driver
+
+__all__ = ["Choice", "choose", "device_time"]
+
+_log = logging.getLogger("accelmath")
+_NAMESPACE = "timing"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What :func:`choose` decided.
+
+    Attributes
+    ----------
+    index : int
+        The chosen candidate's index.
+    times : dict
+        ``{label: milliseconds}`` of the candidates timed now; empty where the choice came
+        from the store (or there was one candidate).
+    stored : bool
+        Whether the choice came from the store.
+    """
+
+    index: int
+    times: dict
+    stored: bool
+
+
+def device_time(enqueue, stream=0, repeats=4):
+    """The device time of ``enqueue()``'s work on ``stream``, in ms: the best of ``repeats``
+    runs after one that warms up.
+
+    Parameters
+    ----------
+    enqueue : callable
+        Enqueues the work on ``stream`` (and nothing that waits for the host).
+    stream : int
+        The stream handle (the current context's device).
+    repeats : int
+        Timed runs.
+
+    Returns
+    -------
+    float
+    """
+    events = []
+    try:
+        for _ in range(2):
+            event = ctypes.c_void_p()
+            driver.lib.event_create(ctypes.byref(event), 0)
+            events.append(event)
+        best = float("inf")
+        elapsed = ctypes.c_float()
+        for repeat in range(repeats + 1):
+            driver.lib.event_record(events[0], stream)
+            enqueue()
+            driver.lib.event_record(events[1], stream)
+            driver.lib.event_synchronize(events[1])
+            driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
+            if repeat:  # the first run warms up
+                best = min(best, elapsed.value)
+        return best
+    finally:
+        for event in events:
+            driver.lib.event_destroy(event)
+
+
+def choose(problem, labels, measure, device_id, libraries=()):
+    """The fastest of several candidates, from the store or timed now.
+
+    Parameters
+    ----------
+    problem : str
+        What is being computed, everything that decides which candidate wins (shapes,
+        strides, dtypes, options), as a stable string.
+    labels : sequence of str
+        One stable label per candidate (the same candidates in a later process have the same
+        labels).
+    measure : callable
+        ``measure(index)`` prepares candidate ``index`` and returns its device time in ms.
+        It is called for every candidate when the choice is not known, for none when it is.
+    device_id : int
+        The device the candidates run on.
+    libraries : sequence of str
+        The libraries whose versions the choice depends on (``device.library_info`` names).
+
+    Returns
+    -------
+    Choice
+    """
+    labels = list(labels)
+    if len(labels) == 1:
+        return Choice(0, {}, False)
+    key = f"{problem}|{'|'.join(labels)}|{store.fingerprint(device_id, tuple(libraries))}"
+    known = store.load_json(_NAMESPACE, key)
+    if isinstance(known, dict) and known.get("choice") in labels:
+        index = labels.index(known["choice"])
+        _log.debug("timing: %s: %s (stored)", problem, labels[index])
+        return Choice(index, {}, True)
+    times = {label: measure(i) for i, label in enumerate(labels)}
+    index = min(range(len(labels)), key=lambda i: times[labels[i]])
+    _log.info("timing: %s: chose %s of %s", problem, labels[index],
+              ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()))
+    store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": times})
+    return Choice(index, times, False)

@@ -1,0 +1,41 @@
+"""Device workspaces (accelmath._core.memory): lifetime and the choice of pool."""
+
+import pytest
+
+from accelmath._core import memory
+from accelmath._core.memory import Workspace, allocate_workspace
+from accelmath.errors import UnsupportedOperandError
+
+
+def test_an_empty_workspace_needs_no_pool():
+    workspace = allocate_workspace(0, 0, 0, "cupy")
+    assert (workspace.ptr, workspace.nbytes) == (0, 0)
+    workspace.free()
+
+
+def test_free_releases_once():
+    released = []
+    workspace = Workspace(1000, 64, release=released.append)
+    workspace.free()
+    workspace.free()
+    assert released == [1000] and workspace.ptr == 0
+
+
+def test_the_caller_package_pool_comes_first_then_the_others(monkeypatch):
+    calls = []
+    monkeypatch.setattr(memory, "_ALLOCATORS", {
+        "cupy": lambda n, d, s: calls.append(("cupy", n, d, s)) or Workspace(1, n),
+        "torch": lambda n, d, s: calls.append(("torch", n, d, s)) or Workspace(2, n)})
+    monkeypatch.setattr(memory.importlib, "import_module", lambda name: None)
+    assert allocate_workspace(64, 1, 9, "torch").ptr == 2
+    assert allocate_workspace(64, 1, 9, "jax").ptr == 1
+    assert calls == [("torch", 64, 1, 9), ("cupy", 64, 1, 9)]
+
+
+def test_no_pool_installed_is_a_clear_error(monkeypatch):
+    def missing(name):
+        raise ImportError(name)
+
+    monkeypatch.setattr(memory.importlib, "import_module", missing)
+    with pytest.raises(UnsupportedOperandError, match="need CuPy or PyTorch"):
+        allocate_workspace(64, 0, 0, "numpy")

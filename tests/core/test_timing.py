@@ -1,0 +1,77 @@
+"""Choosing the fastest candidate (accelmath._core.timing): timed once, then from the store."""
+
+import pytest
+
+from accelmath._core import store, timing
+
+
+@pytest.fixture
+def fresh_store(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-x")
+    return tmp_path
+
+
+def test_the_fastest_is_timed_once_then_read_from_the_store(fresh_store):
+    measured = []
+    times = {0: 3.0, 1: 1.0, 2: 2.0}
+
+    def measure(i):
+        measured.append(i)
+        return times[i]
+
+    choice = timing.choose("problem", ["a", "b", "c"], measure, 0)
+    assert (choice.index, choice.stored, measured) == (1, False, [0, 1, 2])
+    assert choice.times == {"a": 3.0, "b": 1.0, "c": 2.0}
+    measured.clear()
+    again = timing.choose("problem", ["a", "b", "c"], measure, 0)
+    assert (again.index, again.stored, measured) == (1, True, [])
+
+
+def test_another_problem_or_other_candidates_are_timed_anew(fresh_store):
+    timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)
+    measured = []
+    choice = timing.choose("other problem", ["a", "b"], lambda i: measured.append(i) or i, 0)
+    assert choice.index == 0 and measured == [0, 1]
+    measured.clear()
+    choice = timing.choose("problem", ["a", "b", "c"], lambda i: measured.append(i) or 5 - i, 0)
+    assert choice.index == 2 and measured == [0, 1, 2]
+
+
+def test_another_machine_is_timed_anew(fresh_store, monkeypatch):
+    timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)
+    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-y")
+    measured = []
+    timing.choose("problem", ["a", "b"], lambda i: measured.append(i) or 1.0, 0)
+    assert measured == [0, 1]
+
+
+def test_one_candidate_needs_no_timing(fresh_store):
+    choice = timing.choose("problem", ["only"], lambda i: pytest.fail("timed"), 0)
+    assert choice == timing.Choice(0, {}, False)
+
+
+def test_without_a_store_every_process_times(monkeypatch):
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-x")
+    measured = []
+    for _ in range(2):
+        timing.choose("problem", ["a", "b"], lambda i: measured.append(i) or 1.0 + i, 0)
+    assert measured == [0, 1, 0, 1]
+
+
+@pytest.mark.gpu
+def test_device_time_of_real_work():
+    from accelmath._core.device import ensure_context
+    from accelmath._core.memory import allocate_workspace
+    from accelmath.bindings import driver
+
+    ensure_context(0)
+    buffer = allocate_workspace(1 << 28, 0, 0, "cupy")
+    try:
+        small = timing.device_time(lambda: driver.lib.memset_d8(buffer.ptr, 0, 1 << 10))
+        large = timing.device_time(lambda: driver.lib.memset_d8(buffer.ptr, 0, 1 << 28))
+    finally:
+        buffer.free()
+    assert 0 < small < large
