@@ -1,21 +1,22 @@
 """FFTs on any array: NumPy-compatible functions, stateful plans, a plan cache.
 
 Functions (``fft``, ``rfft2``, ``irfftn``, ..., and scipy.fft's ``hfft2``, ``hfftn``,
-``ihfft2``, ``ihfftn``) take the arguments of ``numpy.fft`` plus
-keyword-only ``out``, ``stream``, ``execution`` and ``workers``; device arrays run through
-cuFFT with cached plans, host arrays through ``scipy.fft``. :class:`FFT` plans once and
-executes many times. :mod:`accelmath.fft.scipy_backend` plugs accelmath into
-``scipy.fft.set_backend``.
+``ihfft2``, ``ihfftn``) take the arguments of ``numpy.fft`` plus keyword-only ``out``,
+``stream``, ``execution`` and ``workers``; device arrays run through cuFFT with cached plans,
+host arrays on the CPU (SciPy's FFT engine; ``torch.fft`` for CPU tensors). :class:`FFT` plans
+once and executes many times. :mod:`accelmath.fft.scipy_backend` plugs accelmath into
+``scipy.fft.set_backend`` and ``scipy.fft.set_global_backend``.
 """
 
-from accelmath.fft._functions import (cache_info, clear_cache, fft, fft2, fftn, hfft, hfft2,
-                                      hfftn, ifft, ifft2, ifftn, ihfft, ihfft2, ihfftn, irfft,
-                                      irfft2, irfftn, rfft, rfft2, rfftn, set_cache_limits)
+from accelmath.fft._functions import (fft, fft2, fftn, hfft, ifft, ifft2, ifftn, ihfft, irfft,
+                                      irfft2, irfftn, rfft, rfft2, rfftn)
 from accelmath.fft._helper import fftfreq, fftshift, ifftshift, rfftfreq
 from accelmath.fft._plan import FFT
+from accelmath.fft._scipy_functions import hfft2, hfftn, ihfft2, ihfftn
+from accelmath.fft._transform import cache_info, clear_cache, set_cache_limits
 from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
 
 __all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
            "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn",
-           "fftfreq", "rfftfreq", "fftshift",
-           "ifftshift", "cache_info", "clear_cache", "set_cache_limits", "scipy_backend"]
+           "fftfreq", "rfftfreq", "fftshift", "ifftshift", "cache_info", "clear_cache",
+           "set_cache_limits", "scipy_backend"]

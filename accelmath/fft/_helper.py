@@ -4,9 +4,9 @@ import importlib
 
 import numpy
 
-from accelmath._core.operand import _device_adapter, wrap_operand
+from accelmath._core.arguments import length, normalize_axis
+from accelmath._core.operand import device_adapter, wrap_operand
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft._normalize import index, length
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
@@ -64,24 +64,19 @@ _ROLL_MODULES = {"numpy": "numpy", "cupy": "cupy", "jax": "jax.numpy", "torch": 
 def _roll(x, inverse, axes):
     """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
     as in NumPy), by its own package's ``roll``."""
-    if isinstance(x, (list, tuple)) or numpy.isscalar(x):
-        x = numpy.asarray(x)
-    op = wrap_operand(x)
+    op = wrap_operand(x)  # (array-likes: read as NumPy arrays, op.obj)
+    x = op.obj if op.package == "numpy" else x
     ndim = len(op.shape)
     if axes is None:
         axes = tuple(range(ndim))
     elif not hasattr(axes, "__len__"):
         axes = (axes,)
-    axes = tuple(index(a, "axes") for a in axes)
-    for axis in axes:
-        if not -ndim <= axis < ndim:
-            raise InvalidArgumentError(
-                f"axis {axis} is out of bounds for an array of dimension {ndim}")
+    axes = tuple(normalize_axis(a, ndim) for a in axes)
     shifts = tuple(-(op.shape[a] // 2) if inverse else op.shape[a] // 2 for a in axes)
     if op.package in _ROLL_MODULES:
         return importlib.import_module(_ROLL_MODULES[op.package]).roll(x, shifts, axes)
     if op.on_device:  # another producer: rolled by the package that allocates results
-        return _roll(_device_adapter().from_dlpack(x), inverse, axes)
+        return _roll(device_adapter().from_dlpack(x), inverse, axes)
     return numpy.roll(op.adapter.to_numpy(x), shifts, axes)
 
 

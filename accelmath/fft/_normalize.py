@@ -1,20 +1,29 @@
 """Argument normalization for the FFT functions (pure, no device access).
 
 The rules are NumPy's (``numpy.fft``): ``n``/``axis`` for one-axis transforms, ``s``/``axes``
-for several; ``norm`` is a table lookup; messages quote the bad value and what is allowed.
+for several (an axis given twice is transformed twice, as in NumPy); ``norm`` is a table
+lookup; messages quote the bad value and what is allowed. The checks every domain shares
+(integers, lengths, axes, ``execution``, ``workers``) live in :mod:`accelmath._core.arguments`.
 """
 
 import math
-import operator
+import warnings
 
+import numpy
+
+from accelmath._core.arguments import (EXECUTIONS, check_execution, check_workers, index,
+                                       length, normalize_axis)
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
-__all__ = ["NORMS", "check_norm", "scale_factor", "swap_norm", "normalize_axes",
-           "complex_dtype", "real_dtype", "transform_dtypes", "EXECUTIONS", "check_execution",
-           "check_workers", "index", "length"]
+# (EXECUTIONS, check_execution, check_workers, index and length are the core's, named here
+# too for the modules that still import them from here)
+__all__ = ["NORMS", "check_norm", "scale_factor", "scale_exponent", "swap_norm",
+           "normalize_axes", "axis_groups", "warn_deprecated", "data_points_error",
+           "complex_dtype", "real_dtype", "transform_dtypes", "LONG_DOUBLES",
+           "check_gpu_dtype", "EXECUTIONS", "check_execution", "check_workers", "index",
+           "length"]
 
 NORMS = ("backward", "ortho", "forward")
-EXECUTIONS = ("auto", "cuda", "cpu")
 
 # norm -> (forward exponent, inverse exponent) of 1/N
 _EXPONENT = {"backward": (0, 1), "ortho": (0.5, 0.5), "forward": (1, 0)}
@@ -26,43 +35,37 @@ _REAL = {"complex32": "float16", "complex64": "float32", "complex128": "float64"
          "float16": "float16", "float32": "float32", "float64": "float64"}
 _PROMOTED = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64"}
 
+# NumPy's long double (float128 on x86 Linux; float64 where the platform has none wider):
+# computed on the host in its own precision, as numpy.fft and scipy.fft do.
+_LONG, _CLONG = numpy.dtype(numpy.longdouble).name, numpy.dtype(numpy.clongdouble).name
+LONG_DOUBLES = frozenset({_LONG, _CLONG} - set(_COMPLEX))
+_COMPLEX.update({_LONG: _CLONG, _CLONG: _CLONG})
+_REAL.update({_LONG: _LONG, _CLONG: _LONG})
+
+_AXES_NONE = ("`axes` should not be `None` if `s` is not `None`: this is deprecated in NumPy "
+              "2.0 (the last len(s) axes are transformed); pass axes explicitly")
+_S_NONE = ("Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 (a "
+           "None means the input's length); use -1 for that")
+
 
 def check_norm(norm):
     """Return the normalized ``norm`` (None means "backward") or raise InvalidArgumentError."""
     if norm is None:
         return "backward"
-    if norm not in _EXPONENT:
+    if not isinstance(norm, str) or norm not in _EXPONENT:
         raise InvalidArgumentError(
             f'Invalid norm value {norm!r}, should be "backward", "ortho" or "forward"')
     return norm
 
 
-def check_execution(execution):
-    """Validate ``execution`` ("auto", "cuda" or "cpu")."""
-    if execution not in EXECUTIONS:
-        raise InvalidArgumentError(
-            f"Invalid execution {execution!r}, should be \"auto\", \"cuda\" or \"cpu\"")
-    return execution
-
-
-def check_workers(workers):
-    """Validate ``workers`` (None, or a nonzero int; negative counts back from all cores)."""
-    if workers is None:
-        return None
-    try:
-        count = None if isinstance(workers, bool) else operator.index(workers)
-    except TypeError:
-        count = None
-    if not count:
-        raise InvalidArgumentError(
-            f"workers must be None or a nonzero integer (negative: counted back from the "
-            f"number of CPUs), got {workers!r}")
-    return count
-
-
 def swap_norm(norm):
     """The norm with its direction swapped (how hfft and ihfft reuse irfft and rfft)."""
     return _SWAP[check_norm(norm)]
+
+
+def scale_exponent(norm, inverse):
+    """The power of 1/N a transform of N points is scaled by: 0, 0.5 or 1."""
+    return _EXPONENT[norm][1 if inverse else 0]
 
 
 def scale_factor(norm, inverse, n):
@@ -73,26 +76,12 @@ def scale_factor(norm, inverse, n):
     return 1.0 / n if exponent == 1 else 1.0 / math.sqrt(n)
 
 
-def index(value, what):
-    """``value`` as an int (anything with ``__index__`` but a bool), or InvalidArgumentError
-    naming it."""
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        return operator.index(value)
-    except TypeError:
-        raise InvalidArgumentError(f"{what} must be an integer, got {value!r}") from None
+def data_points_error(n, where):
+    """The error for a transform of ``n`` < 1 points; ``where`` says which axis and why."""
+    return InvalidArgumentError(f"Invalid number of FFT data points ({n}) specified {where}")
 
 
-def length(n, what="n"):
-    """A transform length ``n``: an integer of at least 1, or InvalidArgumentError naming it."""
-    n = index(n, what)
-    if n < 1:
-        raise InvalidArgumentError(f"{what} must be at least 1, got {n}")
-    return n
-
-
-def normalize_axes(shape, s, axes, default_axes=None):
+def normalize_axes(shape, s, axes, default_axes=None, unique=True):
     """Resolve ``s`` and ``axes`` as numpy.fft does.
 
     Parameters
@@ -100,11 +89,13 @@ def normalize_axes(shape, s, axes, default_axes=None):
     shape : tuple of int
         The operand's extents.
     s : sequence of int or None
-        Transform lengths (None: the operand's extents; -1 for an axis: its extent).
+        Transform lengths (None: the operand's extents; -1 or None for an axis: its extent).
     axes : sequence of int or None
         Axes (None: ``default_axes``, or the last ``len(s)`` axes, or all axes).
     default_axes : tuple or None
         The function's default axes (``(-1,)`` for one-axis functions, ``(-2, -1)`` for 2-D).
+    unique : bool
+        Refuse an axis given twice (plans); the functions transform it again, as NumPy.
 
     Returns
     -------
@@ -112,31 +103,33 @@ def normalize_axes(shape, s, axes, default_axes=None):
         Non-negative, in the order given.
     s : tuple of int or None
         Lengths, one per axis, or None.
+
+    Examples
+    --------
+    >>> from accelmath.fft._normalize import normalize_axes
+    >>> normalize_axes((4, 6, 8), (-1, 5), (0, -1))
+    ((0, 2), (4, 5))
     """
     ndim = len(shape)
     if axes is None:
         if default_axes is not None:
             axes = default_axes
         elif s is not None:
-            axes = tuple(range(-len(s), 0))
+            axes = tuple(range(-_count(s), 0))
         else:
             axes = tuple(range(ndim))
     elif isinstance(axes, int) or not hasattr(axes, "__len__"):
         axes = (axes,)
     result = []
     for axis in axes:
-        axis = index(axis, "axes")
-        if not -ndim <= axis < ndim:
-            raise InvalidArgumentError(
-                f"axis {axis} is out of bounds for an array of dimension {ndim}")
-        axis %= ndim
-        if axis in result:
+        axis = normalize_axis(axis, ndim)
+        if unique and axis in result:
             raise InvalidArgumentError(f"axes={tuple(axes)} repeats axis {axis}")
         result.append(axis)
     if s is not None:
         if isinstance(s, int) or not hasattr(s, "__len__"):
             s = (s,)
-        s = tuple(index(v, "s") for v in s)
+        s = tuple(-1 if v is None else index(v, "s") for v in s)
         if len(s) != len(result):
             raise InvalidArgumentError(
                 f"s={s} and axes={tuple(axes)} must have the same length")
@@ -146,6 +139,47 @@ def normalize_axes(shape, s, axes, default_axes=None):
                     f"s[{i}] must be at least 1 (or -1: the input's length), got {v}")
         s = tuple(shape[a] if v == -1 else v for v, a in zip(s, result))
     return tuple(result), s
+
+
+def _count(s):
+    return 1 if isinstance(s, int) or not hasattr(s, "__len__") else len(s)
+
+
+def warn_deprecated(s, axes, stacklevel):
+    """Warn, as NumPy 2 does, of ``s`` given without ``axes`` and of None values in ``s``
+    (DeprecationWarning; ``stacklevel`` points at the caller's line)."""
+    if s is None:
+        return
+    if axes is None:
+        warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=stacklevel + 1)
+    if hasattr(s, "__len__") and any(v is None for v in s):
+        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=stacklevel + 1)
+
+
+def axis_groups(axes):
+    """Split ``axes`` into runs of distinct axes, the last run ending with the last axis:
+    NumPy transforms an axis given twice twice, one axis after the other from the last, and
+    a run of distinct axes is one transform.
+
+    Returns
+    -------
+    list of slice
+        The runs as slices of ``axes``, in order.
+
+    Examples
+    --------
+    >>> from accelmath.fft._normalize import axis_groups
+    >>> axis_groups((0, 1, 0, 2)), axis_groups((1, 2))
+    ([slice(0, 1, None), slice(1, 4, None)], [slice(0, 2, None)])
+    """
+    groups, end, seen = [], len(axes), set()
+    for start in range(len(axes) - 1, -1, -1):
+        if axes[start] in seen:
+            groups.append(slice(start + 1, end))
+            end, seen = start + 1, set()
+        seen.add(axes[start])
+    groups.append(slice(0, end))
+    return groups[::-1]
 
 
 def _lookup(table, promoted, dtype):
@@ -183,3 +217,12 @@ def transform_dtypes(kind, dtype, complex32=True):
                 f"a real-to-complex transform needs real input, got dtype {dtype!r}")
         return real_dtype(dtype), complex_dtype(dtype)
     return complex_dtype(dtype), real_dtype(dtype)
+
+
+def check_gpu_dtype(dtype):
+    """Raise UnsupportedDTypeError for a dtype cuFFT has no transform of (long double)."""
+    if dtype in LONG_DOUBLES:
+        raise UnsupportedDTypeError(
+            f"dtype {dtype!r} (long double) has no GPU FFT: cuFFT computes in half, single and "
+            f"double precision; convert to float64 or complex128 for the GPU, or compute it on "
+            f"the CPU (execution=\"auto\" or \"cpu\")")

@@ -1,14 +1,19 @@
 """A ``scipy.fft`` backend: scipy.fft's functions, computed by accelmath.
 
-Pass this module to ``scipy.fft.set_backend`` (or ``scipy.fft.register_backend``), and
-``scipy.fft.fft``, ``rfft2``, ``irfftn``... run through :mod:`accelmath.fft`: device arrays
-(CuPy, PyTorch, ...) on their GPU through cached cuFFT plans, host arrays on the CPU. Calls
-this backend does not handle (``dct``, a ``plan=``, a list instead of an array)
-or a dtype accelmath has no FFT of (``longdouble``) return ``NotImplemented``, so that
-scipy falls back to its own implementation.
+Pass this module to ``scipy.fft.set_backend``, ``scipy.fft.set_global_backend`` or
+``scipy.fft.register_backend``, and ``scipy.fft.fft``, ``rfft2``, ``irfftn``... run through
+:mod:`accelmath.fft`: device arrays (CuPy, PyTorch, ...) on their GPU through cached cuFFT
+plans, host arrays on the CPU. accelmath's CPU path calls SciPy's FFT engine directly, never
+through ``scipy.fft``'s dispatch, so it works inside ``set_backend(..., only=True)`` and as the
+global backend. Calls this backend does not handle (``dct`` and the other real transforms, a
+``plan=``, an object it cannot read, a dtype it has no FFT of) return ``NotImplemented``, for
+scipy to try its next backend (as the global backend, register scipy's own with
+``scipy.fft.register_backend("scipy")`` for those).
 
 SciPy-only keywords: ``overwrite_x`` is ignored (accelmath never overwrites its input),
-``workers`` is passed on (it sets the CPU threads), ``plan`` must be None.
+``workers`` is passed on (it sets the CPU threads), ``plan`` must be None. ``s`` without
+``axes`` means the last ``len(s)`` axes, as scipy.fft says (without NumPy's deprecation
+warning).
 
 Examples
 --------
@@ -22,21 +27,22 @@ Examples
 True
 """
 
-from accelmath._core.operand import wrap_operand
-from accelmath.errors import UnsupportedDTypeError
-from accelmath.fft import _functions
+from accelmath.fft import _functions, _scipy_functions
 from accelmath.fft import _normalize as norms
+from accelmath.fft._transform import read_operand
 
 __all__ = ["__ua_domain__", "__ua_function__"]
 
 __ua_domain__ = "numpy.scipy.fft"
 
-_FUNCTIONS = {name: getattr(_functions, name)
-              for name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2",
-                           "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2",
-                           "ihfft2", "hfftn", "ihfftn")}
+_FUNCTIONS = {name: getattr(module, name)
+              for module in (_functions, _scipy_functions) for name in module.__all__}
+# the functions of several axes and their default axes: scipy.fft takes an s without axes as
+# the last len(s) axes
+_DEFAULT_AXES = {name: (-2, -1) if name.endswith("2") else None
+                 for name in _FUNCTIONS if name.endswith(("2", "n"))}
 # scipy.fft's positional parameters: (x, n or s, axis or axes, norm, overwrite_x, workers).
-_OVERWRITE_X, _WORKERS = 4, 5
+_S, _AXES, _OVERWRITE_X, _WORKERS = 1, 2, 4, 5
 
 
 def __ua_function__(method, args, kwargs):
@@ -55,35 +61,39 @@ def __ua_function__(method, args, kwargs):
     -------
     array or NotImplemented
     """
-    function = _FUNCTIONS.get(getattr(method, "__name__", None))
+    name = getattr(method, "__name__", None)
+    function = _FUNCTIONS.get(name)
     if function is None or len(args) > _WORKERS + 1:
         return NotImplemented
     kwargs = dict(kwargs)
     if kwargs.pop("plan", None) is not None:
         return NotImplemented
     kwargs.pop("overwrite_x", None)
+    args = list(args)
     if len(args) > _WORKERS:
-        kwargs["workers"] = args[_WORKERS]
+        kwargs["workers"] = args.pop()
+    del args[_OVERWRITE_X:]
     if not args and "x" in kwargs:
-        args = (kwargs.pop("x"),)
+        args.append(kwargs.pop("x"))
     if not args:
         return NotImplemented
     try:
-        op = wrap_operand(args[0])
-    except TypeError:  # lists, scalars, dtypes accelmath has no FFT of: scipy's own
+        norms.transform_dtypes("c2c", read_operand(args[0]).dtype)
+    except TypeError:  # objects and dtypes accelmath has no FFT of: scipy's own
         return NotImplemented
-    try:
-        norms.transform_dtypes("c2c", op.dtype)
-    except UnsupportedDTypeError:
-        return NotImplemented
-    import scipy.fft  # loaded already: scipy is calling us
-
-    # accelmath's host path calls scipy.fft itself: that call must not come back here.
-    with scipy.fft.skip_backend(_this_module()):
-        return function(*args[:_OVERWRITE_X], **kwargs)
+    if name in _DEFAULT_AXES:
+        _axes_of_s(name, args, kwargs)
+    return function(*args, **kwargs)
 
 
-def _this_module():
-    import sys
-
-    return sys.modules[__name__]
+def _axes_of_s(name, args, kwargs):
+    """Give ``axes`` explicitly where ``s`` comes without them: the last ``len(s)`` axes."""
+    s = args[_S] if len(args) > _S else kwargs.get("s")
+    if s is None:
+        return
+    last = tuple(range(-(len(s) if hasattr(s, "__len__") else 1), 0))
+    if len(args) > _AXES:
+        if args[_AXES] is None:
+            args[_AXES] = last
+    elif kwargs.get("axes", _DEFAULT_AXES[name]) is None:
+        kwargs["axes"] = last

@@ -36,13 +36,20 @@ def test_error_types():
     (lambda: accelmath.fft.ifft(X, axis=-3), "axis -3 is out of bounds"),
     (lambda: accelmath.fft.fftn(X, axes=(0, -3)), "axis -3 is out of bounds"),
     (lambda: accelmath.fft.rfft2(X.real, axes=(0, 5)), "axis 5 is out of bounds"),
-    (lambda: accelmath.fft.fftn(X, axes=(0, 0)), "axes=(0, 0) repeats axis 0"),
-    (lambda: accelmath.fft.fft2(X, axes=(1, -1)), "axes=(1, -1) repeats axis 1"),
-    (lambda: accelmath.fft.irfftn(X, axes=(-2, 0)), "repeats axis 0"),
+    (lambda: accelmath.fft.fftn(X, axes=(0, 0, 2)), "axis 2 is out of bounds"),
 ])
 def test_bad_axes(call, message):
     with raises(ValueError, message):
         call()
+
+
+@pytest.mark.parametrize("axes, message", [((0, 0), "axes=(0, 0) repeats axis 0"),
+                                           ((1, -1), "axes=(1, -1) repeats axis 1")])
+def test_plans_refuse_repeated_axes(axes, message):
+    """The functions transform an axis given twice twice, as NumPy; a plan is one transform
+    of distinct axes."""
+    with raises(ValueError, message):
+        FFT(X, axes=axes)
 
 
 @pytest.mark.parametrize("call, message", [
@@ -50,9 +57,9 @@ def test_bad_axes(call, message):
     (lambda: accelmath.fft.rfft(X.real, 0), "n must be at least 1, got 0"),
     (lambda: accelmath.fft.irfft(X, n=0), "n must be at least 1, got 0"),
     (lambda: accelmath.fft.hfft(X, n=-1), "n must be at least 1, got -1"),
-    (lambda: accelmath.fft.fftn(X, s=(4, 0)), "s[1] must be at least 1"),
+    (lambda: accelmath.fft.fftn(X, s=(4, 0), axes=(0, 1)), "s[1] must be at least 1"),
     (lambda: accelmath.fft.irfft2(X, s=(0, 4)), "s[0] must be at least 1"),
-    (lambda: accelmath.fft.fftn(X, s=(4, -2)), "s[1] must be at least 1 (or -1"),
+    (lambda: accelmath.fft.fftn(X, s=(4, -2), axes=(0, 1)), "s[1] must be at least 1 (or -1"),
 ])
 def test_lengths_below_one(call, message):
     with raises(ValueError, message):
@@ -62,13 +69,13 @@ def test_lengths_below_one(call, message):
 @pytest.mark.parametrize("name", ["irfft", "hfft", "irfft2", "irfftn"])
 def test_default_c2r_length_of_zero(name):
     # a halved axis of length 1 gives 2 * (1 - 1) = 0 output points, as in NumPy
-    with raises(ValueError, "invalid number of data points (0) specified"):
+    with raises(ValueError, "Invalid number of FFT data points (0) specified along axis 1"):
         getattr(accelmath.fft, name)(np.zeros((3, 1), np.complex128))
 
 
 @pytest.mark.parametrize("call", [lambda: accelmath.fft.fft(X, n=True),
                                   lambda: accelmath.fft.fft(X, n=2.0),
-                                  lambda: accelmath.fft.fftn(X, s=(4, "8"))])
+                                  lambda: accelmath.fft.fftn(X, s=(4, "8"), axes=(0, 1))])
 def test_lengths_that_are_not_integers(call):
     with raises(ValueError, "must be an integer"):
         call()
@@ -84,11 +91,17 @@ def test_real_transforms_of_no_axes(name):
     (lambda: accelmath.fft.fft(np.zeros((0, 4)), axis=0), 0),
     (lambda: accelmath.fft.rfftn(np.zeros((3, 0))), 1),
     (lambda: accelmath.fft.irfft(np.zeros((3, 0), np.complex128), n=4), 1),
-    (lambda: FFT(np.zeros((0, 4), np.complex128)), 0),
+    (lambda: accelmath.fft.ifft([]), 0),
 ])
 def test_zero_size_transform_axes(call, axis):
-    with raises(ValueError, f"axis {axis} has length 0"):
+    with raises(ValueError, f"Invalid number of FFT data points (0) specified along axis {axis}, "
+                            f"which has length 0"):
         call()
+
+
+def test_zero_size_plan_axes():
+    with raises(ValueError, "axis 0 has length 0"):
+        FFT(np.zeros((0, 4), np.complex128))
 
 
 @pytest.mark.parametrize("x, dtype", [
@@ -173,39 +186,92 @@ def test_use_after_free():
         plan.forward(X)
 
 
-@pytest.mark.parametrize("name, out, message", [
-    ("fft", np.empty((4, 5), np.complex128), "out has shape (4, 5)"),
-    ("fft", np.empty((4, 6), np.complex64), "dtype complex64, expected shape (4, 6) and dtype "
-                                            "complex128"),
-    ("rfft", np.empty((4, 4), np.float64), "expected shape (4, 4) and dtype complex128"),
-    ("irfft2", np.empty((4, 10), np.complex128), "expected shape (4, 10) and dtype float64"),
+@pytest.mark.parametrize("name, out, builtin, message", [
+    ("fft", np.empty((4, 5), np.complex128), ValueError,
+     "out has wrong shape (4, 5) (strides (5, 1)); expected shape (4, 6)"),
+    ("fft", np.empty((4, 6), np.complex64), TypeError,
+     "Cannot cast the complex128 result into out: out has dtype complex64, expected complex128"),
+    ("rfft", np.empty((4, 4), np.float64), TypeError,
+     "Cannot cast the complex128 result into out: out has dtype float64"),
+    ("irfft2", np.empty((4, 10), np.complex128), TypeError, "expected float64"),
+    # a wrong shape is said first, as NumPy says it
+    ("irfft2", np.empty((4, 11), np.complex128), ValueError, "out has wrong shape (4, 11)"),
+    ("fft", "", TypeError, "out must be of ArrayType: unsupported operand of type builtins.str"),
 ])
-def test_wrong_out_for_a_function(name, out, message):
+def test_wrong_out_for_a_function(name, out, builtin, message):
     x = X.real if name == "rfft" else X
-    with raises(ValueError, message):
+    with raises(builtin, message):
         getattr(accelmath.fft, name)(x, out=out)
 
 
 def test_wrong_out_for_a_plan():
     plan = FFT(X)
-    with raises(ValueError, "out has shape (4, 5) and strides (5, 1), expected shape (4, 6)"):
+    with raises(ValueError, "out has wrong shape (4, 5) (strides (5, 1)); expected shape (4, 6)"):
         plan.forward(out=np.empty((4, 5), np.complex128))
     with raises(TypeError, "out has dtype complex64, expected complex128"):
         plan.forward(out=np.empty((4, 6), np.complex64))
 
 
-@pytest.mark.parametrize("x", [[1.0, 2.0, 3.0], (1, 2), 3.0, "abc"])
+@pytest.mark.parametrize("x", ["abc", {"a": 1}, {1, 2}])
 def test_unsupported_objects(x):
     name = type(x).__qualname__
-    with raises(TypeError, f"unsupported operand of type builtins.{name}"):
+    with raises(TypeError, f"a: unsupported operand of type builtins.{name}"):
         accelmath.fft.fft(x)
     with raises(TypeError, f"builtins.{name}"):
         FFT(x)
 
 
 def test_unsupported_out_object():
-    with raises(TypeError, "unsupported operand of type builtins.list"):
+    """A list is read as a new NumPy array: a result written there would be lost."""
+    with raises(TypeError, "out must be of ArrayType: unsupported operand of type builtins.list"):
         accelmath.fft.fft(X[0], out=[0j] * 6)
+
+
+@pytest.mark.parametrize("dtype", [np.longdouble, np.clongdouble])
+def test_long_double_has_no_gpu_transform(dtype):
+    if np.dtype(dtype).itemsize == np.dtype(np.float64).itemsize * (
+            2 if np.dtype(dtype).kind == "c" else 1):
+        pytest.skip("long double is double precision on this platform")
+    with raises(TypeError, "(long double) has no GPU FFT"):
+        accelmath.fft.fft(np.zeros(8, dtype), execution="cuda")
+
+
+def test_memo_hits_are_validated(monkeypatch):
+    """A repeated call is remembered, and a later call finds it only if its arguments are
+    valid: a bool or a float would equal the int of a valid call in a dict."""
+    from accelmath.fft import _transform
+
+    made = []
+    host_transform = _transform.host_transform
+    monkeypatch.setattr(_transform, "host_transform",
+                        lambda *args: made.append(args) or host_transform(*args))
+    accelmath.fft.clear_cache()
+    x = np.ones((4, 6))
+    for _ in range(3):
+        accelmath.fft.fft(x, axis=1, workers=1)
+        accelmath.fft.fftn(x, s=(4, 6), axes=(0, 1))
+    assert len(made) == 2, "repeated calls are remembered"
+    with raises(ValueError, "workers must be None or a nonzero integer"):
+        accelmath.fft.fft(x, axis=1, workers=True)
+    with raises(ValueError, "workers must be None or a nonzero integer"):
+        accelmath.fft.fft(x, axis=1, workers=1.0)
+    with raises(ValueError, "axes must be an integer, got True"):
+        accelmath.fft.fft(x, axis=True, workers=1)
+    with raises(ValueError, "s must be an integer, got 4.0"):
+        accelmath.fft.fftn(x, s=(4.0, 6), axes=(0, 1))
+    with raises(ValueError, "axes must be an integer, got 1.0"):
+        accelmath.fft.fftn(x, s=(4, 6), axes=(0, 1.0))
+
+
+@pytest.mark.gpu
+def test_memo_hits_are_validated_on_the_gpu():
+    cp = pytest.importorskip("cupy")
+    x = cp.ones((4, 6), cp.complex128)
+    for _ in range(3):
+        accelmath.fft.fft(x)
+    for workers in (True, 0, 1.5):
+        with raises(ValueError, "workers must be None or a nonzero integer"):
+            accelmath.fft.fft(x, workers=workers)
 
 
 @pytest.mark.parametrize("call", [
@@ -221,7 +287,7 @@ def test_s_and_axes_of_different_lengths(call):
 @pytest.mark.parametrize("call, message", [
     (lambda: accelmath.fft.fftn(X, axes=(0.5,)), "axes must be an integer, got 0.5"),
     (lambda: accelmath.fft.fft(X, axis="0"), "axes must be an integer, got '0'"),
-    (lambda: accelmath.fft.fftn(X, s=(4.0, 6)), "must be an integer, got 4.0"),
+    (lambda: accelmath.fft.fftn(X, s=(4.0, 6), axes=(0, 1)), "must be an integer, got 4.0"),
     (lambda: accelmath.fft.fft(X, n=2.5), "must be an integer, got 2.5"),
 ])
 def test_non_integer_axes_and_lengths(call, message):

@@ -8,6 +8,7 @@ and padded lengths, strided and reversed views, integer and bool inputs, ``out=`
 precision.
 """
 
+import contextlib
 import zlib
 
 import numpy as np
@@ -70,7 +71,8 @@ class Jax:
         self.jax = jax
 
     def asarray(self, a):
-        return self.jax.numpy.asarray(a)
+        # (on the CPU also where JAX has a GPU: its default device)
+        return self.jax.device_put(a, self.jax.devices("cpu")[0])
 
     def to_numpy(self, r):
         assert isinstance(r, self.jax.Array), f"expected a jax.Array, got {type(r)}"
@@ -272,7 +274,10 @@ def test_many_axes_functions(xp, name, seed):
     x = random_input(rng, name, shape)
     expected = getattr(np.fft, name)(x, s, axes, norm)  # axes explicit: numpy 2 wants them
     kwargs = {} if passed is OMIT else {"axes": passed}
-    actual = getattr(accelmath.fft, name)(xp.asarray(x), s, norm=norm, **kwargs)
+    # s without axes (but for the 2-D functions' default ones) warns, as in NumPy 2
+    deprecated = s is not None and (passed is None or passed is OMIT and name in N_AXES)
+    with pytest.warns(DeprecationWarning) if deprecated else contextlib.nullcontext():
+        actual = getattr(accelmath.fft, name)(xp.asarray(x), s, norm=norm, **kwargs)
     assert_close(xp.to_numpy(actual), expected,
                  what=f"{name}{shape} s={s} axes={kwargs.get('axes', 'default')} {norm}")
 
@@ -416,7 +421,7 @@ def test_torch_layouts_from_meta_tensors():
     layouts); other packages keep the default."""
     torch = pytest.importorskip("torch")
     from accelmath._core.operand import wrap_operand
-    from accelmath.fft._functions import _package_strides
+    from accelmath.fft._transform import _package_strides
 
     real = wrap_operand(torch.zeros(6, 40, 32))
     spectrum = torch.zeros(6, 40, 17, dtype=torch.complex64)
@@ -424,8 +429,189 @@ def test_torch_layouts_from_meta_tensors():
     assert _package_strides("r2c", real, (0, 1), None) == tuple(meta) == (1, 6, 126)
     assert _package_strides("r2c", real, (2,), None) == (680, 17, 1)
     # irfftn over several axes: the halved axis fastest, the others in the input's order
-    assert _package_strides("c2r", wrap_operand(spectrum.transpose(0, 1)), (0, 1, 2),
-                            32) == (32, 1280, 1)
+    view = spectrum.transpose(0, 1)
+    theirs = torch.fft.irfftn(torch.empty_strided(view.shape, view.stride(), dtype=view.dtype,
+                                                  device="meta"), s=(40, 6, 32), dim=(0, 1, 2))
+    assert _package_strides("c2r", wrap_operand(view), (0, 1, 2), 32) == theirs.stride()
     # a c2c over a slow axis writes it fastest
     assert _package_strides("c2c", wrap_operand(spectrum), (0,), None) == (1, 102, 6)
     assert _package_strides("r2c", wrap_operand(np.zeros((6, 40, 32))), (0, 1), None) is None
+
+
+# --- NumPy's rules beyond the transforms: repeated axes, long double, array-likes -----------
+
+REPEATED = [("fftn", (0, 0), None), ("ifftn", (1, 0, 1), None), ("fft2", (1, 1), (6, 3)),
+            ("rfftn", (0, 0, 1), (10, 20, 40)), ("rfftn", (1, 0, 1), None),
+            ("irfftn", (1, 1), (5, 8)), ("irfftn", (0, 1, 0), None),
+            ("irfftn", (1, 0, 1), (4, 3, 9))]
+
+
+@pytest.mark.parametrize("name, axes, s", REPEATED)
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_repeated_axes_are_transformed_again(xp, name, axes, s, norm):
+    """An axis given twice is transformed twice, one run of distinct axes after another, as
+    NumPy does (numpy's gh-27159 among the cases)."""
+    x = random_input(rng_for(name, axes, s), name, (6, 5, 4))
+    expected = getattr(np.fft, name)(x, s, axes, norm)
+    actual = getattr(accelmath.fft, name)(xp.asarray(x), s, axes, norm)
+    assert_close(xp.to_numpy(actual), expected, what=f"{name} axes={axes} s={s}")
+
+
+@pytest.mark.parametrize("axes, s", [((0, 0, 2), None), ((2, 0, 2), (4, 6, 9)), ((1, 1), None)])
+@pytest.mark.parametrize("norm", [None, "ortho", "forward"])
+def test_repeated_axes_of_hermitian_transforms(xp, axes, s, norm):
+    """hfftn and ihfftn over repeated axes: by their definition, irfftn of the conjugate and
+    the conjugate of rfftn with the norm direction swapped."""
+    swapped = {None: "forward", "ortho": "ortho", "forward": "backward"}[norm]
+    x = random_input(rng_for("hfftn", axes, s), "irfftn", (6, 5, 8))
+    expected = np.fft.irfftn(x.conj(), s, axes, swapped)
+    actual = accelmath.fft.hfftn(xp.asarray(x), s, axes, norm)
+    assert_close(xp.to_numpy(actual), expected, what=f"hfftn axes={axes}")
+    expected = np.fft.rfftn(x.real, s, axes, swapped).conj()
+    actual = accelmath.fft.ihfftn(xp.asarray(x.real.copy()), s, axes, norm)
+    assert_close(xp.to_numpy(actual), expected, what=f"ihfftn axes={axes}")
+
+
+@pytest.mark.parametrize("name", ["hfft2", "ihfft2", "hfftn", "ihfftn"])
+def test_hermitian_transforms_of_several_axes(xp, name):
+    scipy_fft = pytest.importorskip("scipy.fft")
+    x = random_input(rng_for(name), "irfftn" if name.startswith("h") else "rfftn", (6, 5, 8))
+    for norm in NORMS:
+        expected = getattr(scipy_fft, name)(x, axes=(0, 2), norm=norm)
+        actual = getattr(accelmath.fft, name)(xp.asarray(x), axes=(0, 2), norm=norm)
+        assert_close(xp.to_numpy(actual), expected, what=f"{name} {norm}")
+
+
+LONG = np.dtype(np.longdouble)
+
+
+@pytest.mark.parametrize("name", ALL + ["hfft2", "ihfft2", "hfftn", "ihfftn"])
+def test_long_double_computes_in_long_double(name):
+    """As numpy.fft (NumPy 2) and scipy.fft compute it: long double in, long double out, to
+    long double's precision."""
+    if LONG.itemsize == 8:
+        pytest.skip("long double is double precision on this platform")
+    scipy_fft = pytest.importorskip("scipy.fft")
+    rng = rng_for(name, "long double")
+    x = random_input(rng, name if name in ALL else ("rfftn" if "i" in name[:2] else "irfftn"),
+                     (4, 6)).astype(np.clongdouble)
+    x = x.real.copy() if name in REAL_INPUT or name in ("ihfft2", "ihfftn") else x
+    peer = np.fft if hasattr(np.fft, name) else scipy_fft
+    expected = getattr(peer, name)(x)
+    actual = getattr(accelmath.fft, name)(x)
+    assert actual.dtype == expected.dtype and actual.dtype.itemsize >= 2 * LONG.itemsize // (
+        1 if actual.dtype.kind == "c" else 2)
+    assert_close(actual, expected, rtol=2e-18, what=f"{name} long double")
+
+
+@pytest.mark.parametrize("x", [[1.0, 2.0, 3.0], (1, 2, 3, 4), [[1, 2], [3, 4]], 5.0,
+                               [1 + 2j, 3 - 1j]])
+def test_array_likes_as_numpy_takes_them(x):
+    for name in ("fft", "ifft", "rfft", "fftn", "irfftn") if np.ndim(x) else ("fftn",):
+        if name.startswith("r") and np.iscomplexobj(x):
+            continue
+        expected = getattr(np.fft, name)(x)
+        actual = getattr(accelmath.fft, name)(x)
+        assert isinstance(actual, np.ndarray)
+        assert_close(actual, expected, what=f"{name} of {x!r}")
+
+
+@pytest.mark.parametrize("name", ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2"])
+def test_numpy_2_deprecations(name):
+    """``s`` without ``axes``, and None in ``s``, warn as NumPy 2 warns (and compute as it
+    computes); with ``axes`` given, nothing warns."""
+    import warnings
+
+    x = random_input(rng_for(name, "deprecated"), name, (5, 6, 4))
+    kwargs = {"axes": None} if name.endswith("2") else {}
+    with pytest.warns(DeprecationWarning, match="`axes` should not be `None` if `s`"):
+        actual = getattr(accelmath.fft, name)(x, s=(-1, 5), **kwargs)
+    with pytest.warns(DeprecationWarning, match="`axes` should not be `None` if `s`"):
+        expected = getattr(np.fft, name)(x, s=(-1, 5), **kwargs)
+    assert_close(actual, expected, what=name)
+    with pytest.warns(DeprecationWarning, match="array containing `None` values to `s`"):
+        actual = getattr(accelmath.fft, name)(x, s=(None, 3), axes=(0, 2))
+    assert_close(actual, getattr(np.fft, name)(x, s=(5, 3), axes=(0, 2)), what=name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        getattr(accelmath.fft, name)(x, s=(-1, 5), axes=(0, 1))
+
+
+def test_no_axes_at_all(xp):
+    """A transform over no axes gives back its input, as numpy.fft and scipy.fft do."""
+    x = xp.asarray(np.arange(6.0).reshape(2, 3))
+    assert accelmath.fft.fftn(x, axes=()) is x
+    assert accelmath.fft.ifft2(x, axes=[]) is x
+
+
+# --- the CPU backend -------------------------------------------------------------------------
+
+def test_out_overlapping_the_input():
+    """An ``out`` that overlaps the input is written as if the input had been read first."""
+    rng = rng_for("overlap")
+    y = rng.standard_normal((8, 8)) + 1j * rng.standard_normal((8, 8))
+    for out_of in (lambda a: a, lambda a: a.T, lambda a: a[::-1], lambda a: a[:, :8]):
+        a = y.copy()
+        expected = np.fft.fft(a, axis=0)
+        out = out_of(a)
+        assert accelmath.fft.fft(a, axis=0, out=out) is out
+        assert_close(out, expected, what="out overlapping the input")
+    a = y.real.copy()
+    out = a.view(np.complex128)[:, :4].reshape(8, 4)  # (a view of the input's memory)
+    expected = np.fft.rfft(a[:, :6])
+    assert accelmath.fft.rfft(a, 6, out=out[:, :4]) is not None
+    assert_close(out[:, :4], expected, what="rfft into its input's memory")
+
+
+@pytest.fixture
+def engine_calls(monkeypatch):
+    """The threads each host transform was given, recorded around the engine."""
+    from accelmath.fft import _cpu
+
+    engine, seen = _cpu.engine(), []
+
+    class Recording:
+        def c2c(self, *args):
+            seen.append(args[-1])
+            return engine.c2c(*args)
+
+    monkeypatch.setattr(_cpu, "_engines", [Recording()])
+    accelmath.fft.clear_cache()  # (remembered calls hold the engine they were made with)
+    yield seen
+    accelmath.fft.clear_cache()
+
+
+def test_workers(engine_calls):
+    import os
+
+    scipy_fft = pytest.importorskip("scipy.fft")
+    x = random_input(rng_for("workers"), "fft", (8, 16))
+    accelmath.fft.fft(x, workers=3)
+    accelmath.fft.fft(x, workers=-1)
+    accelmath.fft.fft(x)
+    with scipy_fft.set_workers(2):  # the default in this context, as scipy.fft takes it
+        accelmath.fft.fft(x)
+    assert engine_calls == [3, os.cpu_count(), 1, 2]
+
+
+@pytest.mark.parametrize("name", ALL + ["hfft2", "ihfft2", "hfftn", "ihfftn"])
+def test_numpy_fft_stands_in_for_scipys_engine(monkeypatch, name):
+    """Where SciPy's engine module is not found, numpy.fft computes, with the same results."""
+    from accelmath.fft import _cpu
+
+    monkeypatch.setattr(_cpu, "_ENGINE_MODULES", ("scipy.fft._no_such_module",))
+    monkeypatch.setattr(_cpu, "_engines", [])
+    accelmath.fft.clear_cache()
+    try:
+        assert _cpu.engine().name == "numpy.fft"
+        x = random_input(rng_for(name, "engine"), name if name in ALL else (
+            "rfftn" if name.startswith("i") else "irfftn"), (6, 5))
+        x = x.real.copy() if name in ("ihfft2", "ihfftn") else x
+        scipy_fft = pytest.importorskip("scipy.fft")
+        for norm in NORMS:
+            expected = getattr(scipy_fft, name)(x, norm=norm)
+            out = np.empty(expected.shape, expected.dtype)
+            assert_close(getattr(accelmath.fft, name)(x, norm=norm, out=out), expected,
+                         what=f"{name} on numpy.fft, {norm}")
+    finally:
+        accelmath.fft.clear_cache()

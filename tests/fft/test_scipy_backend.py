@@ -1,5 +1,8 @@
-"""accelmath.fft.scipy_backend under scipy.fft.set_backend: results equal numpy.fft's, calls
-go through accelmath, and what it does not handle falls back to scipy."""
+"""accelmath.fft.scipy_backend under scipy.fft.set_backend and set_global_backend: results
+equal numpy.fft's, calls go through accelmath, and what it does not handle falls back to scipy;
+accelmath's own host transforms never dispatch through scipy.fft's backends."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -7,7 +10,7 @@ import pytest
 scipy_fft = pytest.importorskip("scipy.fft")
 
 import accelmath.fft  # noqa: E402
-from accelmath.fft import _functions, scipy_backend  # noqa: E402
+from accelmath.fft import _functions, _scipy_functions, scipy_backend  # noqa: E402
 
 NAMES = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
          "fftn", "ifftn", "rfftn", "irfftn"]
@@ -16,16 +19,27 @@ REAL_INPUT = {"rfft", "ihfft", "rfft2", "rfftn"}
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Count the transforms that reach accelmath.fft._functions._transform."""
+    """Count the transforms that reach accelmath's functions."""
     seen = []
-    transform = _functions._transform
+    transform = _functions.transform
 
     def counting(kind, *args, **kwargs):
         seen.append(kind)
         return transform(kind, *args, **kwargs)
 
-    monkeypatch.setattr(_functions, "_transform", counting)
+    monkeypatch.setattr(_functions, "transform", counting)
+    monkeypatch.setattr(_scipy_functions, "transform", counting)
     return seen
+
+
+class Refusing:
+    """A scipy.fft backend that fails any call that reaches it."""
+
+    __ua_domain__ = "numpy.scipy.fft"
+
+    @staticmethod
+    def __ua_function__(method, args, kwargs):
+        raise AssertionError(f"scipy.fft.{method.__name__} was dispatched")
 
 
 def data(name, shape=(4, 6)):
@@ -91,8 +105,7 @@ def test_backend_with_only_true(calls):
 
 @pytest.mark.parametrize("call", [
     lambda x: scipy_fft.dct(x.real),
-    lambda x: scipy_fft.fft(x.tolist()),  # a list: scipy converts it itself
-    lambda x: scipy_fft.fft(x.astype(np.clongdouble)),  # a dtype accelmath has no FFT of
+    lambda x: scipy_fft.fft(x.real.astype(object)),  # a dtype accelmath has no FFT of
 ])
 def test_unhandled_calls_fall_back_to_scipy(call, calls):
     x = data("fft")
@@ -103,12 +116,28 @@ def test_unhandled_calls_fall_back_to_scipy(call, calls):
     np.testing.assert_allclose(result, expected, rtol=1e-12)
 
 
+@pytest.mark.parametrize("call", [
+    lambda x: scipy_fft.fft(x.tolist()),  # an array-like, as NumPy reads it
+    lambda x: scipy_fft.fft(x.astype(np.clongdouble)),  # long double, computed in it
+    lambda x: scipy_fft.irfft(x.astype(np.clongdouble), 9),
+])
+def test_array_likes_and_long_double(call, calls):
+    x = data("fft")
+    with scipy_fft.set_backend(scipy_backend, only=True):
+        result = call(x)
+    expected = call(x)  # scipy's own
+    assert calls and result.dtype == expected.dtype
+    np.testing.assert_allclose(result, expected, rtol=1e-12)
+
+
 def test_ua_function_returns_not_implemented():
     x = data("fft")
     assert scipy_backend.__ua_function__(scipy_fft.dct, (x.real,), {}) is NotImplemented
     assert scipy_backend.__ua_function__(scipy_fft.fft, (x,), {"plan": object()}) \
         is NotImplemented
-    assert scipy_backend.__ua_function__(scipy_fft.fft, ([1, 2],), {}) is NotImplemented
+    assert scipy_backend.__ua_function__(scipy_fft.fft, ({1: 2},), {}) is NotImplemented
+    assert scipy_backend.__ua_function__(scipy_fft.fft, (x.astype(object),), {}) \
+        is NotImplemented
     assert close(scipy_backend.__ua_function__(scipy_fft.fft, (x,), {"plan": None}),
                  np.fft.fft(x))
 
@@ -148,3 +177,59 @@ def test_hermitian_transforms_of_several_axes(name, norm, calls):
     expected = getattr(scipy_fft, name)(x, **kwargs)
     assert calls and close(result, expected)
     assert close(getattr(accelmath.fft, name)(x, **kwargs), expected)
+
+
+@pytest.fixture
+def global_backend():
+    """accelmath as scipy.fft's global backend (scipy's own back after the test)."""
+    scipy_fft.set_global_backend(scipy_backend)
+    try:
+        yield
+    finally:
+        scipy_fft.set_global_backend("scipy")
+
+
+@pytest.mark.parametrize("name", NAMES + ["hfft2", "ihfft2", "hfftn", "ihfftn"])
+def test_global_backend(name, global_backend, calls):
+    """With accelmath as the global backend, scipy's own is gone: every transform runs on
+    accelmath, whose host path needs no scipy.fft dispatch; accelmath's functions too."""
+    x = data(name if name in NAMES else ("rfft" if name.startswith("i") else "fft"))
+    result = getattr(scipy_fft, name)(x, workers=2)
+    assert calls and close(result, getattr(accelmath.fft, name)(x))
+    peer = np.fft if hasattr(np.fft, name) else None
+    if peer is not None:
+        assert close(result, getattr(peer, name)(x))
+
+
+def test_global_backend_with_arrays_and_long_double(global_backend, calls):
+    x = data("fft")
+    assert close(scipy_fft.fft(x.tolist()), np.fft.fft(x))
+    assert scipy_fft.ifft2(x.astype(np.clongdouble)).dtype == np.clongdouble
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("only", [False, True])
+def test_host_transforms_never_dispatch(only):
+    """accelmath's CPU path calls SciPy's engine itself: a backend that fails whatever reaches
+    it never sees a call, and the results are right."""
+    with scipy_fft.set_backend(Refusing, only=only):
+        for name in NAMES + ["hfft2", "ihfft2", "hfftn", "ihfftn"]:
+            x = data(name if name in NAMES else ("rfft" if name.startswith("i") else "fft"))
+            result = getattr(accelmath.fft, name)(x, norm="ortho")
+            with scipy_fft.set_backend("scipy", only=True):
+                expected = getattr(scipy_fft, name)(x, norm="ortho")
+            assert close(result, expected), name
+
+
+def test_s_without_axes_as_scipy_takes_it():
+    """scipy.fft's s without axes is the last len(s) axes, with no NumPy deprecation."""
+    x = data("fftn", (3, 4, 5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with scipy_fft.set_backend(scipy_backend, only=True):
+            a = scipy_fft.fftn(x, (4, 6))
+            b = scipy_fft.irfft2(x, s=(5, 7), axes=None)
+            c = scipy_fft.rfftn(x.real, 6, None)
+    assert close(a, np.fft.fftn(x, (4, 6), axes=(1, 2)))
+    assert close(b, np.fft.irfftn(x, (5, 7), axes=(1, 2)))
+    assert close(c, np.fft.rfftn(x.real, (6,), axes=(2,)))

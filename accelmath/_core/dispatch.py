@@ -1,0 +1,158 @@
+"""Stateless calls: per-device plan caches, the call memo, and moves between host and device.
+
+A domain makes one :class:`Dispatcher` for its stateless functions. A call
+
+1. validates the arguments its memo key does not hold (cheap checks, every call);
+2. builds its *call key* from the arguments as given (plain values only: an int, a string,
+   None, tuples of those; a ``True`` or a ``2.0`` would equal ``1`` or ``2`` in a dict, so
+   calls holding such values are not remembered) and the operand's layout in its package's
+   own terms, and asks :meth:`Dispatcher.recall` for what an identical earlier call made:
+   a plan still in its cache, or a value the domain remembered (a prepared host transform);
+3. otherwise normalizes everything, gets or makes its plan (:meth:`Dispatcher.plan`, through
+   the device's :class:`~accelmath._core.cache.PlanCache`), and remembers the call.
+
+So a repeated call skips normalization altogether, and a call whose arguments were never
+validated never hits. Host data runs on the device (``execution="cuda"``) through
+:func:`to_device`, and comes back through :func:`to_host`.
+"""
+
+import threading
+from typing import Hashable, NamedTuple
+
+from accelmath._core.arguments import count
+from accelmath._core.cache import PlanCache
+
+__all__ = ["Dispatcher", "CachedPlan", "to_device", "to_host"]
+
+
+class CachedPlan(NamedTuple):
+    """What the memo holds for a call that runs a cached plan: where to find the plan (the
+    plan itself stays the cache's, evicted when the cache says)."""
+
+    cache: PlanCache
+    key: Hashable
+
+
+class Dispatcher:
+    """Per-device plan caches and the call memo of a domain's stateless functions.
+
+    Parameters
+    ----------
+    max_size : int
+        The most plans each device's cache keeps.
+    max_bytes : int
+        The most workspace bytes the plans of each device's cache hold together.
+    max_calls : int
+        The most calls the memo remembers (it starts over when full).
+
+    Examples
+    --------
+    >>> from accelmath._core.dispatch import Dispatcher
+    >>> class Plan:
+    ...     nbytes = 0
+    >>> dispatcher = Dispatcher()
+    >>> plan = dispatcher.plan(0, "key", Plan, call=("call", 1))
+    >>> dispatcher.recall(("call", 1)) is plan
+    True
+    >>> dispatcher.cache_info()["size"]
+    1
+    """
+
+    def __init__(self, max_size=64, max_bytes=4 << 30, max_calls=1024):
+        self._limits = {"max_size": count(max_size, "max_size"),
+                        "max_bytes": count(max_bytes, "max_bytes")}
+        self._caches = {}  # device id -> PlanCache
+        self._lock = threading.Lock()
+        self._calls = {}  # call key -> CachedPlan, or a value the domain remembered
+        self._max_calls = max_calls
+
+    def cache(self, device_id):
+        """The plan cache of ``device_id`` (made on first use)."""
+        cache = self._caches.get(device_id)
+        if cache is None:
+            with self._lock:
+                cache = self._caches.setdefault(device_id, PlanCache(**self._limits))
+        return cache
+
+    def plan(self, device_id, key, create, call=None):
+        """The plan cached under ``key`` on ``device_id``, or ``create()`` cached there;
+        ``call`` (a call key), where given, is remembered to lead to it."""
+        cache = self.cache(device_id)
+        plan = cache.get_or_create(key, create)
+        if call is not None:
+            self.remember(call, CachedPlan(cache, key))
+        return plan
+
+    def recall(self, call):
+        """What call key ``call`` led to before: its plan, if still cached, or the value
+        remembered for it; None otherwise."""
+        entry = self._calls.get(call)
+        if entry.__class__ is CachedPlan:
+            return entry.cache.get(entry.key)
+        return entry
+
+    def remember(self, call, value):
+        """Remember that call key ``call`` leads to ``value`` (a :class:`CachedPlan`, or any
+        value but None)."""
+        calls = self._calls
+        if len(calls) >= self._max_calls:
+            calls.clear()
+        calls[call] = value
+
+    def cache_info(self, device=None):
+        """Statistics of the plan caches (see the domain's ``cache_info``): ``hits``,
+        ``misses``, ``size``, ``bytes``, ``max_size`` and ``max_bytes``, summed over the
+        devices or of ``device`` alone."""
+        infos = [c.info() for d, c in list(self._caches.items())
+                 if device is None or d == device]
+        total = {k: sum(getattr(i, k) for i in infos) for k in ("hits", "misses", "size")}
+        total["bytes"] = sum(i.nbytes for i in infos)
+        total.update(self._limits)
+        return total
+
+    def clear_cache(self):
+        """Forget every call and drop every cached plan (plans in use finish first); reset
+        the statistics."""
+        self._calls.clear()
+        for cache in list(self._caches.values()):
+            cache.clear()
+
+    def set_cache_limits(self, max_size=None, max_bytes=None):
+        """Set each device's cache limits: plans and workspace bytes (None: unchanged).
+        Both are checked before either changes."""
+        if max_size is not None:
+            max_size = count(max_size, "max_size")
+        if max_bytes is not None:
+            max_bytes = count(max_bytes, "max_bytes")
+        for name, value in (("max_size", max_size), ("max_bytes", max_bytes)):
+            if value is not None:
+                self._limits[name] = value
+        for cache in list(self._caches.values()):
+            cache.set_limits(max_size, max_bytes)
+
+
+def to_device(x):
+    """A copy of host array ``x`` on the current GPU, as a CuPy array (else a torch tensor).
+
+    Raises
+    ------
+    NoDeviceError
+        Without a usable GPU (naming why).
+    """
+    from accelmath._core.device import gpu_available, gpu_unavailable_reason
+    from accelmath._core.operand import device_adapter, wrap_operand
+    from accelmath.errors import NoDeviceError
+
+    if not gpu_available():
+        raise NoDeviceError(f'execution="cuda" needs a CUDA GPU: {gpu_unavailable_reason()}')
+    op = wrap_operand(x)
+    return device_adapter().to_device(op.adapter.to_numpy(op.obj))
+
+
+def to_host(result, like):
+    """Device array ``result`` brought back to the host, as an array of the package of
+    operand ``like`` (the caller's)."""
+    from accelmath._core.operand import adapter_for
+
+    host = adapter_for(result).to_numpy(result)
+    return like.adapter.from_numpy(host, like.obj)

@@ -1,0 +1,355 @@
+"""The CPU backend: transforms of host arrays, for the functions and for the FFT plans.
+
+NumPy arrays run on SciPy's own FFT engine (pocketfft; ducc in newer SciPy), called directly:
+never through ``scipy.fft``'s backend dispatch, so a global or ``only=True`` SciPy backend
+(accelmath's own included) does not reach here. Each dtype computes in its own precision,
+long double included, as ``numpy.fft`` does; half precision in single, as ``scipy.fft`` does.
+Where SciPy or its engine module is missing, ``numpy.fft`` stands in. CPU torch tensors run on
+torch's own FFT (``torch.fft``), which is faster on them than a round trip through NumPy.
+
+A transform is prepared once for a shape and dtype (:func:`host_transform`; the stateless
+functions remember it per call, a plan holds it) and executed many times; :func:`cpu_transform`
+does both in one call.
+"""
+
+import importlib
+import os
+
+import numpy
+
+from accelmath.errors import InvalidArgumentError
+from accelmath.fft._normalize import (complex_dtype, real_dtype, scale_exponent, swap_norm,
+                                      transform_dtypes)
+
+__all__ = ["HostTransform", "TorchTransform", "host_transform", "cpu_transform", "engine"]
+
+# SciPy's engine modules, newest layout first; each has c2c(a, axes, forward, inorm, out,
+# nthreads), r2c(the same) and c2r(a, axes, lastsize, forward, inorm, out, nthreads), where
+# inorm 0, 1, 2 divides by 1, sqrt(N), N.
+_ENGINE_MODULES = ("scipy.fft._duccfft.pyduccfft", "scipy.fft._pocketfft.pypocketfft")
+_engines = []
+_NORM_OF_INORM = ("backward", "ortho", "forward")
+
+
+class _NumpyEngine:
+    """``numpy.fft`` in the calling convention of SciPy's engine modules (for a SciPy without
+    them). ``nthreads`` is ignored: NumPy's FFT runs on one thread."""
+
+    name = "numpy.fft"
+
+    @staticmethod
+    def _into(r, out):
+        if out is None:
+            return r
+        out[...] = r
+        return out
+
+    def c2c(self, a, axes, forward, inorm, out, nthreads):
+        if forward:
+            r = numpy.fft.fftn(a, axes=axes, norm=_NORM_OF_INORM[inorm])
+        else:
+            r = numpy.fft.ifftn(a, axes=axes, norm=_NORM_OF_INORM[2 - inorm])
+        return self._into(r, out)
+
+    def r2c(self, a, axes, forward, inorm, out, nthreads):
+        r = numpy.fft.rfftn(a, axes=axes, norm=_NORM_OF_INORM[inorm])
+        if not forward:  # the positive exponent: the conjugate, for real input
+            numpy.conjugate(r, out=r)
+        return self._into(r, out)
+
+    def c2r(self, a, axes, lastsize, forward, inorm, out, nthreads):
+        s = [a.shape[axis] for axis in axes[:-1]] + [lastsize]
+        r = numpy.fft.irfftn(a.conj() if forward else a, s=s, axes=axes,
+                             norm=_NORM_OF_INORM[2 - inorm])
+        return self._into(r, out)
+
+
+def engine():
+    """The module (or stand-in) that computes host transforms: SciPy's engine where found, else
+    ``numpy.fft`` (its ``name`` says which)."""
+    if not _engines:
+        for name in _ENGINE_MODULES:
+            try:
+                module = importlib.import_module(name)
+            except ImportError:
+                continue
+            if all(hasattr(module, f) for f in ("c2c", "r2c", "c2r")):
+                _engines.append(module)
+                break
+        else:
+            _engines.append(_NumpyEngine())
+    return _engines[0]
+
+
+def _default_workers():
+    """The threads of a call without ``workers``: those ``scipy.fft.set_workers`` set in this
+    context (1 by default)."""
+    try:
+        from scipy.fft import get_workers
+    except ImportError:
+        return 1
+    return get_workers()
+
+
+def _threads(workers):
+    """The thread count of ``workers`` (checked: None or a nonzero int, negative ones
+    counting back from the CPUs, -1 all of them)."""
+    if workers is None:
+        return _default_workers()
+    return workers if workers > 0 else workers + 1 + (os.cpu_count() or 1)
+
+
+def _lengths(kind, shape, axes, s):
+    """(input lengths on ``axes``, output length of the halved axis of a c2r or None)."""
+    lengths = [shape[a] for a in axes] if s is None else list(s)
+    if kind != "c2r":
+        return lengths, None
+    last = lengths[-1] if s is not None else 2 * (shape[axes[-1]] - 1)
+    lengths[-1] = last // 2 + 1
+    return lengths, last
+
+
+class HostTransform:
+    """A transform of NumPy arrays of one shape and dtype, prepared once.
+
+    Parameters
+    ----------
+    kind : {"c2c", "r2c", "c2r"}
+        Complex-to-complex, real-to-complex (the last axis halved), complex-to-real.
+    shape : tuple of int
+        The inputs' shape.
+    dtype : numpy.dtype or str
+        The inputs' dtype: integers and bool promote to double precision, float16 to single,
+        long double stays long double (as ``numpy.fft`` computes).
+    axes : tuple of int
+        Distinct non-negative axes; the last is the halved axis of r2c and c2r.
+    s : tuple of int, optional
+        Lengths, one per axis: the input is cut or zero-padded to them (c2r: the output's
+        lengths, as ``numpy.fft.irfftn`` takes them). Default: the input's (c2r: an output
+        of ``2 * (m - 1)`` points on the halved axis).
+    norm : {"backward", "ortho", "forward"}
+        The normalization (resolved: no None).
+    conjugate : bool
+        Conjugate the output of an r2c (``ihfft``) or the input of a c2r (``hfft``); the norm
+        given is then the swapped one, as those functions pass it.
+
+    Attributes
+    ----------
+    out_shape : tuple of int
+    out_dtype : numpy.dtype
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.fft._cpu import HostTransform
+    >>> x = np.random.default_rng(0).standard_normal((4, 6))
+    >>> t = HostTransform("r2c", x.shape, x.dtype, (0, 1))
+    >>> bool(np.allclose(t.execute(x), np.fft.rfft2(x))), t.out_shape
+    (True, (4, 4))
+    """
+
+    def __init__(self, kind, shape, dtype, axes, s=None, norm="backward", conjugate=False):
+        dtype = numpy.dtype(dtype)
+        out_name = transform_dtypes(kind, dtype.name, complex32=False)[1]
+        if kind == "c2c":
+            # a real input runs the engine's real-input path: no complex copy of it
+            in_name = out_name if dtype.kind == "c" else real_dtype(out_name)
+        else:
+            in_name = (real_dtype if kind == "r2c" else complex_dtype)(out_name)
+        compute = numpy.dtype(in_name)
+        self._convert = None if compute == dtype else compute  # (byte order too)
+        lengths, self._last = _lengths(kind, shape, axes, s)
+        in_shape = list(shape)
+        for axis, n in zip(axes, lengths):
+            in_shape[axis] = n
+        in_shape = tuple(in_shape)
+        self._cut = self._pad = None
+        if in_shape != tuple(shape):
+            common = tuple(slice(0, min(n, m)) for n, m in zip(in_shape, shape))
+            if all(n <= m for n, m in zip(in_shape, shape)):
+                self._cut = common
+            else:
+                self._pad = (in_shape, compute, common)
+        out_shape = list(in_shape)
+        if kind == "r2c":
+            out_shape[axes[-1]] = in_shape[axes[-1]] // 2 + 1
+        elif kind == "c2r":
+            out_shape[axes[-1]] = self._last
+        self.kind, self.axes = kind, tuple(axes)
+        self.out_shape, self.out_dtype = tuple(out_shape), numpy.dtype(out_name)
+        # direction -> (the engine's forward flag, its normalization): a conjugate flips the
+        # sign of the exponent, which is how SciPy computes hfft and ihfft
+        self._modes = {inverse: ((not inverse) != conjugate,
+                                 int(2 * scale_exponent(norm, inverse)))
+                       for inverse in (False, True)}
+        self._inverse = kind == "c2r"
+        self._several = len(axes) > 1
+        self._engine = engine()
+
+    def execute(self, a, inverse=None, out=None, workers=None):
+        """The transform of NumPy array ``a`` (of the prepared shape and dtype).
+
+        Parameters
+        ----------
+        a : numpy.ndarray
+        inverse : bool, optional
+            The direction of a c2c (default: forward; r2c forward, c2r inverse).
+        out : numpy.ndarray, optional
+            Where to write the result: of :attr:`out_shape` and :attr:`out_dtype` (checked by
+            the caller), any strides, and it may overlap ``a``.
+        workers : int, optional
+            Threads (checked; negative ones count back from the CPUs). Default: as
+            ``scipy.fft.set_workers`` says, else 1.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``out``, or a new array.
+        """
+        if self._convert is not None:
+            a = a.astype(self._convert)
+        if self._cut is not None:
+            a = a[self._cut]
+        elif self._pad is not None:
+            shape, dtype, common = self._pad
+            padded = numpy.zeros(shape, dtype)
+            padded[common] = a[common]
+            a = padded
+        if self._several and not a.flags.c_contiguous:
+            # SciPy's newer engine (ducc) rounds transforms of several axes differently for
+            # other layouts: computed in C order, every layout of the same values gives the
+            # same result, bit for bit, as NumPy's tests ask
+            a = numpy.ascontiguousarray(a)
+        forward, inorm = self._modes[self._inverse if inverse is None else inverse]
+        threads = _threads(workers)
+        target = None if out is None else _direct_target(a, out)
+        engine = self._engine
+        if self.kind == "c2c":
+            r = engine.c2c(a, self.axes, forward, inorm, target, threads)
+        elif self.kind == "r2c":
+            r = engine.r2c(a, self.axes, forward, inorm, target, threads)
+        else:
+            r = engine.c2r(a, self.axes, self._last, forward, inorm, target, threads)
+        if out is None or r is out:
+            return r
+        out[...] = r  # (out is not in C order, or overlaps the input)
+        return out
+
+
+def _direct_target(a, out):
+    """``out`` where the engine can write the result of ``a`` there directly, else None: in C
+    order (the engine's layout of new results, so that both round alike, bit for bit), apart
+    from the input (an engine writes in place only over an input of its result's dtype)."""
+    if not out.flags.writeable:
+        raise InvalidArgumentError("out is read-only")
+    if out.flags.c_contiguous and not numpy.may_share_memory(a, out):
+        return out
+    return None
+
+
+class TorchTransform:
+    """A transform of CPU torch tensors of one shape and dtype, by ``torch.fft``.
+
+    The parameters are :class:`HostTransform`'s, but ``dtype``, a NumPy-style name. torch
+    promotes integers to single precision and has no half-precision FFT on the CPU: those
+    inputs are converted first, to double and single precision, as NumPy computes them.
+    The results have the strides ``torch.fft`` gives them.
+    """
+
+    def __init__(self, kind, shape, dtype, axes, s=None, norm="backward", conjugate=False):
+        import torch
+
+        fft = torch.fft
+        out_name = transform_dtypes(kind, dtype, complex32=False)[1]
+        if kind == "c2r" or kind == "c2c" and dtype.startswith("complex"):
+            in_name = complex_dtype(out_name)
+        else:
+            in_name = real_dtype(out_name)
+        self._convert = None if in_name == dtype else getattr(torch, in_name)
+        one = len(axes) == 1
+        self._dim = axes[0] if one else tuple(axes)
+        self._size = (None if s is None else s[0]) if one else s
+        if conjugate:  # torch's hfft and ihfft take the norm of NumPy's, unswapped
+            norm = swap_norm(norm)
+            functions = {True: fft.hfft if one else fft.hfftn,
+                         False: fft.ihfft if one else fft.ihfftn}
+        elif kind == "c2c":
+            functions = {False: fft.fft if one else fft.fftn,
+                         True: fft.ifft if one else fft.ifftn}
+        else:
+            functions = {False: fft.rfft if one else fft.rfftn,
+                         True: fft.irfft if one else fft.irfftn}
+        self._functions, self._norm = functions, norm
+        self._inverse = kind == "c2r"
+        # torch gives the inverse transforms of real input as lazily conjugated views of the
+        # forward ones; other packages (NumPy among them) cannot read those
+        self._resolve = in_name == real_dtype(in_name) and (conjugate or kind == "c2c")
+        lengths, last = _lengths(kind, shape, axes, s)
+        out_shape = list(shape)
+        for axis, n in zip(axes, lengths):
+            out_shape[axis] = n
+        if kind == "r2c":
+            out_shape[axes[-1]] = lengths[-1] // 2 + 1
+        elif kind == "c2r":
+            out_shape[axes[-1]] = last
+        self.kind, self.axes = kind, tuple(axes)
+        self.out_shape, self.out_dtype = tuple(out_shape), out_name
+
+    def execute(self, t, inverse=None, out=None, workers=None):
+        """The transform of CPU tensor ``t``, into ``out`` (checked by the caller; it may
+        overlap ``t``) or a new tensor. ``workers`` is not used: torch runs on its own
+        threads (``torch.set_num_threads``)."""
+        if self._convert is not None:
+            t = t.to(self._convert)
+        function = self._functions[self._inverse if inverse is None else inverse]
+        if out is not None:
+            return function(t, self._size, self._dim, self._norm, out=out)
+        result = function(t, self._size, self._dim, self._norm)
+        return result.resolve_conj() if self._resolve else result
+
+
+def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=False,
+                   package="numpy"):
+    """A prepared host transform: a :class:`TorchTransform` for ``package`` "torch", else a
+    :class:`HostTransform` (NumPy arrays). See :class:`HostTransform` for the parameters."""
+    cls = TorchTransform if package == "torch" else HostTransform
+    return cls(kind, shape, dtype, axes, s, norm, conjugate)
+
+
+def cpu_transform(kind, a, s, axes, norm, inverse, conjugate, workers, out=None):
+    """The ``kind`` transform of host array ``a``, prepared and executed in one call.
+
+    Parameters
+    ----------
+    kind, s, axes, norm, conjugate
+        As :class:`HostTransform` takes them (checked and resolved).
+    a : numpy.ndarray or torch.Tensor
+        A NumPy array, or a CPU torch tensor (computed by ``torch.fft``).
+    inverse : bool
+        The direction (c2c); r2c is forward and c2r inverse whatever this says.
+    workers : int or None
+        CPU threads (NumPy arrays).
+    out : array, optional
+        Where to write the result (of its shape and dtype, checked by the caller).
+
+    Returns
+    -------
+    array
+        ``out``, or a new array of ``a``'s package.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.fft._cpu import cpu_transform
+    >>> x = np.random.default_rng(0).standard_normal(8) + 0j
+    >>> y = cpu_transform("c2c", x, None, (0,), "backward", False, False, None)
+    >>> bool(np.allclose(y, np.fft.fft(x)))
+    True
+    """
+    if isinstance(a, numpy.ndarray):
+        transform = HostTransform(kind, a.shape, a.dtype, axes, s, norm, conjugate)
+    else:
+        name = str(a.dtype).replace("torch.", "")
+        transform = TorchTransform(kind, tuple(a.shape), name, axes, s, norm, conjugate)
+    return transform.execute(a, inverse=kind == "c2r" if kind != "c2c" else inverse, out=out,
+                             workers=workers)

@@ -1,0 +1,178 @@
+"""SciPy's Hermitian FFTs of several axes (``scipy.fft.hfft2``, ``ihfft2``, ``hfftn``,
+``ihfftn``), which ``numpy.fft`` lacks, on any array.
+
+They take ``scipy.fft``'s arguments (``overwrite_x`` aside; ``workers`` keyword-only) plus
+``out``, ``stream`` and ``execution``, as :mod:`accelmath.fft._functions` describes. hfft2 and
+hfftn are irfft2 and irfftn of the conjugate with the norm direction swapped; ihfft2 and
+ihfftn the conjugate of rfft2 and rfftn, likewise.
+"""
+
+from accelmath.fft._normalize import swap_norm
+from accelmath.fft._transform import transform
+
+__all__ = ["hfft2", "ihfft2", "hfftn", "ihfftn"]
+
+
+def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
+          execution="auto", workers=None):
+    """Two-dimensional FFT of a Hermitian-symmetric signal given by its first half on the
+    last axis, as ``scipy.fft.hfft2``.
+
+    Parameters
+    ----------
+    a : array
+        The input: an array of any package, or an array-like.
+    s : sequence of int, optional
+        Lengths of the output on the axes (-1: the input's); default: the input's, but
+        ``2 * (m - 1)`` on the last axis, ``m`` the input's length there.
+    axes : sequence of int, optional
+        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
+    norm : {"backward", "ortho", "forward"}, optional
+        Normalization mode, as in ``scipy.fft`` (default "backward").
+    out : array, optional
+        Where to write the result: of its shape and dtype, on the input's device.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the input's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    workers : int, optional
+        CPU threads for host arrays (negative: counted back from the number of CPUs).
+
+    Returns
+    -------
+    array
+        The real spectrum: ``s`` points on the axes.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft, accelmath.fft
+    >>> x = np.exp(0.7j * np.arange(16.0)).reshape(4, 4)
+    >>> bool(np.allclose(accelmath.fft.hfft2(x), scipy.fft.hfft2(x)))
+    True
+    """
+    return transform("c2r", a, s, axes, swap_norm(norm), True, True, out, stream,
+                     execution, workers)
+
+
+def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
+           execution="auto", workers=None):
+    """Inverse of :func:`hfft2`, as ``scipy.fft.ihfft2``.
+
+    Parameters
+    ----------
+    a : array
+        The input: an array of any package, or an array-like.
+    s : sequence of int, optional
+        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
+        default: the input's.
+    axes : sequence of int, optional
+        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
+    norm : {"backward", "ortho", "forward"}, optional
+        Normalization mode, as in ``scipy.fft`` (default "backward").
+    out : array, optional
+        Where to write the result: of its shape and dtype, on the input's device.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the input's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    workers : int, optional
+        CPU threads for host arrays (negative: counted back from the number of CPUs).
+
+    Returns
+    -------
+    array
+        The first half of the Hermitian-symmetric result on the last axis.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft, accelmath.fft
+    >>> x = np.random.default_rng(0).standard_normal((4, 6))
+    >>> bool(np.allclose(accelmath.fft.ihfft2(x), scipy.fft.ihfft2(x)))
+    True
+    """
+    return transform("r2c", a, s, axes, swap_norm(norm), False, True, out, stream,
+                     execution, workers)
+
+
+def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
+          execution="auto", workers=None):
+    """N-dimensional FFT of a Hermitian-symmetric signal given by its first half on the last
+    axis, as ``scipy.fft.hfftn``.
+
+    Parameters
+    ----------
+    a : array
+        The input: an array of any package, or an array-like.
+    s : sequence of int, optional
+        Lengths of the output on the axes (-1: the input's); default: the input's, but
+        ``2 * (m - 1)`` on the last axis, ``m`` the input's length there.
+    axes : sequence of int, optional
+        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
+        twice is transformed twice.
+    norm : {"backward", "ortho", "forward"}, optional
+        Normalization mode, as in ``scipy.fft`` (default "backward").
+    out : array, optional
+        Where to write the result: of its shape and dtype, on the input's device.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the input's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    workers : int, optional
+        CPU threads for host arrays (negative: counted back from the number of CPUs).
+
+    Returns
+    -------
+    array
+        The real spectrum: ``s`` points on the axes.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft, accelmath.fft
+    >>> x = np.exp(0.7j * np.arange(24.0)).reshape(2, 3, 4)
+    >>> bool(np.allclose(accelmath.fft.hfftn(x), scipy.fft.hfftn(x)))
+    True
+    """
+    return transform("c2r", a, s, axes, swap_norm(norm), True, True, out, stream,
+                     execution, workers)
+
+
+def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
+           execution="auto", workers=None):
+    """Inverse of :func:`hfftn`, as ``scipy.fft.ihfftn``.
+
+    Parameters
+    ----------
+    a : array
+        The input: an array of any package, or an array-like.
+    s : sequence of int, optional
+        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
+        default: the input's.
+    axes : sequence of int, optional
+        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
+        twice is transformed twice.
+    norm : {"backward", "ortho", "forward"}, optional
+        Normalization mode, as in ``scipy.fft`` (default "backward").
+    out : array, optional
+        Where to write the result: of its shape and dtype, on the input's device.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the input's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    workers : int, optional
+        CPU threads for host arrays (negative: counted back from the number of CPUs).
+
+    Returns
+    -------
+    array
+        The first half of the Hermitian-symmetric result on the last axis.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.fft, accelmath.fft
+    >>> x = np.random.default_rng(0).standard_normal((2, 3, 4))
+    >>> bool(np.allclose(accelmath.fft.ihfftn(x), scipy.fft.ihfftn(x)))
+    True
+    """
+    return transform("r2c", a, s, axes, swap_norm(norm), False, True, out, stream,
+                     execution, workers)
+
