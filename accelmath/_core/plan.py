@@ -16,6 +16,8 @@ its plan runs as a :class:`Call`; where that is a single C call, the call shim
 import weakref
 from typing import Any, Callable, NamedTuple, Optional
 
+import numpy
+
 from accelmath._core import hostcall
 from accelmath._core.arguments import index
 from accelmath._core.device import ensure_context
@@ -70,8 +72,6 @@ def template_operand(shape, dtype, strides, package, device):
     -------
     array
     """
-    import numpy
-
     if shape is None or dtype is None:
         raise InvalidArgumentError("a plan needs an operand, or its shape and dtype")
     shape = tuple(index(n, "shape") for n in shape)
@@ -180,6 +180,11 @@ class Plan:
             key = op.adapter.layout_key(given) if op.obj is given else None
             if key is not None:
                 self._read = op.adapter.reader(key)
+        # host operands: NumPy arrays of the layout are taken as they are
+        self._host_key = self._host_out_dtype = None
+        if not on_device and op.package == "numpy" and op.obj is given:
+            self._host_key = (given.shape, given.strides, given.dtype)
+            self._host_out_dtype = numpy.dtype(out_dtype)
         # the template's memory goes back where the plan was made for a layout; its layout stays
         self._operand = (Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
                                  op.adapter) if layout_only else op)
@@ -207,12 +212,12 @@ class Plan:
         """Execute ``call`` on operand ``x`` (an array, an :class:`Operand` of the plan's
         layout, or None for the bound operand) into ``out`` (None: a new result) on
         ``stream`` (None: the operand package's current stream): the one execute path."""
+        if not self._on_device:
+            return self._run_host(x, out, call)
         read = self._read
         in_ptr = read(x) if read is not None and type(x) is self._type else None
         if in_ptr is None:
             op = self._checked(x)
-            if not self._on_device:
-                return self._run_host(op, out, call)
             op.wait_ready(stream)
             in_ptr = op.ptr
         explicit = stream is not None
@@ -273,8 +278,28 @@ class Plan:
         with self._adapter.stream_scope(stream, self.device_id):
             return self._allocate()
 
-    def _run_host(self, op, out, call):
-        """Execute on a checked host operand (the domain's CPU backend)."""
+    def _host_input(self, x):
+        """``(a, op)``: the NumPy array of host operand ``x``, and its checked operand (None
+        where ``x`` is a NumPy array of the plan's layout, taken as it is)."""
+        key = self._host_key
+        if key is not None and type(x) is numpy.ndarray and (x.shape, x.strides,
+                                                              x.dtype) == key:
+            return x, None
+        op = self._checked(x)
+        return op.adapter.to_numpy(op.obj), op
+
+    def _host_output(self, out, op):
+        """The NumPy array to write host results of operand ``op`` (None: a NumPy array of
+        the plan's layout) into: ``out`` itself, checked."""
+        if (type(out) is numpy.ndarray and out.dtype == self._host_out_dtype
+                and out.shape == self.out_shape and out.flags.writeable):
+            return out
+        like = self._operand if op is None else op
+        return check_out(out, like, self.out_shape, self.out_dtype).adapter.to_numpy(out)
+
+    def _run_host(self, x, out, call):
+        """Execute on host operand ``x`` (see :meth:`_host_input`): the domain's CPU
+        backend."""
         raise NotImplementedError
 
     def _release(self):
@@ -289,7 +314,7 @@ class Plan:
         if "execute" in self.__dict__:
             self._shim_calls.clear()
             del self.execute
-        self._operand = self._read = None
+        self._operand = self._read = self._host_key = None
         self._freed = True
 
     def __enter__(self):

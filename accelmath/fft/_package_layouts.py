@@ -2,10 +2,17 @@
 
 cuFFT can write a result in any dense axis order; writing it in the order the caller's package
 would have chosen keeps accelmath a drop-in replacement (the same strides come back). Only
-torch differs from C order, and its meta tensors say how without computing anything.
+torch differs from C order, and its meta tensors say how without computing anything. The
+first meta transform in a process costs a second or more (torch loads its reference
+implementations), so each answer is kept in the on-disk store, keyed by torch's version and
+the layout: a later process reads it instead.
 """
 
+from accelmath._core import store
+
 __all__ = ["package_fft_strides"]
+
+_NAMESPACE = "layouts"
 
 
 def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
@@ -37,6 +44,17 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
         return None
     import torch
 
+    key = f"torch {torch.__version__} {kind} {shape} {strides} {dtype} {axes} {out_shape}"
+    known = store.load_json(_NAMESPACE, key)
+    if isinstance(known, dict) and "strides" in known:
+        return None if known["strides"] is None else tuple(known["strides"])
+    found = _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape)
+    store.save_json(_NAMESPACE, key, {"strides": found})
+    return None if found is None else tuple(found)
+
+
+def _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape):
+    """What torch's meta tensors say (:func:`package_fft_strides`), as a list, or None."""
     # torch computes a transform over several axes in passes, the last one writing its axes
     # contiguously: a real transform over axes 0 and 1 comes back transposed, and its inverse
     # in C order. Its meta tensors say how.
@@ -48,6 +66,6 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
             result = torch.fft.rfftn(meta, dim=axes)
         else:
             result = torch.fft.irfftn(meta, s=[out_shape[a] for a in axes], dim=axes)
-        return tuple(result.stride())
+        return list(result.stride())
     except Exception:  # a layout or dtype meta tensors do not take: the default
         return None

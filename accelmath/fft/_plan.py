@@ -259,13 +259,13 @@ class FFT(Plan):
                 f'Invalid direction {direction!r}, should be "forward" or "inverse"')
         raise InvalidArgumentError(f"direction {direction!r} does not fit a {self.kind} plan")
 
-    def _run_host(self, op, out, call):
-        target = None
-        if out is not None:
-            target = check_out(out, op, self.out_shape, self.out_dtype).adapter.to_numpy(out)
-        result = self._host.execute(op.adapter.to_numpy(op.obj), call.option, target,
-                                    self.workers)
-        return out if out is not None else op.adapter.from_numpy(result, op.obj)
+    def _run_host(self, x, out, call):
+        a, op = self._host_input(x)
+        target = None if out is None else self._host_output(out, op)
+        result = self._host.execute(a, call.option, target, self.workers)
+        if out is not None or op is None:
+            return result
+        return op.adapter.from_numpy(result, op.obj)
 
     def forward(self, x=None, *, out=None, stream=None):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""

@@ -180,21 +180,49 @@ def test_free_is_idempotent_and_later_use_raises(fake):
 
 class HostPlan(Plan):
     def __init__(self, template, layout_only=False):
-        op = Operand(template, 0, template.shape, (1,), "float64", None, None)
+        op = Operand(template, 0, template.shape, (1,), "float64", None, _numpy_adapter())
         self._bind(op, template, template.shape, (1,), "float64", False, layout_only)
 
     def execute(self, x=None, *, out=None, stream=None):
         return self.run(x, out, stream, Call(None, None, "option"))
 
-    def _run_host(self, op, out, call):
-        return ("host", op.obj, out, call.option)
+    def _run_host(self, x, out, call):
+        a, op = self._host_input(x)
+        target = None if out is None else self._host_output(out, op)
+        return ("host", a, op, target, call.option)
 
 
-def test_host_operands_go_to_the_domain_host_backend(monkeypatch):
+def _numpy_adapter():
+    from accelmath._core.operand import adapter_named
+
+    return adapter_named("numpy")
+
+
+def test_host_operands_of_the_layout_are_taken_as_they_are():
     x = np.arange(3.0)
-    monkeypatch.setattr(plan_module, "wrap_operand",
-                        lambda a: Operand(a, 0, a.shape, (1,), a.dtype.name, None, None))
-    assert HostPlan(x).execute() == ("host", x, None, "option")
+    plan = HostPlan(x)
+    _, a, op, target, option = plan.execute()
+    assert a is x and op.obj is x and target is None and option == "option"
+    y = np.ones(3)
+    _, a, op, _, _ = plan.execute(y)
+    assert a is y and op is None  # the fast path: no operand made
+    out = np.empty(3)
+    assert plan.execute(y, out=out)[3] is out
+    with pytest.raises(InvalidArgumentError, match="out has wrong shape"):
+        plan.execute(y, out=np.empty(4))
+    readonly = np.empty(3)
+    readonly.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="out is read-only"):
+        plan.execute(y, out=readonly)
+    with pytest.raises(InvalidArgumentError, match="does not match the plan's layout"):
+        plan.execute(np.ones(4))
+    plan.free()
+    with pytest.raises(StateError, match="freed"):
+        plan.execute(y)
+
+
+def test_a_host_plan_made_for_a_layout_needs_its_operand():
+    x = np.arange(3.0)
     with pytest.raises(InvalidArgumentError, match="made for a layout"):
         HostPlan(x, layout_only=True).execute()
     y = np.ones(3)

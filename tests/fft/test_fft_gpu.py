@@ -150,9 +150,10 @@ def test_out_views_with_gaps(xp):
     assert afft.fft(x, out=view) is view
     _close(to_numpy(big)[:, ::2], np.fft.fft(host), 1e-12)
     assert not to_numpy(big)[:, 1::2].any()  # the gaps are left alone
-    for wrong in (asarray(np.zeros((6, 41), np.complex128)), asarray(np.zeros((6, 40)))):
-        with pytest.raises(ValueError, match="out has wrong shape"):
-            afft.fft(x, out=wrong)
+    with pytest.raises(ValueError, match="out has wrong shape"):
+        afft.fft(x, out=asarray(np.zeros((6, 41), np.complex128)))
+    with pytest.raises(TypeError, match="Cannot cast the complex128 result into out"):
+        afft.fft(x, out=asarray(np.zeros((6, 40))))
     with pytest.raises(ValueError, match="on the CPU|on device|must be on one device"):
         afft.fft(x, out=np.zeros((6, 40), np.complex128))
 
