@@ -12,7 +12,8 @@ RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def environment():
-    """Device name, driver and library versions, date: the header of every result file."""
+    """Device name (the GPU's, else the CPU's), driver and library versions, the CPU, date:
+    the header of every result file."""
     from accelmath._core import device
 
     gpus = device.devices()
@@ -24,9 +25,22 @@ def environment():
         except importlib.metadata.PackageNotFoundError:
             pass
     libs = {k: v.get("version") for k, v in device.library_info().items()}
-    return {"device": gpus[0]["name"] if gpus else "cpu", "driver": device.driver_version(),
+    cpu = cpu_name()
+    return {"device": gpus[0]["name"] if gpus else cpu, "driver": device.driver_version(),
             "python": platform.python_version(), "versions": versions, "libraries": libs,
-            "date": datetime.date.today().isoformat()}
+            "cpu": cpu, "cpu_count": os.cpu_count(), "date": datetime.date.today().isoformat()}
+
+
+def cpu_name():
+    """The host CPU's model name (Linux: from /proc/cpuinfo), else the machine type."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
 
 
 def host_times_us(cases, calls=2000, repeats=7, sync=None):
