@@ -1,1 +1,5 @@
+"""accelmath's version, in one place (pyproject.toml reads it)."""
+
 __version__ = "0.1.0"
+
+__all__ = ["__version__"]

@@ -111,3 +111,11 @@ def test_the_real_code_is_read():
     # Guards against a silently vacuous check: the bindings do import their loader.
     cufft = PACKAGE / "bindings" / "cufft.py"
     assert "accelmath.bindings._loader" in imported_modules(cufft.read_text(), "accelmath.bindings.cufft")
+
+
+def test_the_core_names_no_domain():
+    """``_core`` is what every domain shares: no file of it names one (FFT, cuFFT...)."""
+    found = [f"{path.relative_to(PACKAGE)}:{n}" for path in sorted((PACKAGE / "_core").rglob("*"))
+             if path.suffix in (".py", ".c")
+             for n, line in enumerate(path.read_text().splitlines(), 1) if "fft" in line.lower()]
+    assert not found, found

@@ -1,1 +1,6 @@
-"""Shared machinery for every domain module: operands, streams, memory, caches, devices."""
+"""What every domain shares: operands and their packages, streams, memory, per-thread
+resources, candidate timing, the plan base, stateless dispatch and its caches, the on-disk
+store, kernel modules, the call shim, argument checks and device queries. It names no
+domain: ``fft``, ``linalg`` and ``fusion`` build on it."""
+
+__all__ = []

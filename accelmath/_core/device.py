@@ -11,8 +11,9 @@ Examples
 >>> from accelmath._core import device
 >>> isinstance(device.gpu_available(), bool)
 True
->>> sorted(device.library_info())
-['cublas', 'cublasLt', 'cufft', 'cusolver', 'nvJitLink', 'nvrtc']
+>>> from accelmath.bindings import LIBRARIES
+>>> list(device.library_info()) == list(LIBRARIES)
+True
 """
 
 import ctypes
@@ -21,11 +22,10 @@ import operator
 import threading
 from ctypes import byref, c_int, c_size_t, c_void_p
 
-from accelmath.bindings import _loader, driver
+from accelmath.bindings import LIBRARIES, _loader, driver
 from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, NoDeviceError
 
 __all__ = [
-    "LIBRARIES",
     "compute_capability",
     "devices",
     "driver_version",
@@ -34,16 +34,6 @@ __all__ = [
     "gpu_unavailable_reason",
     "library_info",
 ]
-
-# cuda-pathfinder name -> the accelmath.bindings module whose version() reports it
-LIBRARIES = {
-    "cufft": "cufft",
-    "cublas": "cublas",
-    "cublasLt": "cublaslt",
-    "cusolver": "cusolver",
-    "nvrtc": "nvrtc",
-    "nvJitLink": "nvjitlink",
-}
 
 _lock = threading.Lock()
 # The outcome of probing the driver, once per process: (device count, reason if none).
@@ -294,8 +284,7 @@ def library_info():
     Returns
     -------
     dict
-        For each name in :data:`LIBRARIES` (``"cufft"``, ``"cublas"``, ``"cublasLt"``,
-        ``"cusolver"``, ``"nvrtc"``, ``"nvJitLink"``), a dict with ``path`` (the file loaded,
+        For each library of :data:`accelmath.bindings.LIBRARIES`, by name, a dict with ``path`` (the file loaded,
         or ``None``), ``version`` (what the binding's ``version()`` returns, or ``None``) and
         ``error`` (``None``, or a message saying what went wrong: ``"not found: ..."`` for a
         missing library).
@@ -303,7 +292,7 @@ def library_info():
     Examples
     --------
     >>> from accelmath._core.device import library_info
-    >>> info = library_info()["cufft"]
+    >>> info = next(iter(library_info().values()))
     >>> sorted(info)
     ['error', 'path', 'version']
     """

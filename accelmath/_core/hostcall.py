@@ -1,7 +1,7 @@
 """Fast calls of C functions from Python, for the hot paths.
 
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
-a small cuFFT transform's whole call. The call shim, ``accelmath._core._hostcall``, a small
+a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small
 CPython extension built from ``_hostcall.c`` when accelmath is installed, calls status-returning
 C functions of up to 16 integer and pointer arguments for a tenth of that. It is an optional
 extension: where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,

@@ -81,7 +81,7 @@ class CompileOptions:
     std : str
         The C++ standard, one of :data:`STANDARDS`.
     lto : bool
-        Produce LTO-IR, relocatable, for :func:`link` (or a cuFFT LTO callback), instead of
+        Produce LTO-IR, relocatable, for :func:`link` (or a library's LTO callback), instead of
         a cubin.
     extra : tuple of str
         Further NVRTC options, such as ``("-DN=4096",)``.

@@ -35,7 +35,7 @@ PACKAGES = ("numpy", "cupy", "torch")
 
 
 class Call(NamedTuple):
-    """One way a plan runs (an FFT plan has one per direction).
+    """One way a plan runs (a plan may have several, one per direction, say).
 
     Attributes
     ----------
@@ -45,7 +45,7 @@ class Call(NamedTuple):
         ``run`` as a single C call (function, error, argument slots: see
         :func:`hostcall.launcher`), for the call shim; None where it is more than that.
     option : object
-        What the domain's host execution needs to tell its calls apart (an FFT's direction).
+        What the domain's host execution needs to tell its calls apart.
     """
 
     run: Optional[Callable]
@@ -156,7 +156,7 @@ class Plan:
     :meth:`_release` (free its executor).
     """
 
-    #: The plan's name in messages ("FFT plan").
+    #: The plan's name in messages.
     what = "plan"
 
     def _bind(self, op, given, out_shape, out_strides, out_dtype, on_device, layout_only):

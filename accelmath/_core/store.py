@@ -5,7 +5,7 @@ Where: ``$ACCELMATH_CACHE_DIR``, else the user cache directory (:func:`cache_dir
 ``ACCELMATH_CACHE=0`` turns the store off. Both are read at each call, so a change of the
 environment takes effect at once.
 
-What: entries in namespaces (one directory each, such as ``"nvrtc"`` or ``"fft-tuning"``),
+What: entries in namespaces (one directory each, such as ``"nvrtc"`` or ``"timing"``),
 bytes through :func:`load` and :func:`save`, small JSON values through :func:`load_json` and
 :func:`save_json`. A key is any string; the entry's file is named by the key's SHA-256. Each
 file begins with a header (format version, namespace, the whole key, payload length and
@@ -388,7 +388,7 @@ def fingerprint(device_id, libraries=()):
     device_id : int
         The device ordinal.
     libraries : sequence of str
-        Names of :data:`accelmath._core.device.LIBRARIES` (``"cufft"``, ``"cublasLt"``...).
+        Library names of :data:`accelmath.bindings.LIBRARIES`.
 
     Examples
     --------
@@ -424,7 +424,9 @@ def _make_fingerprint(device_id, libraries):
 
 
 def _library_version(device, name):
-    module_name = device.LIBRARIES.get(name)
+    from accelmath.bindings import LIBRARIES
+
+    module_name = LIBRARIES.get(name)
     if module_name is None:
         return "unknown"
     try:

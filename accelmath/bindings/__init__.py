@@ -9,4 +9,15 @@ the first call of one of its functions.
 
 MODULES = ("cufft", "cublas", "cublaslt", "cusolver", "nvrtc", "nvjitlink", "driver")
 
-__all__ = ["MODULES"]
+#: The CUDA libraries accelmath uses, by cuda-pathfinder name, and the module of this package
+#: whose ``version()`` reports each.
+LIBRARIES = {
+    "cufft": "cufft",
+    "cublas": "cublas",
+    "cublasLt": "cublaslt",
+    "cusolver": "cusolver",
+    "nvrtc": "nvrtc",
+    "nvJitLink": "nvjitlink",
+}
+
+__all__ = ["MODULES", "LIBRARIES"]
