@@ -1,6 +1,6 @@
 """What every domain shares: operands and their packages, streams, memory, per-thread
 resources, candidate timing, the plan base, stateless dispatch and its caches, the on-disk
 store, kernel modules, the call shim, argument checks and device queries. It names no
-domain: ``fft``, ``linalg`` and ``fusion`` build on it."""
+domain: the domains build on it."""
 
 __all__ = []
