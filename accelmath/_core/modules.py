@@ -181,23 +181,25 @@ def _nvrtc_compile(source, name, options):
         log = _nvrtc_log(program)
         if log.strip():
             _log.debug("NVRTC compiled %s with messages:\n%s", name, log)
-        get_size, get = ((nvrtc.lib.get_ltoir_size, nvrtc.lib.get_ltoir) if options.lto
-                         else (nvrtc.lib.get_cubin_size, nvrtc.lib.get_cubin))
-        size = ctypes.c_size_t()
-        get_size(program, ctypes.byref(size))
-        buffer = ctypes.create_string_buffer(size.value)
-        get(program, buffer)
-        return buffer.raw
+        if options.lto:
+            return _read(nvrtc.lib.get_ltoir_size, nvrtc.lib.get_ltoir, program).raw
+        return _read(nvrtc.lib.get_cubin_size, nvrtc.lib.get_cubin, program).raw
     finally:
         nvrtc.lib.destroy_program(ctypes.byref(program))
 
 
-def _nvrtc_log(program):
+def _read(get_size, get, handle):
+    """A buffer a library fills: ``get_size(handle, &size)``, then ``get(handle, buffer)``."""
     size = ctypes.c_size_t()
-    nvrtc.lib.get_program_log_size(program, ctypes.byref(size))
+    get_size(handle, ctypes.byref(size))
     buffer = ctypes.create_string_buffer(size.value)
-    nvrtc.lib.get_program_log(program, buffer)
-    return buffer.value.decode(errors="replace")
+    get(handle, buffer)
+    return buffer
+
+
+def _nvrtc_log(program):
+    return _read(nvrtc.lib.get_program_log_size, nvrtc.lib.get_program_log,
+                 program).value.decode(errors="replace")
 
 
 def link(images, arch, extra=()):
@@ -270,21 +272,15 @@ def _nvjitlink_link(images, arguments):
             raise CompileError(f"nvJitLink could not link {count} ({exc.status_name}) with "
                                f"{' '.join(arguments)}",
                                _nvjitlink_log(handle)) from None
-        size = ctypes.c_size_t()
-        nvjitlink.lib.get_linked_cubin_size(handle, ctypes.byref(size))
-        buffer = ctypes.create_string_buffer(size.value)
-        nvjitlink.lib.get_linked_cubin(handle, buffer)
-        return buffer.raw
+        return _read(nvjitlink.lib.get_linked_cubin_size, nvjitlink.lib.get_linked_cubin,
+                     handle).raw
     finally:
         nvjitlink.lib.destroy(ctypes.byref(handle))
 
 
 def _nvjitlink_log(handle):
-    size = ctypes.c_size_t()
-    nvjitlink.lib.get_error_log_size(handle, ctypes.byref(size))
-    buffer = ctypes.create_string_buffer(size.value)
-    nvjitlink.lib.get_error_log(handle, buffer)
-    return buffer.value.decode(errors="replace")
+    return _read(nvjitlink.lib.get_error_log_size, nvjitlink.lib.get_error_log,
+                 handle).value.decode(errors="replace")
 
 
 class Module:
