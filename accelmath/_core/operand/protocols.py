@@ -112,9 +112,8 @@ class GenericAdapter(Adapter):
         return device_adapter().zeros(shape, dtype, device_id)
 
     def astype(self, x, dtype):
-        adapter = device_adapter()
-        op = self.wrap(x)
-        if op.on_device:
+        if self.wrap(x).on_device:
+            adapter = device_adapter()
             return adapter.astype(adapter.from_dlpack(x), dtype)
         return self.to_numpy(x).astype(dtype)
 
