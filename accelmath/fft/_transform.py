@@ -32,6 +32,7 @@ from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout, plan_steps
+from accelmath.fft._package_layouts import package_fft_strides
 from accelmath.fft._plan import FFT
 
 __all__ = ["transform", "read_operand", "dispatcher", "HostCall", "cache_info", "clear_cache",
@@ -380,8 +381,6 @@ def _package_strides(kind, op, axes, last_axis_size):
     them with no copy of the output (torch's transposed layouts), else None (dense, in the
     input's axis order)."""
     out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last_axis_size)
-    from accelmath.fft._package_layouts import package_fft_strides
-
     strides = package_fft_strides(op.package, kind, op.shape, op.strides, op.dtype, axes,
                                   out_shape)
     # (some torch versions' meta tensors report overlapping strides: those are not taken)
