@@ -1,7 +1,9 @@
 """Dense layouts in element strides: the strides of an axis order, and whether strides are
 dense (pure, no device access)."""
 
-__all__ = ["contiguous_strides", "is_dense", "axis_order"]
+from accelmath.errors import InvalidArgumentError
+
+__all__ = ["contiguous_strides", "is_dense", "check_dense", "axis_order"]
 
 
 def contiguous_strides(shape, order=None):
@@ -39,6 +41,22 @@ def is_dense(shape, strides):
             return False
         step *= max(extent, 1)
     return True
+
+
+def check_dense(shape, strides, name="strides"):
+    """``strides`` as a tuple, checked to lay out ``shape`` densely (:func:`is_dense`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``name``, where they do not (or are not one stride per axis).
+    """
+    strides = tuple(strides)
+    if len(strides) != len(shape) or not is_dense(shape, strides):
+        raise InvalidArgumentError(
+            f"{name} {strides} do not lay out shape {tuple(shape)} densely (positive element "
+            "strides, no overlap, no gaps)")
+    return strides
 
 
 def axis_order(strides):

@@ -13,7 +13,7 @@ its plan runs as a :class:`Call`; where that is a single C call, the call shim
 (:mod:`accelmath._core.hostcall`) makes ``execute(x, out=out)`` in C, along the same path.
 """
 
-import weakref
+import functools
 from typing import Any, Callable, NamedTuple, Optional
 
 import numpy
@@ -21,10 +21,11 @@ import numpy
 from accelmath._core import hostcall
 from accelmath._core.arguments import index
 from accelmath._core.device import ensure_context
-from accelmath._core.layout import contiguous_strides, is_dense
+from accelmath._core.layout import check_dense, contiguous_strides
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_named, check_mutable,
                                      check_same_device, device_adapter, device_name,
                                      wrap_operand)
+from accelmath._core.operand.record import unsupported_dtype
 from accelmath._core.stream import stream_handle
 from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
                               UnsupportedDTypeError, UnsupportedOperandError)
@@ -82,14 +83,9 @@ def template_operand(shape, dtype, strides, package, device):
     except TypeError:  # torch's dtypes, "complex32"
         dtype = str(dtype).replace("torch.", "")
     if dtype not in ITEMSIZE:
-        raise UnsupportedDTypeError(
-            f"unsupported dtype {dtype!r}; accelmath handles {', '.join(ITEMSIZE)}")
-    strides = contiguous_strides(shape) if strides is None else tuple(
-        index(n, "strides") for n in strides)
-    if len(strides) != len(shape) or not is_dense(shape, strides):
-        raise InvalidArgumentError(
-            f"strides {strides} do not lay out shape {shape} densely (positive element "
-            "strides, no overlap, no gaps)")
+        raise unsupported_dtype(repr(dtype))
+    strides = contiguous_strides(shape) if strides is None else check_dense(
+        shape, [index(n, "strides") for n in strides])
     if package is None:
         package = "numpy" if device is None else device_adapter().package
     if package not in PACKAGES:
@@ -181,32 +177,32 @@ class Plan:
             if key is not None:
                 self._read = op.adapter.reader(key)
         # host operands: NumPy arrays of the layout are taken as they are
-        self._host_key = self._host_out_dtype = None
+        self._host_key = None
         if not on_device and op.package == "numpy" and op.obj is given:
             self._host_key = (given.shape, given.strides, given.dtype)
-            self._host_out_dtype = numpy.dtype(out_dtype)
+        self._host_out_dtype = None if on_device else numpy.dtype(out_dtype)
         # the template's memory goes back where the plan was made for a layout; its layout stays
         self._operand = (Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
                                  op.adapter) if layout_only else op)
+
+    def _unbind(self):
+        """Forget the array the plan was made from, keeping its layout and readers: a plan
+        kept in a cache must not keep its first caller's array alive."""
+        op = self._operand
+        self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
+                                op.adapter)
 
     def _install_shim(self, call, local, mask):
         """Make ``execute(x, out=out)`` in C (the call shim) where ``call`` is one C call."""
         if call.direct is None or self._read is None:
             return
-        calls = {None: call.direct}
-        ref, execute, what = weakref.ref(self), type(self).execute, self.what
-
-        def slow(x=None, **options):
-            plan = ref()
-            if plan is None:
-                raise StateError(f"this {what} was freed; create a new one")
-            return execute(plan, x, **options)
-
-        slow.__doc__ = execute.__doc__
-        self._shim_calls = calls
-        weakref.finalize(self, calls.clear)  # (a kept reference to execute outlives the plan)
-        self.execute = hostcall.launcher(slow, calls, self._type, self._read, self._read_out,
-                                         self._current_stream, local, mask)
+        # every other call goes on to the Python execute, bound to the plan: the plan holds
+        # its execute and the execute the plan, a cycle the collector frees (and free() at once)
+        slow = functools.partial(type(self).execute, self)
+        slow.__doc__ = type(self).execute.__doc__
+        self._shim_calls = {None: call.direct}
+        self.execute = hostcall.launcher(slow, self._shim_calls, self._type, self._read,
+                                         self._read_out, self._current_stream, local, mask)
 
     def run(self, x, out, stream, call):
         """Execute ``call`` on operand ``x`` (an array, an :class:`Operand` of the plan's
@@ -310,10 +306,10 @@ class Plan:
         (idempotent)."""
         if getattr(self, "_freed", True):
             return
-        self._release()
-        if "execute" in self.__dict__:
+        if "execute" in self.__dict__:  # (first: no C call reaches a released handle)
             self._shim_calls.clear()
             del self.execute
+        self._release()
         self._operand = self._read = self._host_key = None
         self._freed = True
 

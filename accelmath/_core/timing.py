@@ -11,6 +11,7 @@ logged on the ``accelmath`` logger.
 
 import ctypes
 import logging
+import math
 from dataclasses import dataclass
 
 from accelmath._core import store
@@ -93,8 +94,9 @@ def choose(problem, labels, measure, device_id, libraries=()):
         One stable label per candidate (the same candidates in a later process have the same
         labels).
     measure : callable
-        ``measure(index)`` prepares candidate ``index`` and returns its device time in ms.
-        It is called for every candidate when the choice is not known, for none when it is.
+        ``measure(index)`` prepares candidate ``index`` and returns its device time in ms
+        (infinity for a candidate that cannot run). It is called for every candidate when
+        the choice is not known, for none when it is.
     device_id : int
         The device the candidates run on.
     libraries : sequence of str
@@ -117,5 +119,7 @@ def choose(problem, labels, measure, device_id, libraries=()):
     index = min(range(len(labels)), key=lambda i: times[labels[i]])
     _log.info("timing: %s: chose %s of %s", problem, labels[index],
               ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()))
-    store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": times})
+    # (a candidate that could not run has no time: None, as JSON holds no infinity)
+    kept = {label: ms if math.isfinite(ms) else None for label, ms in times.items()}
+    store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": kept})
     return Choice(index, times, False)

@@ -11,6 +11,7 @@ allocation once a thread and a stream have been seen.
 import ctypes
 import dataclasses
 import functools
+import logging
 import threading
 
 from accelmath._core import hostcall, timing
@@ -22,10 +23,13 @@ from accelmath._core.operand import ITEMSIZE
 from accelmath._core.resources import Resources
 from accelmath._core.switches import switched_off
 from accelmath.bindings import cufft, driver
+from accelmath.errors import CudaLibraryError, InvalidArgumentError
 from accelmath.fft import _columns
 from accelmath.fft._layout import plan_steps
 
 __all__ = ["CudaExecutor"]
+
+_log = logging.getLogger("accelmath")
 
 # (kind, input dtype) -> (typed exec function name, takes a direction)
 _TYPED_EXEC = {
@@ -242,11 +246,18 @@ class CudaExecutor:
 
         def measure(i):
             steps, copy_in = candidates[i]
-            planned[i] = (steps, copy_in, *self._plan(steps))
-            return self._time(*planned[i], inverse)
+            try:
+                planned[i] = (steps, copy_in, *self._plan(steps))
+                return self._time(*planned[i], inverse)
+            except (CudaLibraryError, MemoryError) as exc:
+                # a candidate that cannot be planned or run here (memory for its trial run,
+                # a layout cuFFT refuses) loses; the others may still run
+                _log.info("FFT candidate %d of %s failed: %s", i, problem, exc)
+                return float("inf")
 
-        problem = (f"cufft {self.kind} axes={self.axes} {self.in_shape}{self.in_strides}->{self.out_shape}{self.out_strides} "
-                   f"{self.in_dtype}->{self.out_dtype} conjugate={self.conjugate}")
+        problem = (f"cufft {self.kind} axes={self.axes} {self.in_shape}{self.in_strides}->"
+                   f"{self.out_shape}{self.out_strides} {self.in_dtype}->{self.out_dtype} "
+                   f"conjugate={self.conjugate}")
         labels = [repr(candidate) for candidate in candidates]
         choice = timing.choose(problem, labels, measure, self.device_id, ("cufft",))
         for i, (_, _, handles, _) in planned.items():
@@ -397,6 +408,13 @@ class CudaExecutor:
         path; :meth:`runner` gives the shortest one for plans of a single cuFFT call.
         """
         if (in_ptr | out_ptr) & self.align_mask:
+            # (complex data must sit at addresses of whole elements: the copies read them so)
+            if (in_ptr & (ITEMSIZE[self.in_dtype] - 1)) or (
+                    out_ptr & (ITEMSIZE[self.out_dtype] - 1)):
+                raise InvalidArgumentError(
+                    f"an operand at address {in_ptr:#x} or {out_ptr:#x} does not start at a "
+                    f"whole element of its dtype ({self.in_dtype}, {self.out_dtype}); copy it "
+                    "to an array of its own")
             if self._aligned is None:
                 with self._lock:
                     if self._aligned is None:

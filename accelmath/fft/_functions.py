@@ -8,7 +8,8 @@ through cached cuFFT plans; the result of a torch tensor has the strides ``torch
 it. Every function ends in :func:`accelmath.fft._transform.transform`.
 """
 
-from accelmath.fft._normalize import length, swap_norm
+from accelmath._core.arguments import length
+from accelmath.fft._normalize import swap_norm
 from accelmath.fft._transform import transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",

@@ -11,17 +11,13 @@ import warnings
 
 import numpy
 
-from accelmath._core.arguments import (EXECUTIONS, check_execution, check_workers, index,
-                                       length, normalize_axis)
+from accelmath._core.arguments import index, normalize_axis
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
-# (EXECUTIONS, check_execution, check_workers, index and length are the core's, named here
-# too for the modules that still import them from here)
 __all__ = ["NORMS", "check_norm", "scale_factor", "scale_exponent", "swap_norm",
            "normalize_axes", "axis_groups", "warn_deprecated", "data_points_error",
            "complex_dtype", "real_dtype", "transform_dtypes", "LONG_DOUBLES",
-           "check_gpu_dtype", "EXECUTIONS", "check_execution", "check_workers", "index",
-           "length"]
+           "check_gpu_dtype"]
 
 NORMS = ("backward", "ortho", "forward")
 

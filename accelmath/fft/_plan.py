@@ -8,7 +8,7 @@ stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 """
 
 from accelmath._core.arguments import check_execution, check_workers
-from accelmath._core.layout import is_dense
+from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_operand
 from accelmath._core.plan import Call, Plan, check_out, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
@@ -45,8 +45,7 @@ class FFT(Plan):
         The operands' package (default: NumPy for host operands, else CuPy when installed,
         else torch).
     device : int, optional
-        The GPU of the operands (default: None, host memory; 0 where ``package`` is CuPy or
-        torch).
+        The GPU of the operands (default: None, host memory; 0 where ``package`` is CuPy).
     axes : sequence of int, optional
         The axes to transform (default: all). For ``"r2c"`` and ``"c2r"`` the last axis given
         is the halved one.
@@ -111,8 +110,7 @@ class FFT(Plan):
             raise InvalidArgumentError("axes is empty: an FFT needs at least one axis")
         for axis in axes:
             if op.shape[axis] == 0:
-                raise InvalidArgumentError(
-                    f"axis {axis} has length 0; transform axes must not be empty")
+                raise norms.data_points_error(0, f"along axis {axis}, which has length 0")
         if kind is None:
             kind = "c2c" if op.dtype.startswith("complex") else "r2c"
         if kind not in _KINDS:
@@ -125,6 +123,9 @@ class FFT(Plan):
             raise UnsupportedDTypeError(
                 f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
                 f"it first (the accelmath.fft functions do)")
+        if conjugate and kind == "c2c":
+            raise InvalidArgumentError(
+                "conjugate applies to r2c and c2r plans (hfft, ihfft), not to c2c ones")
         if last_axis_size is not None and kind != "c2r":
             raise InvalidArgumentError("last_axis_size applies to c2r plans only")
         if kind == "c2r":
@@ -146,14 +147,8 @@ class FFT(Plan):
                 raise InvalidArgumentError(
                     f"half-precision transforms take lengths that are powers of 2 (cuFFT's "
                     f"limit), got {lengths}; convert the operand to single precision")
-        if out_strides is None:
-            out_strides = dense_strides
-        else:
-            out_strides = tuple(out_strides)
-            if len(out_strides) != len(out_shape) or not is_dense(out_shape, out_strides):
-                raise InvalidArgumentError(
-                    f"out_strides {out_strides} do not lay out the result shape {out_shape} "
-                    "densely (positive element strides, no overlap, no gaps)")
+        out_strides = dense_strides if out_strides is None else check_dense(
+            out_shape, out_strides, "out_strides")
         self.kind, self.axes, self.norm = kind, axes, norm
         self.conjugate = conjugate
         self.in_dtype = in_dtype

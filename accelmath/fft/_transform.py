@@ -280,7 +280,12 @@ def _run_host(entry, data, out):
     if out is None:
         return transform.execute(data, inverse=entry.inverse, workers=entry.workers)
     out_op = check_out(out, entry.like, transform.out_shape, entry.out_dtype)
-    target = out if entry.like.package == "torch" else out_op.adapter.to_numpy(out)
+    if out_op.package == "torch" or entry.like.package != "torch":
+        target = out if entry.like.package == "torch" else out_op.adapter.to_numpy(out)
+    else:  # torch's transform into a host array of another package: through a view
+        import torch
+
+        target = torch.from_numpy(out_op.adapter.to_numpy(out))
     transform.execute(data, inverse=entry.inverse, out=target, workers=entry.workers)
     return out
 
@@ -365,8 +370,10 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
     def create():
         out_strides = out_op.strides if out_op is not None else _package_strides(
             kind, op, axes, last)
-        return FFT(bound, axes=axes, kind=kind, norm=norm, last_axis_size=last,
+        plan = FFT(bound, axes=axes, kind=kind, norm=norm, last_axis_size=last,
                    conjugate=conjugate, out_strides=out_strides)
+        plan._unbind()  # (cached: it holds no caller's array)
+        return plan
 
     remembered = call if direct and given is None else None
     plan = dispatcher.plan(op.device_id, key, create, remembered)

@@ -27,6 +27,7 @@ Examples
 True
 """
 
+from accelmath.errors import GradientError
 from accelmath.fft import _functions, _scipy_functions
 from accelmath.fft import _normalize as norms
 from accelmath.fft._transform import read_operand
@@ -79,6 +80,8 @@ def __ua_function__(method, args, kwargs):
         return NotImplemented
     try:
         norms.transform_dtypes("c2c", read_operand(args[0]).dtype)
+    except GradientError:  # accelmath's own error says how to proceed
+        raise
     except TypeError:  # objects and dtypes accelmath has no FFT of: scipy's own
         return NotImplemented
     if name in _DEFAULT_AXES:

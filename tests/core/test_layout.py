@@ -27,3 +27,9 @@ def test_axis_order_is_slowest_first_and_stable():
     assert axis_order((1, 12, 4)) == [1, 2, 0]
     assert axis_order((-6, 1)) == [0, 1]
     assert axis_order((1, 1)) == [0, 1]
+
+
+def test_contiguous_strides():
+    assert contiguous_strides(()) == ()
+    assert contiguous_strides((3,)) == (1,)
+    assert contiguous_strides((2, 0, 4)) == (4, 4, 1)  # (an empty axis steps like one of 1)

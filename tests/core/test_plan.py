@@ -227,3 +227,48 @@ def test_a_host_plan_made_for_a_layout_needs_its_operand():
         HostPlan(x, layout_only=True).execute()
     y = np.ones(3)
     assert HostPlan(x, layout_only=True).execute(y)[1] is y
+
+
+def test_the_shim_s_execute_keeps_its_plan_alive_and_the_collector_frees_both(fake):
+    """execute(x, out=) may be made in C (the call shim); every other call goes on to the
+    Python execute, which must reach the plan even when nothing else holds it."""
+    import gc
+    import threading
+    import weakref
+
+    from accelmath._core import hostcall
+
+    adapter, _ = fake
+
+    class ShimPlan(FakePlan):
+        def __init__(self, adapter, template):
+            super().__init__(adapter, template)
+            fail = lambda status: None  # noqa: E731
+            self.call = Call(self.call.run, hostcall.BoundCall(None, fail, ("in", "out")), None)
+            self._install_shim(self.call, threading.local(), 0)
+
+    out = ShimPlan(adapter, FakeArray((8,), 1000)).execute(FakeArray((8,), 1234))
+    assert out is adapter.allocated[-1]  # a temporary plan's execute ran
+    plan = ShimPlan(adapter, FakeArray((8,), 1000))
+    alive = weakref.ref(plan)
+    del plan
+    gc.collect()
+    assert alive() is None
+
+
+def test_an_unbound_plan_keeps_its_layout_and_reader_but_not_its_array(fake):
+    import gc
+    import weakref
+
+    adapter, _ = fake
+    template = FakeArray((8,), 1000)
+    alive = weakref.ref(template)
+    plan = FakePlan(adapter, template)
+    plan._unbind()
+    del template
+    gc.collect()
+    assert alive() is None
+    plan.execute(FakeArray((8,), 5))  # the fast reader stays
+    assert plan.calls[-1][0] == 5
+    with pytest.raises(InvalidArgumentError, match="made for a layout"):
+        plan.execute()

@@ -75,3 +75,10 @@ def test_device_time_of_real_work():
     finally:
         buffer.free()
     assert 0 < small < large
+
+
+def test_a_candidate_that_cannot_run_loses_and_the_choice_is_kept(fresh_store):
+    choice = timing.choose("problem", ["fails", "runs"], lambda i: [float("inf"), 2.0][i], 0)
+    assert choice.index == 1
+    again = timing.choose("problem", ["fails", "runs"], lambda i: pytest.fail("timed"), 0)
+    assert again.index == 1 and again.stored

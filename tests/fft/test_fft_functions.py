@@ -615,3 +615,12 @@ def test_numpy_fft_stands_in_for_scipys_engine(monkeypatch, name):
                          what=f"{name} on numpy.fft, {norm}")
     finally:
         accelmath.fft.clear_cache()
+
+
+def test_torch_cpu_input_into_a_numpy_out():
+    torch = pytest.importorskip("torch")
+    t = torch.randn(4, 8, dtype=torch.complex128)
+    out = np.empty((4, 8), np.complex128)
+    for _ in range(2):  # the second call is remembered
+        assert accelmath.fft.fft(t, out=out) is out
+        np.testing.assert_allclose(out, np.fft.fft(t.numpy()), atol=1e-12)

@@ -400,6 +400,7 @@ def test_output_right_after_the_workspace(monkeypatch, cp):
     in torch's layout, through the scratch buffer), writing into an array that starts where
     its workspace ends, as a pool may place them: cuFFT must not be handed that address as
     a work area (it refuses one at the output's address: CUFFT_EXEC_FAILED)."""
+    from accelmath._core import resources
     from accelmath._core.memory import Workspace
     from accelmath.fft import _cuda
 
@@ -412,7 +413,8 @@ def test_output_right_after_the_workspace(monkeypatch, cp):
         scratch = executor._offsets[3]
         assert executor.nbytes == scratch > 0  # the scratch buffer, and no work area
         memory = cp.empty(scratch + 4096 * 2049 * 8, cp.uint8)
-        monkeypatch.setattr(_cuda, "allocate_workspace",
+        # (the workspace a thread takes on its first run)
+        monkeypatch.setattr(resources, "allocate_workspace",
                             lambda nbytes, *_: Workspace(memory.data.ptr, nbytes, owner=memory))
         out = cp.ndarray((4096, 2049), cp.complex64, memptr=memory.data + scratch,
                          strides=(8, 4096 * 8))

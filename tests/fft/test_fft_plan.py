@@ -226,3 +226,19 @@ def test_bad_layouts(kwargs, message):
         FFT(**kwargs)
     with pytest.raises(InvalidArgumentError, match="either an operand or shape"):
         FFT(np.zeros(4), shape=(4,))
+
+
+def test_conjugate_is_for_real_plans():
+    x = np.ones((4, 8), np.complex128)
+    with pytest.raises(InvalidArgumentError, match="conjugate applies to r2c and c2r plans"):
+        FFT(x, kind="c2c", conjugate=True)
+
+
+def test_a_host_plan_of_torch_tensors_checks_the_dtype_of_out():
+    torch = pytest.importorskip("torch")
+    with FFT(torch.ones(4, 8, dtype=torch.complex128)) as plan:
+        with pytest.raises(TypeError, match="Cannot cast the complex128 result into out"):
+            plan.execute(out=np.zeros((8, 4)).T)
+        out = np.empty((4, 8), np.complex128)
+        assert plan.execute(out=out) is out
+        np.testing.assert_allclose(out, np.fft.fft2(np.ones((4, 8))), atol=1e-12)

@@ -233,3 +233,13 @@ def test_s_without_axes_as_scipy_takes_it():
     assert close(a, np.fft.fftn(x, (4, 6), axes=(1, 2)))
     assert close(b, np.fft.irfftn(x, (5, 7), axes=(1, 2)))
     assert close(c, np.fft.rfftn(x.real, (6,), axes=(2,)))
+
+
+def test_tensors_that_record_gradients_get_accelmath_s_error():
+    torch = pytest.importorskip("torch")
+    from accelmath.errors import GradientError
+
+    t = torch.ones(8, dtype=torch.float64, requires_grad=True)
+    with scipy_fft.set_backend(accelmath.fft.scipy_backend, only=True):
+        with pytest.raises(GradientError, match="torch.no_grad"):
+            scipy_fft.fft(t)

@@ -5,23 +5,7 @@ from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import ITEMSIZE, unsupported_dtype
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["Adapter", "Layouts", "contiguous_strides"]
-
-
-def contiguous_strides(shape):
-    """Element strides of a C-ordered array of ``shape``.
-
-    Examples
-    --------
-    >>> from accelmath._core.operand.base import contiguous_strides
-    >>> contiguous_strides((2, 3, 4))
-    (12, 4, 1)
-    """
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.append(step)
-        step *= max(extent, 1)
-    return tuple(reversed(strides))
+__all__ = ["Adapter", "Layouts"]
 
 
 class Layouts:

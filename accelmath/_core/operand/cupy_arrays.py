@@ -3,7 +3,8 @@ CuPy's memory pool in the order of its current stream."""
 
 import contextlib
 
-from accelmath._core.operand.base import Adapter, Layouts, contiguous_strides
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand.base import Adapter, Layouts
 from accelmath._core.operand.record import Operand
 from accelmath._core.stream import cupy_stream
 

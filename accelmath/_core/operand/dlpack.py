@@ -8,7 +8,7 @@ runs when the capsule goes away, so the capsule must outlive every use of the da
 import ctypes
 from typing import NamedTuple
 
-from accelmath._core.operand.base import contiguous_strides
+from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.record import unsupported_dtype
 
 __all__ = ["CPU", "CUDA", "CUDA_HOST", "CUDA_MANAGED", "LEGACY_STREAM", "DTYPES", "DLTensor",

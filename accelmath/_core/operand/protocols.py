@@ -8,7 +8,8 @@ when installed, else PyTorch); host results are NumPy arrays.
 import ctypes
 
 from accelmath._core.operand import dlpack
-from accelmath._core.operand.base import Adapter, contiguous_strides
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import (ITEMSIZE, Operand, unsupported_dtype,
                                             unsupported_operand)

@@ -7,7 +7,8 @@ differentiable yet, and a silent detach would cut the caller's autograd graph).
 
 import functools
 
-from accelmath._core.operand.base import Adapter, contiguous_strides
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.record import ITEMSIZE, Operand, unsupported_dtype
 from accelmath.errors import GradientError, UnsupportedOperandError
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from accelmath._core.operand import adapter_named, wrap_operand
-from accelmath._core.operand.base import Layouts, contiguous_strides
+from accelmath._core.operand.base import Layouts
 from accelmath.errors import UnsupportedDTypeError, UnsupportedOperandError
 
 rng = np.random.default_rng()
@@ -55,12 +55,6 @@ def test_layouts_remember_conversions_up_to_a_bound():
         layouts.convert(dtype, (8 * (i + 1),))
     assert 0 < len(layouts.dtypes[dtype][2]) <= Layouts._MAX
     assert layouts.lookup(dtype, (-16, 8)) == ("complex64", (-2, 1))
-
-
-def test_contiguous_strides():
-    assert contiguous_strides(()) == ()
-    assert contiguous_strides((3,)) == (1,)
-    assert contiguous_strides((2, 0, 4)) == (4, 4, 1)  # (an empty axis steps like one of 1)
 
 
 def test_allocation_and_host_conversions():
