@@ -5,7 +5,7 @@ from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import ITEMSIZE, unsupported_dtype
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["Adapter", "Layouts"]
+__all__ = ["Adapter", "Layouts", "element_strides"]
 
 
 class Layouts:
@@ -42,14 +42,31 @@ class Layouts:
                 raise unsupported_dtype(repr(dtype.name))
             info = self.dtypes[dtype] = (dtype.name, dtype.itemsize, {})
         itemsize, known = info[1], info[2]
-        if any(s % itemsize for s in byte_strides):
-            raise UnsupportedOperandError(
-                f"strides {byte_strides} (bytes) are not multiples of the {itemsize}-byte "
-                f"element; accelmath reads arrays of whole-element strides")
         if len(known) >= self._MAX:
             known.clear()
-        strides = known[byte_strides] = tuple(s // itemsize for s in byte_strides)
+        strides = known[byte_strides] = element_strides(byte_strides, itemsize)
         return info[0], strides
+
+
+def element_strides(byte_strides, itemsize):
+    """Strides in bytes as strides in elements of ``itemsize`` bytes.
+
+    Raises
+    ------
+    UnsupportedOperandError
+        For strides that are not whole elements.
+
+    Examples
+    --------
+    >>> from accelmath._core.operand.base import element_strides
+    >>> element_strides((32, 8), 8)
+    (4, 1)
+    """
+    if any(s % itemsize for s in byte_strides):
+        raise UnsupportedOperandError(
+            f"strides {tuple(byte_strides)} (bytes) are not multiples of the {itemsize}-byte "
+            f"element; accelmath reads arrays of whole-element strides")
+    return tuple(s // itemsize for s in byte_strides)
 
 
 class Adapter:

@@ -9,7 +9,7 @@ import ctypes
 
 from accelmath._core.operand import dlpack
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand.base import Adapter
+from accelmath._core.operand.base import Adapter, element_strides
 from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import (ITEMSIZE, Operand, unsupported_dtype,
                                             unsupported_operand)
@@ -68,8 +68,7 @@ class GenericAdapter(Adapter):
         if cai.get("strides") is None:
             strides = contiguous_strides(shape)
         else:
-            itemsize = ITEMSIZE[name]
-            strides = tuple(s // itemsize for s in cai["strides"])
+            strides = element_strides(cai["strides"], ITEMSIZE[name])
         ptr = cai["data"][0] or 0
         # (version 3) work on this stream may still be writing x: the protocol asks consumers
         # to wait for it (1 and 2 are the default streams, as in the driver)

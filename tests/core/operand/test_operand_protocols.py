@@ -53,6 +53,11 @@ def test_producers_get_a_generic_adapter_named_by_their_package():
     assert adapter.layout_key(ArrayInterfaceProducer((3,), "<f4")) is None
 
 
+def test_array_interface_strides_of_part_elements_are_refused(device_pointers):
+    with pytest.raises(UnsupportedOperandError, match="not multiples of the 8-byte element"):
+        wrap_operand(ArrayInterfaceProducer((4, 3), "<c8", strides=(48, 12)))
+
+
 def test_array_interface(device_pointers):
     op = wrap_operand(ArrayInterfaceProducer((4, 3), "<c8", strides=(48, 16)))
     assert (op.ptr, op.shape, op.strides, op.dtype) == (DEVICE_POINTER, (4, 3), (6, 2),
