@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* cublasLtMatmul takes 16 arguments, the most of any call accelmath makes */
+/* the most word arguments of any library call accelmath makes */
 #define MAX_ARGS 16
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */

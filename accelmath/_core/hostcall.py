@@ -19,7 +19,7 @@ from accelmath._core.switches import switched_off
 __all__ = ["BoundCall", "fast", "launcher", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
-_MAX_ARGS = 16  # cublasLtMatmul's 16 arguments, the most of any call accelmath makes
+_MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
