@@ -181,9 +181,9 @@ class Plan:
         if not on_device and op.package == "numpy" and op.obj is given:
             self._host_key = (given.shape, given.strides, given.dtype)
         self._host_out_dtype = None if on_device else numpy.dtype(out_dtype)
-        # the template's memory goes back where the plan was made for a layout; its layout stays
-        self._operand = (Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
-                                 op.adapter) if layout_only else op)
+        self._operand = op
+        if layout_only:  # the template's memory goes back; its layout stays
+            self._unbind()
 
     def _unbind(self):
         """Forget the array the plan was made from, keeping its layout and readers: a plan
