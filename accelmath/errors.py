@@ -5,6 +5,8 @@ built-in exception (``TypeError``, ``ValueError``, ``RuntimeError``), so callers
 either.
 """
 
+import numpy.linalg
+
 __all__ = [
     "AccelmathError",
     "CompileError",
@@ -13,6 +15,7 @@ __all__ = [
     "GradientError",
     "InvalidArgumentError",
     "LibraryNotFoundError",
+    "LinAlgError",
     "NoDeviceError",
     "StateError",
     "UnsupportedDTypeError",
@@ -48,6 +51,24 @@ class DeviceMismatchError(AccelmathError, ValueError):
 
 class StateError(AccelmathError, RuntimeError):
     """An object used in a state that does not allow it (for example after ``free()``)."""
+
+
+class LinAlgError(AccelmathError, numpy.linalg.LinAlgError):
+    """A factorization or solve failed: a singular matrix, one not positive definite, or
+    an iteration that did not converge.
+
+    Attributes
+    ----------
+    index : tuple of int or None
+        The batch index of the first matrix that failed (``()`` for a single matrix; None
+        where it is not known).
+    """
+
+    def __init__(self, message, index=None):
+        self.index = index
+        if index is not None:
+            message = f"{message} (batch index {index})"
+        super().__init__(message)
 
 
 class NoDeviceError(AccelmathError, RuntimeError):
