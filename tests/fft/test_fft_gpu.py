@@ -699,7 +699,7 @@ def test_library_calls_through_ctypes_and_the_shim(cp):
         "x = np.random.default_rng().standard_normal((8, 300)) + 1j\n"
         "with afft.FFT(cp.asarray(x), axes=(1,)) as plan:\n"
         "    assert type(plan._executor._calls[0][0]).__name__ != 'Function'\n"
-        "    assert type(plan.execute).__name__ == 'function'\n"
+        "    assert type(plan.execute).__name__ != 'Launch'\n"
         "    got = cp.asnumpy(plan.execute(cp.asarray(x), direction='inverse'))\n"
         "ref = np.fft.ifft(x, axis=1)\n"
         "assert np.linalg.norm(got - ref) <= 1e-12 * np.linalg.norm(ref)\n"
