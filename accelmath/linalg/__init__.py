@@ -1,3 +1,25 @@
-"""accelmath.linalg (to come)."""
+"""Dense linear algebra on cuSOLVER and cuBLAS: NumPy's and SciPy's solvers, batched over
+leading dimensions, for NumPy, CuPy, PyTorch and JAX arrays (host arrays through NumPy/SciPy
+LAPACK), and factor-once objects that solve many right-hand sides cheaply.
 
-__all__ = []
+Examples
+--------
+>>> import numpy as np
+>>> from accelmath import linalg
+>>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
+>>> x = linalg.solve(a, np.array([2.0, 1.0]))
+>>> bool(np.allclose(a @ x, [2.0, 1.0]))
+True
+"""
+
+from accelmath.linalg._factor import LU, QR, Cholesky
+from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult,
+                                         cholesky, det, eigh, eigvalsh, inv, lstsq, qr, slogdet,
+                                         solve, svd, svdvals)
+from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
+                                               solve_triangular)
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+           "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
+           "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
+           "EighResult", "SVDResult"]

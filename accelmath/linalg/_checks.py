@@ -1,0 +1,363 @@
+"""Pure argument checks and shape rules of the linear-algebra functions (no device access).
+
+The rules are NumPy's (``numpy.linalg``) for the NumPy functions and SciPy's
+(``scipy.linalg``) for ``cho_factor``, ``cho_solve``, ``lu_factor``, ``lu_solve`` and
+``solve_triangular``: dtype promotion as ``numpy.linalg._commonType`` does it, NumPy's shape
+errors (a :class:`~accelmath.errors.LinAlgError`, which is a ``ValueError``, as NumPy raises),
+NumPy 2's right-hand-side rule for ``solve`` and SciPy's for the SciPy functions. Each check
+returns the normalized value or raises an accelmath error that names the argument, quotes the
+bad value and lists the allowed ones. Every message is written here once; the messages of
+failed factorizations (NumPy's words) are here too, for the CPU and the device paths.
+"""
+
+import operator
+
+import numpy
+
+from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
+
+__all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
+           "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "NOT_FINITE", "QR_MODES",
+           "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error",
+           "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
+           "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
+           "check_uplo", "check_trans", "check_method", "check_flag", "check_rcond",
+           "first_nonfinite", "check_finite"]
+
+# Failed factorizations: NumPy's messages; LinAlgError appends the batch index.
+SINGULAR = "Singular matrix"
+NOT_POSITIVE_DEFINITE = "Matrix is not positive definite"
+EIGENVALUES_DID_NOT_CONVERGE = "Eigenvalues did not converge"
+SVD_DID_NOT_CONVERGE = "SVD did not converge"
+LSTSQ_DID_NOT_CONVERGE = "SVD did not converge in Linear Least Squares"
+# NaN or Inf under check_finite: SciPy's words
+NOT_FINITE = "array must not contain infs or NaNs"
+
+QR_MODES = ("reduced", "complete", "r", "raw")
+METHODS = ("auto", "cusolver", "batched", "small")
+_TRANS = {0: 0, 1: 1, 2: 2, "N": 0, "T": 1, "C": 2}
+
+# numpy.linalg's promotion: integers and bool compute in float64; single precision stays
+# single only when every operand is single precision.
+_PRECISION = {"float32": "single", "complex64": "single", "float64": "double",
+              "complex128": "double"}
+_INTEGERS = frozenset({"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                       "uint64"})
+_RESULT = {("single", False): "float32", ("single", True): "complex64",
+           ("double", False): "float64", ("double", True): "complex128"}
+_REAL = {"float32": "float32", "float64": "float64", "complex64": "float32",
+         "complex128": "float64"}
+
+
+def unsupported_dtype_error(name, dtype):
+    """The error for operand ``name`` of an inexact type numpy.linalg refuses (float16,
+    bfloat16, complex32, long double): NumPy's ``TypeError`` message, the argument named."""
+    return UnsupportedDTypeError(f"{name}: array type {dtype} is unsupported in linalg")
+
+
+def result_dtype(*operands):
+    """The dtype of the results of a function of operands ``(name, dtype)``, as numpy.linalg
+    promotes: integers and bool to float64, float32 with float32 to float32, complex if any
+    operand is complex; float16, bfloat16, complex32 and long double refused.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import result_dtype
+    >>> result_dtype(("a", "float32"), ("b", "int64"))
+    'float64'
+    >>> result_dtype(("a", "float32"), ("b", "complex64"))
+    'complex64'
+    """
+    precision, is_complex = "single", False
+    for name, dtype in operands:
+        if dtype in _INTEGERS:
+            precision = "double"
+            continue
+        operand_precision = _PRECISION.get(dtype)
+        if operand_precision is None:
+            raise unsupported_dtype_error(name, dtype)
+        if operand_precision == "double":
+            precision = "double"
+        is_complex = is_complex or dtype.startswith("complex")
+    return _RESULT[precision, is_complex]
+
+
+def real_dtype(dtype):
+    """The real dtype of results of ``dtype`` (eigenvalues, singular values).
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import real_dtype
+    >>> real_dtype("complex64")
+    'float32'
+    """
+    return _REAL[dtype]
+
+
+def check_stacked_2d(shape, name="a"):
+    """Raise LinAlgError (NumPy's message) unless ``shape`` has at least two dimensions."""
+    if len(shape) < 2:
+        raise LinAlgError(f"{name}: {len(shape)}-dimensional array given. Array must be at "
+                          f"least two-dimensional")
+
+
+def check_stacked_square(shape, name="a"):
+    """Raise LinAlgError (NumPy's messages) unless ``shape`` is a stack of square matrices.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import check_stacked_square
+    >>> check_stacked_square((3, 2, 2))
+    >>> check_stacked_square((2, 3))
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.LinAlgError: a: Last 2 dimensions of the array must be square; got shape (2, 3)
+    """
+    check_stacked_2d(shape, name)
+    if shape[-1] != shape[-2]:
+        raise LinAlgError(f"{name}: Last 2 dimensions of the array must be square; got shape "
+                          f"{tuple(shape)}")
+
+
+def check_2d(shape, name):
+    """Raise LinAlgError (NumPy's message) unless ``shape`` is two-dimensional (lstsq)."""
+    if len(shape) != 2:
+        raise LinAlgError(f"{name}: {len(shape)}-dimensional array given. Array must be "
+                          f"two-dimensional")
+
+
+def broadcast_batch(shape_a, shape_b, names=("a", "b")):
+    """The broadcast of batch shapes ``shape_a`` and ``shape_b`` (NumPy's rules), or
+    InvalidArgumentError naming both.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import broadcast_batch
+    >>> broadcast_batch((4, 1), (3,))
+    (4, 3)
+    """
+    try:
+        return tuple(numpy.broadcast_shapes(tuple(shape_a), tuple(shape_b)))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"the batch dimensions of {names[0]} {tuple(shape_a)} and {names[1]} "
+            f"{tuple(shape_b)} do not broadcast") from None
+
+
+def _mismatch(name_a, shape_a, name_b, shape_b, n, axis):
+    return InvalidArgumentError(
+        f"{name_b} of shape {tuple(shape_b)} does not match {name_a} of shape "
+        f"{tuple(shape_a)}: its axis {axis} has length {shape_b[axis]}, {n} needed")
+
+
+def solve_rhs(a_shape, b_shape):
+    """NumPy 2's rule for ``solve(a, b)``'s right-hand side, ``a`` of shape (..., n, n):
+    ``b`` is a vector (n,) only when it is 1-D, else a stack (..., n, k); batch dimensions
+    broadcast.
+
+    Returns
+    -------
+    vector : bool
+        Whether ``b`` is one vector.
+    batch : tuple of int
+        The broadcast batch shape of the result.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import solve_rhs
+    >>> solve_rhs((5, 3, 3), (3,))
+    (True, (5,))
+    >>> solve_rhs((3, 3), (5, 3, 2))
+    (False, (5,))
+    """
+    n = a_shape[-1]
+    vector = len(b_shape) == 1
+    axis = -1 if vector else -2
+    if len(b_shape) == 0:
+        raise InvalidArgumentError(f"b: 0-dimensional array given; solve needs a vector (n,) "
+                                   f"or a stack of matrices (..., n, k), n = {n}")
+    if b_shape[axis] != n:
+        raise _mismatch("a", a_shape, "b", b_shape, n, len(b_shape) + axis)
+    batch = broadcast_batch(a_shape[:-2], () if vector else b_shape[:-2])
+    return vector, batch
+
+
+def scipy_rhs(a_shape, b_shape, names=("a", "b")):
+    """SciPy's rule for the right-hand side of cho_solve, lu_solve and solve_triangular,
+    the matrix of shape (..., n, n): ``b`` of shape (n,) when it is 1-D, else (..., n, k);
+    batch dimensions broadcast. Returns ``(vector, batch)`` as :func:`solve_rhs`.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import scipy_rhs
+    >>> scipy_rhs((2, 4, 4), (4, 3))
+    (False, (2,))
+    """
+    n = a_shape[-1]
+    vector = len(b_shape) == 1
+    if len(b_shape) == 0:
+        raise InvalidArgumentError(f"{names[1]}: 0-dimensional array given; a vector (n,) "
+                                   f"or a stack of matrices (..., n, k) is needed, n = {n}")
+    axis = 0 if vector else len(b_shape) - 2
+    if b_shape[axis] != n:
+        raise _mismatch(names[0], a_shape, names[1], b_shape, n, axis)
+    batch = broadcast_batch(a_shape[:-2], () if vector else b_shape[:-2], names)
+    return vector, batch
+
+
+def lstsq_shapes(a_shape, b_shape):
+    """numpy.linalg.lstsq's shape rules: ``a`` (m, n), ``b`` (m,) or (m, k); NumPy's
+    LinAlgErrors otherwise. Returns whether ``b`` is a vector.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import lstsq_shapes
+    >>> lstsq_shapes((4, 2), (4,))
+    True
+    """
+    vector = len(b_shape) == 1
+    check_2d(a_shape, "a")
+    check_2d(b_shape + (1,) if vector else b_shape, "b")
+    if a_shape[0] != b_shape[0]:
+        raise LinAlgError(f"Incompatible dimensions: a has {a_shape[0]} rows, b "
+                          f"{b_shape[0]}")
+    return vector
+
+
+def lu_pivots(lu_shape, piv_shape, piv_dtype):
+    """Check lu_solve's factors: ``lu`` a stack of square matrices (..., n, n), ``piv``
+    integers of shape (..., n) whose batch broadcasts with lu's; InvalidArgumentError
+    otherwise."""
+    check_stacked_square(lu_shape, "lu")
+    if piv_dtype not in _INTEGERS or piv_dtype == "bool":
+        raise InvalidArgumentError(f"piv must hold integers (as lu_factor gives them), got "
+                                   f"dtype {piv_dtype}")
+    if len(piv_shape) < 1 or piv_shape[-1] != lu_shape[-1]:
+        raise InvalidArgumentError(f"piv of shape {tuple(piv_shape)} does not match lu of "
+                                   f"shape {tuple(lu_shape)}: (..., {lu_shape[-1]}) needed")
+    broadcast_batch(lu_shape[:-2], piv_shape[:-1], ("lu", "piv"))
+
+
+def check_mode(mode):
+    """qr's ``mode``: "reduced", "complete", "r" or "raw", else InvalidArgumentError.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import check_mode
+    >>> check_mode("full")
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.InvalidArgumentError: Invalid mode 'full', should be "reduced", ...
+    """
+    if not isinstance(mode, str) or mode not in QR_MODES:
+        raise InvalidArgumentError(
+            f'Invalid mode {mode!r}, should be "reduced", "complete", "r" or "raw"')
+    return mode
+
+
+def check_uplo(uplo):
+    """``UPLO`` as "L" or "U" (either case, as NumPy), else InvalidArgumentError.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import check_uplo
+    >>> check_uplo("u")
+    'U'
+    """
+    normalized = uplo.upper() if isinstance(uplo, str) else None
+    if normalized not in ("L", "U"):
+        raise InvalidArgumentError(f"Invalid UPLO {uplo!r}, should be 'L' or 'U'")
+    return normalized
+
+
+def check_trans(trans):
+    """``trans`` of lu_solve and solve_triangular as 0, 1 or 2 (0 or "N": a x = b, 1 or
+    "T": a^T x = b, 2 or "C": a^H x = b), else InvalidArgumentError.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import check_trans
+    >>> check_trans("C"), check_trans(1)
+    (2, 1)
+    """
+    try:
+        normalized = None if isinstance(trans, bool) else _TRANS.get(trans)
+    except TypeError:  # unhashable
+        normalized = None
+    if normalized is None:
+        raise InvalidArgumentError(
+            f"Invalid trans {trans!r}, should be 0, 1, 2, 'N', 'T' or 'C'")
+    return normalized
+
+
+def check_method(method):
+    """``method``: "auto", "cusolver", "batched" or "small", else InvalidArgumentError."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise InvalidArgumentError(
+            f'Invalid method {method!r}, should be "auto", "cusolver", "batched" or "small"')
+    return method
+
+
+def check_flag(value, name):
+    """A boolean option as a bool: True, False, or an integer 0 or 1 (NumPy's and SciPy's
+    callers pass those), else InvalidArgumentError.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import check_flag
+    >>> check_flag(0, "full_matrices")
+    False
+    """
+    if isinstance(value, (bool, numpy.bool_)):
+        return bool(value)
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number not in (0, 1):
+        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    return bool(number)
+
+
+def check_rcond(rcond):
+    """lstsq's ``rcond``: None (NumPy's default, machine epsilon times max(m, n)) or a real
+    number, else InvalidArgumentError."""
+    if rcond is None:
+        return None
+    try:
+        if isinstance(rcond, (bool, str, bytes)):
+            raise TypeError
+        return float(rcond)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"rcond must be None or a real number, got {rcond!r}") \
+            from None
+
+
+def first_nonfinite(array, core_ndim):
+    """The batch index (a tuple) of the first matrix of host array ``array`` (its last
+    ``core_ndim`` axes a matrix or vector) that holds a NaN or an infinity, or None."""
+    finite = numpy.isfinite(array)
+    if finite.all():
+        return None
+    batch_ndim = array.ndim - core_ndim
+    bad = ~finite.reshape(array.shape[:batch_ndim] + (-1,)).all(axis=-1)
+    return tuple(int(i) for i in numpy.argwhere(bad)[0])
+
+
+def check_finite(array, core_ndim, name):
+    """SciPy's ``check_finite``: raise LinAlgError (SciPy's words, a ``ValueError`` as
+    SciPy raises) naming ``name`` and the batch index of the first matrix of host array
+    ``array`` that holds a NaN or an infinity.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._checks import check_finite
+    >>> check_finite(np.array([[[1.0]], [[np.nan]]]), 2, "a")
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.LinAlgError: a: array must not contain infs or NaNs (batch index (1,))
+    """
+    index = first_nonfinite(array, core_ndim)
+    if index is not None:
+        raise LinAlgError(f"{name}: {NOT_FINITE}", index)

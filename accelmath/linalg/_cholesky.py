@@ -1,0 +1,162 @@
+"""Cholesky and triangular solves on the device: ``cholesky``, ``cho_factor``, ``cho_solve``
+(cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``, or accelmath's own kernels for batches of tiny
+matrices) and ``solve_triangular`` (cuBLAS's ``trsm``).
+
+A C-ordered Hermitian matrix read column-major is its conjugate, which is Hermitian too: its
+factor, read back in C order, is the caller's factor. So the matrix is copied in the caller's
+element order (one triangle, zeros in the other), factored in place in the result, and
+returned without a second copy.
+"""
+
+import ctypes
+
+from accelmath.bindings import cublas, cusolver
+from accelmath.linalg import _kernels, _small
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, count_of,
+                                       dense_c, gather, item_strides, plan, scatter_f,
+                                       small_fits, small_info)
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info
+from accelmath.linalg._lu import finish_info
+
+__all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
+           "cholesky_solver", "ONE", "NOT_POSITIVE_DEFINITE"]
+
+NOT_POSITIVE_DEFINITE = "Matrix is not positive definite"
+
+ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
+        "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
+
+
+def cholesky_solver(device_id, package, dtype, n, count, extra):
+    """A solver for the Cholesky factorization of ``count`` n x n matrices (their info
+    codes, and the parts of ``extra``)."""
+
+    def query(handles):
+        dev, host = ctypes.c_size_t(), ctypes.c_size_t()
+        cusolver.lib.xpotrf_buffer_size(handles[0], handles[1], UPPER, n, DATA_TYPE[dtype], None,
+                                        max(n, 1), DATA_TYPE[dtype], dev, host)
+        return dev.value, host.value
+
+    return Solver(device_id, package, {"info": count * 4, "info2": 4, **extra}, query)
+
+
+def potrf(solver, handles, ws, ptr, n, count, fill, dtype):
+    """Enqueue the in-place factorization of ``count`` column-major n x n matrices at
+    ``ptr`` (triangle ``fill``), their info codes in the solver's ``"info"`` part."""
+    isz, dt = ITEMSIZE[dtype], DATA_TYPE[dtype]
+    work, wbytes, host, hbytes = solver.work(ws)
+    info = ws + solver.offsets["info"]
+    for i in range(count):
+        cusolver.lib.xpotrf(handles[0], handles[1], fill, n, dt, ptr + i * n * n * isz,
+                            max(n, 1), dt, work, wbytes, host, hbytes, info + 4 * i)
+
+
+def potrs(solver, handles, ws, factor, rhs, n, k, count, fill, dtype):
+    """Enqueue the solves of ``count`` column-major n x k right-hand sides at ``rhs`` by the
+    factors at ``factor`` (triangle ``fill``), in place."""
+    isz, dt = ITEMSIZE[dtype], DATA_TYPE[dtype]
+    for i in range(count):
+        cusolver.lib.xpotrs(handles[0], handles[1], fill, n, k, dt, factor + i * n * n * isz,
+                            max(n, 1), dt, rhs + i * n * k * isz, max(n, 1),
+                            ws + solver.offsets["info2"])
+
+
+def cholesky(a, *, upper, check, method, stream):
+    """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
+    triangle), or upper (``U^H U = a``, from its upper triangle)."""
+    ctx = Context(a, stream)
+    batch = batch_of(a)
+    n = a.shape[-1]
+    count = count_of(batch)
+    out, out_ptr = ctx.empty(batch + (n, n))
+    if count == 0 or n == 0:
+        return ctx.finish(out)
+    if small_fits(method, n, count):
+        a_ptr, keep = dense_c(ctx, a, batch)
+        info, info_ptr = small_info(ctx, count)
+        _small.cholesky(a_ptr, out_ptr, info_ptr, n, count, ctx.dtype, upper, ctx.stream,
+                        ctx.device_id)
+        if check:
+            check_info(info_ptr, batch, ctx.stream, NOT_POSITIVE_DEFINITE)
+        return ctx.finish(out)
+    solver = plan(ctx, ("potrf", n, count), lambda: cholesky_solver(
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {}))
+    handles, ws = solver.state(ctx.stream)
+    # the wanted triangle in the caller's order, zeros in the other: read column-major, the
+    # conjugate's other triangle, which cuSOLVER factors in place
+    src = batch_strides(a, batch)
+    _kernels.copy_matrices(a.ptr, out_ptr, batch, src[:-2], item_strides(batch, n * n), n, n,
+                           src[-2:], (n, 1), ctx.dtype, ctx.stream, ctx.device_id,
+                           triangle="U" if upper else "L")
+    potrf(solver, handles, ws, out_ptr, n, count, LOWER if upper else UPPER, ctx.dtype)
+    finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE, out_ptr, n * n)
+    return ctx.finish(out)
+
+
+def cho_factor(a, *, lower, check, stream):
+    """SciPy's ``cho_factor``: the factor in the ``lower`` (else upper) triangle, zeros in
+    the other."""
+    return cholesky(a, upper=not lower, check=check, method="cusolver", stream=stream)
+
+
+def cho_solve(c, b, *, lower, vector, stream):
+    """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper)."""
+    ctx = Context(c, stream)
+    b.wait_ready(ctx.stream)
+    batch = batch_of(c, b)
+    n, k = b.shape[-2], b.shape[-1]
+    count = count_of(batch)
+    x, x_ptr = ctx.empty(batch + ((n,) if vector else (n, k)))
+    if count == 0 or n == 0 or k == 0:
+        return ctx.finish(x)
+    isz = ITEMSIZE[ctx.dtype]
+    solver = plan(ctx, ("potrs", n, k, count), lambda: Solver(
+        ctx.device_id, ctx.adapter.package,
+        {"c": count * n * n * isz, "b": count * n * k * isz if k > 1 else 0, "info2": 4}))
+    handles, ws = solver.state(ctx.stream)
+    factor = ws + solver.offsets["c"]
+    # read column-major, the conjugated copy is c^H: L^H is upper, U^H lower
+    gather(ctx, c, batch, factor, "C", conj=True)
+    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
+    gather(ctx, b, batch, rhs, "F")
+    potrs(solver, handles, ws, factor, rhs, n, k, count, UPPER if lower else LOWER, ctx.dtype)
+    if k > 1:
+        scatter_f(ctx, rhs, x_ptr, batch, n, k)
+    return ctx.finish(x)
+
+
+def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream):
+    """Solve ``op(a) x = b`` for triangular ``a`` (``op`` by ``trans``: 0 itself, 1 its
+    transpose, 2 its conjugate transpose)."""
+    ctx = Context(a, stream)
+    b.wait_ready(ctx.stream)
+    batch = batch_of(a, b)
+    n, k = b.shape[-2], b.shape[-1]
+    count = count_of(batch)
+    x, x_ptr = ctx.empty(batch + ((n,) if vector else (n, k)))
+    if count == 0 or n == 0 or k == 0:
+        return ctx.finish(x)
+    isz = ITEMSIZE[ctx.dtype]
+    solver = plan(ctx, ("trsm", n, k, count), lambda: Solver(
+        ctx.device_id, ctx.adapter.package,
+        {"a": count * n * n * isz, "b": count * n * k * isz if k > 1 else 0}, blas=True))
+    handles, ws = solver.state(ctx.stream)
+    matrix = ws + solver.offsets["a"]
+    # read column-major, the copy is a^T (conjugated for trans=2: a^H), whose triangle is
+    # the other one; op(a) is then that matrix transposed (trans=0) or itself
+    gather(ctx, a, batch, matrix, "C", conj=trans == 2)
+    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
+    gather(ctx, b, batch, rhs, "F")
+    op = cublas.OPERATION["T"] if trans == 0 else cublas.OPERATION["N"]
+    fill = UPPER if lower else LOWER
+    diag = cublas.DIAG["UNIT" if unit_diagonal else "NON_UNIT"]
+    trsm = getattr(cublas.lib, {"float32": "strsm", "float64": "dtrsm", "complex64": "ctrsm",
+                                "complex128": "ztrsm"}[ctx.dtype])
+    one = ctypes.addressof(ONE[ctx.dtype])
+    side = cublas.SIDE["LEFT"]
+    for i in range(count):
+        trsm(handles[2], side, fill, op, diag, n, k, one, matrix + i * n * n * isz, n,
+             rhs + i * n * k * isz, n)
+    if k > 1:
+        scatter_f(ctx, rhs, x_ptr, batch, n, k)
+    return ctx.finish(x)

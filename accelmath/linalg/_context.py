@@ -1,0 +1,164 @@
+"""What every device routine of the solvers shares: one call's context (device, package,
+stream, result allocation), batch broadcasting, and the copies between the caller's arrays and
+the solvers' dense column-major buffers.
+
+cuSOLVER is column-major: a C-ordered matrix read in column-major order is its transpose.
+Where that transpose is harmless (a symmetric or Hermitian matrix, a solve with
+``trans="T"``) the copy into a solver's buffer keeps the caller's element order, the cheapest
+copy; elsewhere it transposes.
+"""
+
+from accelmath._core.dispatch import Dispatcher
+from accelmath._core.kernels import copy_scale
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.stream import stream_handle
+from accelmath.errors import InvalidArgumentError
+from accelmath.linalg import _small
+
+__all__ = ["Context", "ITEMSIZE", "dispatcher", "batch_of", "batch_strides", "count_of",
+           "item_strides", "c_strides", "gather", "scatter_f", "plan", "small_fits", "dense_c",
+           "small_info"]
+
+#: The plan caches of the stateless solvers, per device.
+dispatcher = Dispatcher()
+
+ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
+# the smallest batch worth accelmath's own kernels rather than cuSOLVER, per matrix
+_SMALL_BATCH = 2
+
+
+class Context:
+    """One call's device, package, stream and allocations.
+
+    Parameters
+    ----------
+    op : Operand
+        The operand whose package and device the results follow.
+    stream : stream object, int or None
+        The caller's stream (None: the package's current stream).
+    """
+
+    __slots__ = ("adapter", "device_id", "stream", "explicit", "dtype")
+
+    def __init__(self, op, stream):
+        self.adapter = op.adapter
+        self.device_id = op.device_id
+        self.dtype = op.dtype
+        self.explicit = stream is not None
+        self.stream = (stream_handle(stream) if self.explicit
+                       else op.adapter.current_stream(op.device_id))
+        op.wait_ready(self.stream)
+
+    def empty(self, shape, dtype=None):
+        """A new C-ordered array of the caller's package and its address."""
+        shape = tuple(shape)
+        dtype = self.dtype if dtype is None else dtype
+        strides = contiguous_strides(shape)
+        if self.explicit:
+            with self.adapter.stream_scope(self.stream, self.device_id):
+                return self.adapter.empty_strided(shape, strides, dtype, self.device_id)
+        return self.adapter.empty_strided(shape, strides, dtype, self.device_id)
+
+    def finish(self, array):
+        """What the caller gets for a result written by the work enqueued so far."""
+        if self.adapter.immutable:
+            return self.adapter.finish(array, self.stream, self.device_id)
+        return array
+
+    def copy(self, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None):
+        """Enqueue a strided copy (element strides; 0 broadcasts)."""
+        copy_scale(src, dst, shape, src_strides, dst_strides, dtype or self.dtype, None,
+                   self.stream, self.device_id, conj=conj)
+
+
+def batch_of(*ops, matrix_dims=2):
+    """The broadcast batch shape of operands whose last ``matrix_dims`` axes are a matrix."""
+    shapes = [tuple(op.shape[:len(op.shape) - matrix_dims]) for op in ops]
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for axis in range(ndim):
+        extents = {s[axis - ndim + len(s)] for s in shapes if axis - ndim + len(s) >= 0}
+        extents.discard(1)
+        out.append(extents.pop() if extents else 1)
+    return tuple(out)
+
+
+def batch_strides(op, batch):
+    """``op``'s strides over ``batch`` (broadcast axes: 0) followed by its matrix strides."""
+    strides = tuple(op.strides)
+    own = len(op.shape) - 2
+    lead = []
+    for axis, extent in enumerate(batch):
+        k = axis - len(batch) + own
+        lead.append(0 if k < 0 or op.shape[k] == 1 else strides[k])
+    return tuple(lead) + strides[own:]
+
+
+def count_of(batch):
+    """The number of matrices in a batch of shape ``batch``."""
+    n = 1
+    for extent in batch:
+        n *= extent
+    return n
+
+
+def item_strides(batch, size):
+    """Element strides of a dense C-ordered batch of items of ``size`` elements each."""
+    return tuple(s * size for s in contiguous_strides(batch))
+
+
+def c_strides(batch, rows, cols):
+    """Element strides of a dense C-ordered batch of rows x cols matrices."""
+    return item_strides(batch, rows * cols) + (cols, 1)
+
+
+def gather(ctx, op, batch, dst, order, conj=False):
+    """Copy operand ``op`` (broadcast over ``batch``) into the dense buffer ``dst``: its m x n
+    matrices one after another, each in ``order`` "C" (row-major: the caller's element
+    order, read by cuSOLVER as the transpose) or "F" (column-major: the matrix itself)."""
+    m, n = op.shape[-2:]
+    src = batch_strides(op, batch)
+    mat = (n, 1) if order == "C" else (1, m)
+    dense = item_strides(batch, m * n) + mat
+    ctx.copy(op.ptr, dst, batch + (m, n), src, dense, conj=conj)
+
+
+def scatter_f(ctx, src, out, batch, m, n, conj=False, ld=None):
+    """Copy column-major m x n matrices (leading dimension ``ld``, one after another) into
+    the C-ordered output array at ``out``."""
+    ld = m if ld is None else ld
+    ctx.copy(src, out, batch + (m, n), item_strides(batch, ld * n) + (1, ld),
+             c_strides(batch, m, n), conj=conj)
+
+
+def plan(ctx, key, create):
+    """The solver cached for problem ``key`` (and the call's dtype) on the call's device."""
+    return dispatcher.plan(ctx.device_id, key + (ctx.dtype,), create)
+
+
+def small_fits(method, n, count):
+    """Whether accelmath's own kernels take ``count`` n x n matrices for ``method``."""
+    if method == "small":
+        if n > _small.MAX_N:
+            raise InvalidArgumentError(
+                f'method="small" takes matrices of at most {_small.MAX_N} rows, got {n}')
+        return True
+    return method == "auto" and n <= _small.MAX_N and count >= _SMALL_BATCH
+
+
+def dense_c(ctx, op, batch):
+    """The address of ``op`` as a dense C-ordered batch over ``batch``: ``op`` itself where it
+    is one, else a copy (returned too, to be kept alive while the work runs)."""
+    m, n = op.shape[-2:]
+    if tuple(op.shape) == batch + (m, n) and tuple(op.strides) == contiguous_strides(op.shape):
+        return op.ptr, None
+    array, ptr = ctx.empty(batch + (m, n))
+    gather(ctx, op, batch, ptr, "C")
+    return ptr, array
+
+
+def small_info(ctx, count):
+    """``(array, address)`` of ``count`` info codes for accelmath's own kernels."""
+    return ctx.empty((max(count, 1),), "int32")
+
+

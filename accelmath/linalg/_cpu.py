@@ -1,0 +1,239 @@
+"""Host execution of the linear-algebra functions: NumPy's and SciPy's LAPACK.
+
+Every function takes NumPy arrays already checked and promoted (by
+:mod:`accelmath.linalg._functions`) and returns NumPy results. The NumPy functions are
+``numpy.linalg``'s own (so results, dtypes, empty matrices, subclasses and scalars are
+NumPy's); a failed factorization, which NumPy reports for the whole stack, is located here:
+with ``check=True`` a :class:`~accelmath.errors.LinAlgError` names the batch index of the
+first matrix that failed, with ``check=False`` nothing is raised and that matrix's results
+hold NaN. The SciPy functions run matrix by matrix over the broadcast batch (SciPy's LAPACK
+wrappers take one matrix), zero-size batches included.
+"""
+
+import numpy
+import scipy.linalg
+from scipy.linalg.lapack import get_lapack_funcs
+
+from accelmath.errors import LinAlgError
+from accelmath.linalg import _checks as checks
+
+# numpy.linalg's functions taken from the module that defines them: whoever replaces
+# numpy.linalg's public names by accelmath's (NumPy's own tests run on accelmath) does not
+# send these calls back here
+_numpy = getattr(numpy.linalg, "_linalg", None) or numpy.linalg.linalg
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+           "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
+           "solve_triangular"]
+
+
+def _checked(function, message, check, arrays, cores):
+    """``function(*arrays)`` as NumPy computes it, a failure located (see the module).
+
+    ``cores`` gives the number of matrix (or vector) axes of each array; the other leading
+    axes broadcast into the batch. The first array is the matrix a failure belongs to.
+    """
+    try:
+        return function(*arrays)
+    except numpy.linalg.LinAlgError:
+        pass  # find which matrix failed, one by one
+    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+    each = [numpy.broadcast_to(x, batch + x.shape[x.ndim - c:]) for x, c in zip(arrays, cores)]
+    failed = []
+    for index in numpy.ndindex(batch):
+        try:
+            function(*(x[index] for x in each))
+        except numpy.linalg.LinAlgError:
+            if check:
+                raise LinAlgError(message, index) from None
+            failed.append(index)
+    if not failed:  # (a failure of the stack that no single matrix repeats)
+        raise LinAlgError(message)
+    # the other matrices' results, the failed ones computed on identities then set to NaN
+    patched = numpy.array(each[0])
+    for index in failed:
+        patched[index] = numpy.eye(*patched.shape[-2:], dtype=patched.dtype)
+    results = function(patched, *arrays[1:])
+    for result in results if isinstance(results, tuple) else (results,):
+        for index in failed:
+            result[index] = numpy.nan
+    return results
+
+
+def solve(a, b, *, check):
+    """``numpy.linalg.solve(a, b)`` (b a vector only when 1-D)."""
+    cores = (2, 1 if b.ndim == 1 else 2)
+    return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), cores)
+
+
+def inv(a, *, check):
+    """``numpy.linalg.inv(a)``."""
+    return _checked(_numpy.inv, checks.SINGULAR, check, (a,), (2,))
+
+
+def det(a):
+    """``numpy.linalg.det(a)`` (a NumPy scalar for one matrix)."""
+    return _numpy.det(a)
+
+
+def slogdet(a):
+    """``numpy.linalg.slogdet(a)`` as a tuple ``(sign, logabsdet)``."""
+    return tuple(_numpy.slogdet(a))
+
+
+def cholesky(a, *, upper, check):
+    """``numpy.linalg.cholesky(a, upper=upper)``."""
+    def factor(x):
+        return _numpy.cholesky(x, upper=upper)
+
+    return _checked(factor, checks.NOT_POSITIVE_DEFINITE, check, (a,), (2,))
+
+
+def qr(a, *, mode):
+    """``numpy.linalg.qr(a, mode)``: ``(q, r)``, ``r`` or ``(h, tau)`` (h transposed, as
+    NumPy gives it)."""
+    result = _numpy.qr(a, mode)
+    return tuple(result) if isinstance(result, tuple) else result
+
+
+def eigh(a, *, uplo, check):
+    """``numpy.linalg.eigh(a, uplo)`` as a tuple ``(w, v)``."""
+    def decompose(x):
+        return tuple(_numpy.eigh(x, uplo))
+
+    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,))
+
+
+def eigvalsh(a, *, uplo, check):
+    """``numpy.linalg.eigvalsh(a, uplo)``."""
+    def decompose(x):
+        return _numpy.eigvalsh(x, uplo)
+
+    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,))
+
+
+def svd(a, *, full_matrices, compute_uv, hermitian, check):
+    """``numpy.linalg.svd(a, ...)``: ``(u, s, vh)`` or ``s`` (hermitian: through eigh, as
+    NumPy computes it)."""
+    def decompose(x):
+        result = _numpy.svd(x, full_matrices, compute_uv, hermitian)
+        return tuple(result) if compute_uv else result
+
+    message = (checks.EIGENVALUES_DID_NOT_CONVERGE if hermitian
+               else checks.SVD_DID_NOT_CONVERGE)
+    return _checked(decompose, message, check, (a,), (2,))
+
+
+def svdvals(x, *, check):
+    """``numpy.linalg.svdvals(x)``."""
+    def decompose(matrices):
+        return _numpy.svd(matrices, compute_uv=False)
+
+    return _checked(decompose, checks.SVD_DID_NOT_CONVERGE, check, (x,), (2,))
+
+
+def lstsq(a, b, *, rcond):
+    """``numpy.linalg.lstsq(a, b, rcond)`` as a tuple ``(x, residuals, rank, s)`` (rcond
+    None: NumPy's default, machine epsilon times max(m, n))."""
+    try:
+        return tuple(_numpy.lstsq(a, b, rcond=rcond))
+    except numpy.linalg.LinAlgError:
+        raise LinAlgError(checks.LSTSQ_DID_NOT_CONVERGE, ()) from None
+
+
+def _over_batch(arrays, cores):
+    """The broadcast batch shape of ``arrays`` (each with ``cores`` matrix or vector axes),
+    and the arrays broadcast to it."""
+    batch = ()
+    for x, core in zip(arrays, cores):
+        batch = numpy.broadcast_shapes(batch, x.shape[:x.ndim - core])
+    return batch, [numpy.broadcast_to(x, batch + x.shape[x.ndim - core:])
+                   for x, core in zip(arrays, cores)]
+
+
+def cho_factor(a, *, lower, check_finite, check):
+    """``scipy.linalg.cho_factor(a, lower)``'s ``c``, matrix by matrix (the triangle not
+    factored holds a's entries, as SciPy leaves it)."""
+    if check_finite:
+        checks.check_finite(a, 2, "a")
+    c = numpy.empty(a.shape, a.dtype)
+    if a.size:
+        potrf, = get_lapack_funcs(("potrf",), (a,))
+        for index in numpy.ndindex(a.shape[:-2]):
+            factor, info = potrf(a[index], lower=lower, clean=False)
+            if info > 0:
+                if check:
+                    raise LinAlgError(checks.NOT_POSITIVE_DEFINITE, index)
+                factor = numpy.nan
+            c[index] = factor
+    return c
+
+
+def cho_solve(c, b, *, lower, check_finite):
+    """``scipy.linalg.cho_solve((c, lower), b)``, over the broadcast batch."""
+    if check_finite:
+        checks.check_finite(c, 2, "c")
+        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
+    vector = b.ndim == 1
+    batch, (c, b) = _over_batch((c, b), (2, 1 if vector else 2))
+    x = numpy.empty(b.shape, c.dtype)
+    if x.size:
+        for index in numpy.ndindex(batch):
+            x[index] = scipy.linalg.cho_solve((c[index], lower), b[index], check_finite=False)
+    return x
+
+
+def lu_factor(a, *, check_finite, check):
+    """``scipy.linalg.lu_factor(a)``: ``(lu, piv)``, piv 0-based int32, matrix by matrix.
+    An exactly singular matrix (a zero pivot), which SciPy only warns of, fails."""
+    if check_finite:
+        checks.check_finite(a, 2, "a")
+    m, n = a.shape[-2:]
+    lu = numpy.empty(a.shape, a.dtype)
+    piv = numpy.empty(a.shape[:-2] + (min(m, n),), numpy.int32)
+    if a.size:
+        getrf, = get_lapack_funcs(("getrf",), (a,))
+        for index in numpy.ndindex(a.shape[:-2]):
+            factor, pivots, info = getrf(a[index])
+            if info > 0:
+                if check:
+                    raise LinAlgError(checks.SINGULAR, index)
+                factor = numpy.nan
+            lu[index] = factor
+            piv[index] = pivots
+    return lu, piv
+
+
+def lu_solve(lu, piv, b, *, trans, check_finite):
+    """``scipy.linalg.lu_solve((lu, piv), b, trans)``, over the broadcast batch (b checked
+    for NaN and Inf, as SciPy checks it)."""
+    if check_finite:
+        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
+    vector = b.ndim == 1
+    batch, (lu, piv, b) = _over_batch((lu, piv, b), (2, 1, 1 if vector else 2))
+    x = numpy.empty(b.shape, lu.dtype)
+    if x.size:
+        for index in numpy.ndindex(batch):
+            x[index] = scipy.linalg.lu_solve((lu[index], piv[index]), b[index], trans=trans,
+                                             check_finite=False)
+    return x
+
+
+def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
+    """``scipy.linalg.solve_triangular(a, b, ...)``, over the broadcast batch; a zero on
+    the diagonal raises LinAlgError naming the batch index."""
+    if check_finite:
+        checks.check_finite(a, 2, "a")
+        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
+    vector = b.ndim == 1
+    batch, (a, b) = _over_batch((a, b), (2, 1 if vector else 2))
+    x = numpy.empty(b.shape, a.dtype)
+    if x.size:
+        for index in numpy.ndindex(batch):
+            try:
+                x[index] = scipy.linalg.solve_triangular(
+                    a[index], b[index], trans=trans, lower=lower,
+                    unit_diagonal=unit_diagonal, check_finite=False)
+            except numpy.linalg.LinAlgError:
+                raise LinAlgError(checks.SINGULAR, index) from None
+    return x

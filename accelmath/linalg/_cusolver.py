@@ -1,0 +1,174 @@
+"""cuSOLVER and cuBLAS on accelmath's core: a :class:`Solver` holds per-thread handles and, on
+each stream, one workspace laid out in named parts (scratch matrices, pivots, info codes and
+the library's own work area), and reads the info codes back where the caller checks them.
+
+A solver is planned for one problem (an operation, its sizes and dtype, the batch count) and
+cached by the stateless functions (:mod:`accelmath.linalg._device`) and kept by the
+factor-once objects. Everything it enqueues runs on the caller's stream; nothing synchronizes
+but :meth:`Solver.read_info`, which ``check=False`` skips.
+"""
+
+import ctypes
+
+import numpy
+
+from accelmath._core.device import ensure_context
+from accelmath._core.plan import Plan
+from accelmath._core.resources import Resources
+from accelmath.bindings import cublas, cusolver, driver
+from accelmath.errors import LinAlgError
+
+__all__ = ["Solver", "REAL", "DATA_TYPE", "UPPER", "LOWER", "align", "read_info", "check_info"]
+
+#: The real dtype of each dtype (eigenvalues, singular values, log-determinants).
+REAL = {"float32": "float32", "float64": "float64", "complex64": "float32",
+        "complex128": "float64"}
+#: cudaDataType of each dtype.
+DATA_TYPE = cusolver.DATA_TYPE
+LOWER, UPPER = cublas.FILL_MODE["LOWER"], cublas.FILL_MODE["UPPER"]
+
+_ALIGN = 256
+
+
+def align(nbytes):
+    """``nbytes`` rounded up to the workspace parts' alignment."""
+    return -(-nbytes // _ALIGN) * _ALIGN
+
+
+def _make_handles(blas):
+    """A thread's handles: a cuSOLVER handle, its parameters object, a cuBLAS handle (or
+    None where the solver makes no cuBLAS call)."""
+    handle, params = ctypes.c_void_p(), ctypes.c_void_p()
+    cusolver.lib.create(ctypes.byref(handle))
+    cusolver.lib.create_params(ctypes.byref(params))
+    made = [handle.value, params.value, None]
+    if blas:
+        blas_handle = ctypes.c_void_p()
+        cublas.lib.create(ctypes.byref(blas_handle))
+        made[2] = blas_handle.value
+    return tuple(made)
+
+
+def _bind(handles, stream, workspace):
+    cusolver.lib.set_stream(handles[0], stream)
+    if handles[2] is not None:
+        cublas.lib.set_stream(handles[2], stream)
+
+
+class _Destroy:
+    """Destroys a handle of any of the three kinds (each kind is remembered when made)."""
+
+    def __init__(self):
+        self.kinds = {}
+
+    def __call__(self, handle):
+        kind = self.kinds.pop(handle, None)
+        if kind == "params":
+            cusolver.lib.destroy_params(handle)
+        elif kind == "blas":
+            cublas.lib.destroy(handle)
+        else:
+            cusolver.lib.destroy(handle)
+
+    def register(self, handles):
+        for handle, kind in zip(handles, ("solver", "params", "blas")):
+            if handle is not None:
+                self.kinds[handle] = kind
+        return handles
+
+
+class Solver(Plan):
+    """Handles and workspaces for one planned problem on one device.
+
+    Parameters
+    ----------
+    device_id : int
+    package : str
+        The caller's array package (workspaces come from its pool).
+    parts : dict
+        ``{name: nbytes}``: the workspace parts the problem needs besides the library's
+        work area (scratch matrices, pivots, ``"info"``...).
+    query : callable or None
+        ``query(handles)`` returns ``(device_bytes, host_bytes)``, the library's work area
+        for the problem (cuSOLVER's ``*_bufferSize``), asked once with a thread's handles.
+    blas : bool
+        Whether the problem makes cuBLAS calls (a cuBLAS handle per thread).
+
+    Attributes
+    ----------
+    offsets : dict
+        ``{name: byte offset}`` of each part in the workspace; ``"work"`` is the library's
+        work area, of ``work_bytes``.
+    host_work : numpy.ndarray or None
+        The library's host work area, where it asks for one.
+    """
+
+    what = "solver"
+
+    def __init__(self, device_id, package, parts, query=None, blas=False):
+        ensure_context(device_id)
+        self.device_id = device_id
+        self._freed = False
+        destroy = _Destroy()
+        self.resources = Resources(self, destroy, device_id, package)
+        make = _make_handles
+
+        def make_handles():
+            return destroy.register(make(blas))
+
+        handles = make_handles()
+        for handle in handles:
+            if handle is not None:
+                self.resources.track(handle)
+        device_bytes, host_bytes = query(handles) if query is not None else (0, 0)
+        self.resources.adopt(handles)
+        self.offsets, total = {}, 0
+        for name, nbytes in (*parts.items(), ("work", device_bytes)):
+            self.offsets[name] = total
+            total += align(nbytes)
+        self.work_bytes = device_bytes
+        self.host_work = numpy.empty(host_bytes, numpy.uint8) if host_bytes else None
+        self.host_bytes = host_bytes
+        self.nbytes = total
+        self.resources.configure(make_handles, _bind, total)
+
+    def state(self, stream):
+        """``(handles, workspace address)`` of the calling thread on ``stream``."""
+        self._check_live()
+        state = self.resources.state_on(stream)
+        return state.handles, state.workspace
+
+    def work(self, workspace):
+        """``(device work address, bytes, host work address, bytes)`` for cuSOLVER's calls."""
+        host = 0 if self.host_work is None else self.host_work.ctypes.data
+        return workspace + self.offsets["work"], self.work_bytes, host, self.host_bytes
+
+    def _release(self):
+        self.resources.free()
+
+
+def read_info(info_ptr, count, stream):
+    """The ``count`` int32 info codes at ``info_ptr``, read back once the work enqueued
+    on ``stream`` so far is done (the one synchronization of a checked call)."""
+    host = numpy.empty(count, numpy.int32)
+    if count:
+        driver.lib.memcpy_async(host.ctypes.data, info_ptr, 4 * count, stream)
+        driver.lib.stream_synchronize(stream)
+    return host
+
+
+def check_info(info_ptr, batch_shape, stream, message):
+    """Read the info codes of a batch (one per matrix, C order over ``batch_shape``) and
+    raise LinAlgError naming the first matrix whose code is positive (``message``
+    describes the failure; negative codes are accelmath's own errors)."""
+    count = 1
+    for extent in batch_shape:
+        count *= extent
+    info = read_info(info_ptr, count, stream)
+    bad = numpy.flatnonzero(info)
+    if bad.size:
+        first = int(bad[0])
+        if info[first] < 0:
+            raise RuntimeError(f"cuSOLVER reported an invalid argument {-info[first]}")
+        index = tuple(int(i) for i in numpy.unravel_index(first, batch_shape))
+        raise LinAlgError(message, index)

@@ -1,0 +1,17 @@
+"""The device path of the stateless solvers, one entry point per function.
+
+Each takes the operands as :class:`~accelmath._core.operand.Operand` records of one device and
+dtype, already checked (:mod:`accelmath.linalg._functions`), broadcasts their batch
+dimensions, and returns C-ordered arrays of the caller's package, enqueued on the caller's
+stream. Solvers are cached per device by problem (:data:`dispatcher`).
+"""
+
+from accelmath.linalg._cholesky import cho_factor, cho_solve, cholesky, solve_triangular
+from accelmath.linalg._context import dispatcher
+from accelmath.linalg._lstsq import lstsq
+from accelmath.linalg._lu import det, inv, lu_factor, lu_solve, slogdet, solve
+from accelmath.linalg._spectral import eigh, qr, svd
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "svd", "lstsq",
+           "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular",
+           "dispatcher"]

@@ -1,0 +1,412 @@
+"""Factor-once objects: :class:`Cholesky`, :class:`LU` and :class:`QR` factor a matrix (or a
+batch) once, then solve any number of right-hand sides; ``refactor`` takes a new matrix of the
+same layout without planning again.
+
+On the device a factorization keeps its factors in its own buffers (column-major, as cuSOLVER
+leaves them) and plans its solver once; host matrices are factored by SciPy's LAPACK.
+"""
+
+import numpy
+
+from accelmath._core.operand import check_same_device
+from accelmath._core.plan import Plan, template_operand
+from accelmath.bindings import cublas, cusolver
+from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.linalg import _checks as checks
+from accelmath.linalg import _cpu
+from accelmath.linalg._cholesky import NOT_POSITIVE_DEFINITE, cholesky_solver, potrf, potrs
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, count_of, gather,
+                                       item_strides, scatter_f)
+from accelmath.linalg._cusolver import DATA_TYPE, UPPER, Solver, check_info
+from accelmath.linalg._kernels import copy_matrices
+from accelmath.linalg._lu import SINGULAR, getrf, getrs, lu_solver
+from accelmath.linalg._operands import column, host_array, on_device, read, to_caller
+
+__all__ = ["Cholesky", "LU", "QR"]
+
+
+class _Factorization(Plan):
+    """What the three share: the matrix's layout, the lifetime, right-hand sides."""
+
+    what = "factorization"
+    _square = True
+
+    def __init__(self, a, shape, dtype, package, device, check):
+        layout_only = a is None
+        if layout_only:
+            a = template_operand(shape, dtype, None, package, device)
+        elif (shape, dtype, package, device) != (None,) * 4:
+            raise InvalidArgumentError("give either a matrix or shape, dtype, package and device")
+        op = read(a, "a")
+        (checks.check_stacked_square if self._square else checks.check_stacked_2d)(op.shape, "a")
+        self.dtype = checks.result_dtype(("a", op.dtype))
+        self.shape = tuple(op.shape)
+        self.batch = self.shape[:-2]
+        self.count = count_of(self.batch)
+        self.check = checks.check_flag(check, "check")
+        self.device_id = op.device_id
+        self._type = type(op.obj)
+        self._package = op.adapter.package
+        self._freed = False
+        self._factored = False
+        self._operand = op
+        if op.on_device:
+            self._prepare_device(op)
+        if not layout_only:
+            self.refactor(a)
+
+    # --- the public methods -------------------------------------------------------------
+
+    def refactor(self, a, *, stream=None):
+        """Factor a new matrix (or batch) of the layout this object was made for.
+
+        Parameters
+        ----------
+        a : array
+            Of the shape, dtype, package and device the object was made for.
+        stream : int or stream object, optional
+            The CUDA stream (default: the package's current stream).
+        """
+        self._check_live()
+        op = read(a, "a")
+        if tuple(op.shape) != self.shape or op.device_id != self.device_id or (
+                type(op.obj) is not self._type):
+            raise InvalidArgumentError(
+                f"a has shape {tuple(op.shape)} on {op.device_id} ({type(op.obj).__name__}); "
+                f"this {self.what} was made for shape {self.shape} on {self.device_id} "
+                f"({self._type.__name__})")
+        if op.on_device:
+            ctx = Context(on_device(op, self.dtype), stream)
+            self._factor_device(ctx, on_device(op, self.dtype))
+        else:
+            self._factor_host(host_array(op, self.dtype))
+        self._factored = True
+
+    def solve(self, b, *, stream=None):
+        """Solve for the right-hand sides ``b`` (as ``scipy.linalg.cho_solve`` etc.).
+
+        Parameters
+        ----------
+        b : (n,) or (..., n, k) array
+            Right-hand sides, any count of columns, the batch shape of the factored matrix.
+        stream : int or stream object, optional
+            The CUDA stream (default: the package's current stream).
+
+        Returns
+        -------
+        x : array
+            Of b's shape and package.
+        """
+        self._check_live()
+        if not self._factored:
+            raise StateError(f"this {self.what} holds no factorization yet: call refactor(a)")
+        op = read(b, "b")
+        rows = self.shape[-2]
+        vector = len(op.shape) == 1
+        expected = (rows,) if vector else self.batch + (rows,)
+        if tuple(op.shape[:len(expected)]) != expected or (
+                not vector and len(op.shape) != len(self.batch) + 2):
+            raise InvalidArgumentError(
+                f"b has shape {tuple(op.shape)}; this {self.what} solves b of shape ({rows},) "
+                f"or {self.batch + (rows, 'k')}")
+        if vector and self.batch:
+            raise InvalidArgumentError(
+                f"b must have the batch shape {self.batch}: shape {self.batch + (rows, 'k')}")
+        if op.on_device != (self.device_id is not None):
+            raise InvalidArgumentError("b must live where the factored matrix lives")
+        if not op.on_device:
+            x = self._solve_host(host_array(op, self.dtype), vector)
+            return to_caller(x, op)
+        check_same_device(self._operand, op, names=("the factored matrix", "b"))
+        op = on_device(op, self.dtype)
+        ctx = Context(op, stream)
+        return self._solve_device(ctx, column(op) if vector else op, vector)
+
+    def _release(self):
+        solver = getattr(self, "_solver", None)
+        if solver is not None:
+            solver.free()
+        self._factors = ()
+
+
+class Cholesky(_Factorization):
+    """The Cholesky factorization of a Hermitian positive-definite matrix (or a batch), made
+    once, to solve many right-hand sides: ``scipy.linalg.cho_factor`` and ``cho_solve`` as
+    one object.
+
+    Parameters
+    ----------
+    a : (..., n, n) array, optional
+        The matrix (its lower triangle is read). Leave it out to plan for a layout: give
+        ``shape``, ``dtype``, ``package`` and ``device``, then :meth:`refactor`.
+    lower : bool, optional
+        Which factor :attr:`factor` shows: L (default) or U = L^H.
+    check : bool, optional
+        Raise LinAlgError (naming the batch index) for a matrix that is not positive
+        definite (a read back from the GPU); False: no check, NaN in its solutions.
+    shape, dtype, package, device : optional
+        The layout, for an object made without a matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg import Cholesky
+    >>> a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    >>> with Cholesky(a) as factor:
+    ...     x = factor.solve(np.array([2.0, 1.0]))
+    >>> bool(np.allclose(a @ x, [2.0, 1.0]))
+    True
+    """
+
+    what = "Cholesky factorization"
+
+    def __init__(self, a=None, *, lower=True, check=True, shape=None, dtype=None, package=None,
+                 device=None):
+        self.lower = checks.check_flag(lower, "lower")
+        super().__init__(a, shape, dtype, package, device, check)
+
+    @property
+    def factor(self):
+        """The factor, L (``lower``) or U, as an array of the matrix's package."""
+        self._check_live()
+        if self.device_id is None:
+            return self._factors[0] if self.lower else numpy.conj(
+                numpy.swapaxes(self._factors[0], -1, -2))
+        ctx = Context(self._operand, None)
+        n = self.shape[-1]
+        out, ptr = ctx.empty(self.shape)
+        # the buffer read in C order is the conjugate of L (its column-major reading is U)
+        ctx.copy(self._buffer_ptr, ptr, self.shape, item_strides(self.batch, n * n) + (
+            (n, 1) if self.lower else (1, n)), item_strides(self.batch, n * n) + (n, 1),
+            conj=self.lower)
+        return ctx.finish(out)
+
+    def _prepare_device(self, op):
+        n = self.shape[-1]
+        ctx = Context(op, None)
+        self._solver = cholesky_solver(self.device_id, self._package, self.dtype, n,
+                                       self.count, {})
+        buffer, self._buffer_ptr = ctx.empty(self.shape, self.dtype)
+        self._factors = (buffer,)
+
+    def _factor_device(self, ctx, op):
+        n = self.shape[-1]
+        handles, ws = self._solver.state(ctx.stream)
+        src = batch_strides(op, self.batch)
+        # the lower triangle, conjugated, in C order: read column-major, the matrix's upper
+        # triangle, which cuSOLVER factors in place (U^H U = a)
+        copy_matrices(op.ptr, self._buffer_ptr, self.batch, src[:-2],
+                      item_strides(self.batch, n * n), n, n, src[-2:], (n, 1), self.dtype,
+                      ctx.stream, ctx.device_id, triangle="L", conj=True)
+        potrf(self._solver, handles, ws, self._buffer_ptr, n, self.count, UPPER, self.dtype)
+        if self.check:
+            check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
+                       NOT_POSITIVE_DEFINITE)
+
+    def _solve_device(self, ctx, op, vector):
+        n, k = op.shape[-2:]
+        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
+        if k == 1:
+            gather(ctx, op, self.batch, x_ptr, "F")
+            rhs, scratch = x_ptr, None
+        else:
+            scratch, rhs = ctx.empty(self.batch + (k, n))
+            gather(ctx, op, self.batch, rhs, "F")
+        handles, ws = self._solver.state(ctx.stream)
+        potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, UPPER,
+              self.dtype)
+        if k > 1:
+            scatter_f(ctx, rhs, x_ptr, self.batch, n, k)
+        return ctx.finish(x)
+
+    def _factor_host(self, a):
+        self._factors = (_cpu.cholesky(a, upper=False, check=self.check),)
+
+    def _solve_host(self, b, vector):
+        return _cpu.cho_solve(self._factors[0], b, lower=True, check_finite=False)
+
+
+class LU(_Factorization):
+    """The LU factorization with partial pivoting of a square matrix (or a batch), made
+    once, to solve many right-hand sides: ``scipy.linalg.lu_factor`` and ``lu_solve`` as one
+    object.
+
+    Parameters
+    ----------
+    a : (..., n, n) array, optional
+        The matrix. Leave it out to plan for a layout: give ``shape``, ``dtype``,
+        ``package`` and ``device``, then :meth:`refactor`.
+    check : bool, optional
+        Raise LinAlgError (naming the batch index) for a singular matrix (a read back from
+        the GPU); False: no check, NaN or Inf in its solutions.
+    shape, dtype, package, device : optional
+        The layout, for an object made without a matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg import LU
+    >>> a = np.array([[0.0, 2.0], [1.0, 1.0]])
+    >>> with LU(a) as lu:
+    ...     x = lu.solve(np.array([2.0, 2.0]))
+    >>> x
+    array([1., 1.])
+    """
+
+    what = "LU factorization"
+
+    def __init__(self, a=None, *, check=True, shape=None, dtype=None, package=None,
+                 device=None):
+        super().__init__(a, shape, dtype, package, device, check)
+
+    def _prepare_device(self, op):
+        n = self.shape[-1]
+        ctx = Context(op, None)
+        self._solver = lu_solver(self.device_id, self._package, self.dtype, n, self.count, {},
+                                 scratch=False)
+        lu, self._lu_ptr = ctx.empty(self.shape, self.dtype)
+        ipiv, self._ipiv_ptr = ctx.empty(self.batch + (n,), "int64")
+        self._factors = (lu, ipiv)
+
+    def _factor_device(self, ctx, op):
+        n = self.shape[-1]
+        handles, ws = self._solver.state(ctx.stream)
+        gather(ctx, op, self.batch, self._lu_ptr, "F")
+        getrf(self._solver, handles, ws, self._lu_ptr, self._ipiv_ptr, n, self.count,
+              self.dtype)
+        if self.check:
+            check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
+
+    def _solve_device(self, ctx, op, vector):
+        n, k = op.shape[-2:]
+        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
+        scratch, rhs = (None, x_ptr) if k == 1 else ctx.empty(self.batch + (k, n))
+        gather(ctx, op, self.batch, rhs, "F")
+        handles, ws = self._solver.state(ctx.stream)
+        getrs(self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr, self._ipiv_ptr,
+              rhs, n, k, self.count, self.dtype)
+        if k > 1:
+            scatter_f(ctx, rhs, x_ptr, self.batch, n, k)
+        return ctx.finish(x)
+
+    def _factor_host(self, a):
+        self._factors = _cpu.lu_factor(a, check_finite=False, check=self.check)
+
+    def _solve_host(self, b, vector):
+        lu, piv = self._factors
+        return _cpu.lu_solve(lu, piv, b, trans=0, check_finite=False)
+
+
+class QR(_Factorization):
+    """The QR factorization of a tall (or square) matrix of full column rank (or a batch),
+    made once, to solve many least-squares problems ``min ||a x - b||``.
+
+    Parameters
+    ----------
+    a : (..., m, n) array, optional
+        The matrix, m >= n. Leave it out to plan for a layout: give ``shape``, ``dtype``,
+        ``package`` and ``device``, then :meth:`refactor`.
+    shape, dtype, package, device : optional
+        The layout, for an object made without a matrix.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg import QR
+    >>> a = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> with QR(a) as qr:
+    ...     x = qr.solve(np.array([1.0, 2.0, 3.0]))
+    >>> bool(np.allclose(x, [1.0, 1.0]))
+    True
+    """
+
+    what = "QR factorization"
+    _square = False
+
+    def __init__(self, a=None, *, shape=None, dtype=None, package=None, device=None):
+        super().__init__(a, shape, dtype, package, device, False)
+        m, n = self.shape[-2:]
+        if m < n:
+            raise InvalidArgumentError(
+                f"QR solves least squares for matrices with at least as many rows as columns; "
+                f"a has shape {self.shape}")
+
+    def _prepare_device(self, op):
+        m, n = self.shape[-2:]
+        ctx = Context(op, None)
+        dt, isz = DATA_TYPE[self.dtype], ITEMSIZE[self.dtype]
+
+        def query(handles):
+            import ctypes
+
+            dev, host = ctypes.c_size_t(), ctypes.c_size_t()
+            cusolver.lib.xgeqrf_buffer_size(handles[0], handles[1], m, n, dt, None, max(m, 1),
+                                            dt, None, dt, dev, host)
+            return dev.value, host.value
+
+        self._solver = Solver(self.device_id, self._package, {"info": self.count * 4}, query,
+                              blas=True)
+        qr, self._qr_ptr = ctx.empty(self.batch + (n, m), self.dtype)
+        tau, self._tau_ptr = ctx.empty(self.batch + (max(n, 1),), self.dtype)
+        self._factors = (qr, tau)
+        self._isz = isz
+
+    def _factor_device(self, ctx, op):
+        m, n = self.shape[-2:]
+        handles, ws = self._solver.state(ctx.stream)
+        gather(ctx, op, self.batch, self._qr_ptr, "F")
+        work, wbytes, host, hbytes = self._solver.work(ws)
+        dt, isz = DATA_TYPE[self.dtype], self._isz
+        info = ws + self._solver.offsets["info"]
+        for i in range(self.count):
+            cusolver.lib.xgeqrf(handles[0], handles[1], m, n, dt, self._qr_ptr + i * m * n * isz,
+                                m, dt, self._tau_ptr + i * n * isz, dt, work, wbytes, host,
+                                hbytes, info + 4 * i)
+
+    def _solve_device(self, ctx, op, vector):
+        import ctypes
+
+        from accelmath.linalg._cholesky import ONE
+
+        m, n = self.shape[-2:]
+        k = op.shape[-1]
+        isz = self._isz
+        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
+        scratch, rhs = ctx.empty(self.batch + (k, m))
+        gather(ctx, op, self.batch, rhs, "F")
+        handles, ws = self._solver.state(ctx.stream)
+        prefix = _ORMQR[self.dtype]
+        lwork = ctypes.c_int()
+        side, trans = cublas.SIDE["LEFT"], cublas.OPERATION[
+            "C" if self.dtype.startswith("complex") else "T"]
+        getattr(cusolver.lib, prefix + "_buffer_size")(
+            handles[0], side, trans, m, k, n, self._qr_ptr, m, self._tau_ptr, rhs, m,
+            ctypes.byref(lwork))
+        work, work_ptr = ctx.empty((max(lwork.value, 1),), self.dtype)
+        info = ws + self._solver.offsets["info"]
+        apply = getattr(cusolver.lib, prefix)
+        trsm = getattr(cublas.lib, _PREFIX[self.dtype] + "trsm")
+        one = ctypes.addressof(ONE[self.dtype])
+        for i in range(self.count):
+            qr, b = self._qr_ptr + i * m * n * isz, rhs + i * m * k * isz
+            apply(handles[0], side, trans, m, k, n, qr, m, self._tau_ptr + i * n * isz, b, m,
+                  work_ptr, lwork.value, info)
+            trsm(handles[2], side, cublas.FILL_MODE["UPPER"], cublas.OPERATION["N"],
+                 cublas.DIAG["NON_UNIT"], n, k, one, qr, m, b, m)
+        scatter_f(ctx, rhs, x_ptr, self.batch, n, k, ld=m)
+        return ctx.finish(x)
+
+    def _factor_host(self, a):
+        self._factors = numpy.linalg.qr(a, mode="reduced")
+
+    def _solve_host(self, b, vector):
+        q, r = self._factors
+        qhb = numpy.conj(numpy.swapaxes(q, -1, -2)) @ (b[..., None] if vector else b)
+        x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
+                                  check_finite=False)
+        return x[..., 0] if vector else x
+
+
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+_ORMQR = {"float32": "sormqr", "float64": "dormqr", "complex64": "cunmqr",
+          "complex128": "zunmqr"}

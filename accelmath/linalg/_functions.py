@@ -1,0 +1,552 @@
+"""NumPy's linear-algebra functions (``numpy.linalg``), on any array, batched.
+
+Each takes ``numpy.linalg``'s arguments plus keyword-only ``stream``, ``execution`` and, where
+it may fail or has device strategies, ``check`` and ``method``; it returns arrays of the
+input's package. A call validates everything (:mod:`accelmath.linalg._checks`), reads its
+operands (:func:`read`), promotes them as NumPy does, and runs host operands through NumPy's
+LAPACK (:mod:`accelmath.linalg._cpu`) and device operands through
+``accelmath.linalg._device`` (:func:`device_call`; host data too with ``execution="cuda"``).
+
+``check=True``: a matrix whose factorization fails raises
+:class:`~accelmath.errors.LinAlgError` naming its batch index; ``check=False``: nothing is
+raised (nor read back from a GPU), and that matrix's results hold NaN.
+"""
+
+from typing import Any, NamedTuple
+
+import numpy
+
+from accelmath._core.arguments import check_execution
+from accelmath.linalg import _checks as checks
+from accelmath.linalg import _cpu
+from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read,
+                                        runs_on_host, to_caller)
+
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+           "svdvals", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult"]
+
+
+class SlogdetResult(NamedTuple):
+    """What :func:`slogdet` returns: the sign (or phase) and the log of the absolute value
+    of the determinant."""
+
+    sign: Any
+    logabsdet: Any
+
+
+class QRResult(NamedTuple):
+    """What :func:`qr` returns in modes "reduced" and "complete"."""
+
+    Q: Any
+    R: Any
+
+
+class EighResult(NamedTuple):
+    """What :func:`eigh` returns: eigenvalues in ascending order, eigenvectors in columns."""
+
+    eigenvalues: Any
+    eigenvectors: Any
+
+
+class SVDResult(NamedTuple):
+    """What :func:`svd` returns with ``compute_uv=True``: ``a = U @ diag(S) @ Vh``."""
+
+    U: Any
+    S: Any
+    Vh: Any
+
+
+def _common(check, method, execution):
+    """The options most functions share, checked: ``(check, method, execution)``."""
+    return (checks.check_flag(check, "check"), checks.check_method(method),
+            check_execution(execution))
+
+
+# ---- the functions ----
+
+def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
+    """Solve ``a @ x = b`` for ``x``, as ``numpy.linalg.solve``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        Coefficient matrices: an array of any package, or an array-like.
+    b : (n,) or (..., n, k) array
+        Right-hand sides: a vector only when 1-D (NumPy 2's rule); batch dimensions
+        broadcast with a's.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, for a singular matrix (default); False:
+        no check (no read back from a GPU), NaN in that matrix's solution.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operands' package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where the operands live; "cuda" moves host data to the GPU and back;
+        "cpu" refuses device operands.
+
+    Returns
+    -------
+    x : (..., n) or (..., n, k) array
+        Of the package of b.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import solve
+    >>> a = np.array([[3.0, 1.0], [1.0, 2.0]])
+    >>> solve(a, np.array([9.0, 8.0]))
+    array([2., 3.])
+    """
+    check, method, execution = _common(check, method, execution)
+    a, b = read(a, "a"), read(b, "b")
+    dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    vector, _ = checks.solve_rhs(a.shape, b.shape)
+    if runs_on_host((a, b), execution):
+        x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
+        return to_caller(x, b)
+    return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
+                       check=check, method=method, stream=stream)
+
+
+def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
+    """The inverse of each matrix, as ``numpy.linalg.inv``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices: an array of any package, or an array-like.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, for a singular matrix (default); False:
+        no check, NaN in that matrix's inverse.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    (..., n, n) array
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import inv
+    >>> inv(np.array([[2.0, 0.0], [0.0, 4.0]]))
+    array([[0.5 , 0.  ],
+           [0.  , 0.25]])
+    """
+    check, method, execution = _common(check, method, execution)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
+    return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
+                       stream=stream)
+
+
+def det(a, *, stream=None, execution="auto"):
+    """The determinant of each matrix, as ``numpy.linalg.det``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices: an array of any package, or an array-like.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    (...) array
+        A NumPy scalar for one NumPy matrix, as NumPy gives it.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import det
+    >>> round(float(det(np.array([[1.0, 2.0], [3.0, 4.0]]))), 12)
+    -2.0
+    """
+    execution = check_execution(execution)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        return to_caller(_cpu.det(host_array(a, dtype)), a)
+    return device_call("det", [a], (dtype,), ("a",), execution, stream=stream)
+
+
+def slogdet(a, *, stream=None, execution="auto"):
+    """Sign and natural log of the absolute value of each matrix's determinant, as
+    ``numpy.linalg.slogdet``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices: an array of any package, or an array-like.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    SlogdetResult
+        ``sign`` (of a's dtype; a unit complex number for complex matrices; 0 for a
+        singular one) and ``logabsdet`` (real; -inf for a singular matrix).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import slogdet
+    >>> sign, logabsdet = slogdet(np.diag([-2.0, 3.0]))
+    >>> float(sign), bool(np.isclose(logabsdet, np.log(6.0)))
+    (-1.0, True)
+    """
+    execution = check_execution(execution)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        sign, logabsdet = _cpu.slogdet(host_array(a, dtype))
+        return SlogdetResult(to_caller(sign, a), to_caller(logabsdet, a))
+    return SlogdetResult(*device_call("slogdet", [a], (dtype,), ("a",), execution,
+                                      stream=stream))
+
+
+def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execution="auto"):
+    """The Cholesky factor of each Hermitian positive-definite matrix, as
+    ``numpy.linalg.cholesky``: ``a = L @ L^H`` (or ``U^H @ U`` with ``upper=True``).
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices (only the lower triangle is read, or the upper with ``upper=True``).
+    upper : bool, optional
+        Return the upper factor U rather than L.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, for a matrix that is not positive
+        definite (default); False: no check, NaN in that matrix's factor.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    (..., n, n) array
+        Triangular, zero elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import cholesky
+    >>> cholesky(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    array([[2., 0.],
+           [1., 2.]])
+    """
+    check, method, execution = _common(check, method, execution)
+    upper = checks.check_flag(upper, "upper")
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
+    return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
+                       method=method, stream=stream)
+
+
+def qr(a, mode="reduced", *, stream=None, execution="auto"):
+    """The QR factorization of each matrix, as ``numpy.linalg.qr``.
+
+    Parameters
+    ----------
+    a : (..., m, n) array
+        The matrices: an array of any package, or an array-like.
+    mode : {"reduced", "complete", "r", "raw"}, optional
+        "reduced": Q (..., m, k) and R (..., k, n), k = min(m, n); "complete": Q (..., m, m)
+        and R (..., m, n); "r": R alone; "raw": LAPACK's Householder reflectors h
+        (..., n, m), transposed as NumPy gives them, and their factors tau (..., k).
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    QRResult, array or tuple
+        ``QRResult(Q, R)``; R for mode "r"; ``(h, tau)`` for mode "raw".
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import qr
+    >>> a = np.random.default_rng(0).standard_normal((4, 3))
+    >>> q, r = qr(a)
+    >>> q.shape, r.shape, bool(np.allclose(q @ r, a))
+    ((4, 3), (3, 3), True)
+    """
+    execution = check_execution(execution)
+    mode = checks.check_mode(mode)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_2d(a.shape, "a")
+    if runs_on_host((a,), execution):
+        result = _cpu.qr(host_array(a, dtype), mode=mode)
+        if mode == "r":
+            return to_caller(result, a)
+        result = tuple(to_caller(r, a) for r in result)
+    else:
+        result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode, stream=stream)
+    return result if mode in ("r", "raw") else QRResult(*result)
+
+
+def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto"):
+    """Eigenvalues and eigenvectors of each Hermitian (real symmetric) matrix, as
+    ``numpy.linalg.eigh``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices (only the triangle ``UPLO`` names is read).
+    UPLO : {"L", "U"}, optional
+        Read the lower (default) or upper triangle; either case.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, where the eigensolver does not converge
+        (default); False: no check, NaN in that matrix's results.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    EighResult
+        ``eigenvalues`` (..., n), real, ascending; ``eigenvectors`` (..., n, n), in columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import eigh
+    >>> w, v = eigh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    >>> w
+    array([1., 3.])
+    """
+    check, method, execution = _common(check, method, execution)
+    uplo = checks.check_uplo(UPLO)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        w, v = _cpu.eigh(host_array(a, dtype), uplo=uplo, check=check)
+        return EighResult(to_caller(w, a), to_caller(v, a))
+    return EighResult(*device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo,
+                                   vectors=True, check=check, method=method, stream=stream))
+
+
+def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto"):
+    """Eigenvalues of each Hermitian (real symmetric) matrix, as ``numpy.linalg.eigvalsh``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices (only the triangle ``UPLO`` names is read).
+    UPLO : {"L", "U"}, optional
+        Read the lower (default) or upper triangle; either case.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, where the eigensolver does not converge
+        (default); False: no check, NaN in that matrix's eigenvalues.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    (..., n) array
+        Real, ascending.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import eigvalsh
+    >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
+    array([1., 3.])
+    """
+    check, method, execution = _common(check, method, execution)
+    uplo = checks.check_uplo(UPLO)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    if runs_on_host((a,), execution):
+        return to_caller(_cpu.eigvalsh(host_array(a, dtype), uplo=uplo, check=check), a)
+    return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=False,
+                       check=check, method=method, stream=stream)
+
+
+def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
+        method="auto", stream=None, execution="auto"):
+    """Singular value decomposition of each matrix, as ``numpy.linalg.svd``:
+    ``a = U @ diag(S) @ Vh``.
+
+    Parameters
+    ----------
+    a : (..., m, n) array
+        The matrices: an array of any package, or an array-like.
+    full_matrices : bool, optional
+        U (..., m, m) and Vh (..., n, n) (default); else (..., m, k) and (..., k, n),
+        k = min(m, n).
+    compute_uv : bool, optional
+        Compute U and Vh (default); else return S alone.
+    hermitian : bool, optional
+        a is Hermitian: computed through :func:`eigh`, as NumPy does.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, where the solver does not converge
+        (default); False: no check, NaN in that matrix's results.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    SVDResult or array
+        ``SVDResult(U, S, Vh)``, S real and descending; S alone if not ``compute_uv``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import svd
+    >>> u, s, vh = svd(np.array([[3.0, 0.0], [0.0, -4.0]]))
+    >>> s
+    array([4., 3.])
+    """
+    check, method, execution = _common(check, method, execution)
+    full_matrices = checks.check_flag(full_matrices, "full_matrices")
+    compute_uv = checks.check_flag(compute_uv, "compute_uv")
+    hermitian = checks.check_flag(hermitian, "hermitian")
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    (checks.check_stacked_square if hermitian else checks.check_stacked_2d)(a.shape, "a")
+    if runs_on_host((a,), execution):
+        result = _cpu.svd(host_array(a, dtype), full_matrices=full_matrices,
+                          compute_uv=compute_uv, hermitian=hermitian, check=check)
+        if not compute_uv:
+            return to_caller(result, a)
+        return SVDResult(*(to_caller(r, a) for r in result))
+    if hermitian:
+        result = device_call("eigh", [a], (dtype,), ("a",), execution, uplo="L",
+                             vectors=compute_uv, check=check, method=method, stream=stream)
+        result = hermitian_svd(*(result if compute_uv else (result, None)), compute_uv)
+    else:
+        result = device_call("svd", [a], (dtype,), ("a",), execution,
+                             full_matrices=full_matrices, compute_uv=compute_uv, check=check,
+                             method=method, stream=stream)
+    return SVDResult(*result) if compute_uv else result
+
+
+def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
+    """The singular values of each matrix, descending, as ``numpy.linalg.svdvals``.
+
+    Parameters
+    ----------
+    x : (..., m, n) array
+        The matrices: an array of any package, or an array-like.
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, where the solver does not converge
+        (default); False: no check, NaN in that matrix's values.
+    method : {"auto", "cusolver", "batched", "small"}, optional
+        The device strategy (default: chosen by size); any is accepted on the CPU.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``x`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    (..., min(m, n)) array
+        Real.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import svdvals
+    >>> svdvals(np.array([[3.0, 0.0], [0.0, -4.0]]))
+    array([4., 3.])
+    """
+    check, method, execution = _common(check, method, execution)
+    x = read(x, "x")
+    dtype = checks.result_dtype(("x", x.dtype))
+    checks.check_stacked_2d(x.shape, "x")
+    if runs_on_host((x,), execution):
+        return to_caller(_cpu.svdvals(host_array(x, dtype), check=check), x)
+    return device_call("svd", [x], (dtype,), ("x",), execution, full_matrices=False,
+                       compute_uv=False, check=check, method=method, stream=stream)
+
+
+def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
+    """The least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``.
+
+    Parameters
+    ----------
+    a : (m, n) array
+        The coefficient matrix: an array of any package, or an array-like.
+    b : (m,) or (m, k) array
+        The right-hand sides.
+    rcond : float, optional
+        Singular values at most ``rcond`` times the largest count as zero (default:
+        NumPy's, float64's machine epsilon times max(m, n)); -1: machine precision.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operands' package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    x : (n,) or (n, k) array
+        The solution, of the package of b.
+    residuals : (k,) or (1,) or (0,) array
+        Squared residual norms, when a has full column rank and m > n; else empty.
+    rank : int
+        The rank of a.
+    s : (min(m, n),) array
+        The singular values of a.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._functions import lstsq
+    >>> a = np.array([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
+    >>> x, residuals, rank, s = lstsq(a, np.array([1.0, 2.0, 3.0]))
+    >>> bool(np.allclose(x, [1.0, 1.0])), int(rank)
+    (True, 2)
+    """
+    execution = check_execution(execution)
+    rcond = checks.check_rcond(rcond)
+    a, b = read(a, "a"), read(b, "b")
+    dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
+    vector = checks.lstsq_shapes(a.shape, b.shape)
+    if runs_on_host((a, b), execution):
+        x, residuals, rank, s = _cpu.lstsq(host_array(a, dtype), host_array(b, dtype),
+                                           rcond=rcond)
+        if b.adapter.package != "numpy":
+            rank = int(rank)
+        return to_caller(x, b), to_caller(residuals, b), rank, to_caller(s, b)
+    if rcond is None:  # NumPy's default (its computations are in double precision)
+        rcond = float(numpy.finfo(numpy.float64).eps * max(a.shape))
+    return device_call("lstsq", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
+                       rcond=rcond, stream=stream)

@@ -1,0 +1,605 @@
+"""Auxiliary CUDA kernels of the linear-algebra device path: the copies, determinants, pivot
+conversions and checks around cuSOLVER calls.
+
+One NVRTC source holds every kernel, templated on the element type, with ``extern "C"``
+entry points per dtype (``<kernel>_<dtype>``); it is compiled once per device (and kept in the
+on-disk store) and launched on the caller's stream. Every launcher takes device addresses
+(ints), sizes, a dtype name, a stream handle and a device ordinal; none synchronizes or
+allocates.
+
+Matrices are column-major (Fortran) batches unless a launcher takes strides: element
+``(b, i, j)`` of a batch of m x n matrices at ``b*m*n + i + j*m``.
+"""
+
+import ctypes
+import functools
+
+from accelmath._core.kernels import merge_dims
+from accelmath._core.modules import LaunchConfig, launch, loaded
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+
+__all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "any_nonfinite",
+           "copy_matrices", "det", "fail_to_nan", "gather", "identity", "log_det",
+           "pivots_from_scipy", "pivots_to_scipy", "scatter"]
+
+DTYPES = ("float32", "float64", "complex64", "complex128")
+PIVOT_DTYPES = ("int32", "int64")
+MAX_BATCH_DIMS = 6
+_TRIANGLES = {None: 0, "L": 1, "U": 2}
+
+SOURCE = r"""
+struct Batch { long long shape[6]; long long src[6]; long long dst[6]; };
+
+template <typename T> struct Real { typedef T type; };
+template <> struct Real<float2> { typedef float type; };
+template <> struct Real<double2> { typedef double type; };
+
+__device__ __forceinline__ float zero_of(float) { return 0.f; }
+__device__ __forceinline__ double zero_of(double) { return 0.; }
+__device__ __forceinline__ float2 zero_of(float2) { return make_float2(0.f, 0.f); }
+__device__ __forceinline__ double2 zero_of(double2) { return make_double2(0., 0.); }
+__device__ __forceinline__ float one_of(float) { return 1.f; }
+__device__ __forceinline__ double one_of(double) { return 1.; }
+__device__ __forceinline__ float2 one_of(float2) { return make_float2(1.f, 0.f); }
+__device__ __forceinline__ double2 one_of(double2) { return make_double2(1., 0.); }
+__device__ __forceinline__ float nan_of(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double nan_of(double) { return __longlong_as_double(0x7ff8000000000000ll); }
+__device__ __forceinline__ float2 nan_of(float2) { return make_float2(nan_of(0.f), nan_of(0.f)); }
+__device__ __forceinline__ double2 nan_of(double2) { return make_double2(nan_of(0.), nan_of(0.)); }
+__device__ __forceinline__ float conj_of(float v) { return v; }
+__device__ __forceinline__ double conj_of(double v) { return v; }
+__device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
+__device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
+__device__ __forceinline__ bool finite(float v) { return isfinite(v); }
+__device__ __forceinline__ bool finite(double v) { return isfinite(v); }
+__device__ __forceinline__ bool finite(float2 v) { return isfinite(v.x) && isfinite(v.y); }
+__device__ __forceinline__ bool finite(double2 v) { return isfinite(v.x) && isfinite(v.y); }
+__device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
+__device__ __forceinline__ double abs_of(double v) { return fabs(v); }
+__device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
+__device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
+
+// -- strided batched matrix copy ------------------------------------------------------------
+// Logical source element (b, i, j) of m x n matrices goes to dst offset i*d_i + j*d_j (+ the
+// batch offset): a transpose is the launcher swapping d_i and d_j. mode: bits 0-1 the
+// triangle of the source kept (0 all, 1 lower, 2 upper; zeros elsewhere), bit 2 conjugates.
+// Threads run i fastest, so writes to a column-major destination are coalesced.
+template <typename T, typename I>
+__device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim, Batch d,
+                              long long s_i, long long s_j, long long d_i, long long d_j,
+                              int mode) {
+    const I step = (I)blockDim.x * gridDim.x;
+    for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
+        const I i = e % m, rest = e / m, j = rest % n;
+        I b = rest / n;
+        long long so = i * s_i + j * s_j, dof = i * d_i + j * d_j;
+        for (int k = ndim - 1; k >= 0; --k) {
+            const I idx = b % (I)d.shape[k];
+            b /= (I)d.shape[k];
+            so += idx * d.src[k];
+            dof += idx * d.dst[k];
+        }
+        const int tri = mode & 3;
+        const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
+        T v = keep ? src[so] : zero_of(T());
+        if (mode & 4) v = conj_of(v);
+        dst[dof] = v;
+    }
+}
+
+// -- determinants from an LU factorization ----------------------------------------------------
+// One block per matrix: a tree reduction over the diagonal of the sum of log|u_ii| and of the
+// sign (real: the count of negative entries; complex: the product of the phases), with the
+// pivots' parity. Writes sign and log|det| where sign_out is set, det where det_out is set
+// (NumPy's det is sign * exp(log|det|), and so is this one).
+template <typename T> struct Phase;   // what a thread accumulates for the sign
+template <> struct Phase<float> { typedef int type; };
+template <> struct Phase<double> { typedef int type; };
+template <> struct Phase<float2> { typedef float2 type; };
+template <> struct Phase<double2> { typedef double2 type; };
+
+__device__ __forceinline__ int phase_one(float) { return 0; }
+__device__ __forceinline__ int phase_one(double) { return 0; }
+__device__ __forceinline__ float2 phase_one(float2) { return make_float2(1.f, 0.f); }
+__device__ __forceinline__ double2 phase_one(double2) { return make_double2(1., 0.); }
+// fold one diagonal entry (|d| > 0) into the sign
+__device__ __forceinline__ int phase_of(float d, float) { return d < 0.f; }
+__device__ __forceinline__ int phase_of(double d, double) { return d < 0.; }
+__device__ __forceinline__ float2 phase_of(float2 d, float a) { return make_float2(d.x / a, d.y / a); }
+__device__ __forceinline__ double2 phase_of(double2 d, double a) { return make_double2(d.x / a, d.y / a); }
+__device__ __forceinline__ int phase_join(int a, int b) { return a + b; }
+__device__ __forceinline__ float2 phase_join(float2 a, float2 b) {
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ __forceinline__ double2 phase_join(double2 a, double2 b) {
+    return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ __forceinline__ int shfl_down(int v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float shfl_down(float v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double shfl_down(double v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float2 shfl_down(float2 v, int o) {
+    return make_float2(shfl_down(v.x, o), shfl_down(v.y, o)); }
+__device__ __forceinline__ double2 shfl_down(double2 v, int o) {
+    return make_double2(shfl_down(v.x, o), shfl_down(v.y, o)); }
+// the sign as the matrix's dtype, from the accumulated phase and the pivots' parity
+__device__ __forceinline__ float sign_of(int negatives, int swaps, float) {
+    return ((negatives + swaps) & 1) ? -1.f : 1.f; }
+__device__ __forceinline__ double sign_of(int negatives, int swaps, double) {
+    return ((negatives + swaps) & 1) ? -1. : 1.; }
+__device__ __forceinline__ float2 sign_of(float2 p, int swaps, float2) {
+    const float a = hypotf(p.x, p.y), s = (swaps & 1) ? -1.f : 1.f;  // renormalized
+    return make_float2(s * p.x / a, s * p.y / a); }
+__device__ __forceinline__ double2 sign_of(double2 p, int swaps, double2) {
+    const double a = hypot(p.x, p.y), s = (swaps & 1) ? -1. : 1.;
+    return make_double2(s * p.x / a, s * p.y / a); }
+__device__ __forceinline__ float scale_by(float s, float r) { return s * r; }
+__device__ __forceinline__ double scale_by(double s, double r) { return s * r; }
+__device__ __forceinline__ float2 scale_by(float2 s, float r) { return make_float2(s.x * r, s.y * r); }
+__device__ __forceinline__ double2 scale_by(double2 s, double r) { return make_double2(s.x * r, s.y * r); }
+
+template <typename T, typename P>
+__device__ void lu_det(const T* lu, const P* ipiv, long long n, long long batch, T* sign_out,
+                       typename Real<T>::type* logabs_out, T* det_out) {
+    typedef typename Real<T>::type R;
+    typedef typename Phase<T>::type Ph;
+    __shared__ R s_log[32];
+    __shared__ Ph s_phase[32];
+    __shared__ int s_swaps[32], s_zero[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
+        R log_sum = 0;
+        Ph phase = phase_one(T());
+        int swaps = 0, zero = 0;
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+            const T d = lu[b * n * n + i * (n + 1)];
+            const R a = abs_of(d);
+            log_sum += log(a);
+            if (a == R(0)) zero = 1;
+            else phase = phase_join(phase, phase_of(d, a));
+            swaps += ipiv[b * n + i] != (P)(i + 1);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            log_sum += shfl_down(log_sum, o);
+            phase = phase_join(phase, shfl_down(phase, o));
+            swaps += shfl_down(swaps, o);
+            zero |= shfl_down(zero, o);
+        }
+        if (lane == 0) { s_log[warp] = log_sum; s_phase[warp] = phase; s_swaps[warp] = swaps; s_zero[warp] = zero; }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < warps; ++w) {
+                log_sum += s_log[w]; phase = phase_join(phase, s_phase[w]);
+                swaps += s_swaps[w]; zero |= s_zero[w];
+            }
+            const T sign = zero ? zero_of(T()) : sign_of(phase, swaps, T());
+            if (sign_out) { sign_out[b] = sign; logabs_out[b] = log_sum; }
+            if (det_out) det_out[b] = scale_by(sign, exp(log_sum));
+        }
+        __syncthreads();  // the shared slots are rewritten for the next matrix
+    }
+}
+
+// -- small element-wise kernels -----------------------------------------------------------
+// matrices in y, elements in x: a block reads its matrix's info once, and most blocks
+// (info == 0) write nothing
+template <typename T>
+__device__ void fail_to_nan(const int* info, T* data, long long count, long long batch) {
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+        if (info[b] == 0) continue;
+        for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+             e += (long long)blockDim.x * gridDim.x)
+            data[b * count + e] = nan_of(T());
+    }
+}
+
+template <typename T>
+__device__ void identity(T* dst, unsigned n, long long batch) {
+    const unsigned nn = n * n;
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y)
+        for (unsigned r = blockIdx.x * blockDim.x + threadIdx.x; r < nn; r += blockDim.x * gridDim.x)
+            dst[b * nn + r] = r % (n + 1) == 0 ? one_of(T()) : zero_of(T());
+}
+
+template <typename T>
+__device__ void any_nonfinite(const T* data, long long count, int* flag) {
+    bool bad = false;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+         e += (long long)blockDim.x * gridDim.x)
+        bad |= !finite(data[e]);
+    if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) *flag = 1;  // one store a warp
+}
+
+extern "C" __global__ void clear_flag(int* flag) { *flag = 0; }
+
+template <typename P>
+__device__ void pivots_to_scipy(const P* ipiv, int* out, long long count) {
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+         e += (long long)blockDim.x * gridDim.x)
+        out[e] = (int)ipiv[e] - 1;
+}
+extern "C" __global__ void pivots_int32(const int* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
+extern "C" __global__ void pivots_int64(const long long* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
+// SciPy's 0-based int32 pivots as cuSOLVER's 1-based int64 ones
+extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long long count) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
+        o[i] = (long long)p[i] + 1;
+}
+
+#define DEFINE_LU_DET(NAME, T, PNAME, P) \
+extern "C" __global__ void lu_det_##NAME##_##PNAME(const T* lu, const P* ipiv, long long n, \
+        long long batch, T* sign, Real<T>::type* logabs, T* det) { \
+    lu_det<T, P>(lu, ipiv, n, batch, sign, logabs, det); }
+
+#define DEFINE(NAME, T) \
+extern "C" __global__ void copy_##NAME(const T* s, T* d, long long total, long long m, \
+        long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
+        long long d_j, int mode) { \
+    copy_matrices<T, unsigned long long>(s, d, total, m, n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
+extern "C" __global__ void copy32_##NAME(const T* s, T* d, long long total, long long m, \
+        long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
+        long long d_j, int mode) { \
+    copy_matrices<T, unsigned>(s, d, (unsigned)total, (unsigned)m, (unsigned)n, ndim, b, \
+                               s_i, s_j, d_i, d_j, mode); } \
+DEFINE_LU_DET(NAME, T, int32, int) \
+DEFINE_LU_DET(NAME, T, int64, long long) \
+extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
+        long long batch) { fail_to_nan<T>(info, data, count, batch); } \
+extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
+    identity<T>(dst, n, batch); } \
+extern "C" __global__ void any_nonfinite_##NAME(const T* data, long long count, int* flag) { \
+    any_nonfinite<T>(data, count, flag); }
+
+DEFINE(float32, float)
+DEFINE(float64, double)
+DEFINE(complex64, float2)
+DEFINE(complex128, double2)
+"""
+
+
+class _Batch(ctypes.Structure):
+    _fields_ = [("shape", ctypes.c_longlong * MAX_BATCH_DIMS),
+                ("src", ctypes.c_longlong * MAX_BATCH_DIMS),
+                ("dst", ctypes.c_longlong * MAX_BATCH_DIMS)]
+
+
+_THREADS = 256
+_MAX_GRID_Y = 65535
+_modules = {}  # device_id -> (module, most blocks worth launching)
+
+
+def _module(device_id):
+    """The kernels' module on a device, and the blocks that fill the device 16 times."""
+    found = _modules.get(device_id)
+    if found is None:
+        from accelmath._core.device import devices
+
+        blocks = 16 * devices()[device_id]["multiprocessor_count"]
+        found = _modules[device_id] = (loaded(device_id, SOURCE, "accelmath_linalg.cu"), blocks)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _config(grid, block):
+    return LaunchConfig(grid=grid, block=block)
+
+
+def _check_dtype(dtype, allowed=DTYPES, name="dtype"):
+    if dtype not in allowed:
+        raise UnsupportedDTypeError(
+            f"{name}={dtype!r} is not supported by the linear-algebra kernels: expected one of "
+            f"{', '.join(repr(d) for d in allowed)}")
+
+
+def _blocks(count, most):
+    return max(1, min(-(-count // _THREADS), most))
+
+
+def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_strides, m, n,
+                  src_strides, dst_strides, dtype, stream, device_id, triangle=None,
+                  conj=False, transpose=False):
+    """Enqueue a copy of a strided batch of m x n matrices into another strided layout.
+
+    Parameters
+    ----------
+    src_ptr, dst_ptr : int
+        Device addresses of the first elements; the two must not overlap.
+    batch_shape : tuple of int
+        The batch extents (at most :data:`MAX_BATCH_DIMS` after merging contiguous ones).
+    src_batch_strides, dst_batch_strides : tuple of int
+        Batch strides in elements; a source stride may be 0 (a broadcast batch dimension).
+    m, n : int
+        Rows and columns of each source matrix.
+    src_strides : (int, int)
+        The source's (row, column) strides in elements.
+    dst_strides : (int, int)
+        The destination's (row, column) strides in elements; the destination matrix is
+        n x m where ``transpose``.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    triangle : {None, "L", "U"}
+        Copy only the source's lower (``i >= j``) or upper (``i <= j``) triangle, diagonal
+        included, and write zeros for the rest.
+    conj : bool
+        Conjugate the values (complex dtypes).
+    transpose : bool
+        Write source element ``(i, j)`` at destination ``(j, i)``.
+    """
+    _check_dtype(dtype)
+    if triangle not in _TRIANGLES:
+        raise InvalidArgumentError(f"triangle={triangle!r} is not one of None, 'L' or 'U'")
+    if not len(batch_shape) == len(src_batch_strides) == len(dst_batch_strides):
+        raise InvalidArgumentError(
+            f"batch_shape={tuple(batch_shape)!r}, src_batch_strides="
+            f"{tuple(src_batch_strides)!r} and dst_batch_strides={tuple(dst_batch_strides)!r} "
+            f"differ in length")
+    dims = merge_dims([(e, s, d) for e, s, d in zip(batch_shape, src_batch_strides,
+                                                     dst_batch_strides) if e != 1])
+    if len(dims) > MAX_BATCH_DIMS:
+        raise InvalidArgumentError(
+            f"a batch of {len(dims)} non-mergeable dimensions exceeds {MAX_BATCH_DIMS}")
+    count = m * n
+    for extent, _, _ in dims:
+        count *= extent
+    if count == 0:
+        return
+    module, most = _module(device_id)
+    d_i, d_j = dst_strides[::-1] if transpose else dst_strides
+    batch = _Batch()
+    for k, (extent, s, d) in enumerate(dims):
+        batch.shape[k], batch.src[k], batch.dst[k] = extent, s, d
+    mode = _TRIANGLES[triangle] | (4 if conj else 0)
+    # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
+    func = module.function(("copy32_" if count < 2**32 else "copy_") + dtype)
+    args = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr), ctypes.c_longlong(count),
+            ctypes.c_longlong(m), ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch,
+            ctypes.c_longlong(src_strides[0]), ctypes.c_longlong(src_strides[1]),
+            ctypes.c_longlong(d_i), ctypes.c_longlong(d_j), ctypes.c_int(mode))
+    launch(func, _config(_blocks(count, most), _THREADS), args, stream)
+
+
+def _dense_batch_strides(batch_shape, size):
+    """C-order strides of a dense batch of matrices of ``size`` elements each."""
+    strides, step = [], size
+    for extent in reversed(batch_shape):
+        strides.append(step)
+        step *= extent
+    return tuple(reversed(strides))
+
+
+def gather(src_ptr, dst_ptr, batch_shape, src_batch_strides, m, n, src_row_stride,
+           src_col_stride, dtype, stream, device_id, triangle=None, conj=False,
+           transpose=False):
+    """Enqueue a copy of a strided (possibly broadcast) batch of m x n matrices into a dense
+    column-major batch (n x m matrices where ``transpose``), batch in C order.
+
+    The parameters are :func:`copy_matrices`'s, the destination's strides implied.
+    """
+    rows = n if transpose else m  # of the destination matrix
+    copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides,
+                  _dense_batch_strides(batch_shape, m * n), m, n,
+                  (src_row_stride, src_col_stride), (1, rows), dtype, stream, device_id,
+                  triangle=triangle, conj=conj, transpose=transpose)
+
+
+def scatter(src_ptr, dst_ptr, batch_shape, dst_batch_strides, m, n, dst_row_stride,
+            dst_col_stride, dtype, stream, device_id, triangle=None, conj=False,
+            transpose=False):
+    """Enqueue a copy of a dense column-major batch of m x n matrices (batch in C order) into
+    a strided destination (n x m matrices there where ``transpose``): the way back of
+    :func:`gather`.
+
+    The parameters are :func:`copy_matrices`'s, the source's strides implied.
+    """
+    copy_matrices(src_ptr, dst_ptr, batch_shape, _dense_batch_strides(batch_shape, m * n),
+                  dst_batch_strides, m, n, (1, m), (dst_row_stride, dst_col_stride), dtype,
+                  stream, device_id, triangle=triangle, conj=conj, transpose=transpose)
+
+
+def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,
+            stream, device_id):
+    _check_dtype(dtype)
+    _check_dtype(pivot_dtype, PIVOT_DTYPES, "pivot_dtype")
+    if batch == 0:
+        return
+    module, most = _module(device_id)
+    func = module.function(f"lu_det_{dtype}_{pivot_dtype}")
+    # one block per matrix: a warp where the diagonal is short, 256 threads where it is long
+    threads = 32 if n <= 256 else _THREADS
+    args = (ctypes.c_void_p(lu_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(n),
+            ctypes.c_longlong(batch), ctypes.c_void_p(sign_ptr), ctypes.c_void_p(logabs_ptr),
+            ctypes.c_void_p(det_ptr))
+    launch(func, _config(min(batch, 2**31 - 1), threads), args, stream)
+
+
+def log_det(lu_ptr, ipiv_ptr, n, batch, dtype, sign_ptr, logabs_ptr, stream, device_id,
+            pivot_dtype="int64"):
+    """Enqueue ``slogdet`` from a batch of LU factorizations (as ``getrf`` leaves them).
+
+    Parameters
+    ----------
+    lu_ptr : int
+        Device address of ``batch`` dense column-major n x n LU factors.
+    ipiv_ptr : int
+        Device address of ``batch`` x n pivots, 1-based (LAPACK's and cuSOLVER's).
+    n, batch : int
+        The order and the number of matrices.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    sign_ptr : int
+        Device address of ``batch`` signs, of ``dtype`` (for complex, the unit-modulus
+        phase); 0 where a diagonal entry is zero.
+    logabs_ptr : int
+        Device address of ``batch`` values of ``log|det|``, of the real dtype (``-inf``
+        where a diagonal entry is zero).
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    pivot_dtype : str
+        "int64" (``cusolverDnXgetrf``) or "int32" (the batched and legacy APIs).
+    """
+    _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, 0, stream,
+            device_id)
+
+
+def det(lu_ptr, ipiv_ptr, n, batch, dtype, det_ptr, stream, device_id, pivot_dtype="int64"):
+    """Enqueue ``det`` from a batch of LU factorizations: ``sign * exp(log|det|)``, which is
+    how NumPy computes it (so it neither overflows nor underflows where NumPy does not;
+    ``numpy.linalg.det(diag([1e200, 1e200, 1e-300]))`` is 1e100, not inf).
+
+    Parameters are :func:`log_det`'s, with ``det_ptr`` the device address of ``batch``
+    values of ``dtype``.
+    """
+    _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, 0, 0, det_ptr, stream, device_id)
+
+
+def _rows_config(count, batch, most):
+    """Matrices in y (at most 65535, the rest by a loop), their elements in x."""
+    per_matrix = max(1, min(-(-count // _THREADS), most))
+    return _config((per_matrix, min(batch, _MAX_GRID_Y)), _THREADS)
+
+
+def fail_to_nan(info_ptr, data_ptr, count_per_matrix, batch, dtype, stream, device_id):
+    """Enqueue: where ``info[b] != 0`` (int32), fill matrix ``b``'s ``count_per_matrix``
+    contiguous elements with NaN (the ``check=False`` contract of a failed factorization).
+
+    Parameters
+    ----------
+    info_ptr : int
+        Device address of ``batch`` int32.
+    data_ptr : int
+        Device address of ``batch`` runs of ``count_per_matrix`` elements.
+    count_per_matrix, batch : int
+        Elements per matrix and matrices.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    if batch == 0 or count_per_matrix == 0:
+        return
+    module, most = _module(device_id)
+    args = (ctypes.c_void_p(info_ptr), ctypes.c_void_p(data_ptr),
+            ctypes.c_longlong(count_per_matrix), ctypes.c_longlong(batch))
+    launch(module.function("fail_to_nan_" + dtype), _rows_config(count_per_matrix, batch, most),
+           args, stream)
+
+
+def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):
+    """Enqueue ``out = ipiv - 1`` as int32: cuSOLVER's 1-based pivots as SciPy's
+    ``lu_factor`` returns them (0-based).
+
+    Parameters
+    ----------
+    ipiv_ptr : int
+        Device address of ``count`` pivots of ``pivot_dtype``.
+    out_ptr : int
+        Device address of ``count`` int32; it may be ``ipiv_ptr`` where ``pivot_dtype`` is
+        "int32".
+    count : int
+        The number of pivots.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    pivot_dtype : str
+        "int64" or "int32".
+    """
+    _check_dtype(pivot_dtype, PIVOT_DTYPES, "pivot_dtype")
+    if count == 0:
+        return
+    module, most = _module(device_id)
+    args = (ctypes.c_void_p(ipiv_ptr), ctypes.c_void_p(out_ptr), ctypes.c_longlong(count))
+    launch(module.function("pivots_" + pivot_dtype), _config(_blocks(count, most), _THREADS),
+           args, stream)
+
+
+def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
+    """Enqueue ``ipiv = piv + 1`` as int64: SciPy's 0-based int32 pivots (``lu_factor``'s) as
+    cuSOLVER's ``cusolverDnXgetrs`` takes them.
+
+    Parameters
+    ----------
+    piv_ptr : int
+        Device address of ``count`` int32 pivots.
+    ipiv_ptr : int
+        Device address of ``count`` int64.
+    count : int
+        The number of pivots.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    if count == 0:
+        return
+    module, most = _module(device_id)
+    args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count))
+    launch(module.function("pivots_from_scipy"), _config(_blocks(count, most), _THREADS), args,
+           stream)
+
+
+def identity(dst_ptr, n, batch, dtype, stream, device_id):
+    """Enqueue a batch of dense n x n identity matrices at ``dst_ptr``.
+
+    Parameters
+    ----------
+    dst_ptr : int
+        Device address of ``batch`` x n x n elements.
+    n : int
+        The order, at most 65535 (the kernel indexes a matrix in 32 bits).
+    batch : int
+        The number of matrices.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    if not 0 <= n < 2**16:
+        raise InvalidArgumentError(f"n={n!r} is out of range for identity: expected 0 <= n "
+                                   f"< 65536")
+    if batch == 0 or n == 0:
+        return
+    module, most = _module(device_id)
+    args = (ctypes.c_void_p(dst_ptr), ctypes.c_uint(n), ctypes.c_longlong(batch))
+    launch(module.function("identity_" + dtype), _rows_config(n * n, batch, most), args,
+           stream)
+
+
+def any_nonfinite(data_ptr, count, flag_ptr, dtype, stream, device_id):
+    """Enqueue ``flag = 1 if any of the count elements is NaN or infinite else 0``, so that a
+    finiteness check reads one int back instead of the data.
+
+    Parameters
+    ----------
+    data_ptr : int
+        Device address of ``count`` contiguous elements.
+    count : int
+        The number of elements.
+    flag_ptr : int
+        Device address of one int32; cleared here first (on the stream), then set.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    module, most = _module(device_id)
+    flag = ctypes.c_void_p(flag_ptr)
+    launch(module.function("clear_flag"), _config(1, 1), (flag,), stream)
+    if count == 0:
+        return
+    args = (ctypes.c_void_p(data_ptr), ctypes.c_longlong(count), flag)
+    launch(module.function("any_nonfinite_" + dtype), _config(_blocks(count, most), _THREADS),
+           args, stream)

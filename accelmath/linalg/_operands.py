@@ -1,0 +1,136 @@
+"""How the solvers take their operands and give results back: read an argument (errors name
+it), promote, route host operands to the CPU and device ones to ``_device`` (host data too
+with ``execution="cuda"``), and return results in the caller's package."""
+
+import numpy
+
+from accelmath._core.dispatch import to_device, to_host
+from accelmath._core.operand import (Operand, adapter_named, check_same_device, device_name,
+                                     wrap_operand)
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.linalg import _checks as checks
+
+__all__ = ["read", "runs_on_host", "host_array", "to_caller", "on_device", "column",
+           "device_call", "namespace", "hermitian_svd"]
+
+
+def read(x, name):
+    """The :class:`~accelmath._core.operand.Operand` of argument ``x``; errors name it.
+
+    NumPy arrays (subclasses too, which NumPy's functions give back as they come) are read
+    by the NumPy adapter; inexact types numpy.linalg refuses (float16, long double) raise
+    NumPy's ``TypeError``.
+    """
+    try:
+        if isinstance(x, numpy.ndarray):
+            return adapter_named("numpy").wrap(x)
+        return wrap_operand(x)
+    except UnsupportedDTypeError as exc:
+        dtype = getattr(x, "dtype", None)
+        if isinstance(dtype, numpy.dtype) and dtype.kind in "fc":
+            raise checks.unsupported_dtype_error(name, dtype.name) from None
+        raise UnsupportedDTypeError(f"{name}: {exc}") from None
+    except UnsupportedOperandError as exc:
+        raise type(exc)(f"{name}: {exc}") from None
+
+
+def runs_on_host(operands, execution):
+    """Whether a call runs on the CPU: every operand in host memory and ``execution`` not
+    "cuda"."""
+    return execution != "cuda" and not any(op.on_device for op in operands)
+
+
+def host_array(op, dtype):
+    """Host operand ``op`` as a NumPy array of ``dtype`` (no copy when it is of it)."""
+    return op.adapter.to_numpy(op.obj).astype(dtype, copy=False)
+
+
+def to_caller(result, like):
+    """Host result ``result`` (an array or a NumPy scalar) in the package of operand
+    ``like``: as NumPy gives it for NumPy arrays and array-likes."""
+    if like.adapter.package == "numpy" or result is None:
+        return result
+    return like.adapter.from_numpy(numpy.asarray(result), like.obj)
+
+
+def on_device(op, dtype):
+    """Device operand ``op`` converted to ``dtype`` (a new array) where it is of another."""
+    if op.dtype == dtype:
+        return op
+    return wrap_operand(op.adapter.astype(op.obj, dtype))
+
+
+def column(op):
+    """Operand ``op`` of shape (..., n) seen as (..., n, 1): how a vector right-hand side
+    reaches the device path."""
+    return Operand(op.obj, op.ptr, tuple(op.shape) + (1,), tuple(op.strides) + (1,), op.dtype,
+                   op.device_id, op.adapter, op.keepalive, op.ready)
+
+
+def device_call(name, operands, dtypes, names, execution, **options):
+    """Run ``accelmath.linalg._device.<name>`` on ``operands`` (host ones copied to the GPU
+    and the results back with ``execution="cuda"``), converted to ``dtypes``; a vector
+    right-hand side (``options["vector"]``, the last operand) is given as a column. Returns
+    what the device function returns, in the caller's package."""
+    like = operands[0]
+    moved = execution == "cuda" and not any(op.on_device for op in operands)
+    if moved:
+        operands = [wrap_operand(to_device(op.obj)) for op in operands]
+    elif execution == "cpu":
+        where = next(op for op in operands if op.on_device)
+        raise InvalidArgumentError(
+            f'execution="cpu" needs host operands; {names[operands.index(where)]} is on '
+            f"{device_name(where.device_id)}")
+    check_same_device(*operands, names=names)
+    operands = [on_device(op, dtype) for op, dtype in zip(operands, dtypes)]
+    if options.get("vector"):
+        operands[-1] = column(operands[-1])
+    from accelmath.linalg import _device  # (the device path loads CUDA libraries)
+
+    result = getattr(_device, name)(*operands, **options)
+    if not moved:
+        return result
+    if isinstance(result, tuple):
+        return tuple(r if isinstance(r, (int, float)) else to_host(r, like) for r in result)
+    return to_host(result, like)
+
+
+def namespace(x):
+    """The array module of device array ``x``: cupy, torch or jax.numpy."""
+    import importlib
+
+    package = type(x).__module__.partition(".")[0]
+    return importlib.import_module("jax.numpy" if package in ("jax", "jaxlib") else package)
+
+
+def hermitian_svd(w, v, compute_uv):
+    """NumPy's ``svd(a, hermitian=True)`` from ``eigh(a)``'s ``w`` (and ``v``): singular
+    values in descending order, their signs moved into ``Vh``; arrays of CuPy, PyTorch or
+    JAX (NumPy's own function computes the host case).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._operands import hermitian_svd
+    >>> hermitian_svd(np.array([-3.0, 1.0, 2.0]), None, False)
+    array([3., 2., 1.])
+    """
+    if type(w).__module__.partition(".")[0] == "torch":
+        import torch
+
+        order = torch.argsort(w.abs(), dim=-1, descending=True, stable=True)
+        s = torch.take_along_dim(w.abs(), order, dim=-1)
+        if not compute_uv:
+            return s
+        sign = torch.take_along_dim(torch.copysign(torch.ones_like(w), w), order, dim=-1)
+        u = torch.take_along_dim(v, order[..., None, :], dim=-1)
+        return u, s, (u * sign[..., None, :]).transpose(-1, -2).conj().resolve_conj()
+    xp = numpy if isinstance(w, numpy.ndarray) else namespace(w)
+    s = xp.abs(w)
+    order = xp.argsort(s, axis=-1)[..., ::-1]
+    s = xp.take_along_axis(s, order, axis=-1)
+    if not compute_uv:
+        return s
+    sign = xp.take_along_axis(xp.copysign(1.0, w), order, axis=-1)
+    u = xp.take_along_axis(v, order[..., None, :], axis=-1)
+    return u, s, xp.swapaxes(u * sign[..., None, :], -1, -2).conj()

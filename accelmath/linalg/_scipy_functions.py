@@ -1,0 +1,323 @@
+"""SciPy's factor-and-solve functions (``scipy.linalg``), on any array, batched.
+
+``cho_factor``/``cho_solve``, ``lu_factor``/``lu_solve`` and ``solve_triangular`` take
+SciPy's arguments (``overwrite_*`` accepted; results never alias inputs) plus keyword-only
+``stream``, ``execution`` and, for the factorizations, ``check``. Leading dimensions are
+batch dimensions, broadcast as SciPy broadcasts them; a right-hand side ``b`` is one vector
+(n,) when it is 1-D, else a stack (..., n, k).
+
+``check_finite=True`` (SciPy's default) raises :class:`~accelmath.errors.LinAlgError` (a
+``ValueError``, as SciPy raises) for NaN or Inf input, naming the argument and the batch
+index; a factorization called with ``check=False`` checks nothing (it reads nothing back
+from a GPU) and leaves NaN where it failed.
+"""
+
+import numpy
+
+from accelmath._core.arguments import check_execution
+from accelmath.errors import LinAlgError
+from accelmath.linalg import _checks as checks
+from accelmath.linalg import _cpu
+from accelmath.linalg._operands import (device_call, host_array, namespace, read,
+                                        runs_on_host, to_caller)
+
+__all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular",
+           "check_finite_on_device"]
+
+
+def check_finite_on_device(op, core_ndim, name):
+    """SciPy's ``check_finite`` for device operand ``op`` (its last ``core_ndim`` axes a
+    matrix or vector): LinAlgError naming the batch index of the first matrix holding a NaN
+    or an infinity (a read back from the device)."""
+    if not op.size:
+        return
+    x = op.obj
+    bad = ~namespace(x).isfinite(x)
+    if not bool(bad.any()):
+        return
+    batch = tuple(op.shape[:len(op.shape) - core_ndim])
+    first = int(bad.reshape(int(numpy.prod(batch)), -1).sum(-1).argmax()) if batch else 0
+    index = tuple(int(i) for i in numpy.unravel_index(first, batch)) if batch else ()
+    raise LinAlgError(f"{name}: {checks.NOT_FINITE}", index)
+
+
+def _finite(operands, cores, names, check_finite, execution):
+    """SciPy's finiteness check of device operands (host ones are checked by the CPU path,
+    which ``check_finite`` is then passed to). Returns ``check_finite``, checked."""
+    check_finite = checks.check_flag(check_finite, "check_finite")
+    if check_finite and not runs_on_host(operands, execution):
+        for op, core, name in zip(operands, cores, names):
+            if op.on_device:
+                check_finite_on_device(op, core, name)
+            else:  # (host data bound for the GPU)
+                checks.check_finite(op.adapter.to_numpy(op.obj), core, name)
+    return check_finite
+
+
+def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=True,
+               stream=None, execution="auto"):
+    """The Cholesky factorization of each Hermitian positive-definite matrix, for
+    :func:`cho_solve`, as ``scipy.linalg.cho_factor``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        The matrices: an array of any package, or an array-like.
+    lower : bool, optional
+        Factor ``a = L @ L^H`` from the lower triangle; default ``a = U^H @ U`` from the
+        upper one.
+    overwrite_a : bool, optional
+        Accepted for SciPy's signature (a is never overwritten).
+    check_finite : bool, optional
+        Raise LinAlgError for NaN or Inf in a (default, when ``check``).
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, for a matrix that is not positive
+        definite (default); False: no check, NaN in that matrix's factor.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    c : (..., n, n) array
+        The factor in the triangle ``lower`` names; the other triangle holds a's entries,
+        as SciPy leaves them.
+    lower : bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._scipy_functions import cho_factor
+    >>> c, lower = cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]]))
+    >>> np.triu(c), lower
+    (array([[2., 1.],
+           [0., 2.]]), False)
+    """
+    check, execution = checks.check_flag(check, "check"), check_execution(execution)
+    lower = checks.check_flag(lower, "lower")
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    check_finite = checks.check_flag(check_finite, "check_finite") and check
+    check_finite = _finite((a,), (2,), ("a",), check_finite, execution)
+    if runs_on_host((a,), execution):
+        c = _cpu.cho_factor(host_array(a, dtype), lower=lower, check_finite=check_finite,
+                            check=check)
+        return to_caller(c, a), lower
+    return device_call("cho_factor", [a], (dtype,), ("a",), execution, lower=lower,
+                       check=check, stream=stream), lower
+
+
+def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=None,
+              execution="auto"):
+    """Solve ``a @ x = b`` given :func:`cho_factor`'s factorization of a, as
+    ``scipy.linalg.cho_solve``.
+
+    Parameters
+    ----------
+    c_and_lower : tuple
+        ``(c, lower)`` as :func:`cho_factor` gives them.
+    b : (n,) or (..., n, k) array
+        The right-hand sides; batch dimensions broadcast with c's.
+    overwrite_b : bool, optional
+        Accepted for SciPy's signature (b is never overwritten).
+    check_finite : bool, optional
+        Raise LinAlgError for NaN or Inf in c or b (default).
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operands' package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    x : array
+        Of b's shape broadcast with c's batch, of the package of b.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._scipy_functions import cho_factor, cho_solve
+    >>> a = np.array([[4.0, 2.0], [2.0, 5.0]])
+    >>> cho_solve(cho_factor(a), np.array([8.0, 12.0]))
+    array([1., 2.])
+    """
+    c, lower = c_and_lower
+    execution = check_execution(execution)
+    lower = checks.check_flag(lower, "lower")
+    c, b = read(c, "c"), read(b, "b")
+    dtype = checks.result_dtype(("c", c.dtype), ("b", b.dtype))
+    checks.check_stacked_square(c.shape, "c")
+    vector, _ = checks.scipy_rhs(c.shape, b.shape, ("c", "b"))
+    check_finite = _finite((c, b), (2, 1 if vector else 2), ("c", "b"), check_finite,
+                           execution)
+    if runs_on_host((c, b), execution):
+        x = _cpu.cho_solve(host_array(c, dtype), host_array(b, dtype), lower=lower,
+                           check_finite=check_finite)
+        return to_caller(x, b)
+    return device_call("cho_solve", [c, b], (dtype, dtype), ("c", "b"), execution,
+                       lower=lower, vector=vector, stream=stream)
+
+
+def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=None,
+              execution="auto"):
+    """The pivoted LU factorization ``a = P @ L @ U`` of each matrix, for :func:`lu_solve`,
+    as ``scipy.linalg.lu_factor``.
+
+    Parameters
+    ----------
+    a : (..., m, n) array
+        The matrices: an array of any package, or an array-like.
+    overwrite_a : bool, optional
+        Accepted for SciPy's signature (a is never overwritten).
+    check_finite : bool, optional
+        Raise LinAlgError for NaN or Inf in a (default, when ``check``).
+    check : bool, optional
+        Raise LinAlgError, naming the batch index, for an exactly singular matrix (a zero
+        pivot, which SciPy only warns of; default); False: no check, NaN in that matrix's
+        lu.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operand's package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    lu : (..., m, n) array
+        U in the upper triangle, L below it (its unit diagonal not stored).
+    piv : (..., min(m, n)) array of int32
+        0-based pivots: row i was interchanged with row ``piv[i]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._scipy_functions import lu_factor
+    >>> lu, piv = lu_factor(np.array([[1.0, 2.0], [3.0, 4.0]]))
+    >>> piv
+    array([1, 1], dtype=int32)
+    """
+    check, execution = checks.check_flag(check, "check"), check_execution(execution)
+    a = read(a, "a")
+    dtype = checks.result_dtype(("a", a.dtype))
+    checks.check_stacked_2d(a.shape, "a")
+    check_finite = checks.check_flag(check_finite, "check_finite") and check
+    check_finite = _finite((a,), (2,), ("a",), check_finite, execution)
+    if runs_on_host((a,), execution):
+        lu, piv = _cpu.lu_factor(host_array(a, dtype), check_finite=check_finite, check=check)
+        return to_caller(lu, a), to_caller(piv, a)
+    return device_call("lu_factor", [a], (dtype,), ("a",), execution, check=check,
+                       stream=stream)
+
+
+def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, stream=None,
+             execution="auto"):
+    """Solve ``a @ x = b`` (or with a's transpose or conjugate transpose) given
+    :func:`lu_factor`'s factorization of a, as ``scipy.linalg.lu_solve``.
+
+    Parameters
+    ----------
+    lu_and_piv : tuple
+        ``(lu, piv)`` as :func:`lu_factor` gives them (lu square).
+    b : (n,) or (..., n, k) array
+        The right-hand sides; batch dimensions broadcast with lu's.
+    trans : {0, 1, 2, "N", "T", "C"}, optional
+        Solve ``a x = b`` (0), ``a^T x = b`` (1) or ``a^H x = b`` (2).
+    overwrite_b : bool, optional
+        Accepted for SciPy's signature (b is never overwritten).
+    check_finite : bool, optional
+        Raise LinAlgError for NaN or Inf in b (default; lu is not checked, as in SciPy).
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operands' package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    x : array
+        Of b's shape broadcast with lu's batch, of the package of b.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._scipy_functions import lu_factor, lu_solve
+    >>> a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    >>> lu_solve(lu_factor(a), np.array([5.0, 11.0]))
+    array([1., 2.])
+    """
+    lu, piv = lu_and_piv
+    execution = check_execution(execution)
+    trans = checks.check_trans(trans)
+    lu, piv, b = read(lu, "lu"), read(piv, "piv"), read(b, "b")
+    dtype = checks.result_dtype(("lu", lu.dtype), ("b", b.dtype))
+    checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
+    vector, _ = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
+    check_finite = _finite((b,), (1 if vector else 2,), ("b",), check_finite, execution)
+    if runs_on_host((lu, piv, b), execution):
+        x = _cpu.lu_solve(host_array(lu, dtype), host_array(piv, "int32"),
+                          host_array(b, dtype), trans=trans, check_finite=check_finite)
+        return to_caller(x, b)
+    return device_call("lu_solve", [lu, piv, b], (dtype, "int32", dtype), ("lu", "piv", "b"),
+                       execution, trans=trans, vector=vector, stream=stream)
+
+
+def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
+                     check_finite=True, *, stream=None, execution="auto"):
+    """Solve ``a @ x = b`` for triangular a, as ``scipy.linalg.solve_triangular``.
+
+    Parameters
+    ----------
+    a : (..., n, n) array
+        Triangular matrices (only the triangle ``lower`` names is read).
+    b : (n,) or (..., n, k) array
+        The right-hand sides; batch dimensions broadcast with a's.
+    trans : {0, 1, 2, "N", "T", "C"}, optional
+        Solve ``a x = b`` (0), ``a^T x = b`` (1) or ``a^H x = b`` (2).
+    lower : bool, optional
+        Read a's lower triangle; default the upper one.
+    unit_diagonal : bool, optional
+        Take a's diagonal as ones (it is not read).
+    overwrite_b : bool, optional
+        Accepted for SciPy's signature (b is never overwritten).
+    check_finite : bool, optional
+        Raise LinAlgError for NaN or Inf in a or b (default).
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of the operands' package).
+    execution : {"auto", "cuda", "cpu"}, optional
+        "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+
+    Returns
+    -------
+    x : array
+        Of b's shape broadcast with a's batch, of the package of b.
+
+    Raises
+    ------
+    LinAlgError
+        For a zero on the diagonal of a (unless ``unit_diagonal``), naming the batch index.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._scipy_functions import solve_triangular
+    >>> a = np.array([[2.0, 0.0], [1.0, 1.0]])
+    >>> solve_triangular(a, np.array([4.0, 5.0]), lower=True)
+    array([2., 3.])
+    """
+    execution = check_execution(execution)
+    trans = checks.check_trans(trans)
+    lower = checks.check_flag(lower, "lower")
+    unit_diagonal = checks.check_flag(unit_diagonal, "unit_diagonal")
+    a, b = read(a, "a"), read(b, "b")
+    dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
+    checks.check_stacked_square(a.shape, "a")
+    vector, _ = checks.scipy_rhs(a.shape, b.shape)
+    check_finite = _finite((a, b), (2, 1 if vector else 2), ("a", "b"), check_finite,
+                           execution)
+    if runs_on_host((a, b), execution):
+        x = _cpu.solve_triangular(host_array(a, dtype), host_array(b, dtype), trans=trans,
+                                  lower=lower, unit_diagonal=unit_diagonal,
+                                  check_finite=check_finite)
+        return to_caller(x, b)
+    return device_call("solve_triangular", [a, b], (dtype, dtype), ("a", "b"), execution,
+                       trans=trans, lower=lower, unit_diagonal=unit_diagonal, vector=vector,
+                       stream=stream)

@@ -1,0 +1,217 @@
+"""Bad input to accelmath.linalg's functions (the issue's "Bad input"): each raises a clear
+accelmath error naming the argument; failed factorizations name the batch index; check=False
+leaves NaN; empty matrices behave as in NumPy."""
+
+import numpy as np
+import pytest
+
+from accelmath.errors import (AccelmathError, GradientError, InvalidArgumentError, LinAlgError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
+from accelmath.linalg import _functions as la
+from accelmath.linalg import _scipy_functions as sla
+
+SQUARE = [la.inv, la.det, la.slogdet, la.cholesky, la.eigh, la.eigvalsh,
+          lambda a: sla.cho_factor(a), lambda a: la.solve(a, np.ones(a.shape[-1]))]
+
+
+@pytest.mark.parametrize("function", SQUARE)
+def test_non_square(function):
+    with pytest.raises(LinAlgError, match="a: Last 2 dimensions of the array must be square"):
+        function(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("function", SQUARE + [la.qr, la.svd, la.svdvals, sla.lu_factor])
+def test_one_dimensional(function):
+    with pytest.raises(LinAlgError, match="1-dimensional array given"):
+        function(np.ones(3))
+    assert issubclass(LinAlgError, np.linalg.LinAlgError) and issubclass(LinAlgError, ValueError)
+
+
+@pytest.mark.parametrize("a_shape, b_shape", [((3, 3), (4,)), ((3, 3), (4, 1)),
+                                              ((2, 3, 3), (1, 3)), ((2, 3, 3), (3, 3, 1))])
+def test_solve_mismatched_rhs(a_shape, b_shape):
+    with pytest.raises(InvalidArgumentError, match="b"):
+        la.solve(np.eye(3) * np.ones(a_shape), np.ones(b_shape))
+
+
+@pytest.mark.parametrize("function", [
+    lambda b: sla.cho_solve((np.eye(3), False), b),
+    lambda b: sla.lu_solve((np.eye(3), np.arange(3, dtype=np.int32)), b),
+    lambda b: sla.solve_triangular(np.eye(3), b)])
+@pytest.mark.parametrize("b_shape", [(4,), (4, 2), (2, 2, 2)])
+def test_scipy_mismatched_rhs(function, b_shape):
+    with pytest.raises(InvalidArgumentError, match="b of shape"):
+        function(np.ones(b_shape))
+
+
+def test_lstsq_incompatible():
+    with pytest.raises(LinAlgError, match="Incompatible dimensions"):
+        la.lstsq(np.ones((4, 2)), np.ones(5))
+    with pytest.raises(LinAlgError, match="two-dimensional"):
+        la.lstsq(np.ones((2, 4, 2)), np.ones(4))
+
+
+@pytest.mark.parametrize("bad", ["abc", {"a": 1}, object(), None])
+def test_not_arrays(bad):
+    with pytest.raises(UnsupportedOperandError, match="^a: "):
+        la.inv(bad)
+    with pytest.raises(UnsupportedOperandError, match="^b: "):
+        la.solve(np.eye(2), bad)
+
+
+@pytest.mark.parametrize("array", [np.array([["a", "b"], ["c", "d"]]),
+                                   np.array([[1, 2], [3, 4]], dtype=object),
+                                   [["a", "b"], ["c", "d"]]])
+def test_strings_and_objects(array):
+    with pytest.raises(UnsupportedDTypeError, match="^a: unsupported dtype"):
+        la.inv(array)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "longdouble", "clongdouble"])
+def test_dtypes_numpy_refuses(dtype):
+    with pytest.raises(TypeError) as numpy_error:
+        np.linalg.inv(np.eye(2, dtype=dtype))
+    with pytest.raises(UnsupportedDTypeError, match="is unsupported in linalg") as ours:
+        la.inv(np.eye(2, dtype=dtype))
+    assert str(numpy_error.value) in str(ours.value)
+
+
+def test_torch_half_and_grad():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(UnsupportedDTypeError, match="float16 is unsupported in linalg"):
+        la.inv(torch.eye(2, dtype=torch.float16))
+    with pytest.raises(GradientError, match="^a: "):
+        la.inv(torch.eye(2, requires_grad=True))
+    with torch.no_grad():
+        assert la.inv(torch.eye(2, requires_grad=True)).shape == (2, 2)
+
+
+@pytest.mark.parametrize("mode", ["full", "economic", "R", 1, None])
+def test_bad_qr_mode(mode):
+    with pytest.raises(InvalidArgumentError, match="Invalid mode"):
+        la.qr(np.eye(2), mode)
+
+
+@pytest.mark.parametrize("uplo", ["lrong", "lower", "upper", None, 0])
+def test_bad_uplo(uplo):
+    with pytest.raises(InvalidArgumentError, match="Invalid UPLO"):
+        la.eigh(np.eye(2), uplo)
+    with pytest.raises(ValueError):
+        la.eigvalsh(np.eye(2), UPLO=uplo)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: la.solve(np.eye(2), np.ones(2), method="fast"),
+    lambda: la.inv(np.eye(2), execution="gpu"),
+    lambda: la.svd(np.eye(2), full_matrices="yes"),
+    lambda: la.cholesky(np.eye(2), check=2),
+    lambda: la.lstsq(np.eye(2), np.ones(2), rcond="x"),
+    lambda: sla.lu_solve((np.eye(2), np.zeros(2, np.int32)), np.ones(2), trans=3),
+    lambda: sla.solve_triangular(np.eye(2), np.ones(2), trans="X"),
+    lambda: sla.cho_factor(np.eye(2), check_finite="no"),
+    lambda: sla.lu_solve((np.eye(2), np.zeros(2)), np.ones(2)),
+    lambda: sla.lu_solve((np.eye(2), np.zeros(3, np.int32)), np.ones(2))])
+def test_bad_options(call):
+    with pytest.raises(InvalidArgumentError):
+        call()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x: sla.cho_factor(x), "a"),
+    (lambda x: sla.lu_factor(x), "a"),
+    (lambda x: sla.solve_triangular(x, np.ones((3, 3, 1))), "a"),
+    (lambda x: sla.solve_triangular(np.eye(3), x), "b"),
+    (lambda x: sla.cho_solve((np.eye(3), True), x), "b"),
+    (lambda x: sla.cho_solve((x, True), np.ones((3, 3, 1))), "c"),
+    (lambda x: sla.lu_solve((np.eye(3), np.arange(3)), x), "b")])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_inf_with_check_finite(call, name, bad):
+    x = np.broadcast_to(np.eye(3), (3, 3, 3)).copy()
+    x[2, 1, 0] = bad
+    with pytest.raises(LinAlgError, match=f"^{name}: array must not contain infs or NaNs") as e:
+        call(x)
+    assert e.value.index == (2,)
+    call(np.eye(3) if name == "a" or name == "c" else np.ones((3, 3)))  # (finite: fine)
+
+
+def test_check_finite_false_lets_nan_through():
+    a = np.eye(3)
+    b = np.array([1.0, np.nan, 0.0])
+    assert np.isnan(sla.solve_triangular(a, b, check_finite=False)).any()
+    c, lower = sla.cho_factor(np.diag([1.0, np.nan, 1.0]), check=False)
+    assert np.isnan(c).any()
+
+
+def _stack(*matrices):
+    return np.array(matrices, dtype=float)
+
+
+SINGULAR = _stack(np.eye(2), np.eye(2), [[1, 2], [2, 4]], [[0, 0], [0, 0]])
+INDEFINITE = _stack(np.eye(2), [[1, 2], [2, 1]], np.eye(2), -np.eye(2))
+
+
+@pytest.mark.parametrize("function, stack, message", [
+    (la.inv, SINGULAR, "Singular matrix"),
+    (lambda a, **k: la.solve(a, np.ones(2), **k), SINGULAR, "Singular matrix"),
+    (lambda a, **k: la.solve(a, np.ones((4, 2, 3)), **k), SINGULAR, "Singular matrix"),
+    (la.cholesky, INDEFINITE, "Matrix is not positive definite"),
+    (lambda a, **k: sla.cho_factor(a, **k)[0], INDEFINITE, "Matrix is not positive definite"),
+    (lambda a, **k: sla.lu_factor(a, **k)[0], SINGULAR, "Singular matrix")])
+def test_failure_names_batch_index_and_check_false_leaves_nan(function, stack, message):
+    first = 2 if stack is SINGULAR else 1
+    with pytest.raises(LinAlgError, match=f"{message} \\(batch index \\({first},\\)\\)") as e:
+        function(stack)
+    assert e.value.index == (first,)
+    assert isinstance(e.value, np.linalg.LinAlgError)
+    result = function(stack, check=False)
+    failed = [i for i in range(4) if np.isnan(result[i]).all()]
+    assert failed == ([2, 3] if stack is SINGULAR else [1, 3])
+    assert not np.isnan(result[0]).any()
+
+
+def test_failure_index_in_two_batch_dimensions():
+    stack = np.broadcast_to(np.eye(3), (2, 3, 3, 3)).copy()
+    stack[1, 2] = 0
+    with pytest.raises(LinAlgError, match=r"Singular matrix \(batch index \(1, 2\)\)") as e:
+        la.inv(stack)
+    assert e.value.index == (1, 2)
+    with pytest.raises(LinAlgError) as e:
+        la.inv(np.zeros((2, 2)))
+    assert e.value.index == ()
+
+
+def test_singular_triangular():
+    a = np.broadcast_to(np.eye(2), (3, 2, 2)).copy()
+    a[1, 1, 1] = 0
+    with pytest.raises(LinAlgError, match=r"Singular matrix \(batch index \(1,\)\)"):
+        sla.solve_triangular(a, np.ones(2))
+    assert np.isfinite(sla.solve_triangular(a, np.ones(2), unit_diagonal=True)).all()
+
+
+def test_errors_are_accelmath_errors():
+    for call in (lambda: la.inv(np.ones((2, 3))), lambda: la.qr(np.eye(2), "x"),
+                 lambda: la.inv("x"), lambda: la.inv(np.zeros((2, 2)))):
+        with pytest.raises(AccelmathError):
+            call()
+
+
+def test_empty_matrices_as_numpy():
+    assert la.det(np.zeros((0, 0))) == 1.0
+    sign, logabsdet = la.slogdet(np.zeros((0, 0), np.complex64))
+    assert sign == 1 and logabsdet == 0 and sign.dtype == np.complex64
+    assert la.inv(np.zeros((0, 1, 1), int)).dtype == np.float64
+    with pytest.raises(LinAlgError):
+        la.solve(np.zeros((2, 0, 1)), np.zeros((2, 0, 3)))
+    with pytest.raises(ValueError):
+        la.solve(np.zeros((2, 2, 2)), np.zeros((1, 0, 3)))
+
+
+def test_execution_cuda_without_a_gpu():
+    from accelmath._core.device import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is usable here")
+    from accelmath.errors import NoDeviceError
+
+    with pytest.raises(NoDeviceError):
+        la.inv(np.eye(2), execution="cuda")

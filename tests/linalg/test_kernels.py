@@ -1,0 +1,276 @@
+"""The auxiliary kernels of the linear-algebra device path (accelmath.linalg._kernels): the
+source compiles with NVRTC for sm_90 with every entry point (no GPU needed), the launchers
+refuse bad arguments before touching a device, and, on a GPU, each kernel against NumPy."""
+
+import numpy as np
+import pytest
+
+from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, UnsupportedDTypeError
+from accelmath.linalg import _kernels
+from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, any_nonfinite, copy_matrices, det,
+                                       fail_to_nan, gather, identity, log_det, pivots_to_scipy,
+                                       scatter)
+
+ENTRY_POINTS = ([f"{k}_{d}" for k in ("copy", "copy32", "fail_to_nan", "identity",
+                                       "any_nonfinite") for d in DTYPES]
+                + [f"lu_det_{d}_{p}" for d in DTYPES for p in ("int32", "int64")]
+                + ["pivots_int32", "pivots_int64", "clear_flag"])
+
+
+# -- compiling and argument checks (CPU) -----------------------------------------------------
+
+@pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
+def test_the_source_compiles(arch):
+    from accelmath.bindings import nvrtc
+
+    try:
+        nvrtc.lib.cdll
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+    cubin = compile_cuda(_kernels.SOURCE, CompileOptions(arch=arch), "accelmath_linalg.cu")
+    for name in ENTRY_POINTS:
+        assert name.encode() in cubin, name
+
+
+@pytest.fixture
+def no_device(monkeypatch):
+    """Fail if a launcher gets as far as loading its module."""
+    monkeypatch.setattr(_kernels, "_module", lambda device_id: pytest.fail("module loaded"))
+
+
+def test_bad_dtypes_are_refused(no_device):
+    with pytest.raises(UnsupportedDTypeError, match="dtype='float16'"):
+        gather(0, 0, (2,), (16,), 4, 4, 4, 1, "float16", 0, 0)
+    with pytest.raises(UnsupportedDTypeError, match="dtype='int32'"):
+        log_det(0, 0, 4, 2, "int32", 0, 0, 0, 0)
+    with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='int16'"):
+        det(0, 0, 4, 2, "float64", 0, 0, 0, pivot_dtype="int16")
+    with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='float64'"):
+        pivots_to_scipy(0, 0, 4, 0, 0, pivot_dtype="float64")
+    for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
+                 lambda: identity(0, 4, 2, "bool", 0, 0),
+                 lambda: any_nonfinite(0, 4, 0, "bool", 0, 0)):
+        with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
+            call()
+
+
+def test_bad_copies_are_refused(no_device):
+    with pytest.raises(InvalidArgumentError, match="triangle='X'"):
+        gather(0, 0, (), (), 4, 4, 4, 1, "float64", 0, 0, triangle="X")
+    with pytest.raises(InvalidArgumentError, match="differ in length"):
+        copy_matrices(0, 0, (2, 3), (9,), (9, 3), 3, 3, (3, 1), (1, 3), "float64", 0, 0)
+    shape = (2,) * (MAX_BATCH_DIMS + 1)
+    strides = tuple(4 ** k * 100 for k in range(MAX_BATCH_DIMS + 1))[::-1]  # gaps: no merging
+    with pytest.raises(InvalidArgumentError, match=f"exceeds {MAX_BATCH_DIMS}"):
+        copy_matrices(0, 0, shape, strides, strides, 3, 3, (3, 1), (1, 3), "float64", 0, 0)
+    with pytest.raises(InvalidArgumentError, match="n=65536"):
+        identity(0, 65536, 1, "float64", 0, 0)
+
+
+def test_empty_work_launches_nothing(no_device):
+    gather(0, 0, (0, 3), (9, 9), 3, 3, 3, 1, "float64", 0, 0)
+    fail_to_nan(0, 0, 9, 0, "float64", 0, 0)
+    identity(0, 0, 5, "float64", 0, 0)
+    pivots_to_scipy(0, 0, 0, 0, 0)
+    log_det(0, 0, 3, 0, "float64", 0, 0, 0, 0)
+
+
+# -- on a GPU, against NumPy ----------------------------------------------------------------------
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _strides(array):
+    return tuple(s // array.itemsize for s in array.strides)
+
+
+def _synchronize(cp):
+    cp.cuda.get_current_stream().synchronize()
+
+
+def _stream(cp):
+    return cp.cuda.get_current_stream().ptr
+
+
+def _column_major(flat, batch_shape, rows, cols):
+    """A dense column-major batch read back as (..., rows, cols) matrices."""
+    return np.swapaxes(flat.reshape(*batch_shape, cols, rows), -1, -2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("triangle", [None, "L", "U"])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("conj", [False, True])
+def test_gather_against_numpy(cp, dtype, triangle, transpose, conj):
+    rng = np.random.default_rng()
+    host = _random(rng, (2, 6, 7, 9), dtype)
+    base = cp.asarray(host)
+    src = base[:, ::2, 1:6, 1:9:2]  # (2, 3, 5, 4), strided in every axis
+    m, n = 5, 4
+    dst = cp.zeros(2 * 3 * m * n, dtype)
+    s = _strides(src)
+    gather(src.data.ptr, dst.data.ptr, (2, 3), s[:2], m, n, s[2], s[3], dtype, _stream(cp), 0,
+           triangle=triangle, conj=conj, transpose=transpose)
+    _synchronize(cp)
+    expected = host[:, ::2, 1:6, 1:9:2]
+    if triangle == "L":
+        expected = np.tril(expected)
+    elif triangle == "U":
+        expected = np.triu(expected)
+    if conj:
+        expected = np.conj(expected)
+    if transpose:
+        expected = np.swapaxes(expected, -1, -2)
+    rows, cols = expected.shape[-2:]
+    np.testing.assert_array_equal(_column_major(dst.get(), (2, 3), rows, cols), expected)
+
+
+@pytest.mark.gpu
+def test_gather_broadcasts_a_batch_stride_of_zero(cp):
+    rng = np.random.default_rng()
+    host = _random(rng, (3, 3), "float64")
+    src = cp.asarray(host)  # C order: row stride 3, column stride 1
+    dst = cp.zeros(4 * 9, "float64")
+    gather(src.data.ptr, dst.data.ptr, (4,), (0,), 3, 3, 3, 1, "float64", _stream(cp), 0)
+    _synchronize(cp)
+    np.testing.assert_array_equal(_column_major(dst.get(), (4,), 3, 3),
+                                  np.broadcast_to(host, (4, 3, 3)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_scatter_is_the_way_back(cp, dtype, transpose):
+    rng = np.random.default_rng()
+    m, n = 4, 6
+    dense = _random(rng, (3, m, n), dtype)  # the matrices, sent as a column-major batch
+    flat = cp.asarray(np.swapaxes(dense, -1, -2).reshape(-1))
+    out_host = _random(rng, (3, 8, 9), dtype)
+    out = cp.asarray(out_host)
+    view = out[:, 1:1 + (n if transpose else m), 2:2 + (m if transpose else n)]
+    s = _strides(view)
+    scatter(flat.data.ptr, view.data.ptr, (3,), s[:1], m, n, s[1], s[2], dtype, _stream(cp), 0,
+            transpose=transpose)
+    _synchronize(cp)
+    expected = out_host.copy()
+    expected[:, 1:1 + view.shape[1], 2:2 + view.shape[2]] = (
+        np.swapaxes(dense, -1, -2) if transpose else dense)
+    np.testing.assert_array_equal(out.get(), expected)
+
+
+def _lu_factors(a, pivot_dtype):
+    """LAPACK's LU of each matrix (row-major, as SciPy returns it) and 1-based pivots."""
+    import scipy.linalg
+
+    lus, pivots = zip(*(scipy.linalg.lu_factor(m) for m in a))
+    return np.stack(lus), (np.stack(pivots) + 1).astype(pivot_dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch", [(1, 3), (5, 7), (300, 2)])
+@pytest.mark.parametrize("pivot_dtype", ["int32", "int64"])
+def test_log_det_and_det_against_numpy(cp, dtype, n, batch, pivot_dtype):
+    rng = np.random.default_rng()
+    a = _random(rng, (batch, n, n), dtype) / np.sqrt(n)
+    lu, piv = _lu_factors(a, pivot_dtype)
+    lu_dev = cp.asarray(np.ascontiguousarray(np.swapaxes(lu, -1, -2)))  # column-major
+    piv_dev = cp.asarray(piv)
+    real = np.empty(0, dtype).real.dtype
+    sign, logabs = cp.empty(batch, dtype), cp.empty(batch, real)
+    value = cp.empty(batch, dtype)
+    log_det(lu_dev.data.ptr, piv_dev.data.ptr, n, batch, dtype, sign.data.ptr, logabs.data.ptr,
+            _stream(cp), 0, pivot_dtype=pivot_dtype)
+    det(lu_dev.data.ptr, piv_dev.data.ptr, n, batch, dtype, value.data.ptr, _stream(cp), 0,
+        pivot_dtype=pivot_dtype)
+    _synchronize(cp)
+    # the oracle: the same factors, reduced in float64
+    d = np.diagonal(lu, axis1=-2, axis2=-1).astype(np.complex128)
+    swaps = (piv != np.arange(1, n + 1)).sum(axis=-1)
+    expected_sign = np.prod(d / np.abs(d), axis=-1) * (-1.0) ** swaps
+    expected_logabs = np.log(np.abs(d)).sum(axis=-1)
+    tol = 1e-4 if dtype in ("float32", "complex64") else 1e-12
+    np.testing.assert_allclose(sign.get(), expected_sign, rtol=tol, atol=tol)
+    np.testing.assert_allclose(logabs.get(), expected_logabs, rtol=tol, atol=tol * n)
+    np.testing.assert_allclose(value.get(), expected_sign * np.exp(expected_logabs),
+                               rtol=tol * n, atol=0)
+    if dtype in ("float64", "complex128"):  # and NumPy's own answer, from its own LU
+        numpy_sign, numpy_logabs = np.linalg.slogdet(a)
+        np.testing.assert_allclose(sign.get(), numpy_sign, rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(logabs.get(), numpy_logabs, rtol=1e-9, atol=1e-9 * n)
+        np.testing.assert_allclose(value.get(), np.linalg.det(a), rtol=1e-9 * n, atol=0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_log_det_of_a_zero_diagonal_entry(cp, dtype):
+    n = 4
+    lu = np.eye(n, dtype=dtype)[None].copy()
+    lu[0, 2, 2] = 0
+    lu_dev, piv = cp.asarray(lu), cp.asarray(np.arange(1, n + 1, dtype=np.int64)[None])
+    real = np.empty(0, dtype).real.dtype
+    sign, logabs, value = cp.empty(1, dtype), cp.empty(1, real), cp.empty(1, dtype)
+    log_det(lu_dev.data.ptr, piv.data.ptr, n, 1, dtype, sign.data.ptr, logabs.data.ptr,
+            _stream(cp), 0)
+    det(lu_dev.data.ptr, piv.data.ptr, n, 1, dtype, value.data.ptr, _stream(cp), 0)
+    _synchronize(cp)
+    assert sign.get()[0] == 0 and logabs.get()[0] == -np.inf and value.get()[0] == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fail_to_nan(cp, dtype):
+    rng = np.random.default_rng()
+    host = _random(rng, (4, 3, 5), dtype)
+    data = cp.asarray(host)
+    info = cp.asarray(np.array([0, 3, 0, -1], np.int32))
+    fail_to_nan(info.data.ptr, data.data.ptr, 15, 4, dtype, _stream(cp), 0)
+    _synchronize(cp)
+    result = data.get()
+    assert np.isnan(result[[1, 3]]).all()
+    np.testing.assert_array_equal(result[[0, 2]], host[[0, 2]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pivot_dtype", ["int32", "int64"])
+def test_pivots_to_scipy(cp, pivot_dtype):
+    piv = np.array([[3, 2, 3], [1, 3, 3]], pivot_dtype)
+    src = cp.asarray(piv)
+    out = cp.empty(piv.shape, cp.int32)
+    pivots_to_scipy(src.data.ptr, out.data.ptr, piv.size, _stream(cp), 0,
+                    pivot_dtype=pivot_dtype)
+    _synchronize(cp)
+    np.testing.assert_array_equal(out.get(), piv - 1)
+    assert out.get().dtype == np.int32
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch", [(1, 4), (7, 3), (100, 2)])
+def test_identity(cp, dtype, n, batch):
+    dst = cp.full((batch, n, n), 7, dtype)
+    identity(dst.data.ptr, n, batch, dtype, _stream(cp), 0)
+    _synchronize(cp)
+    np.testing.assert_array_equal(dst.get(), np.broadcast_to(np.eye(n, dtype=dtype),
+                                                             (batch, n, n)))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("bad", [None, np.nan, np.inf, -np.inf])
+def test_any_nonfinite(cp, dtype, bad):
+    rng = np.random.default_rng()
+    host = _random(rng, 100_003, dtype)
+    if bad is not None:
+        host[77_777] = bad
+    data = cp.asarray(host)
+    flag = cp.full(1, 7, cp.int32)  # cleared by the launcher
+    any_nonfinite(data.data.ptr, host.size, flag.data.ptr, dtype, _stream(cp), 0)
+    _synchronize(cp)
+    assert flag.get()[0] == (0 if bad is None else 1)

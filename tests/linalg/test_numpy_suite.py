@@ -1,0 +1,144 @@
+"""NumPy's own tests of its solvers (``numpy/linalg/tests/test_linalg.py``, as installed), run
+with ``numpy.linalg``'s functions replaced by accelmath's: on the CPU path, and (``gpu``) with
+every input moved to the GPU as a CuPy array and every result brought back.
+
+The functions are replaced before NumPy's test module is imported, in a pytest process of its
+own with the plugin :data:`PLUGIN` loaded by ``-p``. Only the classes of :data:`CLASSES` run.
+The plugin writes the outcomes, and how many calls reached accelmath, to a JSON file; a
+failure of any of NumPy's tests fails the test here, naming it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SUITE = Path(np.__file__).parent / "linalg" / "tests" / "test_linalg.py"
+REPO = Path(__file__).resolve().parents[2]
+
+# the classes the issue names (with the Cases classes that hold eigh's and eigvalsh's checks)
+CLASSES = ("TestSolve", "TestInv", "TestDet", "TestLstsq", "TestQR", "TestCholesky",
+           "TestEigh", "TestEighCases", "TestEigvalsh", "TestEigvalshCases", "TestSVD",
+           "TestSVDHermitian")
+
+PLUGIN = '''
+"""Replace numpy.linalg's solvers by accelmath.linalg's for this pytest process (imported by
+-p, before any test module is collected)."""
+
+import functools
+import json
+import os
+
+import numpy
+
+from accelmath.linalg import _functions
+
+NAMES = ("solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+         "svdvals", "lstsq")
+_calls = {}
+
+
+def _to_gpu(x):
+    import cupy
+
+    if isinstance(x, numpy.ndarray) or isinstance(x, list):
+        return cupy.asarray(x)
+    return x
+
+
+def _to_host(x):
+    import cupy
+
+    if isinstance(x, cupy.ndarray):
+        return x.get()
+    if isinstance(x, tuple):
+        return type(x)(*map(_to_host, x)) if hasattr(x, "_fields") else tuple(map(_to_host, x))
+    return x
+
+
+def _replacement(name):
+    function = getattr(_functions, name)
+    on_gpu = os.environ["ACCELMATH_NUMPY_SUITE"] == "cupy"
+
+    @functools.wraps(function)
+    def call(*args, **kwargs):
+        _calls[name] = _calls.get(name, 0) + 1
+        if on_gpu:
+            return _to_host(function(*map(_to_gpu, args), **kwargs))
+        return function(*args, **kwargs)
+
+    return call
+
+
+for _name in NAMES:
+    setattr(numpy.linalg, _name, _replacement(_name))
+
+
+def pytest_terminal_summary(terminalreporter):
+    stats = {key: [report.nodeid for report in reports if hasattr(report, "nodeid")]
+             for key, reports in terminalreporter.stats.items() if key}
+    stats["accelmath calls"] = _calls
+    with open(os.environ["ACCELMATH_NUMPY_SUITE_REPORT"], "w") as f:
+        json.dump(stats, f)
+'''
+
+
+def run_suite(tmp_path, mode):
+    """Run NumPy's solver tests on accelmath (``mode`` "numpy" or "cupy"); return the
+    outcomes: outcome -> test ids, and "accelmath calls" (function -> count)."""
+    if not SUITE.is_file():
+        pytest.skip(f"NumPy's linalg tests are not installed ({SUITE} is missing)")
+    (tmp_path / "accelmath_numpy_linalg_suite.py").write_text(PLUGIN)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    report = tmp_path / "report.json"
+    env = dict(os.environ, ACCELMATH_NUMPY_SUITE=mode, ACCELMATH_NUMPY_SUITE_REPORT=str(report),
+               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO),
+                                           os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "pytest", *(f"{SUITE}::{name}" for name in CLASSES),
+               "-p", "accelmath_numpy_linalg_suite", "-p", "no:cacheprovider", "-q",
+               "--noconftest", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
+               "-W", "ignore::pytest.PytestUnknownMarkWarning"]
+    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
+                            stdin=subprocess.DEVNULL, timeout=900)
+    assert report.is_file(), f"the suite did not run:\n{result.stdout[-4000:]}{result.stderr}"
+    outcomes = json.loads(report.read_text())
+    failed = outcomes.get("failed", []) + outcomes.get("error", [])
+    counts = {key: len(value) if isinstance(value, list) else value
+              for key, value in outcomes.items()}
+    print(f"NumPy's linalg tests on accelmath ({mode}): {counts}")
+    assert not failed and result.returncode == 0, (
+        f"{len(failed)} of NumPy's linalg tests failed on accelmath ({mode}): {failed}\n"
+        f"{result.stdout[-6000:]}")
+    return outcomes
+
+
+def _check_coverage(outcomes):
+    """Every class ran, and every replaced function was called."""
+    passed = outcomes.get("passed", [])
+    for name in CLASSES:
+        assert any(f"::{name}::" in test for test in passed), f"no test of {name} ran"
+    calls = outcomes["accelmath calls"]
+    missing = [name for name in ("solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh",
+                                 "eigvalsh", "svd", "svdvals", "lstsq") if not calls.get(name)]
+    assert not missing, f"never called through accelmath: {missing}"
+    return passed
+
+
+def test_numpy_linalg_suite_on_the_cpu(tmp_path, record_property):
+    outcomes = run_suite(tmp_path, "numpy")
+    passed = _check_coverage(outcomes)
+    record_property("numpy_suite_passed", len(passed))
+    assert not outcomes.get("skipped")
+    assert sum(outcomes["accelmath calls"].values()) > 2000
+
+
+@pytest.mark.gpu
+def test_numpy_linalg_suite_on_cupy_arrays(tmp_path, record_property):
+    pytest.importorskip("cupy")
+    outcomes = run_suite(tmp_path, "cupy")
+    passed = _check_coverage(outcomes)
+    record_property("numpy_suite_passed", len(passed))

@@ -1,0 +1,280 @@
+"""The small-matrix kernels (accelmath.linalg._small): every instantiation compiles with NVRTC
+for sm_90 (no GPU needed), the launchers refuse what they cannot do before touching a device,
+and, on a GPU, solve / inv / cholesky against NumPy in float64 on fresh random data,
+including singular and not positive-definite systems."""
+
+import concurrent.futures
+
+import numpy as np
+import pytest
+
+from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, UnsupportedDTypeError
+from accelmath.linalg import _small
+
+ORDERS = (1, 2, 3, 8, 17, 32)
+DTYPES = tuple(_small.DTYPES)
+# every (op, n, dtype, kb) the launchers may ask for at these orders
+INSTANCES = ([("solve", n, d, kb) for n in ORDERS for d in DTYPES for kb in (1, 2, 4, 8)]
+             + [("inv", n, d, _small._block_width(n)) for n in ORDERS for d in DTYPES]
+             + [("cholesky", n, d, 1) for n in ORDERS for d in DTYPES])
+
+
+# -- compiling (CPU) --------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def compiled():
+    """Every instance compiled, in parallel (NVRTC runs outside the GIL): instance -> cubin
+    or the exception."""
+    from accelmath.bindings import nvrtc
+
+    try:
+        nvrtc.lib.cdll
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+
+    def build(instance):
+        op, n, dtype, kb = instance
+        extra, _ = _small.compile_options(op, n, dtype, kb)
+        try:
+            return compile_cuda(_small.SOURCE, CompileOptions(arch=(9, 0), extra=extra),
+                                "accelmath_linalg_small.cu")
+        except Exception as exc:  # reported by the test of that instance
+            return exc
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        return dict(zip(INSTANCES, pool.map(build, INSTANCES)))
+
+
+@pytest.mark.parametrize("instance", INSTANCES, ids=lambda t: "-".join(map(str, t)))
+def test_every_instance_compiles_for_sm_90(compiled, instance):
+    cubin = compiled[instance]
+    if isinstance(cubin, Exception):
+        raise cubin
+    assert cubin[:4] == b"\x7fELF"
+    assert _small._KERNEL[instance[0]].encode() in cubin
+
+
+def test_warps_per_block_fit_static_shared_memory():
+    # the largest case: complex128 at n = 32 needs two warps a block; small ones four
+    assert _small.compile_options("solve", 32, "complex128", 8)[1] == 2
+    assert _small.compile_options("solve", 8, "float64", 1)[1] == 4
+
+
+def test_block_width():
+    assert [_small._block_width(k) for k in (1, 2, 3, 4, 5, 8, 9, 100)] == [1, 2, 4, 4, 8, 8,
+                                                                            8, 8]
+
+
+# -- argument checks (CPU: refused before any device is touched) ------------------------------
+
+@pytest.mark.parametrize("call", [
+    lambda n, d: _small.solve(0, 0, 0, 0, n, 1, 4, d, 0, 0),
+    lambda n, d: _small.inv(0, 0, 0, n, 4, d, 0, 0),
+    lambda n, d: _small.cholesky(0, 0, 0, n, 4, d, False, 0, 0),
+])
+def test_bad_arguments_are_refused(call):
+    with pytest.raises(InvalidArgumentError, match=r"n=33 .*1 <= n <= 32"):
+        call(33, "float64")
+    with pytest.raises(InvalidArgumentError, match="n=0"):
+        call(0, "float64")
+    with pytest.raises(UnsupportedDTypeError, match="dtype='float16'.*'float32'"):
+        call(8, "float16")
+
+
+def test_bad_counts_are_refused():
+    with pytest.raises(InvalidArgumentError, match="k=-1"):
+        _small.solve(0, 0, 0, 0, 8, -1, 4, "float64", 0, 0)
+    with pytest.raises(InvalidArgumentError, match="batch=-2"):
+        _small.inv(0, 0, 0, 8, -2, "float64", 0, 0)
+
+
+def test_empty_batch_launches_nothing(monkeypatch):
+    monkeypatch.setattr(_small, "_kernel", lambda *args: pytest.fail("a kernel was wanted"))
+    _small.solve(0, 0, 0, 0, 8, 1, 0, "float64", 0, 0)
+    _small.inv(0, 0, 0, 8, 0, "float64", 0, 0)
+    _small.cholesky(0, 0, 0, 8, 0, "float64", True, 0, 0)
+
+
+# -- on a GPU, against NumPy ----------------------------------------------------------------------
+
+TOLERANCE = {"float32": 2e-4, "complex64": 2e-4, "float64": 1e-11, "complex128": 1e-11}
+
+
+def _random(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+def _well_conditioned(rng, batch, n, dtype):
+    return (_random(rng, (batch, n, n), dtype) + n * np.eye(n, dtype=dtype)).astype(dtype)
+
+
+def _positive_definite(rng, batch, n, dtype):
+    m = _random(rng, (batch, n, n), dtype)
+    return (m @ np.conj(np.swapaxes(m, -1, -2)) + n * np.eye(n)).astype(dtype)
+
+
+def _close(actual, expected, dtype):
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(actual, expected, rtol=tol,
+                               atol=tol * max(1.0, float(np.abs(expected).max())))
+
+
+def _run(cp, function, *args):
+    stream = cp.cuda.get_current_stream()
+    function(*args, stream.ptr, 0)
+    stream.synchronize()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("k", [1, 9])
+def test_solve_against_numpy(cp, dtype, n, batch, k):
+    rng = np.random.default_rng()
+    a = _well_conditioned(rng, batch, n, dtype)
+    b = _random(rng, (batch, n, k), dtype)
+    a_dev, b_dev = cp.asarray(a), cp.asarray(b)
+    x_dev = cp.empty_like(b_dev)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, x_dev.data.ptr, info.data.ptr, n, k,
+         batch, dtype)
+    expected = np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128))
+    assert (info.get() == 0).all()
+    _close(x_dev.get(), expected, dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("k", [0, 2, 3, 5, 17])
+def test_solve_other_counts_of_right_hand_sides(cp, dtype, k):
+    rng = np.random.default_rng()
+    n, batch = 8, 33
+    a = _well_conditioned(rng, batch, n, dtype)
+    b = _random(rng, (batch, n, k), dtype)
+    a_dev, b_dev = cp.asarray(a), cp.asarray(b)
+    x_dev = cp.empty_like(b_dev)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, x_dev.data.ptr, info.data.ptr, n, k,
+         batch, dtype)
+    assert (info.get() == 0).all()
+    if k:
+        _close(x_dev.get(), np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
+               dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+def test_solve_in_place(cp, dtype):
+    rng = np.random.default_rng()
+    n, k, batch = 17, 3, 100
+    a = _well_conditioned(rng, batch, n, dtype)
+    b = _random(rng, (batch, n, k), dtype)
+    a_dev, b_dev = cp.asarray(a), cp.asarray(b)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, b_dev.data.ptr, info.data.ptr, n, k,
+         batch, dtype)
+    _close(b_dev.get(), np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
+           dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("batch", [1, 7, 10000])
+def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
+    rng = np.random.default_rng()
+    a = _well_conditioned(rng, batch, n, dtype)
+    bad, column = batch // 2, n // 2
+    a[bad, :, column] = 0  # the first `column` columns are independent: pivot column+1 is 0
+    b = _random(rng, (batch, n, 1), dtype)
+    a_dev, b_dev = cp.asarray(a), cp.asarray(b)
+    x_dev, inv_dev = cp.empty_like(b_dev), cp.empty_like(a_dev)
+    info, info_inv = (cp.full(batch, -1, dtype=cp.int32) for _ in range(2))
+    _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, x_dev.data.ptr, info.data.ptr, n, 1,
+         batch, dtype)
+    _run(cp, _small.inv, a_dev.data.ptr, inv_dev.data.ptr, info_inv.data.ptr, n, batch, dtype)
+    expected_info = np.zeros(batch, np.int32)
+    expected_info[bad] = column + 1
+    for got, out in ((info, x_dev), (info_inv, inv_dev)):
+        np.testing.assert_array_equal(got.get(), expected_info)
+        out = out.get()
+        assert np.isnan(out[bad]).all()
+        good = np.arange(batch) != bad
+        assert not np.isnan(out[good]).any()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("batch", [1, 7, 10000])
+def test_inv_against_numpy(cp, dtype, n, batch):
+    rng = np.random.default_rng()
+    a = _well_conditioned(rng, batch, n, dtype)
+    a_dev = cp.asarray(a)
+    out = cp.empty_like(a_dev)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.inv, a_dev.data.ptr, out.data.ptr, info.data.ptr, n, batch, dtype)
+    assert (info.get() == 0).all()
+    _close(out.get(), np.linalg.inv(a.astype(np.complex128)), dtype)
+
+
+@pytest.mark.gpu
+def test_inv_in_place(cp):
+    rng = np.random.default_rng()
+    a = _well_conditioned(rng, 50, 8, "float64")
+    a_dev = cp.asarray(a)
+    info = cp.full(50, -1, dtype=cp.int32)
+    _run(cp, _small.inv, a_dev.data.ptr, a_dev.data.ptr, info.data.ptr, 8, 50, "float64")
+    _close(a_dev.get(), np.linalg.inv(a), "float64")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
+    rng = np.random.default_rng()
+    a = _positive_definite(rng, batch, n, dtype)
+    expected = np.linalg.cholesky(a.astype(np.complex128))
+    if upper:
+        expected = np.conj(np.swapaxes(expected, -1, -2))
+    # only the named triangle is read: spoil the other one
+    spoil = np.tril(np.full((n, n), 1e30), -1) if upper else np.triu(np.full((n, n), 1e30), 1)
+    a_dev = cp.asarray((a + spoil).astype(dtype))
+    out = cp.empty_like(a_dev)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.cholesky, a_dev.data.ptr, out.data.ptr, info.data.ptr, n, batch, dtype,
+         upper)
+    assert (info.get() == 0).all()
+    result = out.get()
+    _close(result, expected, dtype)
+    other = np.tril(result, -1) if upper else np.triu(result, 1)
+    assert (other == 0).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", ORDERS)
+@pytest.mark.parametrize("batch", [1, 7, 10000])
+def test_not_positive_definite_gives_its_order_and_nan(cp, dtype, n, batch):
+    rng = np.random.default_rng()
+    a = _positive_definite(rng, batch, n, dtype)
+    bad, order = batch // 2, n // 2 + 1
+    a[bad, order - 1, order - 1] = -1e3 * n * n  # minors below `order` stay positive definite
+    a_dev = cp.asarray(a)
+    out = cp.empty_like(a_dev)
+    info = cp.full(batch, -1, dtype=cp.int32)
+    _run(cp, _small.cholesky, a_dev.data.ptr, out.data.ptr, info.data.ptr, n, batch, dtype,
+         False)
+    expected_info = np.zeros(batch, np.int32)
+    expected_info[bad] = order
+    np.testing.assert_array_equal(info.get(), expected_info)
+    result = out.get()
+    assert np.isnan(result[bad]).all()
+    assert not np.isnan(result[np.arange(batch) != bad]).any()
