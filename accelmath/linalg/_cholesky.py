@@ -2,10 +2,9 @@
 (cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``, or accelmath's own kernels for batches of tiny
 matrices) and ``solve_triangular`` (cuBLAS's ``trsm``).
 
-A C-ordered Hermitian matrix read column-major is its conjugate, which is Hermitian too: its
-factor, read back in C order, is the caller's factor. So the matrix is copied in the caller's
-element order (one triangle, zeros in the other), factored in place in the result, and
-returned without a second copy.
+cuSOLVER factors the lower triangle of a column-major matrix fastest: the caller's triangle is
+copied there (transposed, and conjugated for an upper one), factored in place, and copied out
+in C order.
 """
 
 import ctypes
@@ -33,7 +32,7 @@ def cholesky_solver(device_id, package, dtype, n, count, extra):
 
     def query(handles):
         dev, host = ctypes.c_size_t(), ctypes.c_size_t()
-        cusolver.lib.xpotrf_buffer_size(handles[0], handles[1], UPPER, n, DATA_TYPE[dtype], None,
+        cusolver.lib.xpotrf_buffer_size(handles[0], handles[1], LOWER, n, DATA_TYPE[dtype], None,
                                         max(n, 1), DATA_TYPE[dtype], dev, host)
         return dev.value, host.value
 
@@ -79,16 +78,24 @@ def cholesky(a, *, upper, check, method, stream):
         if check:
             check_info(info_ptr, batch, ctx.stream, NOT_POSITIVE_DEFINITE)
         return ctx.finish(out)
+    isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("potrf", n, count), lambda: cholesky_solver(
-        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {}))
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"a": count * n * n * isz}))
     handles, ws = solver.state(ctx.stream)
-    # the wanted triangle in the caller's order, zeros in the other: read column-major, the
-    # conjugate's other triangle, which cuSOLVER factors in place
+    scratch = ws + solver.offsets["a"]
+    dense = item_strides(batch, n * n)
+    # the matrix's lower triangle, column-major, zeros above (for upper=True: its upper
+    # triangle's conjugate transpose), factored in place as L (cuSOLVER's lower path is the
+    # fast one), then copied out in C order: L, or U = L^H (the buffer read in C order,
+    # conjugated)
     src = batch_strides(a, batch)
-    _kernels.copy_matrices(a.ptr, out_ptr, batch, src[:-2], item_strides(batch, n * n), n, n,
-                           src[-2:], (n, 1), ctx.dtype, ctx.stream, ctx.device_id,
-                           triangle="U" if upper else "L")
-    potrf(solver, handles, ws, out_ptr, n, count, LOWER if upper else UPPER, ctx.dtype)
+    _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:], (1, n),
+                           ctx.dtype, ctx.stream, ctx.device_id, triangle="U" if upper else "L",
+                           conj=upper, transpose=upper)
+    potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
+    _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n,
+                           (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
+                           ctx.device_id, conj=upper)
     finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE, out_ptr, n * n)
     return ctx.finish(out)
 

@@ -17,7 +17,7 @@ from accelmath.linalg import _cpu
 from accelmath.linalg._cholesky import NOT_POSITIVE_DEFINITE, cholesky_solver, potrf, potrs
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, count_of, gather,
                                        item_strides, scatter_f)
-from accelmath.linalg._cusolver import DATA_TYPE, UPPER, Solver, check_info
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, Solver, check_info
 from accelmath.linalg._kernels import copy_matrices
 from accelmath.linalg._lu import SINGULAR, getrf, getrs, lu_solver
 from accelmath.linalg._operands import column, host_array, on_device, read, to_caller
@@ -175,10 +175,10 @@ class Cholesky(_Factorization):
         ctx = Context(self._operand, None)
         n = self.shape[-1]
         out, ptr = ctx.empty(self.shape)
-        # the buffer read in C order is the conjugate of L (its column-major reading is U)
+        # the buffer holds L column-major: read in C order and conjugated, it is U
         ctx.copy(self._buffer_ptr, ptr, self.shape, item_strides(self.batch, n * n) + (
-            (n, 1) if self.lower else (1, n)), item_strides(self.batch, n * n) + (n, 1),
-            conj=self.lower)
+            (1, n) if self.lower else (n, 1)), item_strides(self.batch, n * n) + (n, 1),
+            conj=not self.lower)
         return ctx.finish(out)
 
     def _prepare_device(self, op):
@@ -193,12 +193,11 @@ class Cholesky(_Factorization):
         n = self.shape[-1]
         handles, ws = self._solver.state(ctx.stream)
         src = batch_strides(op, self.batch)
-        # the lower triangle, conjugated, in C order: read column-major, the matrix's upper
-        # triangle, which cuSOLVER factors in place (U^H U = a)
+        # the lower triangle, column-major, factored in place (L L^H = a)
         copy_matrices(op.ptr, self._buffer_ptr, self.batch, src[:-2],
-                      item_strides(self.batch, n * n), n, n, src[-2:], (n, 1), self.dtype,
-                      ctx.stream, ctx.device_id, triangle="L", conj=True)
-        potrf(self._solver, handles, ws, self._buffer_ptr, n, self.count, UPPER, self.dtype)
+                      item_strides(self.batch, n * n), n, n, src[-2:], (1, n), self.dtype,
+                      ctx.stream, ctx.device_id, triangle="L")
+        potrf(self._solver, handles, ws, self._buffer_ptr, n, self.count, LOWER, self.dtype)
         if self.check:
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
                        NOT_POSITIVE_DEFINITE)
@@ -213,7 +212,7 @@ class Cholesky(_Factorization):
             scratch, rhs = ctx.empty(self.batch + (k, n))
             gather(ctx, op, self.batch, rhs, "F")
         handles, ws = self._solver.state(ctx.stream)
-        potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, UPPER,
+        potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, LOWER,
               self.dtype)
         if k > 1:
             scatter_f(ctx, rhs, x_ptr, self.batch, n, k)

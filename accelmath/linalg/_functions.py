@@ -508,8 +508,9 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
     b : (m,) or (m, k) array
         The right-hand sides.
     rcond : float, optional
-        Singular values at most ``rcond`` times the largest count as zero (default:
-        NumPy's, float64's machine epsilon times max(m, n)); -1: machine precision.
+        Singular values at most ``rcond`` times the largest count as zero (default: the
+        machine epsilon of the computation times max(m, n): on the CPU, NumPy's, in float64;
+        on the GPU, which computes in the operands' precision, that precision's).
     stream : int or stream object, optional
         The CUDA stream (default: the current stream of the operands' package).
     execution : {"auto", "cuda", "cpu"}, optional
@@ -546,7 +547,7 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
         if b.adapter.package != "numpy":
             rank = int(rank)
         return to_caller(x, b), to_caller(residuals, b), rank, to_caller(s, b)
-    if rcond is None:  # NumPy's default (its computations are in double precision)
-        rcond = float(numpy.finfo(numpy.float64).eps * max(a.shape))
+    if rcond is None:  # NumPy's default: the precision of the computation's dtype
+        rcond = float(numpy.finfo(dtype).eps * max(a.shape))
     return device_call("lstsq", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
                        rcond=rcond, stream=stream)

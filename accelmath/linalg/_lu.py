@@ -178,6 +178,9 @@ def slogdet(a, *, stream):
 def lu_factor(a, *, check, stream):
     """SciPy's ``lu_factor``: ``(lu, piv)``, L and U of ``P a = L U`` in one matrix and the
     0-based row interchanges (int32)."""
+    if a.shape[-2] != a.shape[-1]:
+        raise InvalidArgumentError(
+            f"lu_factor on the GPU takes square matrices; a has shape {tuple(a.shape)}")
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]

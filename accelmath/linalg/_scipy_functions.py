@@ -81,8 +81,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     Returns
     -------
     c : (..., n, n) array
-        The factor in the triangle ``lower`` names; the other triangle holds a's entries,
-        as SciPy leaves them.
+        The factor in the triangle ``lower`` names; the other triangle holds a's entries
+        on the CPU, as SciPy leaves them, and zeros on the GPU.
     lower : bool
 
     Examples

@@ -13,7 +13,9 @@ from accelmath.linalg._lu import finish_info
 
 __all__ = ["eigh", "svd", "qr"]
 
-_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+# batches of matrices up to this size go through the batched Jacobi method (method="auto")
+_JACOBI_MAX_N = 128
+_JACOBI = None  # cuSOLVER's Jacobi parameters, made on first use
 _ORGQR = {"float32": "sorgqr", "float64": "dorgqr", "complex64": "cungqr",
           "complex128": "zungqr"}
 
@@ -46,6 +48,8 @@ def eigh(a, *, uplo, vectors, check, method, stream):
                                         dt_real, None, dt, dev, host)
         return dev.value, host.value
 
+    if method == "batched" or (method == "auto" and count > 1 and n <= _JACOBI_MAX_N):
+        return _eigh_jacobi(ctx, a, batch, n, count, jobz, fill, w, w_ptr, v, v_ptr, check)
     solver = plan(ctx, ("syevd", n, count, jobz, fill), lambda: Solver(
         ctx.device_id, ctx.adapter.package, {"a": count * n * n * isz, "info": count * 4},
         query))
@@ -63,6 +67,46 @@ def eigh(a, *, uplo, vectors, check, method, stream):
     _check(solver, ctx, ws, batch, check, "Eigenvalues did not converge",
            [(w_ptr, n, real)] + ([(v_ptr, n * n, ctx.dtype)] if vectors else []))
     return (ctx.finish(w), ctx.finish(v)) if vectors else ctx.finish(w)
+
+
+def _jacobi_params():
+    """cuSOLVER's Jacobi parameters (default tolerance and sweeps), made once."""
+    global _JACOBI
+    if _JACOBI is None:
+        params = ctypes.c_void_p()
+        cusolver.lib.create_syevj_info(ctypes.byref(params))
+        _JACOBI = params.value
+    return _JACOBI
+
+
+def _eigh_jacobi(ctx, a, batch, n, count, jobz, fill, w, w_ptr, v, v_ptr, check):
+    """``eigh`` of a batch by cuSOLVER's batched Jacobi method (``syevjBatched``)."""
+    isz = ITEMSIZE[ctx.dtype]
+    name = {"float32": "ssyevj", "float64": "dsyevj", "complex64": "cheevj",
+            "complex128": "zheevj"}[ctx.dtype] + "_batched"
+    params = _jacobi_params()
+
+    def query(handles):
+        lwork = ctypes.c_int()
+        getattr(cusolver.lib, name + "_buffer_size")(handles[0], jobz, fill, n, None, n, None,
+                                                     ctypes.byref(lwork), params, count)
+        return lwork.value * isz, 0
+
+    solver = plan(ctx, ("syevj", n, count, jobz, fill), lambda: Solver(
+        ctx.device_id, ctx.adapter.package, {"a": count * n * n * isz, "info": count * 4},
+        query))
+    handles, ws = solver.state(ctx.stream)
+    scratch, info = ws + solver.offsets["a"], ws + solver.offsets["info"]
+    gather(ctx, a, batch, scratch, "C", conj=True)
+    work = ws + solver.offsets["work"]
+    getattr(cusolver.lib, name)(handles[0], jobz, fill, n, scratch, n, w_ptr, work,
+                                solver.work_bytes // isz, info, params, count)
+    if v is not None:
+        scatter_f(ctx, scratch, v_ptr, batch, n, n)
+    real = REAL[ctx.dtype]
+    _check(solver, ctx, ws, batch, check, "Eigenvalues did not converge",
+           [(w_ptr, n, real)] + ([(v_ptr, n * n, ctx.dtype)] if v is not None else []))
+    return (ctx.finish(w), ctx.finish(v)) if v is not None else ctx.finish(w)
 
 
 def _check(solver, ctx, ws, batch, check, message, results):
@@ -172,7 +216,7 @@ def qr(a, *, mode, stream):
         return results[0] if len(results) == 1 else results
 
     if count == 0 or m == 0 or n == 0:
-        if "q" in outputs and count and m:
+        if "q" in outputs and count and qcols == m:  # (NumPy: Q is the identity)
             _kernels.identity(outputs["q"][1], m, count, ctx.dtype, ctx.stream, ctx.device_id)
         return done()  # (r is empty: no rows or no columns)
     isz, dt = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype]
