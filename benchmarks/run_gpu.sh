@@ -23,7 +23,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 python3 -m pytest -m gpu -q -p no:cacheprovider "${@:-tests}" 2>&1 | tail -40 > "$OUT/gpu-tests.log"
 python3 examples/plan_reuse.py > "$OUT/example.log" 2>&1
-for bench in overhead fft r2c_layouts first_call cpu; do
+python3 examples/solvers.py > "$OUT/example-solvers.log" 2>&1
+for bench in overhead fft r2c_layouts first_call cpu solvers; do
     python3 "benchmarks/$bench.py" > "$OUT/$bench.log" 2>&1
 done
 # one archive: the device tool returns a few files only
