@@ -18,9 +18,8 @@ from accelmath._core.kernels import merge_dims
 from accelmath._core.modules import LaunchConfig, launch, loaded
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
-__all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "any_nonfinite",
-           "copy_matrices", "det", "fail_to_nan", "gather", "identity", "log_det",
-           "pivots_from_scipy", "pivots_to_scipy", "scatter"]
+__all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
+           "fail_to_nan", "identity", "log_det", "pivots_from_scipy", "pivots_to_scipy"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")
@@ -50,10 +49,6 @@ __device__ __forceinline__ float conj_of(float v) { return v; }
 __device__ __forceinline__ double conj_of(double v) { return v; }
 __device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
 __device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
-__device__ __forceinline__ bool finite(float v) { return isfinite(v); }
-__device__ __forceinline__ bool finite(double v) { return isfinite(v); }
-__device__ __forceinline__ bool finite(float2 v) { return isfinite(v.x) && isfinite(v.y); }
-__device__ __forceinline__ bool finite(double2 v) { return isfinite(v.x) && isfinite(v.y); }
 __device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
 __device__ __forceinline__ double abs_of(double v) { return fabs(v); }
 __device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
@@ -198,17 +193,6 @@ __device__ void identity(T* dst, unsigned n, long long batch) {
             dst[b * nn + r] = r % (n + 1) == 0 ? one_of(T()) : zero_of(T());
 }
 
-template <typename T>
-__device__ void any_nonfinite(const T* data, long long count, int* flag) {
-    bool bad = false;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
-         e += (long long)blockDim.x * gridDim.x)
-        bad |= !finite(data[e]);
-    if (__any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) *flag = 1;  // one store a warp
-}
-
-extern "C" __global__ void clear_flag(int* flag) { *flag = 0; }
-
 template <typename P>
 __device__ void pivots_to_scipy(const P* ipiv, int* out, long long count) {
     for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
@@ -244,9 +228,7 @@ DEFINE_LU_DET(NAME, T, int64, long long) \
 extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
         long long batch) { fail_to_nan<T>(info, data, count, batch); } \
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
-    identity<T>(dst, n, batch); } \
-extern "C" __global__ void any_nonfinite_##NAME(const T* data, long long count, int* flag) { \
-    any_nonfinite<T>(data, count, flag); }
+    identity<T>(dst, n, batch); }
 
 DEFINE(float32, float)
 DEFINE(float64, double)
@@ -358,44 +340,6 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
             ctypes.c_longlong(src_strides[0]), ctypes.c_longlong(src_strides[1]),
             ctypes.c_longlong(d_i), ctypes.c_longlong(d_j), ctypes.c_int(mode))
     launch(func, _config(_blocks(count, most), _THREADS), args, stream)
-
-
-def _dense_batch_strides(batch_shape, size):
-    """C-order strides of a dense batch of matrices of ``size`` elements each."""
-    strides, step = [], size
-    for extent in reversed(batch_shape):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
-
-
-def gather(src_ptr, dst_ptr, batch_shape, src_batch_strides, m, n, src_row_stride,
-           src_col_stride, dtype, stream, device_id, triangle=None, conj=False,
-           transpose=False):
-    """Enqueue a copy of a strided (possibly broadcast) batch of m x n matrices into a dense
-    column-major batch (n x m matrices where ``transpose``), batch in C order.
-
-    The parameters are :func:`copy_matrices`'s, the destination's strides implied.
-    """
-    rows = n if transpose else m  # of the destination matrix
-    copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides,
-                  _dense_batch_strides(batch_shape, m * n), m, n,
-                  (src_row_stride, src_col_stride), (1, rows), dtype, stream, device_id,
-                  triangle=triangle, conj=conj, transpose=transpose)
-
-
-def scatter(src_ptr, dst_ptr, batch_shape, dst_batch_strides, m, n, dst_row_stride,
-            dst_col_stride, dtype, stream, device_id, triangle=None, conj=False,
-            transpose=False):
-    """Enqueue a copy of a dense column-major batch of m x n matrices (batch in C order) into
-    a strided destination (n x m matrices there where ``transpose``): the way back of
-    :func:`gather`.
-
-    The parameters are :func:`copy_matrices`'s, the source's strides implied.
-    """
-    copy_matrices(src_ptr, dst_ptr, batch_shape, _dense_batch_strides(batch_shape, m * n),
-                  dst_batch_strides, m, n, (1, m), (dst_row_stride, dst_col_stride), dtype,
-                  stream, device_id, triangle=triangle, conj=conj, transpose=transpose)
 
 
 def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,
@@ -573,33 +517,3 @@ def identity(dst_ptr, n, batch, dtype, stream, device_id):
     args = (ctypes.c_void_p(dst_ptr), ctypes.c_uint(n), ctypes.c_longlong(batch))
     launch(module.function("identity_" + dtype), _rows_config(n * n, batch, most), args,
            stream)
-
-
-def any_nonfinite(data_ptr, count, flag_ptr, dtype, stream, device_id):
-    """Enqueue ``flag = 1 if any of the count elements is NaN or infinite else 0``, so that a
-    finiteness check reads one int back instead of the data.
-
-    Parameters
-    ----------
-    data_ptr : int
-        Device address of ``count`` contiguous elements.
-    count : int
-        The number of elements.
-    flag_ptr : int
-        Device address of one int32; cleared here first (on the stream), then set.
-    dtype : str
-        "float32", "float64", "complex64" or "complex128".
-    stream : int
-        The stream handle.
-    device_id : int
-        The device the data lives on.
-    """
-    _check_dtype(dtype)
-    module, most = _module(device_id)
-    flag = ctypes.c_void_p(flag_ptr)
-    launch(module.function("clear_flag"), _config(1, 1), (flag,), stream)
-    if count == 0:
-        return
-    args = (ctypes.c_void_p(data_ptr), ctypes.c_longlong(count), flag)
-    launch(module.function("any_nonfinite_" + dtype), _config(_blocks(count, most), _THREADS),
-           args, stream)

@@ -8,14 +8,39 @@ import pytest
 from accelmath._core.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, UnsupportedDTypeError
 from accelmath.linalg import _kernels
-from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, any_nonfinite, copy_matrices, det,
-                                       fail_to_nan, gather, identity, log_det, pivots_to_scipy,
-                                       scatter)
+from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
+                                       identity, log_det, pivots_to_scipy)
 
-ENTRY_POINTS = ([f"{k}_{d}" for k in ("copy", "copy32", "fail_to_nan", "identity",
-                                       "any_nonfinite") for d in DTYPES]
+ENTRY_POINTS = ([f"{k}_{d}" for k in ("copy", "copy32", "fail_to_nan", "identity")
+                 for d in DTYPES]
                 + [f"lu_det_{d}_{p}" for d in DTYPES for p in ("int32", "int64")]
-                + ["pivots_int32", "pivots_int64", "clear_flag"])
+                + ["pivots_int32", "pivots_int64", "pivots_from_scipy"])
+
+
+def _dense_batch_strides(batch_shape, size):
+    """C-order strides of a dense batch of matrices of ``size`` elements each."""
+    return tuple(int(np.prod(batch_shape[k + 1:], dtype=np.int64)) * size
+                 for k in range(len(batch_shape)))
+
+
+def gather(src_ptr, dst_ptr, batch_shape, src_batch_strides, m, n, src_row_stride,
+           src_col_stride, dtype, stream, device_id, triangle=None, conj=False,
+           transpose=False):
+    """copy_matrices from a strided batch into a dense column-major one."""
+    rows = n if transpose else m  # of the destination matrix
+    copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides,
+                  _dense_batch_strides(batch_shape, m * n), m, n,
+                  (src_row_stride, src_col_stride), (1, rows), dtype, stream, device_id,
+                  triangle=triangle, conj=conj, transpose=transpose)
+
+
+def scatter(src_ptr, dst_ptr, batch_shape, dst_batch_strides, m, n, dst_row_stride,
+            dst_col_stride, dtype, stream, device_id, triangle=None, conj=False,
+            transpose=False):
+    """copy_matrices from a dense column-major batch into a strided one."""
+    copy_matrices(src_ptr, dst_ptr, batch_shape, _dense_batch_strides(batch_shape, m * n),
+                  dst_batch_strides, m, n, (1, m), (dst_row_stride, dst_col_stride), dtype,
+                  stream, device_id, triangle=triangle, conj=conj, transpose=transpose)
 
 
 # -- compiling and argument checks (CPU) -----------------------------------------------------
@@ -49,8 +74,7 @@ def test_bad_dtypes_are_refused(no_device):
     with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='float64'"):
         pivots_to_scipy(0, 0, 4, 0, 0, pivot_dtype="float64")
     for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
-                 lambda: identity(0, 4, 2, "bool", 0, 0),
-                 lambda: any_nonfinite(0, 4, 0, "bool", 0, 0)):
+                 lambda: identity(0, 4, 2, "bool", 0, 0)):
         with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
             call()
 
@@ -262,16 +286,3 @@ def test_identity(cp, dtype, n, batch):
                                                              (batch, n, n)))
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("bad", [None, np.nan, np.inf, -np.inf])
-def test_any_nonfinite(cp, dtype, bad):
-    rng = np.random.default_rng()
-    host = _random(rng, 100_003, dtype)
-    if bad is not None:
-        host[77_777] = bad
-    data = cp.asarray(host)
-    flag = cp.full(1, 7, cp.int32)  # cleared by the launcher
-    any_nonfinite(data.data.ptr, host.size, flag.data.ptr, dtype, _stream(cp), 0)
-    _synchronize(cp)
-    assert flag.get()[0] == (0 if bad is None else 1)
