@@ -8,7 +8,7 @@ launched through :mod:`accelmath._core.modules`, on the caller's stream.
 import ctypes
 import functools
 
-from accelmath._core.modules import LaunchConfig, launch, loaded
+from accelmath._core.modules import LaunchConfig, SourceModules, launch
 from accelmath.errors import InvalidArgumentError
 
 __all__ = ["MAX_DIMS", "SOURCE", "copy_scale", "merge_dims"]
@@ -100,18 +100,8 @@ class _Dims(ctypes.Structure):
 
 
 _THREADS = 256
-_kernels = {}  # device_id -> (module, most blocks worth launching)
-
-
-def _kernel_module(device_id):
-    """The kernels' module on a device, and the blocks that fill the device 16 times."""
-    found = _kernels.get(device_id)
-    if found is None:
-        from accelmath._core.device import devices
-
-        blocks = 16 * devices()[device_id]["multiprocessor_count"]
-        found = _kernels[device_id] = (loaded(device_id, SOURCE, "accelmath_kernels.cu"), blocks)
-    return found
+# the kernels' module on a device, and the most blocks worth launching there
+_kernel_module = SourceModules(SOURCE, "accelmath_kernels.cu")
 
 
 @functools.lru_cache(maxsize=None)

@@ -31,8 +31,8 @@ from accelmath._core import store
 from accelmath.bindings import driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
-__all__ = ["STANDARDS", "CompileOptions", "LaunchConfig", "Module", "allow_dynamic_shared",
-           "compile_cuda", "launch", "link", "load", "loaded"]
+__all__ = ["STANDARDS", "CompileOptions", "LaunchConfig", "Module", "SourceModules",
+           "allow_dynamic_shared", "compile_cuda", "launch", "link", "load", "loaded"]
 
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 # What one launch may ask for (every GPU since compute capability 3.0): threads per block in
@@ -372,6 +372,37 @@ def loaded(device_id, source, name="kernel.cu", extra=()):
                 module = load(device_id, compile_cuda(source, options, name))
                 _sources[key] = module
     return module
+
+
+class SourceModules:
+    """One source's module on each device, loaded on first use (:func:`loaded`), with the
+    most blocks worth launching there for grid-stride kernels: 16 per multiprocessor.
+
+    Calling it with a device ordinal returns ``(module, blocks)``.
+
+    Parameters
+    ----------
+    source : str
+        The CUDA C++ source.
+    name : str
+        A file name, for the compiler's messages.
+    """
+
+    WAVES = 16
+
+    def __init__(self, source, name):
+        self._source, self._name = source, name
+        self._found = {}  # device_id -> (module, blocks)
+
+    def __call__(self, device_id):
+        found = self._found.get(device_id)
+        if found is None:
+            from accelmath._core.device import devices
+
+            blocks = self.WAVES * devices()[device_id]["multiprocessor_count"]
+            found = self._found[device_id] = (loaded(device_id, self._source, self._name),
+                                              blocks)
+        return found
 
 
 def allow_dynamic_shared(function, nbytes):

@@ -11,18 +11,16 @@ import ctypes
 
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _kernels, _small
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, count_of,
-                                       dense_c, gather, item_strides, plan, scatter_f,
-                                       small_fits, small_info)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info
-from accelmath.linalg._lu import finish_info
+from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
+                                       columns_out, count_of, finish_info, gather, item_strides,
+                                       plan, rhs_bytes, run_small, small_fits, solution)
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
-           "cholesky_solver", "ONE", "NOT_POSITIVE_DEFINITE"]
+           "cholesky_solver", "trsm"]
 
-NOT_POSITIVE_DEFINITE = "Matrix is not positive definite"
-
-ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
+_ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
         "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
 
 
@@ -60,6 +58,13 @@ def potrs(solver, handles, ws, factor, rhs, n, k, count, fill, dtype):
                             ws + solver.offsets["info2"])
 
 
+def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
+    """Enqueue cuBLAS's ``op(a) x = b`` for one triangular n x n matrix ``a`` (column-major,
+    triangle ``fill``) and n x k right-hand sides ``b``, solved in place."""
+    typed(cublas.lib, dtype, "trsm")(handle, cublas.SIDE["LEFT"], fill, op, diag, n, k,
+                                     ctypes.addressof(_ONE[dtype]), a, lda, b, ldb)
+
+
 def cholesky(a, *, upper, check, method, stream):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle)."""
@@ -71,12 +76,10 @@ def cholesky(a, *, upper, check, method, stream):
     if count == 0 or n == 0:
         return ctx.finish(out)
     if small_fits(method, n, count):
-        a_ptr, keep = dense_c(ctx, a, batch)
-        info, info_ptr = small_info(ctx, count)
-        _small.cholesky(a_ptr, out_ptr, info_ptr, n, count, ctx.dtype, upper, ctx.stream,
-                        ctx.device_id)
-        if check:
-            check_info(info_ptr, batch, ctx.stream, NOT_POSITIVE_DEFINITE)
+        def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id):
+            _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
+
+        run_small(ctx, kernel, (a,), out_ptr, batch, check, NOT_POSITIVE_DEFINITE, n, count)
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("potrf", n, count), lambda: cholesky_solver(
@@ -96,14 +99,15 @@ def cholesky(a, *, upper, check, method, stream):
     _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n,
                            (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
                            ctx.device_id, conj=upper)
-    finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE, out_ptr, n * n)
+    finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
+                [(out_ptr, n * n, ctx.dtype)])
     return ctx.finish(out)
 
 
 def cho_factor(a, *, lower, check, stream):
     """SciPy's ``cho_factor``: the factor in the ``lower`` (else upper) triangle, zeros in
     the other."""
-    return cholesky(a, upper=not lower, check=check, method="cusolver", stream=stream)
+    return cholesky(a, upper=not lower, check=check, method="auto", stream=stream)
 
 
 def cho_solve(c, b, *, lower, vector, stream):
@@ -113,22 +117,20 @@ def cho_solve(c, b, *, lower, vector, stream):
     batch = batch_of(c, b)
     n, k = b.shape[-2], b.shape[-1]
     count = count_of(batch)
-    x, x_ptr = ctx.empty(batch + ((n,) if vector else (n, k)))
+    x, x_ptr = solution(ctx, batch, n, k, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("potrs", n, k, count), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"c": count * n * n * isz, "b": count * n * k * isz if k > 1 else 0, "info2": 4}))
+        {"c": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}))
     handles, ws = solver.state(ctx.stream)
     factor = ws + solver.offsets["c"]
     # read column-major, the conjugated copy is c^H: L^H is upper, U^H lower
     gather(ctx, c, batch, factor, "C", conj=True)
-    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
-    gather(ctx, b, batch, rhs, "F")
+    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     potrs(solver, handles, ws, factor, rhs, n, k, count, UPPER if lower else LOWER, ctx.dtype)
-    if k > 1:
-        scatter_f(ctx, rhs, x_ptr, batch, n, k)
+    columns_out(ctx, rhs, x_ptr, batch, n, k)
     return ctx.finish(x)
 
 
@@ -140,30 +142,24 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream):
     batch = batch_of(a, b)
     n, k = b.shape[-2], b.shape[-1]
     count = count_of(batch)
-    x, x_ptr = ctx.empty(batch + ((n,) if vector else (n, k)))
+    x, x_ptr = solution(ctx, batch, n, k, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("trsm", n, k, count), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"a": count * n * n * isz, "b": count * n * k * isz if k > 1 else 0}, blas=True))
+        {"a": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype)}, blas=True))
     handles, ws = solver.state(ctx.stream)
     matrix = ws + solver.offsets["a"]
     # read column-major, the copy is a^T (conjugated for trans=2: a^H), whose triangle is
     # the other one; op(a) is then that matrix transposed (trans=0) or itself
     gather(ctx, a, batch, matrix, "C", conj=trans == 2)
-    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
-    gather(ctx, b, batch, rhs, "F")
+    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     op = cublas.OPERATION["T"] if trans == 0 else cublas.OPERATION["N"]
     fill = UPPER if lower else LOWER
     diag = cublas.DIAG["UNIT" if unit_diagonal else "NON_UNIT"]
-    trsm = getattr(cublas.lib, {"float32": "strsm", "float64": "dtrsm", "complex64": "ctrsm",
-                                "complex128": "ztrsm"}[ctx.dtype])
-    one = ctypes.addressof(ONE[ctx.dtype])
-    side = cublas.SIDE["LEFT"]
     for i in range(count):
-        trsm(handles[2], side, fill, op, diag, n, k, one, matrix + i * n * n * isz, n,
+        trsm(handles[2], ctx.dtype, fill, op, diag, n, k, matrix + i * n * n * isz, n,
              rhs + i * n * k * isz, n)
-    if k > 1:
-        scatter_f(ctx, rhs, x_ptr, batch, n, k)
+    columns_out(ctx, rhs, x_ptr, batch, n, k)
     return ctx.finish(x)

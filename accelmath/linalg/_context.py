@@ -8,21 +8,24 @@ Where that transpose is harmless (a symmetric or Hermitian matrix, a solve with
 copy; elsewhere it transposes.
 """
 
+import math
+
 from accelmath._core.dispatch import Dispatcher
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _small
+from accelmath.linalg import _kernels, _small
+from accelmath.linalg._cusolver import check_info
 
 __all__ = ["Context", "ITEMSIZE", "dispatcher", "batch_of", "batch_strides", "count_of",
-           "item_strides", "c_strides", "gather", "scatter_f", "plan", "small_fits", "dense_c",
-           "small_info"]
+           "item_strides", "c_strides", "gather", "scatter_f", "plan", "small_fits",
+           "run_small", "solution", "columns_in", "columns_out", "rhs_bytes", "finish_info"]
 
 #: The plan caches of the stateless solvers, per device.
 dispatcher = Dispatcher()
 
-ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
 # the smallest batch worth accelmath's own kernels rather than cuSOLVER, per matrix
 _SMALL_BATCH = 2
 
@@ -94,12 +97,8 @@ def batch_strides(op, batch):
     return tuple(lead) + strides[own:]
 
 
-def count_of(batch):
-    """The number of matrices in a batch of shape ``batch``."""
-    n = 1
-    for extent in batch:
-        n *= extent
-    return n
+#: The number of matrices in a batch of shape ``batch``.
+count_of = math.prod
 
 
 def item_strides(batch, size):
@@ -146,7 +145,7 @@ def small_fits(method, n, count):
     return method == "auto" and n <= _small.MAX_N and count >= _SMALL_BATCH
 
 
-def dense_c(ctx, op, batch):
+def _dense_c(ctx, op, batch):
     """The address of ``op`` as a dense C-ordered batch over ``batch``: ``op`` itself where it
     is one, else a copy (returned too, to be kept alive while the work runs)."""
     m, n = op.shape[-2:]
@@ -157,8 +156,54 @@ def dense_c(ctx, op, batch):
     return ptr, array
 
 
-def small_info(ctx, count):
-    """``(array, address)`` of ``count`` info codes for accelmath's own kernels."""
-    return ctx.empty((max(count, 1),), "int32")
+def run_small(ctx, kernel, operands, out_ptr, batch, check, message, *args):
+    """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``,
+    each read as a dense C-ordered batch: ``kernel(*operand addresses, out_ptr, info, *args,
+    dtype, stream, device_id)``; with ``check``, raise for the matrices that failed."""
+    copies = [_dense_c(ctx, op, batch) for op in operands]
+    info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
+    kernel(*(ptr for ptr, _ in copies), out_ptr, info_ptr, *args, ctx.dtype, ctx.stream,
+           ctx.device_id)
+    if check:
+        check_info(info_ptr, batch, ctx.stream, message)
 
 
+def solution(ctx, batch, n, k, vector):
+    """``(x, address)``: a new solution of ``batch`` n x k systems (n-vectors where
+    ``vector``)."""
+    return ctx.empty(batch + ((n,) if vector else (n, k)))
+
+
+def rhs_bytes(count, n, k, dtype):
+    """Bytes of the column-major scratch for ``count`` n x k right-hand sides (none for one
+    column: that is solved in the solution itself)."""
+    return count * n * k * ITEMSIZE[dtype] if k > 1 else 0
+
+
+def columns_in(ctx, b, batch, x_ptr, scratch):
+    """Copy right-hand sides ``b`` (..., n, k), column-major, where cuSOLVER solves them in
+    place: the solution ``x_ptr`` itself for one column (a column is its own C order), else
+    ``scratch``. Returns that address."""
+    rhs = x_ptr if b.shape[-1] == 1 else scratch
+    gather(ctx, b, batch, rhs, "F")
+    return rhs
+
+
+def columns_out(ctx, rhs, x_ptr, batch, n, k, ld=None):
+    """Copy the column-major solutions at ``rhs`` (leading dimension ``ld``) into the
+    solution ``x_ptr``, unless they were solved there."""
+    if rhs != x_ptr:
+        scatter_f(ctx, rhs, x_ptr, batch, n, k, ld=ld)
+
+
+def finish_info(solver, ctx, ws, batch, check, message, results):
+    """After a factorization: with ``check``, raise for the matrices whose info code (the
+    solver's ``"info"`` part) says they failed; else fill their ``results`` (``(address,
+    elements per matrix, dtype)``) with NaN, reading nothing back."""
+    info = ws + solver.offsets["info"]
+    if check:
+        check_info(info, batch, ctx.stream, message)
+        return
+    for ptr, per_matrix, dtype in results:
+        _kernels.fail_to_nan(info, ptr, per_matrix, count_of(batch), dtype, ctx.stream,
+                             ctx.device_id)

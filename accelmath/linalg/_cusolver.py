@@ -9,6 +9,7 @@ but :meth:`Solver.read_info`, which ``check=False`` skips.
 """
 
 import ctypes
+import math
 
 import numpy
 
@@ -18,14 +19,14 @@ from accelmath._core.resources import Resources
 from accelmath.bindings import cublas, cusolver, driver
 from accelmath.errors import LinAlgError
 
-__all__ = ["Solver", "REAL", "DATA_TYPE", "UPPER", "LOWER", "align", "read_info", "check_info"]
+__all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
+           "check_info"]
 
-#: The real dtype of each dtype (eigenvalues, singular values, log-determinants).
-REAL = {"float32": "float32", "float64": "float64", "complex64": "float32",
-        "complex128": "float64"}
 #: cudaDataType of each dtype.
 DATA_TYPE = cusolver.DATA_TYPE
 LOWER, UPPER = cublas.FILL_MODE["LOWER"], cublas.FILL_MODE["UPPER"]
+
+_LETTER = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
 
 _ALIGN = 256
 
@@ -33,6 +34,14 @@ _ALIGN = 256
 def align(nbytes):
     """``nbytes`` rounded up to the workspace parts' alignment."""
     return -(-nbytes // _ALIGN) * _ALIGN
+
+
+def typed(library, dtype, real_name, complex_name=None):
+    """The typed function of a binding for ``dtype``: ``typed(cusolver.lib, "complex64",
+    "orgqr", "ungqr")`` is ``cusolver.lib.cungqr`` (LAPACK's names: the precision letter, and
+    another stem for complex matrices where LAPACK has one)."""
+    stem = complex_name if complex_name and dtype.startswith("complex") else real_name
+    return getattr(library, _LETTER[dtype] + stem)
 
 
 def _make_handles(blas):
@@ -111,10 +120,9 @@ class Solver(Plan):
         self._freed = False
         destroy = _Destroy()
         self.resources = Resources(self, destroy, device_id, package)
-        make = _make_handles
 
         def make_handles():
-            return destroy.register(make(blas))
+            return destroy.register(_make_handles(blas))
 
         handles = make_handles()
         for handle in handles:
@@ -161,10 +169,7 @@ def check_info(info_ptr, batch_shape, stream, message):
     """Read the info codes of a batch (one per matrix, C order over ``batch_shape``) and
     raise LinAlgError naming the first matrix whose code is positive (``message``
     describes the failure; negative codes are accelmath's own errors)."""
-    count = 1
-    for extent in batch_shape:
-        count *= extent
-    info = read_info(info_ptr, count, stream)
+    info = read_info(info_ptr, math.prod(batch_shape), stream)
     bad = numpy.flatnonzero(info)
     if bad.size:
         first = int(bad[0])

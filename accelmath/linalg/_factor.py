@@ -6,6 +6,8 @@ On the device a factorization keeps its factors in its own buffers (column-major
 leaves them) and plans its solver once; host matrices are factored by SciPy's LAPACK.
 """
 
+import ctypes
+
 import numpy
 
 from accelmath._core.operand import check_same_device
@@ -14,12 +16,14 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError, StateError
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
-from accelmath.linalg._cholesky import NOT_POSITIVE_DEFINITE, cholesky_solver, potrf, potrs
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, count_of, gather,
-                                       item_strides, scatter_f)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, Solver, check_info
+from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
+from accelmath.linalg._cholesky import cholesky_solver, potrf, potrs, trsm
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, columns_in,
+                                       columns_out, count_of, gather, item_strides, scatter_f,
+                                       solution)
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info, typed
 from accelmath.linalg._kernels import copy_matrices
-from accelmath.linalg._lu import SINGULAR, getrf, getrs, lu_solver
+from accelmath.linalg._lu import getrf, getrs, lu_solver
 from accelmath.linalg._operands import column, host_array, on_device, read, to_caller
 
 __all__ = ["Cholesky", "LU", "QR"]
@@ -49,9 +53,11 @@ class _Factorization(Plan):
         self._package = op.adapter.package
         self._freed = False
         self._factored = False
-        self._operand = op
         if op.on_device:
+            op = on_device(op, self.dtype)
             self._prepare_device(op)
+        self._operand = op
+        self._unbind()  # (the layout stays; the caller's array is not kept)
         if not layout_only:
             self.refactor(a)
 
@@ -76,8 +82,8 @@ class _Factorization(Plan):
                 f"this {self.what} was made for shape {self.shape} on {self.device_id} "
                 f"({self._type.__name__})")
         if op.on_device:
-            ctx = Context(on_device(op, self.dtype), stream)
-            self._factor_device(ctx, on_device(op, self.dtype))
+            op = on_device(op, self.dtype)
+            self._factor_device(Context(op, stream), op)
         else:
             self._factor_host(host_array(op, self.dtype))
         self._factored = True
@@ -121,6 +127,18 @@ class _Factorization(Plan):
         op = on_device(op, self.dtype)
         ctx = Context(op, stream)
         return self._solve_device(ctx, column(op) if vector else op, vector)
+
+    def _solve_device(self, ctx, op, vector):
+        """Solve device right-hand sides ``op`` (..., n, k) in column-major order, in the
+        solution itself for one column, else in a scratch copy."""
+        n, k = op.shape[-2:]
+        x, x_ptr = solution(ctx, self.batch, n, k, vector)
+        scratch, scratch_ptr = (None, 0) if k == 1 else ctx.empty(self.batch + (k, n))
+        rhs = columns_in(ctx, op, self.batch, x_ptr, scratch_ptr)
+        handles, ws = self._solver.state(ctx.stream)
+        self._solve_columns(handles, ws, rhs, n, k)
+        columns_out(ctx, rhs, x_ptr, self.batch, n, k)
+        return ctx.finish(x)
 
     def _release(self):
         solver = getattr(self, "_solver", None)
@@ -202,21 +220,9 @@ class Cholesky(_Factorization):
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
                        NOT_POSITIVE_DEFINITE)
 
-    def _solve_device(self, ctx, op, vector):
-        n, k = op.shape[-2:]
-        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
-        if k == 1:
-            gather(ctx, op, self.batch, x_ptr, "F")
-            rhs, scratch = x_ptr, None
-        else:
-            scratch, rhs = ctx.empty(self.batch + (k, n))
-            gather(ctx, op, self.batch, rhs, "F")
-        handles, ws = self._solver.state(ctx.stream)
+    def _solve_columns(self, handles, ws, rhs, n, k):
         potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, LOWER,
               self.dtype)
-        if k > 1:
-            scatter_f(ctx, rhs, x_ptr, self.batch, n, k)
-        return ctx.finish(x)
 
     def _factor_host(self, a):
         self._factors = (_cpu.cholesky(a, upper=False, check=self.check),)
@@ -276,17 +282,9 @@ class LU(_Factorization):
         if self.check:
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
 
-    def _solve_device(self, ctx, op, vector):
-        n, k = op.shape[-2:]
-        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
-        scratch, rhs = (None, x_ptr) if k == 1 else ctx.empty(self.batch + (k, n))
-        gather(ctx, op, self.batch, rhs, "F")
-        handles, ws = self._solver.state(ctx.stream)
+    def _solve_columns(self, handles, ws, rhs, n, k):
         getrs(self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr, self._ipiv_ptr,
               rhs, n, k, self.count, self.dtype)
-        if k > 1:
-            scatter_f(ctx, rhs, x_ptr, self.batch, n, k)
-        return ctx.finish(x)
 
     def _factor_host(self, a):
         self._factors = _cpu.lu_factor(a, check_finite=False, check=self.check)
@@ -336,8 +334,6 @@ class QR(_Factorization):
         dt, isz = DATA_TYPE[self.dtype], ITEMSIZE[self.dtype]
 
         def query(handles):
-            import ctypes
-
             dev, host = ctypes.c_size_t(), ctypes.c_size_t()
             cusolver.lib.xgeqrf_buffer_size(handles[0], handles[1], m, n, dt, None, max(m, 1),
                                             dt, None, dt, dev, host)
@@ -349,6 +345,7 @@ class QR(_Factorization):
         tau, self._tau_ptr = ctx.empty(self.batch + (max(n, 1),), self.dtype)
         self._factors = (qr, tau)
         self._isz = isz
+        self._ormqr_work = {}  # right-hand-side columns -> ormqr's work, in elements
 
     def _factor_device(self, ctx, op):
         m, n = self.shape[-2:]
@@ -363,35 +360,32 @@ class QR(_Factorization):
                                 hbytes, info + 4 * i)
 
     def _solve_device(self, ctx, op, vector):
-        import ctypes
-
-        from accelmath.linalg._cholesky import ONE
-
         m, n = self.shape[-2:]
         k = op.shape[-1]
         isz = self._isz
-        x, x_ptr = ctx.empty(self.batch + ((n,) if vector else (n, k)))
+        x, x_ptr = solution(ctx, self.batch, n, k, vector)
         scratch, rhs = ctx.empty(self.batch + (k, m))
         gather(ctx, op, self.batch, rhs, "F")
         handles, ws = self._solver.state(ctx.stream)
-        prefix = _ORMQR[self.dtype]
-        lwork = ctypes.c_int()
         side, trans = cublas.SIDE["LEFT"], cublas.OPERATION[
             "C" if self.dtype.startswith("complex") else "T"]
-        getattr(cusolver.lib, prefix + "_buffer_size")(
-            handles[0], side, trans, m, k, n, self._qr_ptr, m, self._tau_ptr, rhs, m,
-            ctypes.byref(lwork))
-        work, work_ptr = ctx.empty((max(lwork.value, 1),), self.dtype)
+        lwork = self._ormqr_work.get(k)
+        if lwork is None:
+            size = ctypes.c_int()
+            typed(cusolver.lib, self.dtype, "ormqr_buffer_size", "unmqr_buffer_size")(
+                handles[0], side, trans, m, k, n, self._qr_ptr, m, self._tau_ptr, rhs, m,
+                ctypes.byref(size))
+            lwork = self._ormqr_work[k] = max(size.value, 1)
+        work, work_ptr = ctx.empty((lwork,), self.dtype)
         info = ws + self._solver.offsets["info"]
-        apply = getattr(cusolver.lib, prefix)
-        trsm = getattr(cublas.lib, _PREFIX[self.dtype] + "trsm")
-        one = ctypes.addressof(ONE[self.dtype])
+        apply = typed(cusolver.lib, self.dtype, "ormqr", "unmqr")
         for i in range(self.count):
             qr, b = self._qr_ptr + i * m * n * isz, rhs + i * m * k * isz
+            # b = Q^H b, then R x = its first n rows
             apply(handles[0], side, trans, m, k, n, qr, m, self._tau_ptr + i * n * isz, b, m,
-                  work_ptr, lwork.value, info)
-            trsm(handles[2], side, cublas.FILL_MODE["UPPER"], cublas.OPERATION["N"],
-                 cublas.DIAG["NON_UNIT"], n, k, one, qr, m, b, m)
+                  work_ptr, lwork, info)
+            trsm(handles[2], self.dtype, UPPER, cublas.OPERATION["N"], cublas.DIAG["NON_UNIT"],
+                 n, k, qr, m, b, m)
         scatter_f(ctx, rhs, x_ptr, self.batch, n, k, ld=m)
         return ctx.finish(x)
 
@@ -404,8 +398,3 @@ class QR(_Factorization):
         x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
                                   check_finite=False)
         return x[..., 0] if vector else x
-
-
-_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
-_ORMQR = {"float32": "sormqr", "float64": "dormqr", "complex64": "cunmqr",
-          "complex128": "zunmqr"}

@@ -15,7 +15,7 @@ import ctypes
 import functools
 
 from accelmath._core.kernels import merge_dims
-from accelmath._core.modules import LaunchConfig, launch, loaded
+from accelmath._core.modules import LaunchConfig, SourceModules, launch
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
@@ -245,18 +245,8 @@ class _Batch(ctypes.Structure):
 
 _THREADS = 256
 _MAX_GRID_Y = 65535
-_modules = {}  # device_id -> (module, most blocks worth launching)
-
-
-def _module(device_id):
-    """The kernels' module on a device, and the blocks that fill the device 16 times."""
-    found = _modules.get(device_id)
-    if found is None:
-        from accelmath._core.device import devices
-
-        blocks = 16 * devices()[device_id]["multiprocessor_count"]
-        found = _modules[device_id] = (loaded(device_id, SOURCE, "accelmath_linalg.cu"), blocks)
-    return found
+# the kernels' module on a device, and the most blocks worth launching there
+_module = SourceModules(SOURCE, "accelmath_linalg.cu")
 
 
 @functools.lru_cache(maxsize=None)

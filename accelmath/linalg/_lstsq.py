@@ -1,6 +1,8 @@
 """Least squares on the device: NumPy's ``lstsq`` through accelmath's SVD, the rest (a
 pseudo-inverse product and the residuals) in the caller's package."""
 
+from accelmath._core.stream import resolve_stream
+from accelmath.linalg._operands import namespace
 from accelmath.linalg._spectral import svd
 
 __all__ = ["lstsq"]
@@ -10,13 +12,11 @@ def lstsq(a, b, *, vector, rcond, stream):
     """``(x, residuals, rank, s)`` of ``min ||a x - b||`` for one m x n matrix ``a`` and m x k
     right-hand sides ``b``, as NumPy's ``lstsq`` (singular values below ``rcond`` times the
     largest count as zero). ``rank`` is read back from the device."""
-    from accelmath.linalg._operands import namespace
-
     u, s, vh = svd(a, full_matrices=False, compute_uv=True, check=True, method="auto",
                    stream=stream)
     m, n = a.shape
     xp = namespace(u)
-    with a.adapter.stream_scope(_handle(a, stream), a.device_id):
+    with a.adapter.stream_scope(resolve_stream(stream, a), a.device_id):
         rhs = xp.reshape(b.obj, (m, b.shape[-1]))
         keep = s > rcond * s.max() if s.shape[0] else s > 0
         rank = int(keep.sum())
@@ -30,9 +30,3 @@ def lstsq(a, b, *, vector, rcond, stream):
         if vector:
             x = x[:, 0]
     return x, residuals, rank, s
-
-
-def _handle(op, stream):
-    from accelmath._core.stream import resolve_stream
-
-    return resolve_stream(stream, op)

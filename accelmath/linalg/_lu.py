@@ -8,14 +8,14 @@ from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _kernels, _small
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, count_of, dense_c, gather,
-                                       plan, scatter_f, small_fits, small_info)
-from accelmath.linalg._cusolver import DATA_TYPE, REAL, Solver, check_info
+from accelmath.linalg._checks import SINGULAR, real_dtype
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
+                                       count_of, finish_info, gather, plan, rhs_bytes, run_small,
+                                       scatter_f, small_fits, solution)
+from accelmath.linalg._cusolver import DATA_TYPE, Solver
 
-__all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "finish_info", "getrf",
-           "getrs", "lu_solver", "SINGULAR"]
-
-SINGULAR = "Singular matrix"
+__all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
+           "lu_solver"]
 
 _T = cublas.OPERATION["T"]
 _N = cublas.OPERATION["N"]
@@ -43,7 +43,7 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True):
 def _lu_plan(ctx, n, k, count):
     """The cached solver of an LU factorization of ``count`` n x n matrices (and, for k > 1
     right-hand sides, their column-major scratch)."""
-    rhs = count * n * k * ITEMSIZE[ctx.dtype] if k > 1 else 0
+    rhs = rhs_bytes(count, n, k, ctx.dtype)
     return plan(ctx, ("getrf", n, k, count), lambda: lu_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"b": rhs}))
 
@@ -76,41 +76,22 @@ def solve(a, b, *, vector, check, method, stream):
     batch = batch_of(a, b)
     n, k = b.shape[-2], b.shape[-1]
     count = count_of(batch)
-    shape = batch + ((n,) if vector else (n, k))
-    x, x_ptr = ctx.empty(shape)
+    x, x_ptr = solution(ctx, batch, n, k, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     if small_fits(method, n, count):
-        a_ptr, keep_a = dense_c(ctx, a, batch)
-        b_ptr, keep_b = dense_c(ctx, b, batch)
-        info, info_ptr = small_info(ctx, count)
-        _small.solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, count, ctx.dtype, ctx.stream,
-                     ctx.device_id)
-        if check:
-            check_info(info_ptr, batch, ctx.stream, SINGULAR)
+        run_small(ctx, _small.solve, (a, b), x_ptr, batch, check, SINGULAR, n, k, count)
         return ctx.finish(x)
     solver = _lu_plan(ctx, n, k, count)
     handles, ws = solver.state(ctx.stream)
-    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T, column-major
-    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
-    gather(ctx, b, batch, rhs, "F")
     lu, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
+    gather(ctx, a, batch, lu, "C")  # A^T, column-major: solved with trans="T"
+    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
     getrs(solver, handles, ws, _T, lu, ipiv, rhs, n, k, count, ctx.dtype)
-    if k > 1:
-        scatter_f(ctx, rhs, x_ptr, batch, n, k)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, x_ptr, n * k)
+    columns_out(ctx, rhs, x_ptr, batch, n, k)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)])
     return ctx.finish(x)
-
-
-def finish_info(solver, ctx, ws, batch, check, message, data_ptr, per_matrix):
-    """Raise for failed matrices (``check``), else fill their results with NaN."""
-    info = ws + solver.offsets["info"]
-    if check:
-        check_info(info, batch, ctx.stream, message)
-    else:
-        _kernels.fail_to_nan(info, data_ptr, per_matrix, count_of(batch), ctx.dtype, ctx.stream,
-                             ctx.device_id)
 
 
 def inv(a, *, check, method, stream):
@@ -123,21 +104,17 @@ def inv(a, *, check, method, stream):
     if count == 0 or n == 0:
         return ctx.finish(x)
     if small_fits(method, n, count):
-        a_ptr, keep = dense_c(ctx, a, batch)
-        info, info_ptr = small_info(ctx, count)
-        _small.inv(a_ptr, x_ptr, info_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
-        if check:
-            check_info(info_ptr, batch, ctx.stream, SINGULAR)
+        run_small(ctx, _small.inv, (a,), x_ptr, batch, check, SINGULAR, n, count)
         return ctx.finish(x)
     solver = _lu_plan(ctx, n, 1, count)
     handles, ws = solver.state(ctx.stream)
-    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T
-    _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
     lu, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
+    gather(ctx, a, batch, lu, "C")  # A^T
+    _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
     getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
     # A^T X = I gives X = inv(A)^T column-major: inv(A) in C order
     getrs(solver, handles, ws, _N, lu, ipiv, x_ptr, n, n, count, ctx.dtype)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, x_ptr, n * n)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)])
     return ctx.finish(x)
 
 
@@ -146,7 +123,7 @@ def _determinant(a, stream, logarithm):
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
-    real = REAL[ctx.dtype]
+    real = real_dtype(ctx.dtype)
     sign, sign_ptr = ctx.empty(batch, ctx.dtype)
     logabs, log_ptr = ctx.empty(batch, real) if logarithm else (None, 0)
     if count == 0:
@@ -191,13 +168,12 @@ def lu_factor(a, *, check, stream):
         return ctx.finish(lu), ctx.finish(piv)
     solver = _lu_plan(ctx, n, 1, count)
     handles, ws = solver.state(ctx.stream)
-    scratch = ws + solver.offsets["lu"]
+    scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
     gather(ctx, a, batch, scratch, "F")
-    getrf(solver, handles, ws, scratch, ws + solver.offsets["ipiv"], n, count, ctx.dtype)
+    getrf(solver, handles, ws, scratch, ipiv, n, count, ctx.dtype)
     scatter_f(ctx, scratch, lu_ptr, batch, n, n)
-    _kernels.pivots_to_scipy(ws + solver.offsets["ipiv"], piv_ptr, count * n, ctx.stream,
-                             ctx.device_id)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, lu_ptr, n * n)
+    _kernels.pivots_to_scipy(ipiv, piv_ptr, count * n, ctx.stream, ctx.device_id)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)])
     return ctx.finish(lu), ctx.finish(piv)
 
 
@@ -209,25 +185,23 @@ def lu_solve(lu, piv, b, *, trans, vector, stream):
     batch = batch_of(lu, b)
     n, k = b.shape[-2], b.shape[-1]
     count = count_of(batch)
-    x, x_ptr = ctx.empty(batch + ((n,) if vector else (n, k)))
+    x, x_ptr = solution(ctx, batch, n, k, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("getrs", n, k, count), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"lu": count * n * n * isz, "ipiv": count * n * 8, "b": count * n * k * isz,
-         "info2": 4}))
+        {"lu": count * n * n * isz, "ipiv": count * n * 8,
+         "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}))
     handles, ws = solver.state(ctx.stream)
     scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
     gather(ctx, lu, batch, scratch, "F")
     _kernels.pivots_from_scipy(_pivots(piv, batch, n), ipiv, count * n, ctx.stream,
                                ctx.device_id)
-    rhs = x_ptr if k == 1 else ws + solver.offsets["b"]
-    gather(ctx, b, batch, rhs, "F")
+    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     getrs(solver, handles, ws, (_N, _T, _C)[trans], scratch, ipiv, rhs, n, k, count,
           ctx.dtype)
-    if k > 1:
-        scatter_f(ctx, rhs, x_ptr, batch, n, k)
+    columns_out(ctx, rhs, x_ptr, batch, n, k)
     return ctx.finish(x)
 
 
