@@ -18,7 +18,7 @@ from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDType
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
            "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "NOT_FINITE", "QR_MODES",
-           "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error",
+           "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
            "check_uplo", "check_trans", "check_method", "check_flag", "check_rcond",
@@ -53,6 +53,12 @@ def unsupported_dtype_error(name, dtype):
     """The error for operand ``name`` of an inexact type numpy.linalg refuses (float16,
     bfloat16, complex32, long double): NumPy's ``TypeError`` message, the argument named."""
     return UnsupportedDTypeError(f"{name}: array type {dtype} is unsupported in linalg")
+
+
+def not_finite_error(name, index):
+    """SciPy's ``check_finite`` error (a LinAlgError, SciPy's words): the matrix of operand
+    ``name`` at batch index ``index`` holds a NaN or an infinity."""
+    return LinAlgError(f"{name}: {NOT_FINITE}", index)
 
 
 def result_dtype(*operands):
@@ -144,12 +150,6 @@ def broadcast_batch(shape_a, shape_b, names=("a", "b")):
             f"{tuple(shape_b)} do not broadcast") from None
 
 
-def _mismatch(name_a, shape_a, name_b, shape_b, n, axis):
-    return InvalidArgumentError(
-        f"{name_b} of shape {tuple(shape_b)} does not match {name_a} of shape "
-        f"{tuple(shape_a)}: its axis {axis} has length {shape_b[axis]}, {n} needed")
-
-
 def solve_rhs(a_shape, b_shape):
     """NumPy 2's rule for ``solve(a, b)``'s right-hand side, ``a`` of shape (..., n, n):
     ``b`` is a vector (n,) only when it is 1-D, else a stack (..., n, k); batch dimensions
@@ -170,16 +170,8 @@ def solve_rhs(a_shape, b_shape):
     >>> solve_rhs((3, 3), (5, 3, 2))
     (False, (5,))
     """
-    n = a_shape[-1]
-    vector = len(b_shape) == 1
-    axis = -1 if vector else -2
-    if len(b_shape) == 0:
-        raise InvalidArgumentError(f"b: 0-dimensional array given; solve needs a vector (n,) "
-                                   f"or a stack of matrices (..., n, k), n = {n}")
-    if b_shape[axis] != n:
-        raise _mismatch("a", a_shape, "b", b_shape, n, len(b_shape) + axis)
-    batch = broadcast_batch(a_shape[:-2], () if vector else b_shape[:-2])
-    return vector, batch
+    return _rhs(a_shape, b_shape, ("a", "b"),
+                "solve needs a vector (n,) or a stack of matrices (..., n, k)")
 
 
 def scipy_rhs(a_shape, b_shape, names=("a", "b")):
@@ -193,16 +185,22 @@ def scipy_rhs(a_shape, b_shape, names=("a", "b")):
     >>> scipy_rhs((2, 4, 4), (4, 3))
     (False, (2,))
     """
+    return _rhs(a_shape, b_shape, names,
+                "a vector (n,) or a stack of matrices (..., n, k) is needed")
+
+
+def _rhs(a_shape, b_shape, names, needed):
+    """solve_rhs's and scipy_rhs's rule (the same; ``needed`` words a 0-d ``b``'s error)."""
     n = a_shape[-1]
-    vector = len(b_shape) == 1
     if len(b_shape) == 0:
-        raise InvalidArgumentError(f"{names[1]}: 0-dimensional array given; a vector (n,) "
-                                   f"or a stack of matrices (..., n, k) is needed, n = {n}")
+        raise InvalidArgumentError(f"{names[1]}: 0-dimensional array given; {needed}, n = {n}")
+    vector = len(b_shape) == 1
     axis = 0 if vector else len(b_shape) - 2
     if b_shape[axis] != n:
-        raise _mismatch(names[0], a_shape, names[1], b_shape, n, axis)
-    batch = broadcast_batch(a_shape[:-2], () if vector else b_shape[:-2], names)
-    return vector, batch
+        raise InvalidArgumentError(
+            f"{names[1]} of shape {tuple(b_shape)} does not match {names[0]} of shape "
+            f"{tuple(a_shape)}: its axis {axis} has length {b_shape[axis]}, {n} needed")
+    return vector, broadcast_batch(a_shape[:-2], () if vector else b_shape[:-2], names)
 
 
 def lstsq_shapes(a_shape, b_shape):
@@ -324,13 +322,12 @@ def check_rcond(rcond):
     number, else InvalidArgumentError."""
     if rcond is None:
         return None
-    try:
-        if isinstance(rcond, (bool, str, bytes)):
-            raise TypeError
-        return float(rcond)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"rcond must be None or a real number, got {rcond!r}") \
-            from None
+    if not isinstance(rcond, (bool, str, bytes)):
+        try:
+            return float(rcond)
+        except (TypeError, ValueError):
+            pass
+    raise InvalidArgumentError(f"rcond must be None or a real number, got {rcond!r}")
 
 
 def first_nonfinite(array, core_ndim):
@@ -360,4 +357,4 @@ def check_finite(array, core_ndim, name):
     """
     index = first_nonfinite(array, core_ndim)
     if index is not None:
-        raise LinAlgError(f"{name}: {NOT_FINITE}", index)
+        raise not_finite_error(name, index)

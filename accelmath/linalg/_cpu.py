@@ -22,9 +22,21 @@ from accelmath.linalg import _checks as checks
 # send these calls back here
 _numpy = getattr(numpy.linalg, "_linalg", None) or numpy.linalg.linalg
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
-           "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
-           "solve_triangular"]
+__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "svd", "lstsq",
+           "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
+
+
+def _rhs_axes(b):
+    """The matrix (2) or vector (1) axes of right-hand sides ``b``: a vector only when 1-D."""
+    return 1 if b.ndim == 1 else 2
+
+
+def _over_batch(arrays, cores):
+    """The broadcast batch shape of ``arrays`` (each with ``cores`` matrix or vector axes),
+    and the arrays broadcast to it."""
+    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+    return batch, [numpy.broadcast_to(x, batch + x.shape[x.ndim - c:])
+                   for x, c in zip(arrays, cores)]
 
 
 def _checked(function, message, check, arrays, cores):
@@ -37,8 +49,7 @@ def _checked(function, message, check, arrays, cores):
         return function(*arrays)
     except numpy.linalg.LinAlgError:
         pass  # find which matrix failed, one by one
-    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
-    each = [numpy.broadcast_to(x, batch + x.shape[x.ndim - c:]) for x, c in zip(arrays, cores)]
+    batch, each = _over_batch(arrays, cores)
     failed = []
     for index in numpy.ndindex(batch):
         try:
@@ -62,8 +73,7 @@ def _checked(function, message, check, arrays, cores):
 
 def solve(a, b, *, check):
     """``numpy.linalg.solve(a, b)`` (b a vector only when 1-D)."""
-    cores = (2, 1 if b.ndim == 1 else 2)
-    return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), cores)
+    return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), (2, _rhs_axes(b)))
 
 
 def inv(a, *, check):
@@ -96,25 +106,18 @@ def qr(a, *, mode):
     return tuple(result) if isinstance(result, tuple) else result
 
 
-def eigh(a, *, uplo, check):
-    """``numpy.linalg.eigh(a, uplo)`` as a tuple ``(w, v)``."""
+def eigh(a, *, uplo, check, vectors=True):
+    """``numpy.linalg.eigh(a, uplo)`` as a tuple ``(w, v)``; without ``vectors``,
+    ``numpy.linalg.eigvalsh(a, uplo)``."""
     def decompose(x):
-        return tuple(_numpy.eigh(x, uplo))
-
-    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,))
-
-
-def eigvalsh(a, *, uplo, check):
-    """``numpy.linalg.eigvalsh(a, uplo)``."""
-    def decompose(x):
-        return _numpy.eigvalsh(x, uplo)
+        return tuple(_numpy.eigh(x, uplo)) if vectors else _numpy.eigvalsh(x, uplo)
 
     return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,))
 
 
 def svd(a, *, full_matrices, compute_uv, hermitian, check):
     """``numpy.linalg.svd(a, ...)``: ``(u, s, vh)`` or ``s`` (hermitian: through eigh, as
-    NumPy computes it)."""
+    NumPy computes it; ``numpy.linalg.svdvals`` is the case without ``compute_uv``)."""
     def decompose(x):
         result = _numpy.svd(x, full_matrices, compute_uv, hermitian)
         return tuple(result) if compute_uv else result
@@ -122,14 +125,6 @@ def svd(a, *, full_matrices, compute_uv, hermitian, check):
     message = (checks.EIGENVALUES_DID_NOT_CONVERGE if hermitian
                else checks.SVD_DID_NOT_CONVERGE)
     return _checked(decompose, message, check, (a,), (2,))
-
-
-def svdvals(x, *, check):
-    """``numpy.linalg.svdvals(x)``."""
-    def decompose(matrices):
-        return _numpy.svd(matrices, compute_uv=False)
-
-    return _checked(decompose, checks.SVD_DID_NOT_CONVERGE, check, (x,), (2,))
 
 
 def lstsq(a, b, *, rcond):
@@ -141,14 +136,38 @@ def lstsq(a, b, *, rcond):
         raise LinAlgError(checks.LSTSQ_DID_NOT_CONVERGE, ()) from None
 
 
-def _over_batch(arrays, cores):
-    """The broadcast batch shape of ``arrays`` (each with ``cores`` matrix or vector axes),
-    and the arrays broadcast to it."""
-    batch = ()
-    for x, core in zip(arrays, cores):
-        batch = numpy.broadcast_shapes(batch, x.shape[:x.ndim - core])
-    return batch, [numpy.broadcast_to(x, batch + x.shape[x.ndim - core:])
-                   for x, core in zip(arrays, cores)]
+def _factor_each(routine, a, message, check, results, **options):
+    """LAPACK's ``routine`` (potrf, getrf) on each matrix of ``a``, its outputs but the last
+    (info) written into ``results`` at the matrix's batch index. A failure (info > 0)
+    raises LinAlgError ``message`` naming the index with ``check``; else that matrix's
+    first result is NaN."""
+    if not a.size:
+        return
+    function, = get_lapack_funcs((routine,), (a,))
+    for index in numpy.ndindex(a.shape[:-2]):
+        *outputs, info = function(a[index], **options)
+        if info > 0:
+            if check:
+                raise LinAlgError(message, index)
+            outputs[0] = numpy.nan
+        for result, output in zip(results, outputs):
+            result[index] = output
+
+
+def _solve_each(solve_one, arrays, cores):
+    """``solve_one(*matrices)`` for each matrix of the broadcast batch of ``arrays`` (each
+    with ``cores`` matrix or vector axes; the last the right-hand sides), into one array of
+    the first's dtype. Of SciPy's solvers only solve_triangular fails (a LinAlgError), for
+    a zero on the diagonal: LinAlgError naming the batch index."""
+    batch, arrays = _over_batch(arrays, cores)
+    x = numpy.empty(arrays[-1].shape, arrays[0].dtype)
+    if x.size:
+        for index in numpy.ndindex(batch):
+            try:
+                x[index] = solve_one(*(array[index] for array in arrays))
+            except numpy.linalg.LinAlgError:
+                raise LinAlgError(checks.SINGULAR, index) from None
+    return x
 
 
 def cho_factor(a, *, lower, check_finite, check):
@@ -157,15 +176,8 @@ def cho_factor(a, *, lower, check_finite, check):
     if check_finite:
         checks.check_finite(a, 2, "a")
     c = numpy.empty(a.shape, a.dtype)
-    if a.size:
-        potrf, = get_lapack_funcs(("potrf",), (a,))
-        for index in numpy.ndindex(a.shape[:-2]):
-            factor, info = potrf(a[index], lower=lower, clean=False)
-            if info > 0:
-                if check:
-                    raise LinAlgError(checks.NOT_POSITIVE_DEFINITE, index)
-                factor = numpy.nan
-            c[index] = factor
+    _factor_each("potrf", a, checks.NOT_POSITIVE_DEFINITE, check, (c,), lower=lower,
+                 clean=False)
     return c
 
 
@@ -173,14 +185,12 @@ def cho_solve(c, b, *, lower, check_finite):
     """``scipy.linalg.cho_solve((c, lower), b)``, over the broadcast batch."""
     if check_finite:
         checks.check_finite(c, 2, "c")
-        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
-    vector = b.ndim == 1
-    batch, (c, b) = _over_batch((c, b), (2, 1 if vector else 2))
-    x = numpy.empty(b.shape, c.dtype)
-    if x.size:
-        for index in numpy.ndindex(batch):
-            x[index] = scipy.linalg.cho_solve((c[index], lower), b[index], check_finite=False)
-    return x
+        checks.check_finite(b, _rhs_axes(b), "b")
+
+    def solve_one(c, b):
+        return scipy.linalg.cho_solve((c, lower), b, check_finite=False)
+
+    return _solve_each(solve_one, (c, b), (2, _rhs_axes(b)))
 
 
 def lu_factor(a, *, check_finite, check):
@@ -188,19 +198,9 @@ def lu_factor(a, *, check_finite, check):
     An exactly singular matrix (a zero pivot), which SciPy only warns of, fails."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    m, n = a.shape[-2:]
     lu = numpy.empty(a.shape, a.dtype)
-    piv = numpy.empty(a.shape[:-2] + (min(m, n),), numpy.int32)
-    if a.size:
-        getrf, = get_lapack_funcs(("getrf",), (a,))
-        for index in numpy.ndindex(a.shape[:-2]):
-            factor, pivots, info = getrf(a[index])
-            if info > 0:
-                if check:
-                    raise LinAlgError(checks.SINGULAR, index)
-                factor = numpy.nan
-            lu[index] = factor
-            piv[index] = pivots
+    piv = numpy.empty(a.shape[:-2] + (min(a.shape[-2:]),), numpy.int32)
+    _factor_each("getrf", a, checks.SINGULAR, check, (lu, piv))
     return lu, piv
 
 
@@ -208,15 +208,12 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
     """``scipy.linalg.lu_solve((lu, piv), b, trans)``, over the broadcast batch (b checked
     for NaN and Inf, as SciPy checks it)."""
     if check_finite:
-        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
-    vector = b.ndim == 1
-    batch, (lu, piv, b) = _over_batch((lu, piv, b), (2, 1, 1 if vector else 2))
-    x = numpy.empty(b.shape, lu.dtype)
-    if x.size:
-        for index in numpy.ndindex(batch):
-            x[index] = scipy.linalg.lu_solve((lu[index], piv[index]), b[index], trans=trans,
-                                             check_finite=False)
-    return x
+        checks.check_finite(b, _rhs_axes(b), "b")
+
+    def solve_one(lu, piv, b):
+        return scipy.linalg.lu_solve((lu, piv), b, trans=trans, check_finite=False)
+
+    return _solve_each(solve_one, (lu, piv, b), (2, 1, _rhs_axes(b)))
 
 
 def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
@@ -224,16 +221,10 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
     the diagonal raises LinAlgError naming the batch index."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-        checks.check_finite(b, 1 if b.ndim == 1 else 2, "b")
-    vector = b.ndim == 1
-    batch, (a, b) = _over_batch((a, b), (2, 1 if vector else 2))
-    x = numpy.empty(b.shape, a.dtype)
-    if x.size:
-        for index in numpy.ndindex(batch):
-            try:
-                x[index] = scipy.linalg.solve_triangular(
-                    a[index], b[index], trans=trans, lower=lower,
-                    unit_diagonal=unit_diagonal, check_finite=False)
-            except numpy.linalg.LinAlgError:
-                raise LinAlgError(checks.SINGULAR, index) from None
-    return x
+        checks.check_finite(b, _rhs_axes(b), "b")
+
+    def solve_one(a, b):
+        return scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower,
+                                             unit_diagonal=unit_diagonal, check_finite=False)
+
+    return _solve_each(solve_one, (a, b), (2, _rhs_axes(b)))

@@ -20,7 +20,7 @@ from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read,
-                                        runs_on_host, to_caller)
+                                        read_stack, runs_on_host, to_caller)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult"]
@@ -56,10 +56,37 @@ class SVDResult(NamedTuple):
     Vh: Any
 
 
-def _common(check, method, execution):
+def _checked_options(check, method, execution):
     """The options most functions share, checked: ``(check, method, execution)``."""
     return (checks.check_flag(check, "check"), checks.check_method(method),
             check_execution(execution))
+
+
+def _eigh(a, UPLO, vectors, check, method, stream, execution):
+    """eigh's body, and eigvalsh's without ``vectors``: ``(w, v)`` or ``w``."""
+    check, method, execution = _checked_options(check, method, execution)
+    uplo = checks.check_uplo(UPLO)
+    a, dtype = read_stack(a, "a")
+    if runs_on_host((a,), execution):
+        w_v = _cpu.eigh(host_array(a, dtype), uplo=uplo, vectors=vectors, check=check)
+        return to_caller(w_v, a)
+    return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=vectors,
+                       check=check, method=method, stream=stream)
+
+
+def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, execution):
+    """svd's body once its options are checked, and svdvals' (argument ``name``):
+    ``(u, s, vh)`` or ``s``."""
+    x, dtype = read_stack(x, name, square=hermitian)
+    if runs_on_host((x,), execution):
+        return to_caller(_cpu.svd(host_array(x, dtype), full_matrices=full_matrices,
+                                  compute_uv=compute_uv, hermitian=hermitian, check=check), x)
+    if hermitian:  # through eigh, as NumPy computes it
+        w_v = device_call("eigh", [x], (dtype,), (name,), execution, uplo="L",
+                          vectors=compute_uv, check=check, method=method, stream=stream)
+        return hermitian_svd(*(w_v if compute_uv else (w_v, None)), compute_uv)
+    return device_call("svd", [x], (dtype,), (name,), execution, full_matrices=full_matrices,
+                       compute_uv=compute_uv, check=check, method=method, stream=stream)
 
 
 # ---- the functions ----
@@ -98,7 +125,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     >>> solve(a, np.array([9.0, 8.0]))
     array([2., 3.])
     """
-    check, method, execution = _common(check, method, execution)
+    check, method, execution = _checked_options(check, method, execution)
     a, b = read(a, "a"), read(b, "b")
     dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
     checks.check_stacked_square(a.shape, "a")
@@ -139,10 +166,8 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
-    check, method, execution = _common(check, method, execution)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
+    check, method, execution = _checked_options(check, method, execution)
+    a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
         return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
@@ -174,9 +199,7 @@ def det(a, *, stream=None, execution="auto"):
     -2.0
     """
     execution = check_execution(execution)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
+    a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
         return to_caller(_cpu.det(host_array(a, dtype)), a)
     return device_call("det", [a], (dtype,), ("a",), execution, stream=stream)
@@ -210,12 +233,9 @@ def slogdet(a, *, stream=None, execution="auto"):
     (-1.0, True)
     """
     execution = check_execution(execution)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
+    a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
-        sign, logabsdet = _cpu.slogdet(host_array(a, dtype))
-        return SlogdetResult(to_caller(sign, a), to_caller(logabsdet, a))
+        return SlogdetResult(*to_caller(_cpu.slogdet(host_array(a, dtype)), a))
     return SlogdetResult(*device_call("slogdet", [a], (dtype,), ("a",), execution,
                                       stream=stream))
 
@@ -253,11 +273,9 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     array([[2., 0.],
            [1., 2.]])
     """
-    check, method, execution = _common(check, method, execution)
+    check, method, execution = _checked_options(check, method, execution)
     upper = checks.check_flag(upper, "upper")
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
+    a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
         return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
@@ -296,14 +314,9 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     """
     execution = check_execution(execution)
     mode = checks.check_mode(mode)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_2d(a.shape, "a")
+    a, dtype = read_stack(a, "a", square=False)
     if runs_on_host((a,), execution):
-        result = _cpu.qr(host_array(a, dtype), mode=mode)
-        if mode == "r":
-            return to_caller(result, a)
-        result = tuple(to_caller(r, a) for r in result)
+        result = to_caller(_cpu.qr(host_array(a, dtype), mode=mode), a)
     else:
         result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode, stream=stream)
     return result if mode in ("r", "raw") else QRResult(*result)
@@ -342,16 +355,7 @@ def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto
     >>> w
     array([1., 3.])
     """
-    check, method, execution = _common(check, method, execution)
-    uplo = checks.check_uplo(UPLO)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
-    if runs_on_host((a,), execution):
-        w, v = _cpu.eigh(host_array(a, dtype), uplo=uplo, check=check)
-        return EighResult(to_caller(w, a), to_caller(v, a))
-    return EighResult(*device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo,
-                                   vectors=True, check=check, method=method, stream=stream))
+    return EighResult(*_eigh(a, UPLO, True, check, method, stream, execution))
 
 
 def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto"):
@@ -385,15 +389,7 @@ def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="
     >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
     array([1., 3.])
     """
-    check, method, execution = _common(check, method, execution)
-    uplo = checks.check_uplo(UPLO)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
-    if runs_on_host((a,), execution):
-        return to_caller(_cpu.eigvalsh(host_array(a, dtype), uplo=uplo, check=check), a)
-    return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=False,
-                       check=check, method=method, stream=stream)
+    return _eigh(a, UPLO, False, check, method, stream, execution)
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
@@ -435,27 +431,12 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     >>> s
     array([4., 3.])
     """
-    check, method, execution = _common(check, method, execution)
+    check, method, execution = _checked_options(check, method, execution)
     full_matrices = checks.check_flag(full_matrices, "full_matrices")
     compute_uv = checks.check_flag(compute_uv, "compute_uv")
     hermitian = checks.check_flag(hermitian, "hermitian")
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    (checks.check_stacked_square if hermitian else checks.check_stacked_2d)(a.shape, "a")
-    if runs_on_host((a,), execution):
-        result = _cpu.svd(host_array(a, dtype), full_matrices=full_matrices,
-                          compute_uv=compute_uv, hermitian=hermitian, check=check)
-        if not compute_uv:
-            return to_caller(result, a)
-        return SVDResult(*(to_caller(r, a) for r in result))
-    if hermitian:
-        result = device_call("eigh", [a], (dtype,), ("a",), execution, uplo="L",
-                             vectors=compute_uv, check=check, method=method, stream=stream)
-        result = hermitian_svd(*(result if compute_uv else (result, None)), compute_uv)
-    else:
-        result = device_call("svd", [a], (dtype,), ("a",), execution,
-                             full_matrices=full_matrices, compute_uv=compute_uv, check=check,
-                             method=method, stream=stream)
+    result = _svd(a, "a", full_matrices, compute_uv, hermitian, check, method, stream,
+                  execution)
     return SVDResult(*result) if compute_uv else result
 
 
@@ -488,14 +469,8 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
     >>> svdvals(np.array([[3.0, 0.0], [0.0, -4.0]]))
     array([4., 3.])
     """
-    check, method, execution = _common(check, method, execution)
-    x = read(x, "x")
-    dtype = checks.result_dtype(("x", x.dtype))
-    checks.check_stacked_2d(x.shape, "x")
-    if runs_on_host((x,), execution):
-        return to_caller(_cpu.svdvals(host_array(x, dtype), check=check), x)
-    return device_call("svd", [x], (dtype,), ("x",), execution, full_matrices=False,
-                       compute_uv=False, check=check, method=method, stream=stream)
+    check, method, execution = _checked_options(check, method, execution)
+    return _svd(x, "x", False, False, False, check, method, stream, execution)
 
 
 def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):

@@ -2,6 +2,9 @@
 it), promote, route host operands to the CPU and device ones to ``_device`` (host data too
 with ``execution="cuda"``), and return results in the caller's package."""
 
+import functools
+import importlib
+
 import numpy
 
 from accelmath._core.dispatch import to_device, to_host
@@ -10,8 +13,8 @@ from accelmath._core.operand import (Operand, adapter_named, check_same_device, 
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.linalg import _checks as checks
 
-__all__ = ["read", "runs_on_host", "host_array", "to_caller", "on_device", "column",
-           "device_call", "namespace", "hermitian_svd"]
+__all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
+           "column", "device_call", "namespace", "hermitian_svd"]
 
 
 def read(x, name):
@@ -34,6 +37,15 @@ def read(x, name):
         raise type(exc)(f"{name}: {exc}") from None
 
 
+def read_stack(x, name, square=True):
+    """Argument ``x``, a stack of matrices (square ones unless not ``square``), read as
+    :func:`read` reads it and checked (NumPy's errors): ``(operand, dtype of the results)``."""
+    op = read(x, name)
+    dtype = checks.result_dtype((name, op.dtype))
+    (checks.check_stacked_square if square else checks.check_stacked_2d)(op.shape, name)
+    return op, dtype
+
+
 def runs_on_host(operands, execution):
     """Whether a call runs on the CPU: every operand in host memory and ``execution`` not
     "cuda"."""
@@ -46,10 +58,12 @@ def host_array(op, dtype):
 
 
 def to_caller(result, like):
-    """Host result ``result`` (an array or a NumPy scalar) in the package of operand
-    ``like``: as NumPy gives it for NumPy arrays and array-likes."""
+    """Host result ``result`` (an array or a NumPy scalar, or a tuple of those) in the
+    package of operand ``like``: as NumPy gives it for NumPy arrays and array-likes."""
     if like.adapter.package == "numpy" or result is None:
         return result
+    if isinstance(result, tuple):
+        return tuple(to_caller(r, like) for r in result)
     return like.adapter.from_numpy(numpy.asarray(result), like.obj)
 
 
@@ -85,9 +99,7 @@ def device_call(name, operands, dtypes, names, execution, **options):
     operands = [on_device(op, dtype) for op, dtype in zip(operands, dtypes)]
     if options.get("vector"):
         operands[-1] = column(operands[-1])
-    from accelmath.linalg import _device  # (the device path loads CUDA libraries)
-
-    result = getattr(_device, name)(*operands, **options)
+    result = _device_function(name)(*operands, **options)
     if not moved:
         return result
     if isinstance(result, tuple):
@@ -95,10 +107,17 @@ def device_call(name, operands, dtypes, names, execution, **options):
     return to_host(result, like)
 
 
+@functools.cache
+def _device_function(name):
+    """``accelmath.linalg._device.<name>``, imported on first use (the device path loads CUDA
+    libraries)."""
+    from accelmath.linalg import _device
+
+    return getattr(_device, name)
+
+
 def namespace(x):
     """The array module of device array ``x``: cupy, torch or jax.numpy."""
-    import importlib
-
     package = type(x).__module__.partition(".")[0]
     return importlib.import_module("jax.numpy" if package in ("jax", "jaxlib") else package)
 

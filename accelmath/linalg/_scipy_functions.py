@@ -15,11 +15,10 @@ from a GPU) and leaves NaN where it failed.
 import numpy
 
 from accelmath._core.arguments import check_execution
-from accelmath.errors import LinAlgError
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._operands import (device_call, host_array, namespace, read,
-                                        runs_on_host, to_caller)
+                                        read_stack, runs_on_host, to_caller)
 
 __all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular",
            "check_finite_on_device"]
@@ -36,15 +35,18 @@ def check_finite_on_device(op, core_ndim, name):
     if not bool(bad.any()):
         return
     batch = tuple(op.shape[:len(op.shape) - core_ndim])
-    first = int(bad.reshape(int(numpy.prod(batch)), -1).sum(-1).argmax()) if batch else 0
+    # the first matrix with any (argmax of 0/1 flags: the first 1; torch has no bool argmax)
+    flags = (bad.reshape(int(numpy.prod(batch)), -1).sum(-1) > 0) * 1
+    first = int(flags.argmax()) if batch else 0
     index = tuple(int(i) for i in numpy.unravel_index(first, batch)) if batch else ()
-    raise LinAlgError(f"{name}: {checks.NOT_FINITE}", index)
+    raise checks.not_finite_error(name, index)
 
 
-def _finite(operands, cores, names, check_finite, execution):
+def _finite(operands, cores, names, check_finite, execution, when=True):
     """SciPy's finiteness check of device operands (host ones are checked by the CPU path,
-    which ``check_finite`` is then passed to). Returns ``check_finite``, checked."""
-    check_finite = checks.check_flag(check_finite, "check_finite")
+    which ``check_finite`` is then passed to), if ``check_finite`` and ``when``. Returns
+    whether it applies: ``check_finite``, checked, and ``when``."""
+    check_finite = checks.check_flag(check_finite, "check_finite") and when
     if check_finite and not runs_on_host(operands, execution):
         for op, core, name in zip(operands, cores, names):
             if op.on_device:
@@ -52,6 +54,18 @@ def _finite(operands, cores, names, check_finite, execution):
             else:  # (host data bound for the GPU)
                 checks.check_finite(op.adapter.to_numpy(op.obj), core, name)
     return check_finite
+
+
+def _solve(name, operands, dtypes, names, execution, check_finite, vector, stream,
+           **options):
+    """Solver ``name`` (cho_solve, lu_solve, solve_triangular) with ``options``, on the CPU
+    or the device, on ``operands`` (b last) converted to ``dtypes``: x in b's package."""
+    if runs_on_host(operands, execution):
+        arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
+        x = getattr(_cpu, name)(*arrays, check_finite=check_finite, **options)
+        return to_caller(x, operands[-1])
+    return device_call(name, operands, dtypes, names, execution, vector=vector,
+                       stream=stream, **options)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=True,
@@ -96,11 +110,8 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     """
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_square(a.shape, "a")
-    check_finite = checks.check_flag(check_finite, "check_finite") and check
-    check_finite = _finite((a,), (2,), ("a",), check_finite, execution)
+    a, dtype = read_stack(a, "a")
+    check_finite = _finite((a,), (2,), ("a",), check_finite, execution, when=check)
     if runs_on_host((a,), execution):
         c = _cpu.cho_factor(host_array(a, dtype), lower=lower, check_finite=check_finite,
                             check=check)
@@ -151,12 +162,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     vector, _ = checks.scipy_rhs(c.shape, b.shape, ("c", "b"))
     check_finite = _finite((c, b), (2, 1 if vector else 2), ("c", "b"), check_finite,
                            execution)
-    if runs_on_host((c, b), execution):
-        x = _cpu.cho_solve(host_array(c, dtype), host_array(b, dtype), lower=lower,
-                           check_finite=check_finite)
-        return to_caller(x, b)
-    return device_call("cho_solve", [c, b], (dtype, dtype), ("c", "b"), execution,
-                       lower=lower, vector=vector, stream=stream)
+    return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution, check_finite,
+                  vector, stream, lower=lower)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=None,
@@ -197,14 +204,11 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     array([1, 1], dtype=int32)
     """
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
-    a = read(a, "a")
-    dtype = checks.result_dtype(("a", a.dtype))
-    checks.check_stacked_2d(a.shape, "a")
-    check_finite = checks.check_flag(check_finite, "check_finite") and check
-    check_finite = _finite((a,), (2,), ("a",), check_finite, execution)
+    a, dtype = read_stack(a, "a", square=False)
+    check_finite = _finite((a,), (2,), ("a",), check_finite, execution, when=check)
     if runs_on_host((a,), execution):
-        lu, piv = _cpu.lu_factor(host_array(a, dtype), check_finite=check_finite, check=check)
-        return to_caller(lu, a), to_caller(piv, a)
+        return to_caller(_cpu.lu_factor(host_array(a, dtype), check_finite=check_finite,
+                                        check=check), a)
     return device_call("lu_factor", [a], (dtype,), ("a",), execution, check=check,
                        stream=stream)
 
@@ -252,12 +256,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
     vector, _ = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
     check_finite = _finite((b,), (1 if vector else 2,), ("b",), check_finite, execution)
-    if runs_on_host((lu, piv, b), execution):
-        x = _cpu.lu_solve(host_array(lu, dtype), host_array(piv, "int32"),
-                          host_array(b, dtype), trans=trans, check_finite=check_finite)
-        return to_caller(x, b)
-    return device_call("lu_solve", [lu, piv, b], (dtype, "int32", dtype), ("lu", "piv", "b"),
-                       execution, trans=trans, vector=vector, stream=stream)
+    return _solve("lu_solve", (lu, piv, b), (dtype, "int32", dtype), ("lu", "piv", "b"),
+                  execution, check_finite, vector, stream, trans=trans)
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
@@ -313,11 +313,6 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     vector, _ = checks.scipy_rhs(a.shape, b.shape)
     check_finite = _finite((a, b), (2, 1 if vector else 2), ("a", "b"), check_finite,
                            execution)
-    if runs_on_host((a, b), execution):
-        x = _cpu.solve_triangular(host_array(a, dtype), host_array(b, dtype), trans=trans,
-                                  lower=lower, unit_diagonal=unit_diagonal,
-                                  check_finite=check_finite)
-        return to_caller(x, b)
-    return device_call("solve_triangular", [a, b], (dtype, dtype), ("a", "b"), execution,
-                       trans=trans, lower=lower, unit_diagonal=unit_diagonal, vector=vector,
-                       stream=stream)
+    return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,
+                  check_finite, vector, stream, trans=trans, lower=lower,
+                  unit_diagonal=unit_diagonal)
