@@ -191,8 +191,10 @@ def test_info_with_the_libraries_missing(monkeypatch, capsys):
 
 
 def test_info_without_cuda_pathfinder():
-    # As on a machine without the CUDA wheels: cuda.pathfinder cannot be imported.
-    code = ("import sys; sys.modules['cuda.pathfinder'] = None; "
+    # As on a machine without the CUDA wheels: cuda.pathfinder cannot be imported, and the
+    # store remembers no library.
+    code = ("import os, sys; os.environ['ACCELMATH_CACHE'] = '0'; "
+            "sys.modules['cuda.pathfinder'] = None; "
             "from accelmath.__main__ import main; sys.exit(main(['info']))")
     result = _python("-c", code)
     assert result.returncode == 0, result.stderr

@@ -8,7 +8,10 @@ library, the C function and the status name.
 
 Libraries are found with ``cuda-pathfinder`` (pip wheels, conda, the system toolkit), so CUDA 12
 and 13 both work; differences between the two (other symbol names) are written as several
-candidate C names in one entry.
+candidate C names in one entry. Importing cuda-pathfinder costs tens of milliseconds, so a
+layer above may hand :func:`remember_paths` a memo of where it found each library before
+(the core keeps it in its on-disk store); a remembered file that no longer loads is looked up
+again.
 """
 
 import ctypes
@@ -17,10 +20,44 @@ from dataclasses import dataclass
 
 from accelmath.errors import CudaLibraryError, LibraryNotFoundError
 
-__all__ = ["Function", "Library", "load_library"]
+__all__ = ["Function", "Library", "load_library", "remember_paths"]
 
 _lock = threading.Lock()
 _loaded = {}
+_memo = None  # (recall, keep): recall(name) -> path or None; keep(name, path)
+
+
+def remember_paths(recall, keep):
+    """Use ``recall(name)`` for a library's path before asking cuda-pathfinder, and tell
+    ``keep(name, path)`` where cuda-pathfinder found one. Either may be ``None``."""
+    global _memo
+    _memo = (recall, keep)
+
+
+def _find(name):
+    """The path of a library other than the driver, through the memo, else cuda-pathfinder."""
+    recall, keep = _memo or (None, None)
+    path = recall(name) if recall else None
+    if path:
+        try:
+            return ctypes.CDLL(path), path
+        except OSError:
+            pass  # moved or replaced: look it up again
+    try:
+        import cuda.pathfinder
+    except ImportError as exc:
+        raise LibraryNotFoundError(name, f"cuda-pathfinder is not installed ({exc})") from None
+    try:
+        path = cuda.pathfinder.load_nvidia_dynamic_lib(name).abs_path
+    except Exception as exc:  # pathfinder raises several unrelated types
+        raise LibraryNotFoundError(name, str(exc) or type(exc).__name__) from None
+    try:
+        cdll = ctypes.CDLL(path)
+    except OSError as exc:
+        raise LibraryNotFoundError(name, str(exc)) from None
+    if keep:
+        keep(name, path)
+    return cdll, path
 
 
 def load_library(name):
@@ -34,24 +71,15 @@ def load_library(name):
     with _lock:
         if name in _loaded:
             return _loaded[name]
-        if name == "cuda":
-            # The driver ships with the display driver, never as a wheel.
-            path = "libcuda.so.1"
-        else:
-            try:
-                import cuda.pathfinder
-            except ImportError as exc:
-                raise LibraryNotFoundError(name, f"cuda-pathfinder is not installed ({exc})") from None
-            try:
-                path = cuda.pathfinder.load_nvidia_dynamic_lib(name).abs_path
-            except Exception as exc:  # pathfinder raises several unrelated types
-                raise LibraryNotFoundError(name, str(exc) or type(exc).__name__) from None
+        if name != "cuda":
+            _loaded[name] = _find(name)
+            return _loaded[name]
+        # The driver ships with the display driver, never as a wheel.
+        path = "libcuda.so.1"
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
-            if name == "cuda":
-                raise LibraryNotFoundError(name, str(exc), "it comes with the NVIDIA display driver") from None
-            raise LibraryNotFoundError(name, str(exc)) from None
+            raise LibraryNotFoundError(name, str(exc), "it comes with the NVIDIA display driver") from None
         _loaded[name] = (cdll, path)
         return _loaded[name]
 

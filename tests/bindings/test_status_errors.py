@@ -83,6 +83,7 @@ def test_library_not_installed(monkeypatch):
 
     monkeypatch.setattr(pathfinder, "load_nvidia_dynamic_lib", not_found)
     monkeypatch.setattr(_loader, "_loaded", {})
+    monkeypatch.setattr(_loader, "_memo", None)  # where an earlier test found it
     with pytest.raises(LibraryNotFoundError) as info:
         _loader.Library("cusolver", (), {}).cdll
     assert "Failure finding cusolver" in str(info.value)
