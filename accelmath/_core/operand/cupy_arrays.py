@@ -68,7 +68,17 @@ class CupyAdapter(Adapter):
         return read
 
     def stream_getter(self, device_id):
-        return self._stream_ptr
+        # CuPy keeps a current stream per device: the one of the current device is the
+        # cheap read, another device's is asked for by its id.
+        current_ptr, get_device = self._stream_ptr, self._cp.cuda.runtime.getDevice
+        get_stream = self._cp.cuda.get_current_stream
+
+        def current_stream():
+            if device_id is None or get_device() == device_id:
+                return current_ptr()
+            return get_stream(device_id).ptr
+
+        return current_stream
 
     @contextlib.contextmanager
     def stream_scope(self, handle, device_id):
@@ -110,7 +120,7 @@ class CupyAdapter(Adapter):
             return cp.empty(shape, dtype)
 
     def current_stream(self, device_id):
-        return self._stream_ptr()
+        return self.stream_getter(device_id)()
 
     def from_dlpack(self, x):
         if hasattr(x, "__dlpack__"):
