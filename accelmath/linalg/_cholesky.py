@@ -1,6 +1,6 @@
 """Cholesky and triangular solves on the device: ``cholesky``, ``cho_factor``, ``cho_solve``
-(cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``, or accelmath's own kernels for batches of tiny
-matrices) and ``solve_triangular`` (cuBLAS's ``trsm``).
+(cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``; for batches of small matrices its
+``potrfBatched``/``potrsBatched``, or accelmath's own kernels for tiny ones) and ``solve_triangular`` (cuBLAS's ``trsm``).
 
 cuSOLVER factors the lower triangle of a column-major matrix fastest: the caller's triangle is
 copied there (transposed, and conjugated for an upper one), factored in place, and copied out
@@ -10,7 +10,7 @@ in C order.
 import ctypes
 
 from accelmath.bindings import cublas, cusolver
-from accelmath.linalg import _kernels, _small
+from accelmath.linalg import _batched, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
                                        columns_out, count_of, finish_info, gather, item_strides,
@@ -82,8 +82,10 @@ def cholesky(a, *, upper, check, method, stream):
         run_small(ctx, kernel, (a,), out_ptr, batch, check, NOT_POSITIVE_DEFINITE, n, count)
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
-    solver = plan(ctx, ("potrf", n, count), lambda: cholesky_solver(
-        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"a": count * n * n * isz}))
+    batched = _batched.fits(method, n, count)
+    extra = {"a": count * n * n * isz, **(_batched.parts(count, n) if batched else {})}
+    solver = plan(ctx, ("potrf", n, count, batched), lambda: cholesky_solver(
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     handles, ws = solver.state(ctx.stream)
     scratch = ws + solver.offsets["a"]
     dense = item_strides(batch, n * n)
@@ -95,7 +97,10 @@ def cholesky(a, *, upper, check, method, stream):
     _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:], (1, n),
                            ctx.dtype, ctx.stream, ctx.device_id, triangle="U" if upper else "L",
                            conj=upper, transpose=upper)
-    potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
+    if batched:
+        _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
+    else:
+        potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
     _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n,
                            (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
                            ctx.device_id, conj=upper)
@@ -121,15 +126,21 @@ def cho_solve(c, b, *, lower, vector, stream):
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
-    solver = plan(ctx, ("potrs", n, k, count), lambda: Solver(
+    batched = _batched.fits("auto", n, count)
+    solver = plan(ctx, ("potrs", n, k, count, batched), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"c": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}))
+        {"c": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4,
+         **(_batched.parts(count, n) if batched else {})}))
     handles, ws = solver.state(ctx.stream)
     factor = ws + solver.offsets["c"]
     # read column-major, the conjugated copy is c^H: L^H is upper, U^H lower
     gather(ctx, c, batch, factor, "C", conj=True)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    potrs(solver, handles, ws, factor, rhs, n, k, count, UPPER if lower else LOWER, ctx.dtype)
+    fill = UPPER if lower else LOWER
+    if batched:
+        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, fill)
+    else:
+        potrs(solver, handles, ws, factor, rhs, n, k, count, fill, ctx.dtype)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     return ctx.finish(x)
 

@@ -19,7 +19,8 @@ from accelmath._core.modules import LaunchConfig, SourceModules, launch
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
-           "fail_to_nan", "identity", "log_det", "pivots_from_scipy", "pivots_to_scipy"]
+           "fail_to_nan", "identity", "log_det", "pivots_from_scipy",
+           "pivots_to_scipy", "pointer_array"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")
@@ -206,6 +207,14 @@ extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long lo
     long long step = (long long)blockDim.x * gridDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
         o[i] = (long long)p[i] + 1;
+}
+
+// -- the arrays of matrix addresses that the batched cuSOLVER and cuBLAS routines take -------
+extern "C" __global__ void pointer_array(unsigned long long base, long long stride,
+                                         long long count, unsigned long long* out) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
+        out[i] = base + (unsigned long long)(i * stride);
 }
 
 #define DEFINE_LU_DET(NAME, T, PNAME, P) \
@@ -506,4 +515,32 @@ def identity(dst_ptr, n, batch, dtype, stream, device_id):
     module, most = _module(device_id)
     args = (ctypes.c_void_p(dst_ptr), ctypes.c_uint(n), ctypes.c_longlong(batch))
     launch(module.function("identity_" + dtype), _rows_config(n * n, batch, most), args,
+           stream)
+
+
+def pointer_array(base_ptr, stride, count, out_ptr, stream, device_id):
+    """Enqueue ``out[i] = base_ptr + i * stride`` for ``i < count``: the device array of
+    matrix addresses that the batched cuSOLVER and cuBLAS routines take.
+
+    Parameters
+    ----------
+    base_ptr : int
+        Device address of the first matrix.
+    stride : int
+        Bytes from one matrix to the next.
+    count : int
+        The number of matrices.
+    out_ptr : int
+        Device address of ``count`` 64-bit addresses.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    if count == 0:
+        return
+    module, most = _module(device_id)
+    args = (ctypes.c_ulonglong(base_ptr), ctypes.c_longlong(stride), ctypes.c_longlong(count),
+            ctypes.c_void_p(out_ptr))
+    launch(module.function("pointer_array"), _config(_blocks(count, most), _THREADS), args,
            stream)

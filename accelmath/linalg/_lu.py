@@ -7,7 +7,7 @@ import ctypes
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _kernels, _small
+from accelmath.linalg import _batched, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
                                        count_of, finish_info, gather, plan, rhs_bytes, run_small,
@@ -22,11 +22,15 @@ _N = cublas.OPERATION["N"]
 _C = cublas.OPERATION["C"]
 
 
-def lu_solver(device_id, package, dtype, n, count, extra, scratch=True):
+def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=False):
     """A solver for the LU factorization of ``count`` n x n matrices: their info codes, where
     ``scratch`` a scratch copy of the matrices and their pivots, and the parts of
-    ``extra``."""
+    ``extra``; where ``batched``, for cuBLAS's batched routes (:mod:`._batched`)."""
     isz = ITEMSIZE[dtype]
+    if batched:
+        return Solver(device_id, package, {"info": count * 4, "lu": count * n * n * isz,
+                                           **_batched.parts(count, n, pivots=True), **extra},
+                      blas=True)
 
     def query(handles):
         dev, host = ctypes.c_size_t(), ctypes.c_size_t()
@@ -40,12 +44,26 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True):
     return Solver(device_id, package, parts, query)
 
 
-def _lu_plan(ctx, n, k, count):
+def _lu_plan(ctx, n, k, count, batched=False):
     """The cached solver of an LU factorization of ``count`` n x n matrices (and, for k > 1
-    right-hand sides, their column-major scratch)."""
+    right-hand sides, their column-major scratch), for the batched routes where
+    ``batched``."""
     rhs = rhs_bytes(count, n, k, ctx.dtype)
-    return plan(ctx, ("getrf", n, k, count), lambda: lu_solver(
-        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"b": rhs}))
+    return plan(ctx, ("getrf", n, k, count, batched), lambda: lu_solver(
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"b": rhs}, batched=batched))
+
+
+def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched):
+    """Enqueue the LU of the matrices in the solver's ``"lu"`` part, then ``op(a) x = b``
+    for the right-hand sides at ``rhs``, in place."""
+    lu = ws + solver.offsets["lu"]
+    if batched:
+        _batched.getrf(ctx, solver, handles, ws, lu, n, count)
+        _batched.getrs(ctx, solver, handles, ws, op, n, k, rhs, count)
+        return
+    ipiv = ws + solver.offsets["ipiv"]
+    getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
+    getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, ctx.dtype)
 
 
 def getrf(solver, handles, ws, lu, ipiv, n, count, dtype):
@@ -82,13 +100,12 @@ def solve(a, b, *, vector, check, method, stream):
     if small_fits(method, n, count):
         run_small(ctx, _small.solve, (a, b), x_ptr, batch, check, SINGULAR, n, k, count)
         return ctx.finish(x)
-    solver = _lu_plan(ctx, n, k, count)
+    batched = _batched.fits(method, n, count)
+    solver = _lu_plan(ctx, n, k, count, batched)
     handles, ws = solver.state(ctx.stream)
-    lu, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
-    gather(ctx, a, batch, lu, "C")  # A^T, column-major: solved with trans="T"
+    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T, column-major: trans="T"
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
-    getrs(solver, handles, ws, _T, lu, ipiv, rhs, n, k, count, ctx.dtype)
+    _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)])
     return ctx.finish(x)
@@ -106,14 +123,13 @@ def inv(a, *, check, method, stream):
     if small_fits(method, n, count):
         run_small(ctx, _small.inv, (a,), x_ptr, batch, check, SINGULAR, n, count)
         return ctx.finish(x)
-    solver = _lu_plan(ctx, n, 1, count)
+    batched = _batched.fits(method, n, count)
+    solver = _lu_plan(ctx, n, 1, count, batched)
     handles, ws = solver.state(ctx.stream)
-    lu, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
-    gather(ctx, a, batch, lu, "C")  # A^T
+    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T
     _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
-    getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
     # A^T X = I gives X = inv(A)^T column-major: inv(A) in C order
-    getrs(solver, handles, ws, _N, lu, ipiv, x_ptr, n, n, count, ctx.dtype)
+    _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched)
     finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)])
     return ctx.finish(x)
 

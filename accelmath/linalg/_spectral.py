@@ -1,10 +1,11 @@
 """Orthogonal factorizations on the device: ``eigh`` (cuSOLVER's ``cusolverDnXsyevd``, or
-``syevjBatched`` for batches), ``svd`` (``cusolverDnXgesvd``) and ``qr`` (``Xgeqrf`` with
-``orgqr``/``ungqr``)."""
+``syevjBatched`` for batches), ``svd`` (``cusolverDnXgesvd``, or ``gesvdjBatched`` for
+batches of matrices up to 32 x 32) and ``qr`` (``Xgeqrf`` with ``orgqr``/``ungqr``)."""
 
 import ctypes
 
 from accelmath.bindings import cusolver
+from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _kernels
 from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE,
                                       real_dtype)
@@ -17,7 +18,9 @@ __all__ = ["eigh", "svd", "qr"]
 
 # batches of matrices up to this size go through the batched Jacobi method (method="auto")
 _JACOBI_MAX_N = 128
-_JACOBI = None  # cuSOLVER's Jacobi parameters, made on first use
+# batches of matrices up to this size go through gesvdjBatched (its limit)
+_SVD_JACOBI_MAX = 32
+_JACOBI = {}  # cuSOLVER's Jacobi parameters (eigh's, svd's), each made on first use
 
 
 def _sizes():
@@ -54,7 +57,7 @@ def eigh(a, *, uplo, vectors, check, method, stream):
         if jacobi:
             lwork = ctypes.c_int()
             query_jacobi(handles[0], jobz, fill, n, None, n, None, ctypes.byref(lwork),
-                         _jacobi_params(), count)
+                         _jacobi_params("syevj"), count)
             return lwork.value * isz, 0
         dev, host = _sizes()
         cusolver.lib.xsyevd_buffer_size(handles[0], handles[1], jobz, fill, n, dt, None, n,
@@ -70,7 +73,7 @@ def eigh(a, *, uplo, vectors, check, method, stream):
     work, wbytes, host, hbytes = solver.work(ws)
     if jacobi:
         batched(handles[0], jobz, fill, n, scratch, n, w_ptr, work, wbytes // isz, info,
-                _jacobi_params(), count)
+                _jacobi_params("syevj"), count)
     else:
         rsz = ITEMSIZE[real]
         for i in range(count):
@@ -90,14 +93,14 @@ def _finished(ctx, results):
     return results[0] if len(results) == 1 else results
 
 
-def _jacobi_params():
-    """cuSOLVER's Jacobi parameters (default tolerance and sweeps), made once."""
-    global _JACOBI
-    if _JACOBI is None:
+def _jacobi_params(kind):
+    """cuSOLVER's Jacobi parameters of ``kind`` ("syevj" or "gesvdj"; default tolerance and
+    sweeps; gesvdj's sort the singular values descending), made once."""
+    if kind not in _JACOBI:
         params = ctypes.c_void_p()
-        cusolver.lib.create_syevj_info(ctypes.byref(params))
-        _JACOBI = params.value
-    return _JACOBI
+        getattr(cusolver.lib, f"create_{kind}_info")(ctypes.byref(params))
+        _JACOBI[kind] = params.value
+    return _JACOBI[kind]
 
 
 def svd(a, *, full_matrices, compute_uv, check, method, stream):
@@ -119,6 +122,15 @@ def svd(a, *, full_matrices, compute_uv, check, method, stream):
             _kernels.identity(u_ptr, m, count, ctx.dtype, ctx.stream, ctx.device_id)
             _kernels.identity(vh_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
         return _finished(ctx, results)
+    if method == "batched" or (method == "auto" and count > 1):
+        if max(m, n) <= _SVD_JACOBI_MAX:
+            _svd_jacobi(ctx, a, batch, compute_uv, full_matrices, check, s_ptr,
+                        u_ptr if compute_uv else 0, vh_ptr if compute_uv else 0)
+            return _finished(ctx, results)
+        if method == "batched":
+            raise InvalidArgumentError(
+                f'method="batched" takes matrices of at most {_SVD_JACOBI_MAX} rows and '
+                f'columns for svd, got {m} x {n}')
     # cuSOLVER's gesvd takes tall matrices: a wide one goes in as its conjugate transpose
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
@@ -166,6 +178,44 @@ def svd(a, *, full_matrices, compute_uv, check, method, stream):
         failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
     finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
     return _finished(ctx, results)
+
+
+def _svd_jacobi(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, vh_ptr):
+    """Enqueue the svd of a batch of matrices up to 32 x 32 by cuSOLVER's batched Jacobi
+    method, which gives the full U (m x m) and V (n x n), column-major."""
+    m, n = a.shape[-2:]
+    k, count = min(m, n), count_of(batch)
+    isz = ITEMSIZE[ctx.dtype]
+    jobz = cusolver.EIG_MODE["VECTOR" if compute_uv else "NOVECTOR"]
+    query_size = typed(cusolver.lib, ctx.dtype, "gesvdj_batched_buffer_size")
+
+    def query(handles):
+        lwork = ctypes.c_int()
+        query_size(handles[0], jobz, m, n, None, m, None, None, m, None, n,
+                   ctypes.byref(lwork), _jacobi_params("gesvdj"), count)
+        return lwork.value * isz, 0
+
+    parts = {"a": count * m * n * isz, "u": count * m * m * isz, "v": count * n * n * isz,
+             "info": count * 4}
+    solver = plan(ctx, ("gesvdj", m, n, count, jobz), lambda: Solver(
+        ctx.device_id, ctx.adapter.package, parts, query))
+    handles, ws = solver.state(ctx.stream)
+    scratch, uw, vw = (ws + solver.offsets[part] for part in ("a", "u", "v"))
+    gather(ctx, a, batch, scratch, "F")
+    work, wbytes, _, _ = solver.work(ws)
+    typed(cusolver.lib, ctx.dtype, "gesvdj_batched")(
+        handles[0], jobz, m, n, scratch, m, s_ptr, uw, m, vw, n, work, wbytes // isz,
+        ws + solver.offsets["info"], _jacobi_params("gesvdj"), count)
+    failed = [(s_ptr, k, real_dtype(ctx.dtype))]
+    if compute_uv:
+        ucols, vrows = (m, n) if full_matrices else (k, k)
+        # u: U's first ucols columns; vh: V^H's first vrows rows (V read in C order is V^T)
+        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, m * m) + (1, m),
+                 c_strides(batch, m, ucols))
+        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, n * n) + (n, 1),
+                 c_strides(batch, vrows, n), conj=True)
+        failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
+    finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
 
 
 def qr(a, *, mode, stream):

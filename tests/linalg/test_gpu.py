@@ -730,6 +730,66 @@ def test_partial_pivoting_backward_error(cupy, method, n, dtype):
     assert np.all(r <= 100 * n * eps * bound), np.max(r / bound) / eps
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [33, 64, 128])
+@pytest.mark.parametrize("function", ["solve", "inv", "cholesky"])
+def test_batched_routes_agree(cupy, function, n, dtype):
+    """Batches past the own kernels' reach: the batched routes (cuBLAS's getrfBatched and
+    getrsBatched, cuSOLVER's potrfBatched), which "auto" takes, give NumPy's result and the
+    one-matrix-at-a-time route's."""
+    a, b, expected = _method_data(function, (20, n, n), dtype)
+    dev_a = cupy.put(a)
+    dev_b = None if b is None else cupy.put(b)
+    results = {method: cupy.get(_method_call(function, dev_a, dev_b, method))
+               for method in ("auto", "batched", "cusolver")}
+    for result in results.values():
+        close(result, expected, dtype, 10)
+    close(results["batched"], results["cusolver"], dtype, 10)
+    close(results["auto"], results["batched"], dtype, 1)
+    if function == "cholesky":
+        close(cupy.get(la.cholesky(dev_a, upper=True, method="batched")), mT(expected), dtype,
+              10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, k", [(40, 1), (64, 3)])
+@pytest.mark.parametrize("lower", [False, True])
+def test_cho_solve_batched(cupy, dtype, n, k, lower):
+    """cho_solve of a batch (potrsBatched, a column at a time)."""
+    a = spd((6, n, n), dtype)
+    b = random((6, n, k), dtype)
+    factor = la.cho_factor(cupy.put(a), lower=lower)
+    x = cupy.get(la.cho_solve(factor, cupy.put(b)))
+    close(x, np.linalg.solve(c(a), c(b)), dtype, 10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(30, 8, 5), (30, 5, 8), (7, 32, 32), (2, 1, 1)])
+@pytest.mark.parametrize("method", ["auto", "batched"])
+@pytest.mark.parametrize("full_matrices", [True, False])
+def test_svd_batched_jacobi(cupy, dtype, shape, method, full_matrices):
+    """Batches up to 32 x 32 through gesvdjBatched: a reconstruction, unitary factors,
+    NumPy's singular values, descending."""
+    a = random(shape, dtype)
+    m, n = shape[-2:]
+    k = min(m, n)
+    u, s, vh = (cupy.get(r) for r in la.svd(cupy.put(a), full_matrices, method=method))
+    assert u.shape == shape[:-2] + ((m, m) if full_matrices else (m, k))
+    assert vh.shape == shape[:-2] + ((n, n) if full_matrices else (k, n))
+    close((c(u)[..., :, :k] * s[..., None, :]) @ c(vh)[..., :k, :], a, dtype, 10)
+    for gram in (mT(c(u)) @ c(u), c(vh) @ mT(c(vh))):
+        close(gram, eye_like(gram), dtype, 10)
+    close(s, np.linalg.svd(c(a), compute_uv=False), dtype, 10)
+    assert np.all(np.diff(s, axis=-1) <= 0)
+    values = cupy.get(la.svd(cupy.put(a), compute_uv=False, method=method))
+    close(values, np.linalg.svd(c(a), compute_uv=False), dtype, 10)
+
+
+def test_svd_batched_refuses_large_matrices(cupy):
+    with pytest.raises(InvalidArgumentError, match="at most 32"):
+        la.svd(cupy.put(random((2, 33, 4), "float64")), method="batched")
+
+
 def test_small_method_refuses_large_matrices(cupy):
     a = cupy.put(well((2, 33, 33), "float64"))
     for call in (lambda: la.solve(a, a, method="small"), lambda: la.inv(a, method="small"),
@@ -747,7 +807,7 @@ def test_small_method_single_matrix(cupy):
 # ---- failures: the batch index, and NaN with check=False ----
 
 FAILING = [("small", 4), ("cusolver", 4), ("auto", 4), ("batched", 4), ("cusolver", 40),
-           ("auto", 40)]
+           ("auto", 40), ("batched", 130)]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
