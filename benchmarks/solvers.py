@@ -37,9 +37,10 @@ DENSE = [(op, n, dtype) for n in (1024, 4096) for dtype in ("float32", "float64"
 GEMM_N = 4096  # the GEMM ceiling's size, and the size whose rows report a fraction of it
 SYSTEM_N = 2162
 BATCH = 10000
-BATCHED = [(op, BATCH, n) for n in (8, 32) for op in ("solve", "cholesky")]
+BATCHED = [(op, BATCH, n) for n in (8, 32) for op in ("solve", "cholesky")] + [
+    (op, 500, n) for n in (64, 100) for op in ("solve", "cholesky")]
 EIGH_BATCHED = (500, 100)
-CROSSOVER_N = (2, 4, 8, 12, 16, 24, 32, 48, 64)
+CROSSOVER_N = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
 SMALL_MAX = 32  # method="small" is defined for n <= 32
 # flops of one factorization of an n x n matrix (the count named in the notes)
 FLOPS = {"cholesky": (lambda n: n ** 3 / 3, "n^3/3"),
