@@ -24,11 +24,12 @@ import hashlib
 import json
 import logging
 import operator
+import os
 import threading
 from dataclasses import dataclass, field
 
 from accelmath._core import store
-from accelmath.bindings import driver, nvjitlink, nvrtc
+from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 __all__ = ["STANDARDS", "CompileOptions", "LaunchConfig", "Module", "SourceModules",
@@ -155,14 +156,22 @@ def compile_cuda(source, options, name="kernel.cu"):
     if not isinstance(options, CompileOptions):
         raise InvalidArgumentError(
             f"options={options!r} is not a CompileOptions, such as CompileOptions(arch=(9, 0))")
-    key = json.dumps({"compiler": "nvrtc {}.{}".format(*nvrtc.version()),
-                      "options": options.arguments, "name": name,
+    key = json.dumps({"compiler": _compiler(), "options": options.arguments, "name": name,
                       "source": hashlib.sha256(source.encode()).hexdigest()})
     image = store.load("nvrtc", key)
     if image is None:
         image = _nvrtc_compile(source, name, options)
         store.save("nvrtc", key, image)
     return image
+
+
+def _compiler():
+    """The compiler's identity in the store's keys: NVRTC's file, its size and time. A file
+    that changes makes new keys; where the memo of library paths knows the file, NVRTC is
+    not loaded just to name it (a few milliseconds of a new process's first call)."""
+    path = os.path.realpath(_loader.library_file("nvrtc"))
+    stat = os.stat(path)
+    return f"nvrtc {path} {stat.st_size} {stat.st_mtime_ns}"
 
 
 def _nvrtc_compile(source, name, options):

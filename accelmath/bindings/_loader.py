@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from accelmath.errors import CudaLibraryError, LibraryNotFoundError
 
-__all__ = ["Function", "Library", "load_library", "remember_paths"]
+__all__ = ["Function", "Library", "library_file", "load_library", "remember_paths"]
 
 _lock = threading.Lock()
 _loaded = {}
@@ -82,6 +82,22 @@ def load_library(name):
             raise LibraryNotFoundError(name, str(exc), "it comes with the NVIDIA display driver") from None
         _loaded[name] = (cdll, path)
         return _loaded[name]
+
+
+def library_file(name):
+    """The file library ``name`` is loaded from: where it is loaded, else where the memo of
+    :func:`remember_paths` says it was found (without loading it), else where it loads now.
+
+    Raises
+    ------
+    LibraryNotFoundError
+        If the library cannot be found or loaded.
+    """
+    with _lock:
+        if name in _loaded:
+            return _loaded[name][1]
+    path = _memo[0](name) if _memo and _memo[0] else None
+    return path or load_library(name)[1]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import pytest
 from accelmath._core import modules, store
 from accelmath._core.modules import (CompileOptions, LaunchConfig, compile_cuda, launch, link,
                                      loaded)
-from accelmath.bindings import driver, nvjitlink, nvrtc
+from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import (CompileError, CudaLibraryError, InvalidArgumentError,
                               LibraryNotFoundError)
 
@@ -204,13 +204,29 @@ def test_the_second_compile_comes_from_the_store(root, counted):
     assert counted["nvrtc"] == 6
 
 
-def test_another_nvrtc_version_compiles_again(root, counted, monkeypatch):
+def test_another_nvrtc_file_compiles_again(root, counted, monkeypatch, tmp_path):
+    # the key names NVRTC's file, its size and time: a new NVRTC (another file, or the same
+    # file replaced) makes new keys
     _needs(nvrtc.lib)
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
-    real = nvrtc.version()
-    monkeypatch.setattr(nvrtc, "version", lambda: (real[0], real[1] + 1))
+    copy = tmp_path / "libnvrtc-other.so"  # (only named in the key: NVRTC itself compiles)
+    copy.write_bytes(b"another NVRTC")
+    monkeypatch.setattr(_loader, "library_file", lambda name: str(copy))
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     assert counted["nvrtc"] == 2
+    os.utime(copy, ns=(0, 12345))
+    compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
+    assert counted["nvrtc"] == 3
+
+
+def test_a_remembered_nvrtc_is_not_loaded_to_name_it(root, monkeypatch):
+    # with the store's memo of library paths, the key needs no NVRTC loaded
+    _needs(nvrtc.lib)
+    path = nvrtc.lib.path
+    monkeypatch.setattr(_loader, "_loaded", {})
+    monkeypatch.setattr(_loader, "_memo", (lambda name: path, None))
+    assert modules._compiler().startswith("nvrtc " + os.path.realpath(path))
+    assert "nvrtc" not in _loader._loaded
 
 
 def test_without_the_store_each_compile_runs_nvrtc(root, counted, monkeypatch):
