@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from accelmath._core import store
 from accelmath.bindings import driver
 
-__all__ = ["Choice", "choose", "device_time"]
+__all__ = ["Choice", "choose", "known", "device_time"]
 
 _log = logging.getLogger("accelmath")
 _NAMESPACE = "timing"
@@ -109,12 +109,10 @@ def choose(problem, labels, measure, device_id, libraries=()):
     labels = list(labels)
     if len(labels) == 1:
         return Choice(0, {}, False)
-    key = f"{problem}|{'|'.join(labels)}|{store.fingerprint(device_id, tuple(libraries))}"
-    known = store.load_json(_NAMESPACE, key)
-    if isinstance(known, dict) and known.get("choice") in labels:
-        index = labels.index(known["choice"])
-        _log.debug("timing: %s: %s (stored)", problem, labels[index])
-        return Choice(index, {}, True)
+    stored = known(problem, labels, device_id, libraries)
+    if stored is not None:
+        return stored
+    key = _key(problem, labels, device_id, libraries)
     times = {label: measure(i) for i, label in enumerate(labels)}
     index = min(range(len(labels)), key=lambda i: times[labels[i]])
     _log.info("timing: %s: chose %s of %s", problem, labels[index],
@@ -123,3 +121,26 @@ def choose(problem, labels, measure, device_id, libraries=()):
     kept = {label: ms if math.isfinite(ms) else None for label, ms in times.items()}
     store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": kept})
     return Choice(index, times, False)
+
+
+def known(problem, labels, device_id, libraries=()):
+    """The choice :func:`choose` made and stored for the same problem and candidates (in
+    this process or an earlier one), or None where there is none: nothing is timed.
+
+    Parameters are those of :func:`choose`.
+
+    Returns
+    -------
+    Choice or None
+    """
+    labels = list(labels)
+    entry = store.load_json(_NAMESPACE, _key(problem, labels, device_id, libraries))
+    if isinstance(entry, dict) and entry.get("choice") in labels:
+        index = labels.index(entry["choice"])
+        _log.debug("timing: %s: %s (stored)", problem, labels[index])
+        return Choice(index, {}, True)
+    return None
+
+
+def _key(problem, labels, device_id, libraries):
+    return f"{problem}|{'|'.join(labels)}|{store.fingerprint(device_id, tuple(libraries))}"

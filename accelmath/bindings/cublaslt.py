@@ -150,9 +150,10 @@ FUNCTIONS = (
     #     const void *beta, const void *C, cublasLtMatrixLayout_t Cdesc, void *D,
     #     cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t *algo, void *workspace,
     #     size_t workspaceSizeInBytes, cudaStream_t stream);
+    # (the algorithm is passed by its address, an int: every argument is one machine word,
+    # which the call shim takes)
     Function("matmul", ("cublasLtMatmul",),
-             (_h, _h, _p, _p, _h, _p, _h, _p, _p, _h, _p, _h, POINTER(MatmulAlgo), _p, c_size_t,
-              _p)),
+             (_h, _h, _p, _p, _h, _p, _h, _p, _p, _h, _p, _h, _p, _p, c_size_t, _p)),
 )
 
 lib = Library("cublasLt", FUNCTIONS, STATUS_NAMES)

@@ -1,4 +1,5 @@
-"""Dense linear algebra on cuSOLVER and cuBLAS: NumPy's and SciPy's solvers, batched over
+"""Dense linear algebra: matrix products on cuBLASLt with its native epilogues (``matmul``,
+``Matmul``), and on cuSOLVER and cuBLAS NumPy's and SciPy's solvers, batched over
 leading dimensions, for NumPy, CuPy, PyTorch and JAX arrays (host arrays through NumPy/SciPy
 LAPACK), and factor-once objects that solve many right-hand sides cheaply.
 
@@ -16,10 +17,11 @@ from accelmath.linalg._factor import LU, QR, Cholesky
 from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult,
                                          cholesky, det, eigh, eigvalsh, inv, lstsq, qr, slogdet,
                                          solve, svd, svdvals)
+from accelmath.linalg._matmul import Matmul, matmul
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
                                                solve_triangular)
 
-__all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+__all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
            "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
            "EighResult", "SVDResult"]

@@ -1,0 +1,75 @@
+"""Matrix products of host operands: NumPy's ``matmul`` in the operands' dtype (float16 and
+bfloat16 accumulate in float32, then round once, as the GPU does), and the epilogues'
+NumPy references (:mod:`~accelmath.linalg._epilogue`).
+
+bfloat16 host operands are NumPy arrays of ``ml_dtypes.bfloat16`` or torch CPU tensors.
+"""
+
+import numpy
+
+__all__ = ["WORK_DTYPE", "host_operand", "host_product", "to_caller", "numpy_dtype"]
+
+#: The dtype half precisions are computed in on the CPU.
+WORK_DTYPE = {"float16": "float32", "bfloat16": "float32"}
+
+
+def host_operand(op, conj=False):
+    """Host operand ``op`` as a NumPy array of its working dtype (conjugated where ``conj``:
+    the operand describes a lazily conjugated view's memory)."""
+    work = WORK_DTYPE.get(op.dtype)
+    x = op.obj
+    if work is not None and op.package != "numpy":
+        x = op.adapter.astype(x, work)  # (torch's bfloat16 has no NumPy view)
+    x = op.adapter.to_numpy(x) if op.package != "numpy" else x
+    if work is not None:
+        x = x.astype(work)
+    return numpy.conj(x) if conj else x
+
+
+def host_product(product, epilogue, a, b, c, bias, aux, alpha, beta):
+    """``(d, extra)``: the product of NumPy arrays ``a`` and ``b`` (working dtype) with
+    ``c``, ``bias`` and the auxiliary input ``aux`` (None where absent) under ``epilogue``;
+    ``d`` of the result's shape, ``extra`` the auxiliary output or bias gradient (or None),
+    all in the working dtype (the ReLU mask in uint8)."""
+    a2 = a[..., None, :] if product.a_vector else a
+    b2 = b[..., :, None] if product.b_vector else b
+    pre = a2 @ b2  # (the operator: the ufunc itself, whatever numpy.matmul is bound to)
+    if alpha != 1:
+        pre = alpha * pre
+    if c is not None and beta != 0:
+        pre = pre + beta * numpy.reshape(c, product.matrix_shape)
+    if bias is not None:
+        pre = pre + bias
+    if pre.shape != product.matrix_shape:  # (a bias or c broadcast over a smaller product)
+        pre = numpy.broadcast_to(pre, product.matrix_shape).copy()
+    d, extra = epilogue.reference(pre, aux, product.n)
+    gradient = epilogue.bias_gradient
+    if gradient == "result":
+        extra = d.sum(axis=-2)
+    elif gradient == "a":
+        extra = numpy.broadcast_to(a2, product.batch + a2.shape[-2:]).sum(axis=-1)
+    elif gradient == "b":
+        extra = numpy.broadcast_to(b2, product.batch + b2.shape[-2:]).sum(axis=-2)
+    return numpy.reshape(d, product.shape), extra
+
+
+def to_caller(result, like, dtype):
+    """Host result ``result`` (working dtype; a ReLU mask stays uint8) as an array of
+    ``dtype`` in the package of operand ``like``."""
+    if result.dtype != numpy.uint8 and result.dtype.name != dtype:
+        if like.package == "numpy":
+            return result.astype(numpy_dtype(dtype))
+        converted = like.adapter.from_numpy(numpy.ascontiguousarray(result), like.obj)
+        return like.adapter.astype(converted, dtype)
+    if like.package == "numpy":
+        return result
+    return like.adapter.from_numpy(numpy.ascontiguousarray(result), like.obj)
+
+
+def numpy_dtype(dtype):
+    """The NumPy dtype of a dtype name (bfloat16: ml_dtypes')."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return numpy.dtype(ml_dtypes.bfloat16)
+    return numpy.dtype(dtype)

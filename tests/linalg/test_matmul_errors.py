@@ -1,0 +1,93 @@
+"""matmul's bad input: clear accelmath errors naming the operand, NumPy's words for shapes;
+and the pure rules (layouts, batches, dtypes)."""
+
+import numpy as np
+import pytest
+
+from accelmath import linalg
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+from accelmath.linalg import _matmul_rules as rules
+from accelmath.linalg._epilogue import EPILOGUES
+
+
+def test_zero_dimensional():
+    with pytest.raises(ValueError, match="Input operand 0 .* does not have enough dimensions"):
+        linalg.matmul(np.float64(2.0), np.ones(3))
+    with pytest.raises(ValueError, match="Input operand 1 .* does not have enough dimensions"):
+        linalg.matmul(np.ones(3), np.array(2.0))
+
+
+def test_shapes():
+    with pytest.raises(ValueError, match=r"mismatch in its core dimension 0.*size 4 is "
+                                         r"different from 3"):
+        linalg.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="could not be broadcast"):
+        linalg.matmul(np.ones((2, 3, 4)), np.ones((5, 4, 2)))
+    with pytest.raises(InvalidArgumentError, match="c has shape"):
+        linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2)), beta=1)
+    with pytest.raises(InvalidArgumentError, match="out has shape .* non-broadcastable"):
+        linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 5)))
+    with pytest.raises(UnsupportedDTypeError, match="Cannot cast ufunc 'matmul' output"):
+        linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 4), np.int32))
+
+
+def test_dtypes():
+    with pytest.raises(UnsupportedDTypeError, match=r"b has dtype float32 but a has dtype "
+                                                    r"float64.*astype"):
+        linalg.matmul(np.ones((2, 2)), np.ones((2, 2), np.float32))
+    with pytest.raises(UnsupportedDTypeError, match="int64"):
+        linalg.matmul(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64))
+    with pytest.raises(UnsupportedDTypeError, match="relu"):
+        linalg.matmul(np.ones((2, 2), complex), np.ones((2, 2), complex), epilogue="relu")
+    with pytest.raises(InvalidArgumentError, match="allow_tf32"):
+        linalg.matmul(np.ones((2, 2)), np.ones((2, 2)), allow_tf32=True)
+    with pytest.raises(InvalidArgumentError, match="complex"):
+        linalg.matmul(np.ones((2, 2)), np.ones((2, 2)), alpha=1j)
+
+
+def test_epilogue_inputs():
+    a, b = np.ones((2, 3)), np.ones((3, 4))
+    with pytest.raises(InvalidArgumentError, match="Invalid epilogue 'relux'"):
+        linalg.matmul(a, b, epilogue="relux")
+    with pytest.raises(InvalidArgumentError, match="pass bias="):
+        linalg.matmul(a, b, epilogue="bias")
+    with pytest.raises(InvalidArgumentError, match=r"bias has shape \(3,\).*\(4,\)"):
+        linalg.matmul(a, b, epilogue="bias", bias=np.ones(3))
+    with pytest.raises(InvalidArgumentError, match="adds none"):
+        linalg.matmul(a, b, bias=np.ones(4))
+    with pytest.raises(InvalidArgumentError, match="pass aux="):
+        linalg.matmul(a, b, epilogue="dgelu")
+    with pytest.raises(InvalidArgumentError, match="execution"):
+        linalg.matmul(a, b, execution="gpu")
+
+
+def test_every_epilogue_has_a_cublaslt_enumerator():
+    from accelmath.bindings import cublaslt
+
+    for record in EPILOGUES.values():
+        assert record.cublaslt in cublaslt.EPILOGUE
+
+
+def test_stored_layouts():
+    assert rules.stored(5, 3, 1, 5) == rules.Stored("N", 5, 3, 5)
+    assert rules.stored(5, 3, 3, 1) == rules.Stored("T", 3, 5, 3)
+    assert rules.stored(5, 3, 3, 1, conj=True).op == "C"
+    assert rules.stored(5, 3, 2, 10) is None  # strided rows: copied
+    assert rules.stored(5, 3, -1, 5) is None
+    assert rules.stored(1, 3, 0, 1) == rules.Stored("N", 1, 3, 1)
+    assert rules.stored(5, 3, 3, 1, transposable=False) is None
+
+
+def test_batches():
+    # a C-ordered batch collapses into one strided batch; a broadcast operand has stride 0
+    assert rules.batches((2, 3), [(60, 20), (0, 0)]) == rules.Batches(6, (20, 0), ((0, 0),))
+    # a batch that does not collapse loops over its outer axis
+    looped = rules.batches((2, 3), [(100, 20), (3, 1)])
+    assert looped.count == 3 and looped.strides == (20, 1)
+    assert looped.offsets == ((0, 0), (100, 3))
+
+
+def test_precisions():
+    assert rules.precision("float32", False).compute == "32F"
+    assert rules.precision("float32", True).compute == "32F_FAST_TF32"
+    assert rules.precision("complex128", False) == rules.Precision("64F", "complex128")
