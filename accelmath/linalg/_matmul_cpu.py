@@ -56,14 +56,12 @@ def host_product(product, epilogue, a, b, c, bias, aux, alpha, beta):
 def to_caller(result, like, dtype):
     """Host result ``result`` (working dtype; a ReLU mask stays uint8) as an array of
     ``dtype`` in the package of operand ``like``."""
-    if result.dtype != numpy.uint8 and result.dtype.name != dtype:
-        if like.package == "numpy":
-            return result.astype(numpy_dtype(dtype))
-        converted = like.adapter.from_numpy(numpy.ascontiguousarray(result), like.obj)
-        return like.adapter.astype(converted, dtype)
+    cast = result.dtype != numpy.uint8 and result.dtype.name != dtype
     if like.package == "numpy":
-        return result
-    return like.adapter.from_numpy(numpy.ascontiguousarray(result), like.obj)
+        return result.astype(numpy_dtype(dtype)) if cast else result
+    # (C order, 0-d kept: numpy.ascontiguousarray would make a 0-d result 1-d)
+    converted = like.adapter.from_numpy(numpy.require(result, requirements="C"), like.obj)
+    return like.adapter.astype(converted, dtype) if cast else converted
 
 
 def numpy_dtype(dtype):

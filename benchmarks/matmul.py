@@ -1,0 +1,595 @@
+"""accelmath.linalg.matmul and Matmul beside torch, CuPy and nvmath-python, in one process.
+
+Device time per call, ms: CUDA events around calls back to back (``_common.device_time_ms``),
+the median of several runs; how many calls and runs follows a first timed call. accelmath and
+nvmath-python run on torch tensors (CuPy has no bfloat16), timed with torch's events; CuPy on
+CuPy arrays viewing the same memory, timed with CuPy's. Every accelmath result is checked
+against the product in float64 (complex128) on the GPU, as a relative Frobenius error, and
+marked "ok" or "WRONG"; a case that fails leaves "-" in its cells and its error in the notes.
+
+Cases: 4096^3 in fp16, bf16, fp32, TF32 (``allow_tf32=True``, beside torch with
+``torch.backends.cuda.matmul.allow_tf32`` and CuPy's and nvmath-python's TF32 compute types),
+fp64 and complex64; 8192^3 bf16; a batch of 64 x 512^3 fp16; the skinny complex128 product of
+image subtraction, a stack of 21 matrices 4088 x 2045 against one 2045 x 37 (broadcast); fp16
+4096^3 with the native epilogues ``relu_bias`` (beside ``torch._addmm_activation`` and
+nvmath-python's RELU_BIAS) and ``gelu_bias`` (``use_gelu=True``, GELU_BIAS), and
+``relu(a @ b + bias) * 0.5`` (one ``relu_bias`` product with ``alpha=0.5`` and the bias
+halved, beside the eager expressions), each also against accelmath's plain product of the
+same shape; the host time per call of a 64^3 fp32 product (stateless, stateful ``execute``,
+torch, CuPy, nvmath-python's stateful ``execute``). For every device case, the stateful
+``Matmul`` on the heuristic's first choice and after ``autotune``: the gain is their ratio.
+The store is a fresh temporary folder (unless ``--keep-store``), so that the heuristic's
+choice is what a first process gets. The result file's "summary" tells ``accelmath bench``
+what to compare (:data:`SUMMARY`).
+
+Run on a GPU machine: ``python benchmarks/matmul.py`` (``--list`` names the cases; ``--only``
+and ``--skip`` select them by regular expression). Writes
+``benchmarks/results/matmul-<device>.{json,md}``. Without a GPU it says so and exits.
+"""
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+from _common import RESULTS, _elapsed, device_time_ms, environment, host_times_us, slug, write
+
+DEVICE = "cuda"
+N = 4096
+AUTOTUNE_ITERATIONS = 10
+NOISE = 0.01  # two timings of one kernel differ by this much: "autotuned <= heuristic" allows it
+# relative Frobenius error against float64 (the float32 bound also tells fp32 from TF32)
+TOLERANCE = {"float16": 2e-3, "bfloat16": 1.5e-2, "float32": 1e-5, "tf32": 5e-3,
+             "float64": 1e-12, "complex64": 1e-5, "complex128": 1e-12}
+# (name, shape of a, shape of b, dtype, TF32)
+PLAIN = [(f"{N}^3 fp16", (N, N), (N, N), "float16", False),
+         (f"{N}^3 bf16", (N, N), (N, N), "bfloat16", False),
+         (f"{N}^3 fp32", (N, N), (N, N), "float32", False),
+         (f"{N}^3 tf32", (N, N), (N, N), "float32", True),
+         (f"{N}^3 fp64", (N, N), (N, N), "float64", False),
+         (f"{N}^3 complex64", (N, N), (N, N), "complex64", False),
+         ("8192^3 bf16", (8192, 8192), (8192, 8192), "bfloat16", False),
+         ("batched 64 x 512^3 fp16", (64, 512, 512), (64, 512, 512), "float16", False),
+         ("skinny complex128 (21 x 4088 x 2045) @ (2045 x 37)", (21, 4088, 2045), (2045, 37),
+          "complex128", False)]
+EPILOGUES = [(f"{N}^3 fp16 bias+relu", "relu"), (f"{N}^3 fp16 bias+gelu", "gelu"),
+             (f"{N}^3 fp16 relu(a @ b + bias) * 0.5", "scaled")]
+HOST = "host time per call: 64^3 fp32"
+
+
+def _error(exc):
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/")
+    return text[:300]
+
+
+class Wrong(Exception):
+    """A result of the wrong shape or dtype: the case is marked WRONG."""
+
+
+class Missing:
+    """Stands for what could not be imported or made; using or calling it raises why."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __getattr__(self, name):
+        raise RuntimeError(self.why)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(self.why)
+
+
+# --- the packages --------------------------------------------------------------------------
+
+class Context:
+    """torch (needed: the operands, the oracle), CuPy and nvmath-python where present."""
+
+    def __init__(self):
+        import torch
+
+        self.torch = torch
+        torch.backends.cuda.matmul.allow_tf32 = False
+        self.missing = {}
+        try:
+            import cupy
+
+            cupy.cuda.runtime.getDeviceCount()
+            self.cp = cupy
+        except Exception as exc:
+            self.cp, self.missing["cupy"] = None, f"not installed ({_error(exc)})"
+        self.nvmath = _nvmath(self.missing)
+
+    def event(self, label):
+        if label.startswith("cupy"):
+            return self.cp.cuda.Event()
+        return self.torch.cuda.Event(enable_timing=True)
+
+    def sync(self):
+        if DEVICE == "cuda":
+            self.torch.cuda.synchronize()
+        if self.cp is not None:
+            self.cp.cuda.Device().synchronize()
+
+    def free(self):
+        self.sync()
+        if DEVICE == "cuda":
+            self.torch.cuda.empty_cache()
+        if self.cp is not None:
+            self.cp.get_default_memory_pool().free_all_blocks()
+
+    def randn(self, shape, dtype, seed):
+        """N(0, 1) data of ``dtype`` (complex: both parts), a torch tensor on the GPU."""
+        torch = self.torch
+        g = torch.Generator(device=DEVICE).manual_seed(seed)
+        if dtype.startswith("complex"):
+            real = "float32" if dtype == "complex64" else "float64"
+            x = torch.complex(*(torch.randn(shape, generator=g, dtype=getattr(torch, real),
+                                            device=DEVICE) for _ in range(2)))
+            return x.to(getattr(torch, dtype))
+        return torch.randn(shape, generator=g, dtype=torch.float32,
+                           device=DEVICE).to(getattr(torch, dtype))
+
+    def to_cupy(self, t):
+        """A CuPy array over ``t``'s memory, or None (no CuPy, or a dtype it lacks)."""
+        if self.cp is None or t.dtype == self.torch.bfloat16:
+            return None
+        return self.cp.from_dlpack(t)
+
+    def wide(self, t):
+        return t.to(self.torch.complex128 if t.is_complex() else self.torch.float64)
+
+    def checker(self, expected, dtype, tolerance):
+        """result -> relative Frobenius error against ``expected`` (float64), raising
+        :class:`Wrong` for a result of the wrong shape or dtype."""
+        torch = self.torch
+        norm = float(torch.linalg.vector_norm(expected))
+
+        def check(result):
+            if isinstance(result, tuple):
+                raise Wrong(f"a tuple of {len(result)} where one array was expected")
+            if tuple(result.shape) != tuple(expected.shape):
+                raise Wrong(f"shape {tuple(result.shape)}, expected {tuple(expected.shape)}")
+            if str(result.dtype).replace("torch.", "") != dtype:
+                raise Wrong(f"dtype {result.dtype}, expected {dtype}")
+            error = float(torch.linalg.vector_norm(self.wide(result) - expected)) / norm
+            return error, tolerance
+        return check
+
+
+def _nvmath(missing):
+    """nvmath.linalg.advanced, or None (the reason in ``missing``)."""
+    try:
+        import numpy
+
+        if not hasattr(numpy, "row_stack"):  # removed in NumPy 2.5, still used by nvmath 1.0
+            numpy.row_stack = numpy.vstack
+        import nvmath.linalg.advanced
+
+        return nvmath.linalg.advanced
+    except Exception as exc:
+        missing["nvmath"] = f"not installed ({_error(exc)})"
+        return None
+
+
+def _accelmath_plan(spec, *args, **kwargs):
+    """``accelmath.linalg.Matmul(*args, **kwargs)``, its ``free`` added to the spec's cleanup;
+    where it fails, an object whose use raises why (the peers are timed all the same)."""
+    try:
+        plan = ALG.Matmul(*args, **kwargs)
+    except Exception as exc:
+        return Missing(f"Matmul failed: {_error(exc)}")
+    spec["cleanup"].append(plan.free)
+    return plan
+
+
+def _autotune(plan):
+    """Autotune ``plan``; which candidate it chose, as a cell."""
+    plan.autotune(iterations=AUTOTUNE_ITERATIONS)
+    return f"{plan.algorithm} of {plan.candidates}"
+
+
+def _nvmath_peer(ctx, spec, a, b, tf32=False, epilog=None, bias=None):
+    """``execute`` of an nvmath-python ``Matmul`` planned once (the heuristic's first
+    algorithm), its ``free`` added to the spec's cleanup; None without nvmath-python."""
+    nv = ctx.nvmath
+    if nv is None:
+        return None
+    try:
+        options = ({"compute_type": nv.MatmulComputeType.COMPUTE_32F_FAST_TF32} if tf32
+                   else None)
+        mm = nv.Matmul(a, b, options=options)
+        spec["cleanup"].append(mm.free)
+        kwargs = {}
+        if epilog is not None:
+            kwargs = {"epilog": getattr(nv.MatmulEpilog, epilog),
+                      "epilog_inputs": {"bias": bias}}
+        mm.plan(**kwargs)
+    except Exception as exc:
+        return Missing(f"plan failed: {_error(exc)}")
+    return mm.execute
+
+
+def _cupy_tf32(on):
+    """Set CuPy's float32 compute type to TF32 (or back); False where CuPy cannot."""
+    try:
+        from cupy._core import _routines_linalg as rl
+
+        rl.set_compute_type("float32", rl.COMPUTE_TYPE_TF32 if on else rl.COMPUTE_TYPE_DEFAULT)
+        return True
+    except Exception:
+        return False
+
+
+# --- the cases: each builder returns a spec (a dict) ---------------------------------------
+# spec: "ours" {label: fn} (accelmath, timed and checked; "accelmath autotuned" after the
+# spec's "autotune" runs), "peers" {label: fn or None}, "check", "desc", optional "unit",
+# "cleanup", "autotune" (a function), "plain" (the label of the plain product, for epilogues).
+
+def plain_case(name, a_shape, b_shape, dtype, tf32):
+    def build(ctx):
+        torch = ctx.torch
+        a, b = ctx.randn(a_shape, dtype, 1), ctx.randn(b_shape, dtype, 2)
+        xa, xb = ctx.to_cupy(a), ctx.to_cupy(b)
+        spec = {"check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), dtype,
+                                     TOLERANCE["tf32" if tf32 else dtype]),
+                "cleanup": []}
+        plan = _accelmath_plan(spec, a, b, allow_tf32=tf32)
+        spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, allow_tf32=tf32),
+                        "accelmath Matmul": lambda: plan.execute(),
+                        "accelmath autotuned": lambda: plan.execute()}
+        spec["autotune"] = lambda: _autotune(plan)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        spec["cleanup"].append(lambda: setattr(torch.backends.cuda.matmul, "allow_tf32", False))
+        cupy_tf32 = tf32 and xa is not None and _cupy_tf32(True)
+        if cupy_tf32:
+            spec["cleanup"].append(lambda: _cupy_tf32(False))
+        spec["peers"] = {
+            "torch": lambda: torch.matmul(a, b),
+            "cupy": xa is not None and (cupy_tf32 or not tf32) and (lambda: xa @ xb),
+            "nvmath Matmul": _nvmath_peer(ctx, spec, a, b, tf32=tf32)}
+        spec["desc"] = "; ".join([
+            "torch.matmul" + (" (allow_tf32)" if tf32 else ""),
+            "CuPy has no bfloat16" if dtype == "bfloat16" else
+            "CuPy's TF32 compute type could not be set" if tf32 and not cupy_tf32 else
+            "cupy a @ b" + (" (COMPUTE_TYPE_TF32)" if tf32 else ""),
+            "nvmath Matmul.plan() + execute()" + (" (COMPUTE_32F_FAST_TF32)" if tf32 else "")])
+        return spec
+    return name, build
+
+
+def epilogue_case(name, kind):
+    """fp16 N^3 with the bias along the result's last axis: ``kind`` "relu" or "gelu"
+    (relu_bias, gelu_bias), or "scaled": relu(a @ b + bias) * 0.5."""
+    def build(ctx):
+        torch, gelu = ctx.torch, ctx.torch.nn.functional.gelu
+        a, b = ctx.randn((N, N), "float16", 3), ctx.randn((N, N), "float16", 4)
+        bias = ctx.randn((N,), "float16", 5)
+        xa, xb, xbias = ctx.to_cupy(a), ctx.to_cupy(b), ctx.to_cupy(bias)
+        exact = torch.matmul(ctx.wide(a), ctx.wide(b)) + ctx.wide(bias)
+        spec = {"cleanup": [], "plain": "accelmath plain"}
+        if kind == "scaled":
+            # relu(a @ b + bias) * 0.5 == relu(0.5 a @ b + bias / 2): one fused product
+            expected, half = torch.relu(exact) * 0.5, bias * 0.5
+            kwargs = {"alpha": 0.5, "epilogue": "relu_bias", "bias": half}
+            peers = {"torch": lambda: torch._addmm_activation(half, a, b, alpha=0.5),
+                     "torch eager": lambda: torch.relu(a @ b + bias) * 0.5,
+                     "cupy eager": xa is not None and (
+                         lambda: ctx.cp.maximum(xa @ xb + xbias, 0) * 0.5)}
+            spec["desc"] = ("accelmath: epilogue relu_bias, alpha=0.5, bias / 2; "
+                            "torch._addmm_activation(bias / 2, a, b, alpha=0.5); eager: "
+                            "torch.relu(a @ b + bias) * 0.5, cupy.maximum(a @ b + bias, 0) * "
+                            "0.5")
+        else:
+            expected = torch.relu(exact) if kind == "relu" else gelu(exact, approximate="tanh")
+            kwargs = {"epilogue": f"{kind}_bias", "bias": bias}
+            peers = {"torch": lambda: torch._addmm_activation(bias, a, b,
+                                                              use_gelu=kind == "gelu"),
+                     "torch eager": (lambda: torch.relu(a @ b + bias)) if kind == "relu" else (
+                         lambda: gelu(a @ b + bias, approximate="tanh")),
+                     "nvmath Matmul": _nvmath_peer(ctx, spec, a, b, epilog=f"{kind.upper()}_BIAS",
+                                                   bias=bias)}
+            if kind == "relu":
+                peers["cupy eager"] = xa is not None and (
+                    lambda: ctx.cp.maximum(xa @ xb + xbias, 0))
+            spec["desc"] = "; ".join([
+                f"torch._addmm_activation(bias, a, b{', use_gelu=True' if kind == 'gelu' else ''})",
+                f"nvmath Matmul.plan(epilog={kind.upper()}_BIAS) + execute() (its bias runs "
+                "along the rows: the same length here)",
+                "eager: torch.relu(a @ b + bias), cupy.maximum(a @ b + bias, 0)" if kind == "relu"
+                else "eager: torch gelu(a @ b + bias, approximate='tanh')"])
+        plan = _accelmath_plan(spec, a, b, **kwargs)
+        spec["check"] = ctx.checker(expected, "float16", TOLERANCE["float16"])
+        spec["checks"] = {"accelmath plain": ctx.checker(exact - ctx.wide(bias), "float16",
+                                                         TOLERANCE["float16"])}
+        spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, **kwargs),
+                        "accelmath Matmul": lambda: plan.execute(),
+                        "accelmath autotuned": lambda: plan.execute(),
+                        "accelmath plain": lambda: ALG.matmul(a, b)}
+        spec["autotune"] = lambda: _autotune(plan)
+        spec["peers"] = peers
+        return spec
+    return name, build
+
+
+def host_case():
+    def build(ctx):
+        torch = ctx.torch
+        a, b = ctx.randn((64, 64), "float32", 6), ctx.randn((64, 64), "float32", 7)
+        out = torch.empty((64, 64), dtype=torch.float32, device=DEVICE)
+        xa, xb = ctx.to_cupy(a), ctx.to_cupy(b)
+        spec = {"unit": "host us", "cleanup": [],
+                "check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), "float32",
+                                     TOLERANCE["float32"])}
+        plan = _accelmath_plan(spec, a, b)
+        spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b),
+                        "accelmath Matmul": lambda: plan.execute(),
+                        "accelmath Matmul.execute(out=)": lambda: plan.execute(out=out)}
+        spec["peers"] = {"torch": lambda: a @ b, "cupy": xa is not None and (lambda: xa @ xb),
+                         "nvmath Matmul": _nvmath_peer(ctx, spec, a, b)}
+        spec["desc"] = ("the best of 7 loops of 2000 calls, synchronized after each loop; "
+                        "torch a @ b; cupy a @ b; nvmath Matmul.execute() (planned once)")
+        return spec
+    return HOST, build
+
+
+def all_cases():
+    return ([plain_case(*case) for case in PLAIN]
+            + [epilogue_case(*case) for case in EPILOGUES] + [host_case()])
+
+
+# --- running a case ------------------------------------------------------------------------
+
+def measure(fn, event, sync):
+    """Device ms per call of ``fn`` (called once before): the number of calls and runs
+    from one timed call."""
+    sync()
+    start, end = event(), event()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    first = _elapsed(start, end)
+    repeats, warmup, calls = ((3, 0, 1) if first > 30 else (5, 1, 2) if first > 3
+                              else (10, 2, 5) if first > 0.3 else (20, 5, 10))
+    return device_time_ms(fn, event, repeats=repeats, warmup=warmup, calls=calls)
+
+
+def warm_up(ctx, seconds=1.0):
+    """fp16 products for about ``seconds``, so that the first case meets the clocks the
+    others do."""
+    a = ctx.randn((N, N), "float16", 0)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(20):
+            a @ a
+        ctx.sync()
+    del a
+    ctx.free()
+
+
+def _faster_peer(row):
+    peers = [row.get(p) for p in ("torch", "cupy") if isinstance(row.get(p), float)]
+    return min(peers) if peers else None
+
+
+def run_case(ctx, name, build, notes, started):
+    row = {"case": name, "unit": "device ms"}
+    spec = None
+    try:
+        spec = build(ctx)
+    except Exception as exc:
+        notes.append(f"{name}: setup failed: {_error(exc)}")
+        row["check"] = "-"
+    if spec is not None:
+        try:
+            _run_spec(ctx, name, spec, row, notes)
+        finally:
+            for cleanup in spec.get("cleanup", ()):
+                try:
+                    cleanup()
+                except Exception as exc:
+                    notes.append(f"{name}: cleanup failed: {_error(exc)}")
+    del spec
+    ctx.free()
+    print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
+    return row
+
+
+def _check(ctx, name, spec, label, fn, wrong):
+    """Run ``fn`` once and check its result; the error, or None where it raised."""
+    try:
+        result = fn()
+        ctx.sync()
+    except Exception as exc:
+        wrong.append(f"{label}: {_error(exc)}")
+        return None
+    try:
+        error, tolerance = spec.get("checks", {}).get(label, spec["check"])(result)
+    except Wrong as exc:
+        wrong.append(f"{label}: {exc}")
+        return None
+    if not error <= tolerance:
+        wrong.append(f"{label}: relative error {error:.2e} > {tolerance:.1e}")
+    return error
+
+
+def _run_spec(ctx, name, spec, row, notes):
+    row["unit"] = spec.get("unit", "device ms")
+    errors, wrong, working = [], [], {}
+    for label, fn in spec["ours"].items():
+        if label == "accelmath autotuned":
+            try:
+                row["autotune choice"] = spec["autotune"]()
+            except Exception as exc:
+                wrong.append(f"autotune: {_error(exc)}")
+                continue
+        error = _check(ctx, name, spec, label, fn, wrong)
+        if error is not None:
+            errors.append(error)
+            working[label] = fn
+            if row["unit"] == "device ms":
+                row[label] = measure(fn, lambda: ctx.event(label), ctx.sync)
+    peers = {}
+    for label, fn in spec["peers"].items():
+        if not fn:
+            row[label] = None
+            continue
+        try:
+            fn()
+            peers[label] = fn
+        except Exception as exc:
+            notes.append(f"{name}: {label}: {_error(exc)}")
+    if row["unit"] == "host us":
+        row.update(host_times_us({**working, **peers}, calls=2000, repeats=7, sync=ctx.sync))
+    else:
+        for label, fn in peers.items():
+            try:
+                row[label] = measure(fn, lambda: ctx.event(label), ctx.sync)
+            except Exception as exc:
+                notes.append(f"{name}: {label}: {_error(exc)}")
+    row["error"] = max(errors) if errors else None
+    row["check"] = "WRONG" if wrong else "ok" if errors else "-"
+    notes.extend(f"{name}: WRONG: {w}" for w in wrong)
+    _ratios(row, spec)
+    row["peer calls"] = spec["desc"]
+
+
+def _ratios(row, spec):
+    """The ratios and the targets of the issue, from the row's times."""
+    ours, faster = row.get("accelmath"), _faster_peer(row)
+    targets = []
+    if isinstance(ours, float) and faster:
+        row["accelmath / faster peer"] = ours / faster
+    tuned, first = row.get("accelmath autotuned"), row.get("accelmath Matmul")
+    if isinstance(tuned, float) and isinstance(first, float):
+        row["autotune gain"] = first / tuned
+        row["accelmath autotuned / faster peer"] = tuned / faster if faster else None
+        met = tuned <= (1 + NOISE) * first
+        targets.append(f"autotuned <= heuristic: {'met' if met else 'missed'}")
+    plain = row.get(spec.get("plain"))
+    if isinstance(ours, float) and isinstance(plain, float):
+        row["epilogue / plain"] = ours / plain
+        targets.append(f"<= 1.05 plain: {'met' if ours <= 1.05 * plain else 'missed'}")
+    elif row["unit"] == "host us":
+        torch_us = row.get("torch")
+        if isinstance(first, float) and isinstance(torch_us, float):
+            targets.append(f"Matmul.execute <= torch: {'met' if first <= torch_us else 'missed'}")
+    elif isinstance(ours, float) and faster:
+        targets.append(f"<= 1.02 faster peer: {'met' if ours <= 1.02 * faster else 'missed'}")
+    row["target"] = "; ".join(targets) or None
+
+
+#: What ``accelmath bench`` compares (the result file's "summary"): the stateless product
+#: against torch and CuPy, the stateful ones against nvmath-python's and against them.
+SUMMARY = [{"accelmath": "accelmath", "peers": ["torch", "cupy"]},
+           {"accelmath": "accelmath autotuned", "peers": ["torch", "cupy"],
+            "label": "autotuned Matmul"},
+           {"accelmath": "accelmath Matmul", "peers": ["nvmath Matmul"],
+            "label": "Matmul, heuristic's choice"}]
+
+
+def add_summary(path):
+    """Add :data:`SUMMARY` to the result file ``path``."""
+    with open(path) as f:
+        data = json.load(f)
+    data["summary"] = SUMMARY
+    with open(path, "w") as f:
+        json.dump(data, f, indent=1)
+
+
+COLUMNS = ["case", "unit", "accelmath", "accelmath Matmul", "accelmath autotuned",
+           "accelmath Matmul.execute(out=)", "accelmath plain", "torch", "cupy",
+           "nvmath Matmul", "torch eager", "cupy eager", "accelmath / faster peer",
+           "accelmath autotuned / faster peer", "epilogue / plain", "autotune gain",
+           "autotune choice", "check", "error", "target", "peer calls"]
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", help="run only the cases whose name matches this regex")
+    parser.add_argument("--skip", help="skip the cases whose name matches this regex")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument("--keep-store", action="store_true",
+                        help="use the usual store (ACCELMATH_CACHE_DIR), not a fresh one: "
+                             "autotune choices of earlier runs then apply")
+    return parser.parse_args(argv)
+
+
+def _selected(name, args):
+    return ((not args.only or re.search(args.only, name))
+            and not (args.skip and re.search(args.skip, name)))
+
+
+ALG = Missing("accelmath.linalg is not imported")
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    cases = all_cases()
+    if args.list:
+        for name, _ in cases:
+            print(name, "" if _selected(name, args) else "(skipped)")
+        return 0
+    from accelmath._core import device
+
+    if not device.gpu_available():
+        print(f"matmul: needs a CUDA GPU ({device.gpu_unavailable_reason()}); "
+              "nothing to measure.")
+        return 0
+    if args.keep_store:
+        return measure_all(args, cases)
+    with tempfile.TemporaryDirectory(prefix="accelmath-bench-matmul-") as store:
+        os.environ["ACCELMATH_CACHE_DIR"] = store  # (read where a choice is looked up)
+        return measure_all(args, cases)
+
+
+def measure_all(args, cases):
+    """Run the selected ``cases``; write and print the table."""
+    global ALG
+    try:
+        ctx = Context()
+    except Exception as exc:
+        print(f"matmul: needs torch with CUDA (the operands and the oracle): {_error(exc)}")
+        return 0
+    notes = [f"{peer}: {why}" for peer, why in ctx.missing.items()]
+    try:
+        import accelmath.linalg as ALG
+
+        ALG.Matmul  # noqa: B018 (fails early where it is missing)
+    except Exception as exc:
+        notes.append(f"accelmath.linalg.Matmul: {_error(exc)}")
+        ALG = Missing(f"accelmath.linalg: {_error(exc)}")
+    env = environment()
+    started = time.perf_counter()
+    warm_up(ctx)
+    rows = [run_case(ctx, name, build, notes, started) for name, build in cases
+            if _selected(name, args)]
+    header = (
+        "Device time per call, ms (CUDA events around calls back to back, the median of "
+        "runs: 20 x 10 calls under 0.3 ms, 10 x 5 under 3 ms, 5 x 2 under 30 ms, else 3 x 1), "
+        "except the host-time row (us per call: the best of 7 loops of 2000 calls). "
+        "'accelmath' is the stateless matmul; 'accelmath Matmul' a stateful Matmul.execute() "
+        "on the heuristic's first choice, 'accelmath autotuned' the same after "
+        f"autotune(iterations={AUTOTUNE_ITERATIONS}) ('autotune gain': their ratio; the "
+        f"target 'autotuned <= heuristic' allows {NOISE:.0%} of timing noise; 'autotune "
+        "choice': the candidate kept, of the heuristic's, 0 its first); "
+        "'accelmath plain' the product without the epilogue ('epilogue / plain'). accelmath "
+        "and nvmath-python on torch tensors, CuPy on arrays viewing the same memory. The "
+        "ratios divide by the faster of torch and CuPy (for the epilogues, torch's fused "
+        "_addmm_activation: the eager columns are for reference). 'error': the largest "
+        "relative Frobenius error of the accelmath results against float64 (complex128) on "
+        f"the GPU; tolerances {TOLERANCE}. Data: N(0, 1). The store: "
+        + ("the usual one." if args.keep_store else "a fresh temporary folder."))
+    failures = "\n".join(f"- {n}" for n in notes)
+    print(write("matmul", env, rows, COLUMNS,
+                header + ("\n\nNotes and failures:\n" + failures if notes else "")))
+    add_summary(os.path.join(RESULTS, f"matmul-{slug(env['device'])}.json"))
+    print(f"matmul: {time.perf_counter() - started:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
