@@ -10,9 +10,9 @@ import importlib
 from accelmath import errors
 from accelmath._version import __version__
 
-__all__ = ["__version__", "errors", "fft", "linalg", "fusion"]
+__all__ = ["__version__", "errors", "fft", "linalg", "fusion", "subtraction"]
 
-_SUBMODULES = ("fft", "linalg", "fusion")
+_SUBMODULES = ("fft", "linalg", "fusion", "subtraction")
 
 
 def __getattr__(name):

@@ -1,0 +1,252 @@
+"""The Fourier side of the subtraction: the planes and their transforms, the correlation maps
+at the few lags the normal equations read, and the difference image.
+
+One :class:`Spectra` is made per image shape, configuration and array kind, and keeps its
+plans, matrices and buffers across pairs:
+
+- the planes ``X_ij = I x^i y^j`` and J, stacked, go through a real-to-complex plan
+  (``accelmath.fft.FFT``, batched over the planes where they are small) into their half
+  spectra;
+- a correlation map ``C_XY(l) = sum_r X(r) Y(r + l)`` is wanted at lags ``-2w..2w`` per axis
+  only: from the half spectrum ``S = conj(F X) F Y`` it is
+  ``Re(sum_u e^{2 pi i u l0 / N0} sum_v c_v S(u, v) e^{2 pi i v l1 / N1}) / (N0 N1)`` with
+  ``c_v = 1`` at v = 0 and at the Nyquist column, else 2: two products with small DFT
+  matrices instead of an inverse transform. The products run over blocks of rows, all maps
+  of a block at once, so the memory they take is bounded (``chunk_bytes``);
+- the maps against the polynomial background planes need no transform: with ``T_pq`` a
+  product of a row and a column polynomial, ``C_XT(s)`` is ``U_p X V_q^T`` with U, V the
+  polynomials shifted by s (two matrix products of the real planes);
+- the difference's spectrum is ``F J - sum_ij F(X_ij) Khat_ij``, with ``Khat_ij`` the DFT of
+  the term's (2w + 1)^2 kernel placed modulo the shape (small DFT matrices again), and one
+  complex-to-real plan gives the difference; the background polynomial is subtracted after.
+"""
+
+import numpy
+
+from accelmath import fft
+from accelmath.subtraction._model import coordinates
+
+__all__ = ["Spectra", "lag_matrices", "kernel_matrices", "shifted_polynomials", "CHUNK_BYTES",
+           "BATCH_BYTES"]
+
+# Bytes of the products of one block of rows (all maps of the block): bounds the memory the
+# correlation maps take beside the spectra.
+CHUNK_BYTES = 256 * 2**20
+# The planes go through one batched transform up to this many bytes, else one at a time:
+# a transform's work areas (and its trial runs when planned) grow with its batch.
+BATCH_BYTES = 512 * 2**20
+
+
+def _phase(n, k, sign):
+    """``exp(sign * 2 pi i k / n)`` for integer arrays k, the argument reduced modulo n first
+    (exact for any k)."""
+    return numpy.exp(sign * 2j * numpy.pi * (numpy.mod(k, n) / n))
+
+
+def lag_matrices(shape, lags):
+    """The two DFT matrices that sample a correlation map at ``lags`` from the half
+    spectrum of its product: ``E1T`` (N0, nl) and ``E2`` (N1 // 2 + 1, nl), the latter
+    carrying the half-spectrum weights and the 1 / (N0 N1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.subtraction._spectra import lag_matrices
+    >>> rng = np.random.default_rng(0)
+    >>> x, y = rng.standard_normal((2, 8, 6))
+    >>> s = np.conj(np.fft.rfft2(x)) * np.fft.rfft2(y)
+    >>> e1t, e2 = lag_matrices((8, 6), np.arange(-2, 3))
+    >>> maps = (e1t.T @ s @ e2).real
+    >>> direct = sum(x[r, c] * y[(r + 1) % 8, (c - 2) % 6] for r in range(8) for c in range(6))
+    >>> bool(np.isclose(maps[3, 0], direct))
+    True
+    """
+    n0, n1 = shape
+    m = n1 // 2 + 1
+    weights = numpy.full(m, 2.0)
+    weights[0] = 1.0
+    if n1 % 2 == 0:
+        weights[-1] = 1.0
+    e1t = _phase(n0, numpy.arange(n0)[:, None] * lags[None, :], 1)
+    e2 = _phase(n1, numpy.arange(m)[:, None] * lags[None, :], 1) * (weights[:, None] / (n0 * n1))
+    return e1t, e2
+
+
+def kernel_matrices(shape, half_width):
+    """The DFT matrices of a (2w + 1)^2 kernel placed modulo ``shape``: ``W0`` (N0, 2w + 1)
+    and ``W1T`` (2w + 1, N1 // 2 + 1), so that the half spectrum of kernel k is
+    ``W0 @ k @ W1T``."""
+    n0, n1 = shape
+    offsets = numpy.arange(-half_width, half_width + 1)
+    w0 = _phase(n0, numpy.arange(n0)[:, None] * offsets[None, :], -1)
+    w1t = _phase(n1, offsets[:, None] * numpy.arange(n1 // 2 + 1)[None, :], -1)
+    return w0, w1t
+
+
+def shifted_polynomials(n, order, half_width):
+    """``((order + 1) * (2w + 1), n)``: row ``p * (2w + 1) + s + w`` holds ``x^p`` moved by
+    s, ``x[(r + s) mod n] ** p``, x the scaled coordinate of an axis of length n."""
+    x = coordinates((n,))[0]
+    shifts = numpy.arange(-half_width, half_width + 1)
+    index = numpy.mod(numpy.arange(n)[None, :] + shifts[:, None], n)
+    moved = x[index]
+    return numpy.concatenate([moved ** p for p in range(order + 1)])
+
+
+class Spectra:
+    """Plans, matrices and buffers for one shape, configuration and array kind.
+
+    Parameters
+    ----------
+    configuration : Configuration
+    rules : LagRules
+    kind : ArrayKind
+    chunk_bytes : int
+        Bytes of the products of one block of rows.
+    workers : int, optional
+        CPU threads of the host transforms.
+    """
+
+    def __init__(self, configuration, rules, kind, chunk_bytes=CHUNK_BYTES, workers=None):
+        self.configuration, self.kind = configuration, kind
+        n0, n1 = configuration.shape
+        w = configuration.half_width
+        m = n1 // 2 + 1
+        self.kernel_terms = configuration.kernel_terms
+        fij = len(self.kernel_terms)
+        self.fij = fij
+        self.maps = len(rules.pairs[0]) + fij  # kernel-plane pairs, then each plane with J
+        planes = fij + 1
+        self.batch = planes if planes * n0 * n1 * 8 <= BATCH_BYTES else 1
+        with kind.active():
+            # the plans first, on small templates: their trial runs (when the store holds no
+            # choice yet) take memory that the buffers take afterwards
+            self._forward = fft.FFT(kind.empty((self.batch, n0, n1), "float64"), axes=(1, 2),
+                                    workers=workers)
+            self._inverse = fft.FFT(kind.empty((n0, m), "complex128"), axes=(0, 1),
+                                    kind="c2r", last_axis_size=n1, workers=workers)
+            self.stack = kind.empty((planes, n0, n1), "float64")
+            self.spectra = kind.empty((planes, n0, m), "complex128")
+            self.rows = max(1, min(n0, chunk_bytes // (self.maps * m * 16)))
+            self._products = kind.empty((self.maps * self.rows * m,), "complex128")
+            self._conjugates = kind.empty((fij * self.rows * m,), "complex128")
+            self._spectrum = kind.empty((n0, m), "complex128")
+            e1t, e2 = lag_matrices(configuration.shape, rules.lags)
+            self._e1t, self._e2 = kind.asarray(e1t), kind.asarray(e2)
+            w0, w1t = kernel_matrices(configuration.shape, w)
+            self._w0, self._w1t = kind.asarray(w0), kind.asarray(w1t)
+            x, y = coordinates(configuration.shape)
+            self._x, self._y = kind.asarray(x[:, None]), kind.asarray(y[None, :])
+            order = configuration.background_order
+            self._u = kind.asarray(shifted_polynomials(n0, order, w))
+            self._vt = kind.asarray(shifted_polynomials(n1, order, w).T.copy())
+            self._xp = kind.asarray(numpy.stack([x ** p for p in range(order + 1)], axis=1))
+            y_powers = numpy.stack([y ** q for q in range(order + 1)])
+            self._y_powers = y_powers
+
+    # --- the planes and their transforms ---------------------------------------------------
+
+    def fill(self, convolved, other, mask):
+        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given)."""
+        kind, stack = self.kind, self.stack
+        fij = self.fij
+        if mask is None:
+            stack[0] = convolved
+            stack[fij] = other
+        else:
+            kind.multiply(convolved, mask, out=stack[0])
+            kind.multiply(other, mask, out=stack[fij])
+        index = {(0, 0): 0}
+        for k, (i, j) in enumerate(self.kernel_terms[1:], start=1):
+            # each term from a lower one: one pass over the image
+            parent, factor = ((i, j - 1), self._y) if j else ((i - 1, j), self._x)
+            kind.multiply(stack[index[parent]], factor, out=stack[k])
+            index[(i, j)] = k
+
+    def transform(self):
+        """The half spectra of the stack."""
+        batch = self.batch
+        for k in range(0, self.stack.shape[0], batch):
+            self._forward.forward(self.stack[k:k + batch], out=self.spectra[k:k + batch])
+
+    # --- the solve pass --------------------------------------------------------------------
+
+    def correlations(self):
+        """``(maps, nl, nl)`` real: the correlation maps at lags -2w..2w per axis, the
+        kernel-plane pairs first (in the order of ``LagRules.pairs``), then each kernel
+        plane with J."""
+        kind, spectra = self.kind, self.spectra
+        n0, m = spectra.shape[1:]
+        fij, count, nl = self.fij, self.maps, self._e2.shape[1]
+        total = None
+        for start in range(0, n0, self.rows):
+            stop = min(n0, start + self.rows)
+            rows = stop - start
+            products = self._products[:count * rows * m].reshape(count, rows, m)
+            conjugates = self._conjugates[:fij * rows * m].reshape(fij, rows, m)
+            kind.conj(spectra[:fij, start:stop], out=conjugates)
+            offset = 0
+            for i in range(fij):  # the pairs (i, j >= i), one block per i
+                kind.multiply(conjugates[i], spectra[i:fij, start:stop],
+                              out=products[offset:offset + fij - i])
+                offset += fij - i
+            kind.multiply(conjugates, spectra[fij, start:stop], out=products[offset:])
+            columns = kind.matmul(products.reshape(count * rows, m), self._e2)
+            # (one matrix product over every map: batched products broadcast slowly on CPUs)
+            columns = columns.reshape(count, rows, nl).swapaxes(1, 2).reshape(count * nl, rows)
+            part = kind.matmul(columns, self._e1t[start:stop])
+            total = part if total is None else total + part
+        # (entries [k, l1, l0] so far)
+        return total.reshape(count, nl, nl).swapaxes(1, 2).real
+
+    def polynomial_correlations(self):
+        """``(Fij + 1, (DB + 1)(2w + 1), (DB + 1)(2w + 1))``: each plane of the stack
+        correlated with the background polynomials ``x^p y^q``, at shifts -w..w per axis
+        (entry ``[k, p (2w + 1) + s0 + w, q (2w + 1) + s1 + w]``)."""
+        kind, stack = self.kind, self.stack
+        planes, n0, n1 = stack.shape
+        columns = kind.matmul(stack.reshape(planes * n0, n1), self._vt)
+        m = columns.shape[1]
+        columns = columns.reshape(planes, n0, m).swapaxes(0, 1).reshape(n0, planes * m)
+        return kind.matmul(self._u, columns).reshape(m, planes, m).swapaxes(0, 1)
+
+    def free(self):
+        """Release the plans (idempotent)."""
+        self._forward.free()
+        self._inverse.free()
+
+    # --- the subtract pass -----------------------------------------------------------------
+
+    def difference(self, kernels, background, flip):
+        """The difference image ``J - sum_ij X_ij (*) k_ij - background`` (negated where
+        ``flip``), from the spectra of the unmasked planes.
+
+        ``kernels`` is the (2w + 1, Fij (2w + 1)) complex array of the terms' kernels (the
+        delta basis collapsed) side by side, ``kernels[:, ij (2w + 1) + b] = k_ij[:, b]``;
+        ``background`` the (DB + 1, DB + 1) NumPy array of the
+        background coefficients d[p, q] (zero where p + q > DB).
+        """
+        kind, spectra, fd = self.kind, self.spectra, self._spectrum
+        n0, m = fd.shape
+        fij = self.fij
+        for start in range(0, n0, self.rows):
+            stop = min(n0, start + self.rows)
+            rows = stop - start
+            khat = self._products[:fij * rows * m].reshape(fij, rows, m)
+            left = kind.matmul(self._w0[start:stop], kernels)  # (rows, Fij (2w + 1))
+            left = left.reshape(rows, fij, -1).swapaxes(0, 1).reshape(fij * rows, -1)
+            kind.matmul(left, self._w1t, out=khat.reshape(fij * rows, m))
+            kind.multiply(spectra[:fij, start:stop], khat, out=khat)
+            kind.sum_first(khat, out=fd[start:stop])
+            if flip:
+                kind.subtract(fd[start:stop], spectra[fij, start:stop], out=fd[start:stop])
+            else:
+                kind.subtract(spectra[fij, start:stop], fd[start:stop], out=fd[start:stop])
+        image = self._inverse.inverse(fd)
+        columns = kind.asarray(numpy.asarray(background) @ self._y_powers)
+        plane = kind.matmul(self._xp, columns)
+        if flip:
+            image += plane
+        else:
+            image -= plane
+        return image
