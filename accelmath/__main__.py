@@ -7,6 +7,12 @@ says so plainly, on a machine without a GPU or without the CUDA wheels.
 ``accelmath cache`` (or ``accelmath cache info``) says where the store is and what it holds;
 ``accelmath cache clear`` empties it.
 
+``accelmath demo`` subtracts a synthetic star-field pair (image subtraction, the SFFT method) on
+the GPU or the CPU, checks the result, prints per-stage timings and writes a figure.
+
+``accelmath bench`` runs a clone's benchmarks that this machine can run, plots their results
+and prints the summary table.
+
 Examples
 --------
 .. code-block:: console
@@ -14,6 +20,8 @@ Examples
    $ accelmath info
    $ python -m accelmath info
    $ accelmath cache clear
+   $ accelmath demo --size 1024 --device cpu
+   $ accelmath bench --list
 """
 
 import argparse
@@ -220,6 +228,85 @@ def _cache_clear(args):
     return 0
 
 
+def _demo(args):
+    from accelmath.errors import AccelmathError
+    from accelmath.subtraction._demo import run_demo
+
+    try:
+        report = run_demo(size=args.size, device=args.device, output=args.output,
+                          seed=args.seed)
+    except (AccelmathError, OSError) as exc:
+        print(f"accelmath demo: {exc}", file=sys.stderr)
+        return 1
+    return 1 if report.failures else 0
+
+
+def _bench(args):
+    from accelmath._benchmarks import bench
+
+    return bench(folder=args.benchmarks, only=_names(args.only), skip=_names(args.skip),
+                 list_only=args.list, run_scripts=not args.no_run)
+
+
+def _names(values):
+    """Benchmark names from repeated, comma-separated options."""
+    return tuple(name for value in values or () for name in value.split(",") if name)
+
+
+def _positive(text):
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+    return value
+
+
+def _add_demo(commands):
+    demo = commands.add_parser(
+        "demo", help="subtract a synthetic star-field pair, check it and draw it",
+        description="Image subtraction (the SFFT method, PHROSTY's configuration: kernel "
+                    "half-width 9, kernel order 2, background order 0, constant photometric "
+                    "ratio, float64) of a synthetic star-field pair with an injected transient. "
+                    "Prints the injected and recovered photometric ratio, the residual noise "
+                    "against the expected, the transient's detection, per-stage timings and "
+                    "the wall time, and writes accelmath-demo.png (reference, science, "
+                    "difference, zoom on the transient). Exits with status 1 when a check "
+                    "fails (the recovered ratio, the residual noise, the transient found; the "
+                    "report's last line says which) or the device cannot run.")
+    demo.add_argument("--size", type=_positive, metavar="N",
+                      help="image side in pixels (default: 4088 on a GPU, 1024 on the CPU)")
+    demo.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                      help="where to run: cuda (CuPy, else torch with CUDA), cpu (NumPy), or "
+                           "auto, the GPU where one is usable, else the CPU (default: auto)")
+    demo.add_argument("--output", default=".", metavar="DIR",
+                      help="folder to write accelmath-demo.png into (default: the working "
+                           "directory)")
+    demo.add_argument("--seed", type=int, metavar="SEED",
+                      help="random seed of the synthetic pair (default: a fresh one)")
+    demo.set_defaults(run=_demo)
+
+
+def _add_bench(commands):
+    bench = commands.add_parser(
+        "bench", help="run the benchmarks this machine can run, plot them, print the summary",
+        description="Run the benchmarks of a clone's benchmarks/ folder that this machine can "
+                    "run (CPU-only machines run the CPU ones), each in its own process; they "
+                    "write benchmarks/results/<name>-<device>.json and .md. Then draw a PNG "
+                    "plot beside each result file (needs matplotlib: pip install \".[bench]\") "
+                    "and print the summary table: per case, accelmath beside the best peer.")
+    bench.add_argument("--benchmarks", metavar="DIR",
+                       help="the benchmarks folder (default: benchmarks/ beside the package "
+                            "source, in a clone)")
+    bench.add_argument("--only", action="append", metavar="NAMES",
+                       help="run only these benchmarks (comma-separated; repeatable)")
+    bench.add_argument("--skip", action="append", metavar="NAMES",
+                       help="do not run these benchmarks (comma-separated; repeatable)")
+    bench.add_argument("--list", action="store_true",
+                       help="list the benchmarks and whether they run here, and stop")
+    bench.add_argument("--no-run", action="store_true",
+                       help="run nothing: plot and summarize the result files already there")
+    bench.set_defaults(run=_bench)
+
+
 def _parser():
     from accelmath import __version__
 
@@ -247,6 +334,8 @@ def _parser():
                        description="Remove every entry of the store: compiled kernels are "
                                    "compiled again, autotune choices timed again."
                        ).set_defaults(run=_cache_clear)
+    _add_demo(commands)
+    _add_bench(commands)
     return parser
 
 

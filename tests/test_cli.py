@@ -1,5 +1,6 @@
 """`accelmath info` reports the installation, and exits 0 with or without a GPU or CUDA wheels;
-`accelmath cache` shows and clears the on-disk store."""
+`accelmath cache` shows and clears the on-disk store; `accelmath demo` and `accelmath bench`
+explain their options, and the bench runner runs, plots and summarizes a benchmarks folder."""
 
 import os
 import subprocess
@@ -218,3 +219,281 @@ def test_library_versions_read_as_major_minor_patch(name, version, text):
     from accelmath.__main__ import _format_version
 
     assert _format_version(name, version) == text
+
+
+# accelmath demo and accelmath bench: the options, and the runner on a benchmarks folder of
+# the test's own (tiny scripts that write result files), so nothing real is measured.
+
+def test_demo_help_explains_the_options():
+    result = _run("demo", "--help")
+    assert result.returncode == 0, result.stderr
+    for option in ("--size", "--device", "--output", "--seed", "auto", "cuda", "4088", "1024",
+                   "accelmath-demo.png"):
+        assert option in result.stdout
+
+
+def test_demo_refuses_a_bad_option_value():
+    for args in (["--size", "0"], ["--size", "x"], ["--device", "tpu"]):
+        result = _run("demo", *args)
+        assert result.returncode == 2 and "usage: accelmath demo" in result.stderr
+
+
+def test_demo_on_cuda_without_a_gpu_is_one_clear_line(tmp_path):
+    from accelmath._core.device import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    result = _run("demo", "--device", "cuda", "--output", str(tmp_path))
+    assert result.returncode == 1
+    assert result.stderr.startswith("accelmath demo: --device cuda cannot run here: no usable GPU")
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.iterdir())
+
+
+def test_bench_help_explains_the_options():
+    result = _run("bench", "--help")
+    assert result.returncode == 0, result.stderr
+    for option in ("--benchmarks", "--only", "--skip", "--list", "--no-run", "matplotlib"):
+        assert option in result.stdout
+
+
+def test_bench_lists_the_clones_benchmarks():
+    result = _run("bench", "--list")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(f"Benchmarks in {REPO / 'benchmarks'}")
+    cpu = next(line for line in lines if line.split()[0] == "cpu")
+    assert "CPU or GPU" in cpu and "runs here" in cpu
+    fft = next(line for line in lines if line.split()[0] == "fft")
+    assert "needs a GPU" in fft
+
+
+# A benchmark script that writes one result file of random numbers, given in its source.
+_TOY = """NEEDS_GPU = False
+import json, os
+rows = {rows!r}
+os.makedirs("results", exist_ok=True)
+env = {{"device": "Test Machine 9", "date": "2026-01-02", "versions": {{"accelmath": "0.0.1"}}}}
+with open(os.path.join("results", "toy-test-machine-9.json"), "w") as f:
+    json.dump({{"environment": env, "rows": rows}}, f)
+print("toy ran")
+"""
+
+
+@pytest.fixture
+def bench_dir(tmp_path):
+    """A benchmarks folder: toy.py (CPU, writes a result), broken.py (CPU, exits 3) and
+    gpuonly.py (declares nothing: needs a GPU); returns (folder, toy's rows)."""
+    import random
+
+    rows = [{"case": f"case {i}", "accelmath fast": random.uniform(1, 9),
+             "torch": random.uniform(1, 9), "numpy": random.uniform(1, 9),
+             "raw floor": 0.5, "accelmath fast / torch": 1.0} for i in range(3)]
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    (folder / "toy.py").write_text(_TOY.format(rows=rows))
+    (folder / "broken.py").write_text("NEEDS_GPU = False\nimport sys\nsys.exit(3)\n")
+    (folder / "gpuonly.py").write_text("raise SystemExit('not here')\n")
+    (folder / "_helper.py").write_text("")
+    return folder, rows
+
+
+def _cell(value):
+    return f"{value:.3g}" if value < 100 else f"{value:.0f}"
+
+
+def _png_size(path):
+    import struct
+
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_bench_runs_plots_and_summarizes(bench_dir):
+    folder, rows = bench_dir
+    result = _run("bench", "--benchmarks", str(folder), "--only", "toy")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "== toy.py: running" in out and "toy ran" in out and "== toy.py: done in " in out
+    assert "broken" not in out
+    png = folder / "results" / "toy-test-machine-9.png"
+    assert f"plot: {png}" in out
+    width, height = _png_size(png)
+    assert width > 100 and height > 100
+    assert "| benchmark | case | unit | accelmath | best peer | accelmath / best peer |" in out
+    for row in rows:
+        peer = min(("torch", "numpy"), key=lambda name: row[name])
+        ratio = row["accelmath fast"] / row[peer]
+        line = (f"| toy (Test Machine 9) | {row['case']} | - | {_cell(row['accelmath fast'])} "
+                f"(fast) | {_cell(row[peer])} ({peer}) | {_cell(ratio)} |")
+        assert line in out
+    assert "toy-test-machine-9.json: Test Machine 9, 2026-01-02, accelmath 0.0.1" in out
+
+
+def test_bench_reports_a_failing_benchmark(bench_dir):
+    folder, _ = bench_dir
+    result = _run("bench", "--benchmarks", str(folder), "--skip", "toy,gpuonly")
+    assert result.returncode == 1
+    assert "== broken.py: failed (exit status 3)" in result.stdout
+    assert "no result files to summarize" in result.stdout
+
+
+def test_bench_lists_a_folder(bench_dir):
+    from accelmath._core.device import gpu_available
+
+    folder, _ = bench_dir
+    result = _run("bench", "--list", "--benchmarks", str(folder), "--skip", "broken")
+    assert result.returncode == 0, result.stderr
+    lines = {line.split()[0]: line for line in result.stdout.splitlines()[1:]}
+    assert sorted(lines) == ["broken", "gpuonly", "toy"]
+    assert "CPU or GPU" in lines["toy"] and "runs here" in lines["toy"]
+    assert "not selected" in lines["broken"]
+    assert "needs a GPU" in lines["gpuonly"]
+    assert ("runs here" if gpu_available() else "skipped here: no GPU") in lines["gpuonly"]
+    assert not (folder / "results").exists()  # listing runs nothing
+
+
+def test_bench_skips_what_needs_a_gpu_without_one(bench_dir):
+    from accelmath._core.device import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    folder, _ = bench_dir
+    result = _run("bench", "--benchmarks", str(folder), "--only", "gpuonly")
+    assert result.returncode == 0, result.stderr
+    assert "skipped, needing a GPU: gpuonly.py (no usable GPU" in result.stdout
+    assert "== gpuonly.py: running" not in result.stdout
+
+
+def test_bench_with_an_unknown_name(bench_dir, capsys):
+    folder, _ = bench_dir
+    assert main(["bench", "--benchmarks", str(folder), "--only", "toy,nothing"]) == 2
+    assert "no benchmark named 'nothing'" in capsys.readouterr().out
+
+
+def test_bench_without_a_benchmarks_folder(tmp_path, monkeypatch, capsys):
+    from accelmath import _benchmarks
+
+    assert main(["bench", "--benchmarks", str(tmp_path / "none")]) == 2
+    assert f"no benchmarks folder {tmp_path / 'none'}" in capsys.readouterr().out
+    # an installed copy: no benchmarks/ beside the package
+    monkeypatch.setattr(_benchmarks, "__file__", str(tmp_path / "site" / "accelmath" / "x.py"))
+    assert main(["bench"]) == 2
+    assert "an installed copy" in capsys.readouterr().out
+
+
+def test_bench_without_matplotlib_still_summarizes(bench_dir, monkeypatch, capsys):
+    folder, rows = bench_dir
+    assert _run("bench", "--benchmarks", str(folder), "--only", "toy").returncode == 0
+    (folder / "results" / "toy-test-machine-9.png").unlink()
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert main(["bench", "--benchmarks", str(folder), "--only", "toy", "--no-run"]) == 0
+    out = capsys.readouterr().out
+    assert 'matplotlib is not installed (pip install ".[bench]"): no plots' in out
+    assert f"| toy (Test Machine 9) | {rows[0]['case']} |" in out
+    assert not (folder / "results" / "toy-test-machine-9.png").exists()
+
+
+def test_bench_copes_with_every_result_file_of_the_clone(tmp_path):
+    import json
+    import shutil
+
+    from accelmath._benchmarks import BENCHMARKS
+
+    folder = tmp_path / "benchmarks"
+    shutil.copytree(REPO / "benchmarks", folder,
+                    ignore=shutil.ignore_patterns("*.png", "__pycache__"))
+    files = sorted((folder / "results").glob("*.json"))
+    result = _run("bench", "--benchmarks", str(folder), "--no-run")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for path in files:  # each one drawn (none is without a number)
+        assert path.with_suffix(".png").exists(), path.name
+        assert f"  {path.name}: " in result.stdout
+    # a row of the table, against the numbers in its file
+    for path in files:
+        data = json.loads(path.read_text())
+        if not path.name.startswith("fft-large-"):
+            continue
+        comparison, = BENCHMARKS["fft"].results["fft-large"]
+        row = data["rows"][0]
+        peers = [p for p in comparison.peers if p in row]
+        best = min(peers, key=lambda p: row[p])
+        ratio = row["accelmath stateless"] / row[best]
+        assert (f"| fft-large ({data['environment']['device']}) | {row['case']} | device ms | "
+                f"{_cell(row['accelmath stateless'])} (stateless) | {_cell(row[best])} ({best}) | "
+                f"{_cell(ratio)} |") in result.stdout
+
+
+def _result(name, rows, summary=()):
+    from accelmath._benchmarks import Result
+
+    return Result(name, "Test GPU", {"date": "2026-01-02"}, rows, list(summary),
+                  Path(f"/nonexistent/{name}-test-gpu.json"))
+
+
+def test_the_summary_of_rows_per_contender():
+    # image-subtraction's shape: a row per (size, code), several metrics per row
+    import random
+
+    from accelmath._benchmarks import summary_rows
+
+    rows = []
+    for size in (1024, 4088):
+        for code in ("accelmath", "published"):
+            rows.append({"size": size, "code": code, "warm ms": random.uniform(1, 300),
+                         "first call s (empty store)": random.uniform(0.1, 20),
+                         "pool peak GB": random.uniform(1, 30), "ratio": 1.3})
+            if code == "published":
+                rows[-1]["warm core ms"] = random.uniform(1, 300)
+    del rows[2]["pool peak GB"]  # a number missing: its case is left out
+    found = {(row.case, row.unit): row for row in summary_rows(_result("image-subtraction", rows))}
+    assert len(found) == 5
+    for size, ours, theirs in ((1024, rows[0], rows[1]), (4088, rows[2], rows[3])):
+        row = found[(f"size {size}, warm", "ms")]
+        best = min(theirs["warm ms"], theirs["warm core ms"])
+        way = "warm ms" if best == theirs["warm ms"] else "warm core ms"
+        assert (row.accelmath, row.peer, row.peer_name) == (ours["warm ms"], best,
+                                                             f"published {way}")
+        assert row.ratio == pytest.approx(ours["warm ms"] / best)
+        row = found[(f"size {size}, first call, empty store", "s")]
+        assert row.ratio == pytest.approx(ours["first call s (empty store)"]
+                                          / theirs["first call s (empty store)"])
+    assert found[("size 1024, GPU memory pool peak", "GB")].ratio == pytest.approx(
+        rows[0]["pool peak GB"] / rows[1]["pool peak GB"])
+
+
+def test_the_summary_by_shared_metric_and_by_declaration():
+    from accelmath._benchmarks import summary_rows
+
+    rows = [{"case": "4088^2", "accelmath warm ms": 30.0, "sfft warm ms": 289.0,
+             "torch warm ms": 120.0, "accelmath peak GB": 3.5, "sfft peak GB": 25.7,
+             "speed-up": 9.6, "accelmath warm ms / sfft": 0.1}]
+    found = summary_rows(_result("new-benchmark", rows))
+    assert [(r.case, r.unit, r.accelmath, r.peer, r.peer_name) for r in found] == [
+        ("4088^2, warm", "ms", 30.0, 120.0, "torch warm ms"),
+        ("4088^2, peak", "GB", 3.5, 25.7, "sfft peak GB")]
+    declared = [{"accelmath": "accelmath peak GB", "peers": ["sfft peak GB"], "unit": "GB",
+                 "label": "memory"}]
+    row, = summary_rows(_result("new-benchmark", rows, declared))
+    assert (row.case, row.unit, row.ratio) == ("4088^2, memory", "GB", 3.5 / 25.7)
+
+
+def test_result_files_belong_to_their_scripts(tmp_path):
+    from accelmath._benchmarks import _owner, discover, read_result
+
+    for name in ("fft", "image_subtraction", "image_subtraction_many", "solvers", "toy_thing"):
+        (tmp_path / f"{name}.py").write_text("")
+    scripts = discover(tmp_path)
+    owners = {name: _owner(name, scripts) for name in (
+        "fft-large", "image-subtraction", "image_subtraction_many", "solvers-crossover",
+        "toy_thing", "toy-thing-extra", "unknown")}
+    assert owners == {"fft-large": "fft", "image-subtraction": "image_subtraction",
+                      "image_subtraction_many": "image_subtraction_many",
+                      "solvers-crossover": "solvers", "toy_thing": "toy_thing",
+                      "toy-thing-extra": "toy_thing", "unknown": None}
+    path = tmp_path / "fft-large-nvidia-h100-80gb-hbm3.json"
+    path.write_text('{"environment": {"device": "NVIDIA H100 80GB HBM3"}, "rows": []}')
+    assert read_result(path).name == "fft-large"
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    assert read_result(tmp_path / "bad.json") is None

@@ -1,0 +1,456 @@
+"""``accelmath demo``: a synthetic star-field pair subtracted end to end, checked, and drawn.
+
+The demo makes a reference and a science image of one star field (the science image blurred
+more, brighter by the photometric ratio, with a transient added), subtracts them with PHROSTY's
+configuration (kernel half-width 9, kernel polynomial order 2, background order 0, constant
+photometric ratio, float64), and reports what a user checks:
+
+- the photometric ratio, injected and recovered;
+- the residual noise against the expected: the standard deviation of the difference over the
+  pixels farther than ``2 * half_width`` from the edge and farther than ``8 * sigma_science``
+  from the transient, against ``sqrt(s_sci^2 + s_ref^2 * sum(K^2))``, where ``s_sci`` and
+  ``s_ref`` are the root mean squares of the images' per-pixel noise sigmas over those pixels
+  and ``sum(K^2)`` is the sum of the squared kernel pixels, averaged over a grid of positions
+  (the reference's noise, convolved with the kernel, adds ``s_ref^2 * sum(K^2)``);
+- the transient's detection: the difference is smoothed with the science image's Gaussian
+  point-spread function (a matched filter); its S/N is the smoothed value at the injected
+  position over the robust standard deviation (1.4826 times the median absolute deviation) of
+  the smoothed difference over the same pixels, and it is found when the brightest pixel of the
+  smoothed difference, away from the edge, lies within ``2 * sigma_science`` of it;
+- per-stage timings of a warm subtraction, the first call's time (plans made, code compiled or
+  loaded) and the total wall time;
+
+and writes a figure ``accelmath-demo.png``: reference, science, difference and a zoom on the
+transient in the difference, side by side.
+"""
+
+import math
+import os
+import sys
+import time
+from typing import NamedTuple
+
+import numpy as np
+
+from accelmath.errors import InvalidArgumentError, NoDeviceError
+
+__all__ = ["CONFIGURATION", "CPU_SIZE", "DEVICES", "DemoReport", "FIGURE", "GPU_SIZE",
+           "NOISE_TOLERANCE", "RATIO_TOLERANCE", "resolve_device", "run_demo"]
+
+#: What ``--device`` accepts.
+DEVICES = ("auto", "cpu", "cuda")
+#: The default image side on a GPU (the Roman Space Telescope's detector) and on the CPU (a
+#: size that runs in a few seconds on two cores).
+GPU_SIZE = 4088
+CPU_SIZE = 1024
+#: The figure's file name, written into the output folder.
+FIGURE = "accelmath-demo.png"
+#: PHROSTY's configuration of the subtraction.
+CONFIGURATION = {"half_width": 9, "kernel_order": 2, "background_order": 0,
+                 "constant_ratio": True}
+#: The checks the demo's result must pass: the recovered ratio within this relative error of
+#: the injected, the residual noise within this relative difference of the expected.
+RATIO_TOLERANCE = 1e-2
+NOISE_TOLERANCE = 0.1
+PANEL = 512  # the figure's panel side, in pixels, at most
+ZOOM = 48  # the zoom's side, in image pixels
+
+
+class DemoReport(NamedTuple):
+    """What the demo measured (the numbers it prints)."""
+
+    device: str
+    size: int
+    ratio_injected: float
+    ratio_recovered: float
+    noise_measured: float
+    noise_expected: float
+    transient_snr: float
+    transient_found: bool
+    timings: dict
+    first_call_s: float
+    warm_s: float
+    total_s: float
+    figure: str
+
+    @property
+    def failures(self):
+        """The checks the result failed, in words (empty when it passed them all)."""
+        failed = []
+        if not abs(self.ratio_recovered / self.ratio_injected - 1) <= RATIO_TOLERANCE:
+            failed.append(f"the recovered ratio is off by more than {RATIO_TOLERANCE:.0%}")
+        if not abs(self.noise_measured / self.noise_expected - 1) <= NOISE_TOLERANCE:
+            failed.append(f"the residual noise is off the expected by more than "
+                          f"{NOISE_TOLERANCE:.0%}")
+        if not self.transient_found:
+            failed.append("the transient is not the brightest peak of the difference")
+        return failed
+
+
+class _Device(NamedTuple):
+    name: str  # "cpu" or "cuda"
+    like: object  # the array module the pair is made with
+    label: str  # what the report says
+
+
+def _gpu_problem():
+    """Why the GPU path cannot run here, as a phrase, or None when it can."""
+    from accelmath._core import device
+
+    if not device.gpu_available():
+        return f"no usable GPU ({device.gpu_unavailable_reason()})"
+    cufft = device.library_info()["cufft"]
+    if cufft["path"] is None:
+        return f"cuFFT is not installed ({cufft['error']}); pip install \".[cu12]\""
+    return None
+
+
+def _gpu_module():
+    """CuPy if it imports, else torch with CUDA; ``(module, label)``, or None."""
+    try:
+        import cupy
+
+        return cupy, f"CuPy {cupy.__version__}"
+    except ImportError:
+        pass
+    try:
+        import torch
+    except ImportError:
+        return None
+    if torch.cuda.is_available():
+        return torch, f"torch {torch.__version__}"
+    return None
+
+
+def resolve_device(device="auto"):
+    """The device the demo runs on: ``(name, array module, label)``.
+
+    Parameters
+    ----------
+    device : {"auto", "cpu", "cuda"}
+        ``"cuda"``: a GPU through CuPy, else torch with CUDA (an error if neither, or no usable
+        GPU, or no cuFFT); ``"cpu"``: NumPy; ``"auto"``: the GPU where ``"cuda"`` would work,
+        else the CPU.
+
+    Returns
+    -------
+    tuple
+        ``(name, like, label)``: ``"cuda"`` or ``"cpu"``, the module the arrays are made with,
+        and a description for the report.
+
+    Raises
+    ------
+    NoDeviceError
+        ``device="cuda"`` on a machine where the GPU path cannot run; the message says why.
+
+    Examples
+    --------
+    >>> from accelmath.subtraction._demo import resolve_device
+    >>> name, like, label = resolve_device("cpu")
+    >>> name, like.__name__
+    ('cpu', 'numpy')
+    """
+    if device not in DEVICES:
+        raise InvalidArgumentError(
+            f"device={device!r} is not one of {', '.join(repr(d) for d in DEVICES)}")
+    if device != "cpu":
+        problem = _gpu_problem()
+        module = None if problem else _gpu_module()
+        if module is None and problem is None:
+            problem = "neither CuPy nor torch with CUDA is installed"
+        if module is not None:
+            from accelmath._core import device as core_device
+
+            gpu = core_device.devices()[0]["name"]
+            return _Device("cuda", module[0], f"cuda: {gpu}, {module[1]} arrays")
+        if device == "cuda":
+            raise NoDeviceError(f"--device cuda cannot run here: {problem}")
+    cpu = f"cpu: NumPy {np.__version__} arrays, {os.cpu_count()} cores"
+    if device == "auto":
+        cpu += f" (the GPU path cannot run here: {problem})"
+    return _Device("cpu", np, cpu)
+
+
+class _Progress:
+    """One line per stage on a stream; on a terminal each line overwrites the one before."""
+
+    def __init__(self, stream, stages):
+        self.stream = stream
+        self.stages = stages
+        self.index = 0
+        self.terminal = bool(getattr(stream, "isatty", lambda: False)())
+        self.width = 0
+
+    def _show(self, text, end):
+        if self.terminal:
+            self.stream.write("\r" + text.ljust(self.width) + end)
+            self.width = 0 if end else len(text)
+        else:
+            self.stream.write(text + "\n" if end else "")
+        self.stream.flush()
+
+    def start(self, what):
+        self.index += 1
+        self._show(f"[{self.index}/{self.stages}] {what} ...", "")
+        self.what = what
+        self.started = time.perf_counter()
+
+    def done(self):
+        seconds = time.perf_counter() - self.started
+        last = self.index == self.stages
+        self._show(f"[{self.index}/{self.stages}] {self.what}: {seconds:.2f} s",
+                   "\n" if last or not self.terminal else "")
+        return seconds
+
+
+def _to_numpy(array):
+    """A host NumPy copy of a NumPy, CuPy or torch array (a scalar stays a float)."""
+    if np.isscalar(array):
+        return float(array)
+    if hasattr(array, "get") and not isinstance(array, np.ndarray):  # CuPy
+        return array.get()
+    if hasattr(array, "detach"):  # torch
+        return array.detach().cpu().numpy()
+    return np.asarray(array)
+
+
+def _synchronize(like):
+    """Wait for the GPU's queued work, so that a wall-clock time includes it."""
+    name = getattr(like, "__name__", "")
+    if name == "cupy":
+        like.cuda.get_current_stream().synchronize()
+    elif name == "torch":
+        like.cuda.synchronize()
+
+
+def _kernel_squares(result, shape, margin, points=9):
+    """The sum of the squared kernel pixels, averaged over a ``points`` x ``points`` grid of
+    positions at least ``margin`` from the edge (the kernel varies over the image)."""
+    total = 0.0
+    for row in np.linspace(margin, shape[0] - 1 - margin, points):
+        for col in np.linspace(margin, shape[1] - 1 - margin, points):
+            total += float(np.sum(result.kernel_at(row, col) ** 2))
+    return total / points**2
+
+
+class _Region(NamedTuple):
+    pixels: np.ndarray  # bool: away from the edge and the transient
+    margin: int  # the edge's width
+
+
+def _region(shape, transient, half_width, sigma):
+    """The pixels the noise is measured on: away from the edge (where the circular
+    convolution wraps) and from the transient."""
+    margin = 2 * half_width
+    radius = 8.0 * sigma
+    rows, cols = np.ogrid[:shape[0], :shape[1]]
+    pixels = (rows - transient[0])**2 + (cols - transient[1])**2 > radius**2
+    edge = np.zeros(shape, bool)
+    edge[margin:shape[0] - margin, margin:shape[1] - margin] = True
+    return _Region(pixels & edge, margin)
+
+
+def _mean_square(sigma, pixels):
+    """The mean of ``sigma**2`` over ``pixels`` (``sigma`` a number or a per-pixel map)."""
+    sigma = _to_numpy(sigma)
+    if np.ndim(sigma) == 0:
+        return float(sigma) ** 2
+    return float(np.mean(np.asarray(sigma, dtype=np.float64)[pixels] ** 2))
+
+
+def _detection(difference, transient, region, sigma):
+    """``(S/N, found, peak)`` of the transient in the difference smoothed by the PSF."""
+    import scipy.ndimage
+
+    smoothed = scipy.ndimage.gaussian_filter(difference, sigma, mode="wrap")
+    values = smoothed[region.pixels]
+    noise = 1.4826 * float(np.median(np.abs(values - np.median(values))))
+    row, col = int(round(transient[0])), int(round(transient[1]))
+    snr = float(smoothed[row, col]) / noise if noise > 0 else math.inf
+    m = region.margin
+    inner = smoothed[m:smoothed.shape[0] - m, m:smoothed.shape[1] - m]
+    peak = np.unravel_index(int(np.argmax(inner)), inner.shape)
+    peak = (int(peak[0]) + m, int(peak[1]) + m)
+    found = math.hypot(peak[0] - transient[0], peak[1] - transient[1]) <= 2.0 * sigma
+    return snr, found, peak
+
+
+def _reduction(shape, side):
+    """The block size that brings ``shape`` to at most ``side`` pixels a side."""
+    return max(1, math.ceil(max(shape) / side))
+
+
+def _thumbnail(image, side):
+    """``image`` reduced by block means to at most ``side`` pixels a side."""
+    factor = _reduction(image.shape, side)
+    rows, cols = image.shape[0] // factor * factor, image.shape[1] // factor * factor
+    blocks = image[:rows, :cols].reshape(rows // factor, factor, cols // factor, factor)
+    return blocks.mean(axis=(1, 3))
+
+
+def _zoom(image, transient, side, height):
+    """A ``side`` x ``side`` cut of ``image`` around the transient (wrapped at the edges),
+    enlarged by whole pixels to about ``height`` pixels."""
+    row, col = int(round(transient[0])), int(round(transient[1]))
+    rows = np.arange(row - side // 2, row - side // 2 + side) % image.shape[0]
+    cols = np.arange(col - side // 2, col - side // 2 + side) % image.shape[1]
+    cut = image[np.ix_(rows, cols)]
+    factor = max(1, height // side)
+    return np.kron(cut, np.ones((factor, factor)))
+
+
+def _outline(panel, transient, factor):
+    """Draw in white, on a panel reduced by ``factor``, the outline of the zoom's region
+    around the transient (at least 12 panel pixels wide, to be seen)."""
+    half = max(6, round(ZOOM / factor / 2))
+    row, col = int(transient[0] / factor), int(transient[1] / factor)
+    top, bottom = max(0, row - half), min(panel.shape[0] - 1, row + half)
+    left, right = max(0, col - half), min(panel.shape[1] - 1, col + half)
+    panel[top:bottom + 1, [left, right]] = 255
+    panel[[top, bottom], left:right + 1] = 255
+
+
+def _figure(path, reference, science, difference, transient):
+    """Write the four panels: reference, science, difference, and the zoom on the transient."""
+    from accelmath.subtraction._png import asinh_stretch, panels, write_png
+
+    shown = [asinh_stretch(_thumbnail(reference, PANEL)),
+             asinh_stretch(_thumbnail(science, PANEL)),
+             asinh_stretch(_thumbnail(difference, PANEL), low=0.1, high=99.9, softening=3.0,
+                           symmetric=True)]
+    _outline(shown[2], transient, _reduction(difference.shape, PANEL))
+    height = shown[0].shape[0]
+    zoom = asinh_stretch(_zoom(difference, transient, min(ZOOM, min(difference.shape)), height),
+                         low=0.5, high=99.9, softening=3.0, symmetric=True)
+    if zoom.shape[0] != height:  # pad the zoom to the panels' height, mid gray
+        padded = np.full((height, zoom.shape[1]), 128, np.uint8)
+        top = (height - zoom.shape[0]) // 2
+        padded[top:top + zoom.shape[0]] = zoom[:height]
+        zoom = padded
+    write_png(path, panels([*shown, zoom]))
+
+
+def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress=None):
+    """Make a synthetic star-field pair, subtract it, check the result and draw it.
+
+    Parameters
+    ----------
+    size : int, optional
+        The images' side in pixels: 4088 on a GPU and 1024 on the CPU by default.
+    device : {"auto", "cpu", "cuda"}
+        Where it runs (see :func:`resolve_device`).
+    output : str or os.PathLike
+        The folder the figure ``accelmath-demo.png`` is written into (made if missing).
+    seed : int, optional
+        The random seed of the synthetic pair; a fresh one when None.
+    out, progress : file, optional
+        Where the report (``sys.stdout``) and the per-stage progress (``sys.stderr``) go.
+
+    Returns
+    -------
+    DemoReport
+        The numbers the report prints; its ``failures`` list the checks the result failed
+        (the ratio within ``RATIO_TOLERANCE``, the noise within ``NOISE_TOLERANCE``, the
+        transient found).
+
+    Raises
+    ------
+    NoDeviceError
+        ``device="cuda"`` where no GPU path can run.
+
+    Examples
+    --------
+    >>> import io, tempfile
+    >>> from accelmath.subtraction._demo import run_demo
+    >>> report = run_demo(size=128, device="cpu", output=tempfile.mkdtemp(), seed=1,
+    ...                   out=io.StringIO(), progress=io.StringIO())  # doctest: +SKIP
+    >>> abs(report.ratio_recovered / report.ratio_injected - 1) < 1e-2  # doctest: +SKIP
+    True
+    """
+    start = time.perf_counter()
+    name, like, label = resolve_device(device)
+    from accelmath import subtraction
+
+    out = sys.stdout if out is None else out
+    progress = _Progress(sys.stderr if progress is None else progress, 6)
+    size = (GPU_SIZE if name == "cuda" else CPU_SIZE) if size is None else int(size)
+    os.makedirs(output, exist_ok=True)
+    figure = os.path.abspath(os.path.join(output, FIGURE))
+    shape = (size, size)
+
+    progress.start(f"making a {size} x {size} star-field pair")
+    pair = subtraction.synthetic_pair(size, seed=seed, like=like)
+    _synchronize(like)
+    progress.done()
+
+    progress.start("planning the subtraction")
+    subtractor = subtraction.Subtractor(shape, **CONFIGURATION, like=like)
+    _synchronize(like)
+    progress.done()
+    with subtractor:
+        progress.start("first subtraction (plans made, code compiled or loaded)")
+        subtractor.subtract(pair.reference, pair.science, mask=pair.mask)
+        _synchronize(like)
+        first = progress.done()
+        progress.start("warm subtraction")
+        result = subtractor.subtract(pair.reference, pair.science, mask=pair.mask, timings=True)
+        _synchronize(like)
+        warm = progress.done()
+        # to the host before the subtractor lets its buffers go
+        difference = np.asarray(_to_numpy(result.difference), dtype=np.float64)
+
+    progress.start("measuring the residual and the transient")
+    half_width = CONFIGURATION["half_width"]
+    sigma = float(pair.sigma_science)
+    transient = tuple(float(v) for v in pair.transient)
+    region = _region(shape, transient, half_width, sigma)
+    measured = float(np.std(difference[region.pixels]))
+    squares = _kernel_squares(result, shape, region.margin)
+    expected = math.sqrt(_mean_square(pair.noise_science, region.pixels)
+                         + _mean_square(pair.noise_reference, region.pixels) * squares)
+    snr, found, peak = _detection(difference, transient, region, sigma)
+    progress.done()
+
+    progress.start(f"writing {FIGURE}")
+    _figure(figure, _to_numpy(pair.reference), _to_numpy(pair.science), difference, transient)
+    progress.done()
+    total = time.perf_counter() - start
+
+    report = DemoReport(label, size, float(pair.ratio), float(result.ratio), measured, expected,
+                        snr, found, dict(result.timings), first, warm, total, figure)
+    out.write("\n".join(_report_lines(report, seed, transient, peak, region)) + "\n")
+    out.flush()
+    return report
+
+
+def _report_lines(report, seed, transient, peak, region):
+    r = report
+    config = ", ".join(f"{k}={v}" for k, v in CONFIGURATION.items())
+    error = abs(r.ratio_recovered / r.ratio_injected - 1)
+    lines = [
+        "accelmath demo: image subtraction (SFFT) of a synthetic star-field pair",
+        f"device: {r.device}",
+        f"images: {r.size} x {r.size} float64, seed {seed}; PHROSTY's configuration ({config})",
+        f"photometric ratio: injected {r.ratio_injected:.6f}, recovered {r.ratio_recovered:.6f} "
+        f"(relative error {error:.1e})",
+        f"residual noise: {r.noise_measured:.6g} measured, {r.noise_expected:.6g} expected "
+        f"(ratio {r.noise_measured / r.noise_expected:.4f}; std of the difference over "
+        f"{int(region.pixels.sum())} pixels away from the edge and the transient)",
+        f"transient at ({transient[0]:.0f}, {transient[1]:.0f}), flux {transient[2]:.4g}: "
+        f"S/N {r.transient_snr:.1f} in the smoothed difference; brightest peak at "
+        f"({peak[0]}, {peak[1]}): {'found' if r.transient_found else 'NOT found'}",
+        "warm subtraction, per stage:",
+    ]
+    width = max((len(stage) for stage in r.timings), default=0)
+    lines += [f"  {stage:<{width}}  {seconds * 1e3:9.2f} ms"
+              for stage, seconds in r.timings.items()]
+    lines += [
+        f"  {'sum':<{width}}  {sum(r.timings.values()) * 1e3:9.2f} ms",
+        f"first subtraction: {r.first_call_s:.3f} s (plans made, code compiled or loaded); "
+        f"warm: {r.warm_s:.3f} s",
+        f"total wall time: {r.total_s:.2f} s (first call included, with the pair made, the "
+        "checks and the figure)",
+        f"figure: {r.figure}",
+        "checks: " + ("passed" if not r.failures else "FAILED: " + "; ".join(r.failures)),
+    ]
+    return lines
