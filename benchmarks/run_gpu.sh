@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # On a GPU machine: the GPU tests, then the benchmarks; logs and results under $OUT (or ./out).
-# A nvmath-python wheel in .whl/ (see the README) is installed first, to benchmark beside it.
+# Wheels in .whl/ (see the README: nvmath-python, the published SFFT code and its needs, dask)
+# are installed first, to benchmark beside them.
 set -u
 OUT=${OUT:-out}
 mkdir -p "$OUT"
@@ -24,7 +25,9 @@ fi
 python3 -m pytest -m gpu -q -p no:cacheprovider "${@:-tests}" 2>&1 | tail -40 > "$OUT/gpu-tests.log"
 python3 examples/plan_reuse.py > "$OUT/example.log" 2>&1
 python3 examples/solvers.py > "$OUT/example-solvers.log" 2>&1
-for bench in overhead fft r2c_layouts first_call cpu solvers; do
+python3 examples/matmul_epilogue.py > "$OUT/example-matmul.log" 2>&1
+for bench in overhead fft r2c_layouts first_call cpu solvers matmul image_subtraction \
+             image_subtraction_many; do
     python3 "benchmarks/$bench.py" > "$OUT/$bench.log" 2>&1
 done
 # one archive: the device tool returns a few files only
