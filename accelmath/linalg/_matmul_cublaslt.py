@@ -15,7 +15,7 @@ import logging
 import threading
 from typing import NamedTuple, Optional
 
-from accelmath._core import hostcall, timing
+from accelmath._core import hostcall, store, timing
 from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
@@ -32,6 +32,7 @@ _log = logging.getLogger("accelmath")
 
 _WORKSPACE = 32 << 20  # the most workspace cuBLASLt's algorithms may ask for (Hopper's advice)
 _CANDIDATES = 8  # the heuristic's candidates kept, for autotuning
+_HEURISTIC = "cublaslt-heuristic"  # the store's namespace of the heuristic's answers
 _ALIGN = 256
 _DESC = cublaslt.MATMUL_DESC_ATTRIBUTE
 _LAYOUT = cublaslt.MATRIX_LAYOUT_ATTRIBUTE
@@ -326,7 +327,23 @@ class LtPlan:
         return attributes
 
     def _heuristic(self, handle, desc):
-        """``[(algo, workspace bytes)]``: the heuristic's candidates, best first."""
+        """``[(algo, workspace bytes)]``: the heuristic's candidates, best first, kept in the
+        store (keyed by the problem, the GPU and cuBLASLt's version): asking the heuristic
+        costs milliseconds per product shape, much of a new process's first call."""
+        key = f"{self.problem}|{store.fingerprint(self.device_id, ('cublasLt',))}"
+        kept = store.load_json(_HEURISTIC, key)
+        if isinstance(kept, list) and kept:
+            try:
+                return [(cublaslt.MatmulAlgo.from_buffer_copy(bytes.fromhex(algo)), int(size))
+                        for algo, size in kept]
+            except (TypeError, ValueError):
+                pass  # (not this format: asked again, and replaced)
+        candidates = self._ask_heuristic(handle, desc)
+        store.save_json(_HEURISTIC, key, [[bytes(algo).hex(), size] for algo, size in candidates])
+        return candidates
+
+    def _ask_heuristic(self, handle, desc):
+        """The heuristic's candidates, asked of cuBLASLt."""
         spec = self.spec
         preference = ctypes.c_void_p()
         cublaslt.lib.matmul_preference_create(ctypes.byref(preference))

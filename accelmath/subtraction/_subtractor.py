@@ -222,6 +222,8 @@ class Subtractor:
         configuration = self.configuration
         clock = _Clock(kind, bool(timings))
         reference, science = kind.float64(reference), kind.float64(science)
+        if mask is not None:  # (as a float64 factor: one kind of product for every plane)
+            mask = kind.float64(mask)
         flip = configuration.convolve == "science"
         convolved, other = (science, reference) if flip else (reference, science)
         sums = (kind.total(reference), kind.total(science),

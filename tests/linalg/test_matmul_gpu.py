@@ -231,3 +231,20 @@ def test_plan_execute_autotune_and_store(cp):
     with pytest.raises(ValueError, match="made for a layout"):
         layout.execute()
     layout.free()
+
+
+def test_the_heuristic_answer_is_kept(cp, monkeypatch):
+    # a second plan of the same product (in this process or the next) reads the heuristic's
+    # candidates from the store instead of asking cuBLASLt again
+    from accelmath.linalg import _matmul_cublaslt
+
+    rng = np.random.default_rng()
+    a, b = random(rng, (33, 19), "float64"), random(rng, (19, 45), "float64")
+    linalg.Matmul(cp.asarray(a), cp.asarray(b)).free()
+
+    def asked(*args):
+        raise AssertionError("the heuristic was asked again")
+
+    monkeypatch.setattr(_matmul_cublaslt.LtPlan, "_ask_heuristic", asked)
+    with linalg.Matmul(cp.asarray(a), cp.asarray(b)) as plan:
+        close(cp.asnumpy(plan.execute()), a @ b, "float64", 19)
