@@ -2,36 +2,24 @@
 for device operands and on NumPy for host ones, with cuBLASLt's native epilogues
 (:mod:`~accelmath.linalg._epilogue`)."""
 
-import ctypes
+from typing import Callable, NamedTuple
 
+from accelmath._core.cache import PlanCache
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, wrap_operand
-from accelmath._core.plan import Plan, check_out, template_operand
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+from accelmath._core.plan import Plan, template_operand
+from accelmath._core.stream import stream_handle
+from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_cpu as cpu
 from accelmath.linalg import _matmul_problem as problems
-from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._context import Context
-from accelmath.linalg._matmul_cublaslt import LtPlan
-from accelmath.linalg._matmul_rules import DTYPES
+from accelmath.linalg._matmul_cublaslt import LtPlan, Spec
 
 __all__ = ["matmul", "Matmul", "dispatcher"]
 
 #: The plan caches of the stateless products, per device.
 dispatcher = Dispatcher()
-
-
-def _scalars(problem):
-    """alpha and beta as host scalars of the scale type, and their addresses."""
-    kind = problems._SCALAR[DTYPES[problem.dtype].scale]
-    values = []
-    for value in (problem.alpha, problem.beta):
-        value = complex(value)
-        scalar = kind(value.real, value.imag) if problem.dtype.startswith("complex") \
-            else kind(value.real)
-        values.append(scalar)
-    return values, [ctypes.addressof(v) for v in values]
 
 
 def _host(problem, out):
@@ -46,7 +34,7 @@ def _host(problem, out):
     d, extra = cpu.host_product(problem.product, problem.epilogue, *arrays, aux_array,
                                 problem.alpha, problem.beta)
     if out is not None:
-        out_op = _checked_out(out, like, problem)
+        out_op = problems.checked_out(out, like, problem)
         view = out_op.adapter.to_numpy(out)
         view[...] = d.astype(view.dtype)
         d = out
@@ -57,21 +45,6 @@ def _host(problem, out):
     if problem.epilogue.returns == 1:
         return d
     return d, cpu.to_caller(extra, like, problem.dtype)
-
-
-def _checked_out(out, like, problem):
-    """The operand of ``out``, checked to take the result (its shape first, in NumPy's
-    words)."""
-    shape = getattr(out, "shape", None)
-    if isinstance(shape, tuple):
-        rules.check_result(shape, problem.product.shape, "out")
-    dtype = getattr(out, "dtype", None)
-    name = getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
-    if dtype is not None and name != problem.dtype:
-        raise UnsupportedDTypeError(
-            f"Cannot cast ufunc 'matmul' output from {problem.dtype} to {name}: out must "
-            f"have the result's dtype, {problem.dtype}")
-    return check_out(out, like, problem.product.shape, problem.dtype)
 
 
 def _outputs(ctx, problem):
@@ -113,8 +86,10 @@ def _zero_k(ctx, problem, d):
         d[...] = 0
 
 
-def _device(problem, out, stream):
-    """The product of device operands on cuBLASLt, through the plan cache."""
+def _device(problem, out, stream, call=None):
+    """The product of device operands on cuBLASLt, through the plan cache; remembered under
+    ``call`` (its :class:`~accelmath.linalg._matmul_problem.CallKey`) where given and the
+    key's addresses are those the product read."""
     a, b, c, bias, aux = problem.ops
     ctx = Context(a, stream)
     for op in (b, c, bias, aux):
@@ -125,28 +100,82 @@ def _device(problem, out, stream):
         d, d_ptr = ctx.empty(product.shape)
         out_strides = None
     else:
-        out_op = _checked_out(out, a, problem)
+        out_op = problems.checked_out(out, a, problem)
         out_op.wait_ready(ctx.stream)
         d, d_ptr, out_strides = out, out_op.ptr, tuple(out_op.strides)
-    extra, extra_ptr = _outputs(ctx, problem)
-    if product.m and product.n and all(product.batch):
-        if product.k == 0:
+    if not (product.m and product.n and all(product.batch)) or product.k == 0:
+        extra, _ = _outputs(ctx, problem)
+        if product.m and product.n and all(product.batch):
             _zero_k(ctx, problem, d)
-            return _finish(ctx, problem, d, extra)
-        c_ptr = 0 if c is None or problem.beta == 0 else c.ptr
-        alignment = problems.alignment_of(a.ptr, b.ptr, c_ptr, d_ptr,
-                                          itemsize=ITEMSIZE[problem.dtype])
-        spec = problems.spec_of(problem, out_strides, alignment)
-        if c_ptr == 0:
-            spec = spec._replace(c=None)
-        plan = dispatcher.plan(a.device_id, spec,
-                               lambda: LtPlan(spec, a.device_id, a.adapter.package))
-        values, (alpha, beta) = _scalars(problem)  # (the values live through the call)
-        bias_ptr = extra_ptr if problem.epilogue.bias_gradient else (bias.ptr if bias else 0)
-        aux_ptr = extra_ptr if problem.epilogue.makes_aux else (aux.ptr if aux else 0)
-        plan.run(a.ptr, b.ptr, c_ptr, d_ptr, bias_ptr, aux_ptr, alpha, beta, ctx.stream)
-        del values
+        return _finish(ctx, problem, d, extra)
+    c_ptr = 0 if c is None or problem.beta == 0 else c.ptr
+    alignment = problems.alignment_of(a.ptr, b.ptr, c_ptr, d_ptr,
+                                      itemsize=ITEMSIZE[problem.dtype])
+    spec = problems.spec_of(problem, out_strides, alignment)
+    if c_ptr == 0:
+        spec = spec._replace(c=None)
+    plan = dispatcher.plan(a.device_id, spec, lambda: LtPlan(spec, a.device_id, a.adapter.package))
+    ptrs = tuple(0 if op is None else op.ptr for op in problem.ops)
+    result = _launch(plan, problem, ctx, d, ptrs[:2] + (c_ptr, d_ptr) + ptrs[3:],
+                     problem.alpha, problem.beta)
+    if call is not None and call.ptrs == ptrs + ((0 if out is None else d_ptr),):
+        shape = product.shape
+        dispatcher.remember(call.key, _Remembered(
+            dispatcher.cache(a.device_id), spec, problem._replace(ops=None), a.adapter,
+            a.device_id,
+            a.adapter.allocator(shape, contiguous_strides(shape), problem.dtype, a.device_id),
+            a.adapter.stream_getter(a.device_id)))
+    return result
+
+
+def _launch(plan, problem, ctx, d, ptrs, alpha, beta):
+    """Enqueue checked device product ``problem`` on cuBLASLt plan ``plan`` into ``d``
+    (``ptrs``: the addresses of a, b, c (0 where the plan reads none), d, bias and aux), on
+    the stream of ``ctx``, and return what the caller gets."""
+    extra, extra_ptr = _outputs(ctx, problem)
+    epilogue = problem.epilogue
+    pa, pb, pc, pd, pbias, paux = ptrs
+    # (the values live through the call)
+    values, (alpha, beta) = problems.host_scalars(problem.dtype, alpha, beta)
+    plan.run(pa, pb, pc, pd, extra_ptr if epilogue.bias_gradient else pbias,
+             extra_ptr if epilogue.makes_aux else paux, alpha, beta, ctx.stream)
+    del values
     return _finish(ctx, problem, d, extra)
+
+
+class _Remembered(NamedTuple):
+    """What the call memo keeps of a device product that ran: where its plan is cached, and
+    what its execution needs (no caller's array)."""
+
+    cache: PlanCache  # the device's plan cache
+    spec: Spec  # the plan's key there
+    problem: problems.Problem  # (without operands) the dtype, shapes and epilogue
+    adapter: object
+    device_id: int
+    allocate: Callable  # a new result of the package's pool and its address
+    current_stream: Callable  # the package's current stream on the device
+
+
+def _recalled(entry, call, out, alpha, beta, stream):
+    """The product of a call remembered as ``entry`` (``call``: its
+    :class:`~accelmath.linalg._matmul_problem.CallKey`): the arrays' addresses, the stream,
+    a new result, cuBLASLt; None where the plan has left the cache."""
+    plan = entry.cache.get(entry.spec)
+    if plan is None:
+        return None
+    explicit = stream is not None
+    handle = stream_handle(stream) if explicit else entry.current_stream()
+    pa, pb, pc, pbias, paux, pd = call.ptrs
+    if out is not None:
+        d = out
+    elif explicit and handle != entry.current_stream():  # (the pool follows that stream)
+        with entry.adapter.stream_scope(handle, entry.device_id):
+            d, pd = entry.allocate()
+    else:
+        d, pd = entry.allocate()
+    ctx = _StreamContext(entry.adapter, entry.device_id, handle, explicit, entry.problem.dtype)
+    return _launch(plan, entry.problem, ctx, d,
+                   (pa, pb, pc if entry.spec.c is not None else 0, pd, pbias, paux), alpha, beta)
 
 
 def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None, out=None,
@@ -221,13 +250,23 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
     array([[ 0.,  3.],
            [ 7., 12.]])
     """
+    # a call like one remembered runs at once: its arguments were checked then (see
+    # call_key); others are read and checked, and remembered once they ran on the device
+    call = problems.call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution,
+                             allow_tf32)
+    if call is not None:
+        entry = dispatcher.recall(call.key)
+        if entry is not None:
+            result = _recalled(entry, call, out, alpha, beta, stream)
+            if result is not None:
+                return result
     problem = problems.prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution,
                                allow_tf32)
     like = problem.ops[0]
     if not problem.on_gpu:
         return _host(problem, out)
     if like.on_device:
-        return _device(problem, out, stream)
+        return _device(problem, out, stream, call)
     # execution="cuda": host operands to the GPU and the results back
     moved = [None if op is None else to_device(op.obj) for op in problem.ops]
     device_problem = problems.prepare(*moved, problem.alpha, problem.beta, problem.epilogue,
@@ -238,7 +277,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
     results = result if isinstance(result, tuple) else (result,)
     results = tuple(to_host(r, like) for r in results)
     if out is not None:
-        out_op = _checked_out(out, like, problem)
+        out_op = problems.checked_out(out, like, problem)
         out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(results[0])
         results = (out,) + results[1:]
     return results if isinstance(result, tuple) else results[0]
@@ -376,7 +415,8 @@ class Matmul(Plan):
         if c is None or problem.beta == 0:
             spec = spec._replace(c=None)
         self._lt = LtPlan(spec, a.device_id, a.adapter.package)
-        self._scalars, (self._alpha_ptr, self._beta_ptr) = _scalars(problem)
+        self._scalars, (self._alpha_ptr, self._beta_ptr) = problems.host_scalars(
+            problem.dtype, problem.alpha, problem.beta)
         self._uses_c = spec.c is not None
 
     @property
@@ -484,8 +524,6 @@ class Matmul(Plan):
 
     @staticmethod
     def _stream_of(stream):
-        from accelmath._core.stream import stream_handle
-
         return stream_handle(stream)
 
     def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=4,

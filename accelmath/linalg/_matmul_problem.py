@@ -1,21 +1,27 @@
 """A matrix product's arguments read and checked once, for ``matmul`` and ``Matmul`` alike:
 the operands (errors name them), their dtype, shapes, the epilogue's inputs, the scalars,
-and where the product runs.
+and where the product runs; and the call memo key of ``matmul`` (:func:`call_key`), which
+stands for all of that in a call repeated with arrays of the same layouts.
 """
 
 import ctypes
 import numbers
 from typing import NamedTuple
 
+import numpy
+
 from accelmath._core.arguments import check_execution
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import check_same_device, device_name, wrap_operand
-from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath._core.operand import adapter_for, check_same_device, device_name, wrap_operand
+from accelmath._core.plan import check_out
+from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._epilogue import check_epilogue_dtype, epilogue_named
 from accelmath.linalg._matmul_cublaslt import Layout, Spec
 
-__all__ = ["Problem", "read", "prepare", "spec_of", "scalar_of", "alignment_of"]
+__all__ = ["Problem", "CallKey", "read", "prepare", "call_key", "checked_out", "scalar_of",
+           "host_scalars", "spec_of", "alignment_of"]
 
 _NAMES = ("a", "b", "c", "bias", "aux")
 _SCALAR = {"float32": ctypes.c_float, "float64": ctypes.c_double,
@@ -59,8 +65,14 @@ def read(x, name):
     is_conj = getattr(x, "is_conj", None)
     if is_conj is not None and callable(is_conj) and is_conj():
         x, conj = x.conj(), True
+    return _operand(x, name), conj
+
+
+def _operand(x, name):
+    """The operand of argument ``x``, describing its values (those of a lazily conjugated
+    view: a copy); errors name the argument."""
     try:
-        return wrap_operand(x), conj
+        return wrap_operand(x)
     except UnsupportedOperandError as exc:
         raise type(exc)(f"{name}: {exc}") from None
 
@@ -84,9 +96,10 @@ def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
     epilogue = epilogue_named(epilogue)
     execution = check_execution(execution)
     (a_op, a_conj), (b_op, b_conj) = read(a, "a"), read(b, "b")
-    c_op = None if c is None else read(c, "c")[0]
-    bias_op = None if bias is None else read(bias, "bias")[0]
-    aux_op = None if aux is None else read(aux, "aux")[0]
+    # (c, bias and aux are read as their values: a lazily conjugated view, as a copy)
+    c_op = None if c is None else _operand(c, "c")
+    bias_op = None if bias is None else _operand(bias, "bias")
+    aux_op = None if aux is None else _operand(aux, "aux")
     dtype = rules.check_dtypes([("a", a_op.dtype), ("b", b_op.dtype),
                                 ("c", c_op and c_op.dtype), ("bias", bias_op and bias_op.dtype)])
     product = rules.product(a_op.shape, b_op.shape)
@@ -104,6 +117,94 @@ def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
     on_gpu = a_op.on_device or execution == "cuda"
     return Problem(ops, (a_conj, b_conj), product, dtype, precision, epilogue, on_gpu,
                    scalar_of(alpha, "alpha", dtype), scalar_of(beta, "beta", dtype))
+
+
+class CallKey(NamedTuple):
+    """A call's memo key, and the addresses of its arrays (read once for both).
+
+    Attributes
+    ----------
+    key : tuple
+        See :func:`call_key`.
+    ptrs : tuple of int
+        The addresses of a, b, c, bias, aux and out (0 where absent).
+    """
+
+    key: tuple
+    ptrs: tuple
+
+
+# The types of alpha and beta a key holds, by exact type (bools are not among them: the checks
+# refuse them).
+_SCALARS = frozenset((int, float, complex, numpy.float16, numpy.float32, numpy.float64,
+                      numpy.int32, numpy.int64, numpy.complex64, numpy.complex128))
+# Packages whose arrays a key describes: their layout keys hold shape, strides, dtype and
+# device, and torch's the lazy conjugation and negation bits; an array of theirs is read
+# where it lies, and its address is where the product reads it (no array's work to wait for).
+_KEYED = ("cupy", "torch")
+_READERS = {}  # array type -> (layout_key, data_ptr), or None where its calls are not keyed
+
+
+def _reader(x):
+    """The layout-key and address readers of arrays of ``x``'s type (None where there are
+    none), found once per type."""
+    try:
+        adapter = adapter_for(x)
+    except TypeError:  # not an array: prepare says why
+        adapter = None
+    reader = (adapter.layout_key, adapter.data_ptr) if adapter is not None and \
+        adapter.package in _KEYED else None
+    _READERS[type(x)] = reader
+    return reader
+
+
+def call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf32):
+    """The call memo key of ``matmul``'s arguments, or None for a call not to remember.
+
+    Equal keys mean calls that :func:`prepare`, ``out=``'s checks and the plan treat alike,
+    so a call whose key was remembered after it passed them all runs without them. The key
+    holds: alpha's and beta's types and what the checks and the plan ask of their values
+    (whether their imaginary parts are 0, which real operands need, and whether beta is 0,
+    which decides whether c is read: the values themselves are the call's own); epilogue
+    (None or a str), execution (a str) and allow_tf32 (a bool), as given; for each of a, b,
+    c, bias, aux and out, None or its type and layout key (shape, strides, dtype, device;
+    for torch, the lazy conjugation and negation bits); and the alignment the addresses of
+    a, b, out and (where beta is not 0) c share: 256, 16, or else their low bits, as
+    cuBLASLt's plan is chosen for. The product reads the key's addresses only where no
+    operand was copied (:func:`prepare` copies lazily negated views, say): a call is
+    remembered only then.
+
+    None where an argument has another type (a list, a JAX array, a bool alpha: the slow path
+    reads and checks it), or a torch tensor records gradients (that depends on the grad mode
+    of each call). CPU tensors get keys too (only device calls are remembered); NumPy
+    arrays get none.
+    """
+    if (alpha.__class__ not in _SCALARS or beta.__class__ not in _SCALARS
+            or allow_tf32.__class__ is not bool or execution.__class__ is not str
+            or not (epilogue is None or epilogue.__class__ is str)):
+        return None
+    key = [alpha.__class__, alpha.imag != 0, beta.__class__, beta.imag != 0, beta != 0,
+           epilogue, execution, allow_tf32]
+    ptrs = []
+    for x in (a, b, c, bias, aux, out):
+        if x is None:
+            key.append(None)
+            ptrs.append(0)
+            continue
+        reader = _READERS.get(x.__class__, False)
+        if reader is False:
+            reader = _reader(x)
+        if reader is None:
+            return None
+        layout = reader[0](x)
+        if layout is None:
+            return None
+        key.append(x.__class__)
+        key.append(layout)
+        ptrs.append(reader[1](x))
+    word = ptrs[0] | ptrs[1] | ptrs[5] | (ptrs[2] if beta != 0 else 0)
+    key.append(256 if not word & 255 else 16 if not word & 15 else word & 15)
+    return CallKey(tuple(key), tuple(ptrs))
 
 
 def _check_inputs(epilogue, product, dtype, bias, aux):
@@ -134,6 +235,34 @@ def _check_inputs(epilogue, product, dtype, bias, aux):
                 f"{epilogue.takes_aux}_aux returns")
         if epilogue.takes_aux == "gelu":
             rules.check_result(aux.shape, product.matrix_shape, "aux")
+
+
+def checked_out(out, like, problem):
+    """The operand of ``out``, checked to take the result (its shape first, in NumPy's
+    words)."""
+    shape = getattr(out, "shape", None)
+    if isinstance(shape, tuple):
+        rules.check_result(shape, problem.product.shape, "out")
+    dtype = getattr(out, "dtype", None)
+    name = getattr(dtype, "name", None) or str(dtype).replace("torch.", "")
+    if dtype is not None and name != problem.dtype:
+        raise UnsupportedDTypeError(
+            f"Cannot cast ufunc 'matmul' output from {problem.dtype} to {name}: out must "
+            f"have the result's dtype, {problem.dtype}")
+    return check_out(out, like, problem.product.shape, problem.dtype)
+
+
+def host_scalars(dtype, alpha, beta):
+    """alpha and beta (checked for ``dtype``) as host scalars of the scale type, and their
+    addresses."""
+    kind = _SCALAR[rules.DTYPES[dtype].scale]
+    values = []
+    for value in (alpha, beta):
+        value = complex(value)
+        scalar = kind(value.real, value.imag) if dtype.startswith("complex") \
+            else kind(value.real)
+        values.append(scalar)
+    return values, [ctypes.addressof(v) for v in values]
 
 
 def matrix_layout(op, vector_axis, conj=False):

@@ -82,6 +82,19 @@ def test_torch_cpu_and_conj_view():
     close(result.numpy(), x.conj().T @ b, "complex128", 4)
 
 
+def test_torch_conj_views_of_c_and_bias():
+    # c and bias are read as their values, however lazily conjugated
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    a, b = random(rng, (4, 6), "complex128"), random(rng, (6, 3), "complex128")
+    c, bias = random(rng, (4, 3), "complex128"), random(rng, (3,), "complex128")
+    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+    result = linalg.matmul(ta, tb, torch.from_numpy(c).conj(), beta=2.0)
+    close(result.numpy(), a @ b + 2.0 * c.conj(), "complex128", 6)
+    result = linalg.matmul(ta, tb, epilogue="bias", bias=torch.from_numpy(bias).conj())
+    close(result.numpy(), a @ b + bias.conj(), "complex128", 6)
+
+
 EPILOGUES = ["bias", "relu", "gelu", "relu_bias", "gelu_bias"]
 
 
@@ -176,3 +189,256 @@ def test_plan_refuses_other_layouts():
     plan = linalg.Matmul(a, b)
     with pytest.raises(ValueError, match="layout"):
         plan.execute(np.ones((5, 6)))
+
+
+# --- the call memo of the stateless matmul -------------------------------------------------
+
+def _key(a, b, c=None, *, bias=None, aux=None, out=None, alpha=1, beta=0, epilogue=None,
+         execution="auto", allow_tf32=False):
+    from accelmath.linalg._matmul_problem import call_key
+
+    found = call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf32)
+    return None if found is None else found.key
+
+
+def test_call_key_tells_calls_apart():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(4, 6, dtype=torch.float64), torch.randn(6, 5, dtype=torch.float64)
+    c, bias, out = torch.randn(4, 5, dtype=torch.float64), torch.randn(5, dtype=torch.float64), \
+        torch.empty(4, 5, dtype=torch.float64)
+    key = _key(a, b)
+    # equal calls (other arrays of the same layouts) give the same key, but for the
+    # alignment of their addresses (the last field, tested below)
+    assert key is not None and key[:-1] == _key(a.clone(), b.clone())[:-1]
+    assert _key(a, b, c, beta=2.0, bias=bias, epilogue="bias", out=out)[:-1] == _key(
+        a.clone(), b.clone(), c.clone(), beta=2.0, bias=bias.clone(), epilogue="bias",
+        out=torch.empty_like(out))[:-1]
+    assert key == _key(a, b)
+    # alpha's and beta's values are the call's own, not the key's
+    assert _key(a, b, alpha=2)[:-1] == key[:-1]
+    assert _key(a, b, c, alpha=3.0, beta=-1.5) == _key(a, b, c, alpha=0.5, beta=2.0)
+    others = [
+        _key(torch.randn(4, 7, dtype=torch.float64), torch.randn(7, 5, dtype=torch.float64)),
+        _key(a.float(), b.float()),                                # dtype
+        _key(a.T.contiguous().T, b),                               # strides
+        _key(a, torch.randn(5, 6, dtype=torch.float64).T),         # a transposed view
+        _key(a, b, c), _key(a, b, c, beta=1), _key(a, b, c, beta=1.0), _key(a, b, c, beta=1j),
+        _key(a, b, alpha=2.0), _key(a, b, alpha=2 + 0j), _key(a, b, alpha=2 + 1j),
+        _key(a, b, epilogue="relu"), _key(a, b, epilogue="bias", bias=bias),
+        _key(a, b, out=out), _key(a, b, out=torch.empty(5, 4, dtype=torch.float64).T),
+        _key(a, b, execution="cuda"), _key(a.float(), b.float(), allow_tf32=True),
+        _key(a, b, aux=torch.zeros(4, 5, dtype=torch.float64), epilogue="dgelu"),
+        _key(a.numpy(), b),                                        # another array type: none
+    ]
+    keys = [k for k in others if k is not None]
+    assert len(keys) == len(others) - 1 and others[-1] is None
+    assert key not in keys and len(set(keys)) == len(keys)
+
+
+def test_call_key_conj_views_and_alignment():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(6, 4, dtype=torch.complex128)
+    b = torch.randn(6, 3, dtype=torch.complex128)
+    mh = _key(x.mH, b)                       # a lazily conjugated transpose
+    assert mh is not None and mh != _key(x.mH.resolve_conj(), b) and mh != _key(x.T, b)
+    base = torch.randn(64, dtype=torch.float64)
+    a1 = base[:16].view(4, 4)
+    a2 = base[2:18].view(4, 4)               # the same layout, 16 bytes further
+    a3 = base[1:17].view(4, 4)               # 8 bytes further: another alignment
+    b = torch.randn(4, 4, dtype=torch.float64)
+    keys = [_key(a, b)[-1] for a in (a1, a2, a3)]
+    word = a1.data_ptr() | b.data_ptr()
+    assert keys[0] == (256 if word % 256 == 0 else 16 if word % 16 == 0 else word % 16)
+    assert keys[1] in (16, 8) and keys[2] == 8
+    # c counts where beta is not 0
+    c = base[1:17].view(4, 4)
+    assert _key(a1, b, c, beta=0)[-1] == keys[0] and _key(a1, b, c, beta=1)[-1] == 8
+
+
+def test_call_key_refuses_what_it_cannot_hold():
+    torch = pytest.importorskip("torch")
+    a, b = torch.randn(3, 3), torch.randn(3, 3)
+    assert _key(a, b) is not None
+    assert _key(a, b, alpha=True) is None            # a bool would equal the int 1
+    assert _key(a, b, allow_tf32=1) is None          # only True and False
+    assert _key(a, b, execution=None) is None
+    assert _key(a, b, epilogue=["relu"]) is None
+    assert _key(a, b, alpha=[1]) is None
+    assert _key(a.requires_grad_(), b) is None       # checked against each call's grad mode
+    assert _key(np.ones((3, 3)), np.ones((3, 3))) is None
+    assert _key([[1.0]], [[1.0]]) is None
+    assert _key("a", b) is None
+
+
+def _aligned(a):
+    """A copy of ``a`` at a 256-byte boundary (as device pools allocate)."""
+    buffer = np.empty(a.nbytes + 256, np.uint8)
+    start = -buffer.ctypes.data % 256
+    copy = buffer[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    copy[...] = a
+    return copy
+
+
+class _DeviceArray:
+    """A host array posing as an array on GPU 0 (with an adapter of its own), so that the
+    memo's device path runs here on a stand-in for cuBLASLt."""
+
+    def __init__(self, a, copy=True):
+        self.a = _aligned(a) if copy else a
+
+    shape = property(lambda self: self.a.shape)
+    dtype = property(lambda self: self.a.dtype)
+    T = property(lambda self: _DeviceArray(self.a.T, copy=False))
+
+
+def _device_adapter():
+    from accelmath._core.operand import Adapter, Operand
+
+    class FakeAdapter(Adapter):
+        package = "fake"
+
+        def wrap(self, x):
+            a = x.a
+            return Operand(x, a.ctypes.data, a.shape, tuple(s // a.itemsize for s in a.strides),
+                           a.dtype.name, 0, self)
+
+        def layout_key(self, x):
+            return x.a.shape, x.a.strides, x.a.dtype, 0
+
+        def data_ptr(self, x):
+            return x.a.ctypes.data
+
+        def empty(self, shape, dtype, device_id):
+            return _DeviceArray(np.empty(shape, dtype))
+
+    return FakeAdapter()
+
+
+def _at(ptr, shape, strides, dtype):
+    """The float64 array of ``shape`` and element ``strides`` at address ``ptr``."""
+    import ctypes
+
+    itemsize = np.dtype(dtype).itemsize
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    flat = np.frombuffer((ctypes.c_char * (extent * itemsize)).from_address(ptr), dtype)
+    return np.lib.stride_tricks.as_strided(flat, shape, [s * itemsize for s in strides])
+
+
+class _FakeLt:
+    """cuBLASLt's plan, computed with NumPy from the addresses and the spec (float64,
+    matrices, the bias epilogue)."""
+
+    nbytes = 0
+    made = 0
+
+    def __init__(self, spec, device_id, package):
+        self.spec = spec
+        _FakeLt.made += 1
+
+    def run(self, a, b, c, d, bias, aux, alpha, beta, stream, algo=None):
+        import ctypes
+
+        spec = self.spec
+        result = ctypes.c_double.from_address(alpha).value * (
+            _at(a, *spec.a[:2], "float64") @ _at(b, *spec.b[:2], "float64"))
+        if c:
+            result += ctypes.c_double.from_address(beta).value * _at(c, *spec.c[:2], "float64")
+        if spec.epilogue.bias:
+            result += _at(bias, (spec.product.n,), (1,), "float64")
+        _at(d, spec.product.matrix_shape, spec.d, "float64")[...] = result
+
+
+@pytest.fixture
+def fake_device(monkeypatch):
+    """matmul's device path on arrays of :class:`_DeviceArray`, computed by :class:`_FakeLt`;
+    yields a list that counts the calls that were read and checked."""
+    from accelmath._core import operand
+    from accelmath.linalg import _matmul
+    from accelmath.linalg import _matmul_problem as problems
+
+    monkeypatch.setitem(operand._adapters, _DeviceArray, _device_adapter())
+    monkeypatch.setattr(problems, "_KEYED", ("fake",))
+    monkeypatch.setattr(problems, "_READERS", {})
+    monkeypatch.setattr(_matmul, "LtPlan", _FakeLt)
+    prepared = []
+    prepare = problems.prepare
+
+    def counted(*args):
+        prepared.append(len(args))  # (not the arguments: arrays must be free to go)
+        return prepare(*args)
+
+    monkeypatch.setattr(problems, "prepare", counted)
+    _matmul.dispatcher.clear_cache()
+    yield prepared
+    _matmul.dispatcher.clear_cache()
+
+
+def test_memo_runs_repeated_calls_unchecked(fake_device):
+    from accelmath.errors import InvalidArgumentError
+    from accelmath.linalg import _matmul
+
+    rng = np.random.default_rng()
+
+    def fresh(*shape):
+        return rng.standard_normal(shape)
+
+    def check(result, expected):
+        assert isinstance(result, _DeviceArray)
+        close(result.a, expected, "float64", 8)
+
+    def run(a, b, *args, **kwargs):
+        return linalg.matmul(_DeviceArray(a), b if isinstance(b, _DeviceArray) else
+                             _DeviceArray(b), *args, **kwargs)
+
+    for _ in range(3):  # fresh data of one layout: read and checked once
+        a, b = fresh(5, 8), fresh(8, 3)
+        check(run(a, b), a @ b)
+    assert len(fake_device) == 1 and _FakeLt.made >= 1
+    made = _FakeLt.made
+    for i in range(6):  # alternating layouts and keywords, each remembered after its first
+        a, bt, c, bias = fresh(5, 8), fresh(3, 8), fresh(5, 3), fresh(3)
+        b = _DeviceArray(bt).T  # a transposed view
+        if i % 3 == 0:
+            check(run(a, b, _DeviceArray(c), alpha=0.5, beta=2.0), 0.5 * a @ bt.T + 2.0 * c)
+        elif i % 3 == 1:
+            out = _DeviceArray(np.empty((5, 3)))
+            assert run(a, b, out=out) is out
+            check(out, a @ bt.T)
+        else:
+            check(run(a, b, epilogue="bias", bias=_DeviceArray(bias)), a @ bt.T + bias)
+    assert len(fake_device) == 1 + 3
+    a, b, c = fresh(5, 8), fresh(8, 3), fresh(5, 3)
+    # other values of alpha and beta: the call's own (its key is that of a call seen)
+    check(run(a, b, _DeviceArray(c), alpha=1.5, beta=-3.0), 1.5 * a @ b - 3.0 * c)
+    check(run(a, b, _DeviceArray(c), alpha=-0.25, beta=0.5), -0.25 * a @ b + 0.5 * c)
+    assert len(fake_device) == 5
+    # bad input raises every time, and is never remembered
+    size = len(_matmul.dispatcher._calls)
+    for _ in range(2):
+        with pytest.raises(InvalidArgumentError, match="bias"):
+            run(a, b, epilogue="bias", bias=_DeviceArray(fresh(4)))
+        with pytest.raises(InvalidArgumentError, match="c has shape"):
+            run(a, b, _DeviceArray(fresh(3, 5)), beta=1.0)
+    assert len(_matmul.dispatcher._calls) == size
+    check(run(a, b), a @ b)  # the good call still runs from the memo
+    assert len(fake_device) == 5 + 4
+    # a plan that left the cache: the call is checked and planned again
+    _matmul.dispatcher.clear_cache()
+    check(run(a, b), a @ b)
+    assert len(fake_device) == 10 and _FakeLt.made > made
+
+
+def test_memo_keeps_no_caller_array(fake_device):
+    import gc
+    import weakref
+
+    from accelmath.linalg import _matmul
+
+    a, b = np.ones((4, 6)), np.ones((6, 2))
+    da, db = _DeviceArray(a), _DeviceArray(b)
+    refs = [weakref.ref(da), weakref.ref(db)]
+    linalg.matmul(da, db)
+    assert len(_matmul.dispatcher._calls) == 1
+    del da, db
+    gc.collect()
+    assert all(r() is None for r in refs)

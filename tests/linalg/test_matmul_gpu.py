@@ -248,3 +248,270 @@ def test_the_heuristic_answer_is_kept(cp, monkeypatch):
     monkeypatch.setattr(_matmul_cublaslt.LtPlan, "_ask_heuristic", asked)
     with linalg.Matmul(cp.asarray(a), cp.asarray(b)) as plan:
         close(cp.asnumpy(plan.execute()), a @ b, "float64", 19)
+
+
+# --- the call memo of the stateless matmul: repeated calls skip the checks --------------------
+
+def _memo_cases_cupy(cp, rng):
+    """Calls of many layouts and keywords, each ``() -> [(result, expected, dtype, k)]`` on
+    fresh data: run in turns, each layout is first checked and remembered, then recalled."""
+
+    def dev(x):
+        return cp.asarray(x)
+
+    def get(x):
+        return cp.asnumpy(x)
+
+    def plain(dtype, a_shape, b_shape):
+        def case():
+            a, b = random(rng, a_shape, dtype), random(rng, b_shape, dtype)
+            return [(get(linalg.matmul(dev(a), dev(b))), oracle(a) @ oracle(b), dtype,
+                     a_shape[-1])]
+        return case
+
+    def transposed():
+        a, b = random(rng, (40, 24), "float32"), random(rng, (17, 40), "float32")
+        return [(get(linalg.matmul(dev(a).T, dev(b).T)), oracle(a).T @ oracle(b).T,
+                 "float32", 40)]
+
+    def strided():
+        a, b = random(rng, (9, 6), "float64"), random(rng, (6, 14), "float64")
+        return [(get(linalg.matmul(dev(a), dev(b)[:, ::2])), oracle(a) @ oracle(b)[:, ::2],
+                 "float64", 6)]
+
+    def alpha_beta_c(dtype, alpha, beta):
+        def case():
+            a, b = random(rng, (2, 7, 5), dtype), random(rng, (5, 6), dtype)
+            c = random(rng, (2, 7, 6), dtype)
+            expected = alpha * (oracle(a) @ oracle(b)) + beta * oracle(c)
+            if not dtype.startswith("complex"):
+                expected = expected.real
+            result = linalg.matmul(dev(a), dev(b), dev(c), alpha=alpha, beta=beta)
+            return [(get(result), expected, dtype, 5)]
+        return case
+
+    def beta_zero_ignores_c():
+        a, b = random(rng, (6, 5), "float32"), random(rng, (5, 4), "float32")
+        c = cp.full((6, 4), cp.nan, "float32")
+        return [(get(linalg.matmul(dev(a), dev(b), c)), oracle(a) @ oracle(b), "float32", 5)]
+
+    def into_out(strided_out):
+        def case():
+            a, b = random(rng, (3, 6, 5), "float64"), random(rng, (5, 7), "float64")
+            out = cp.zeros((3, 6, 14))[:, :, ::2] if strided_out else cp.zeros((3, 6, 7))
+            assert linalg.matmul(dev(a), dev(b), out=out) is out
+            return [(get(out), oracle(a) @ oracle(b), "float64", 5)]
+        return case
+
+    def bias_epilogue(epilogue):
+        def case():
+            a, b = random(rng, (2, 33, 24), "float32"), random(rng, (24, 40), "float32")
+            bias = random(rng, (40,), "float32")
+            pre = oracle(a) @ oracle(b) + oracle(bias)
+            expected = {"bias": pre, "relu_bias": np.maximum(pre, 0),
+                        "gelu_bias": gelu(pre)}[epilogue]
+            result = linalg.matmul(dev(a), dev(b), epilogue=epilogue, bias=dev(bias))
+            return [(get(result), expected, "float32", 24)]
+        return case
+
+    def gelu_aux():
+        a, b = random(rng, (2, 9, 16), "float32"), random(rng, (16, 130), "float32")
+        bias = random(rng, (130,), "float32")
+        pre = oracle(a) @ oracle(b) + oracle(bias)
+        d, aux = linalg.matmul(dev(a), dev(b), epilogue="gelu_aux_bias", bias=dev(bias))
+        return [(get(d), gelu(pre), "float32", 16), (get(aux), pre, "float32", 16)]
+
+    def bias_gradient():
+        a, b = random(rng, (12, 10), "float64"), random(rng, (10, 8), "float64")
+        d, da = linalg.matmul(dev(a), dev(b), epilogue="bgrada")
+        return [(get(d), oracle(a) @ oracle(b), "float64", 10),
+                (get(da), oracle(a).sum(axis=-1), "float64", 10)]
+
+    def on_stream():
+        a, b = random(rng, (31, 17), "float64"), random(rng, (17, 9), "float64")
+        stream = cp.cuda.Stream(non_blocking=True)
+        with stream:
+            ga, gb = dev(a), dev(b)
+        stream.synchronize()
+        result = linalg.matmul(ga, gb, stream=stream)
+        stream.synchronize()
+        return [(get(result), oracle(a) @ oracle(b), "float64", 17)]
+
+    def misaligned(offset):
+        # a and b at ``offset`` float32 elements past a 256-byte boundary
+        def case():
+            a, b = random(rng, (8, 12), "float32"), random(rng, (12, 8), "float32")
+            base_a, base_b = cp.empty(96 + offset, "float32"), cp.empty(96 + offset, "float32")
+            ga = base_a[offset:].reshape(8, 12)
+            gb = base_b[offset:].reshape(12, 8)
+            ga[...], gb[...] = dev(a), dev(b)
+            return [(get(linalg.matmul(ga, gb)), oracle(a) @ oracle(b), "float32", 12)]
+        return case
+
+    def zero_inner():
+        a, b = cp.empty((4, 0), "float32"), cp.empty((0, 3), "float32")
+        return [(get(linalg.matmul(a, b)), np.zeros((4, 3)), "float32", 1)]
+
+    return [plain("float32", (64, 64), (64, 64)), plain("float64", (33, 17), (17, 45)),
+            plain("float16", (16, 40), (40, 24)), plain("complex64", (5, 6), (6, 7)),
+            plain("float32", (4, 1, 3, 5), (2, 5, 1)), plain("float64", (6,), (6,)),
+            plain("float32", (7,), (7, 3)), transposed, strided,
+            alpha_beta_c("float64", 0.5, -2.0), alpha_beta_c("float64", 1.5, -2.0),
+            alpha_beta_c("complex64", 0.5 + 1j, -2.0 - 0.5j), beta_zero_ignores_c,
+            into_out(False), into_out(True), bias_epilogue("bias"),
+            bias_epilogue("relu_bias"), bias_epilogue("gelu_bias"), gelu_aux, bias_gradient,
+            on_stream, misaligned(0), misaligned(1), misaligned(4), zero_inner]
+
+
+def test_memo_cupy_calls_in_turns(cp):
+    from accelmath.linalg import _matmul
+
+    rng = np.random.default_rng()
+    cases = _memo_cases_cupy(cp, rng)
+    _matmul.dispatcher.clear_cache()
+    for turn in range(3):
+        for i in rng.permutation(len(cases)):
+            for result, expected, dtype, k in cases[i]():
+                close(result, expected, dtype, k)
+    assert _matmul.dispatcher._calls  # (calls were remembered)
+
+
+def test_memo_after_plans_left_the_cache(cp):
+    # plans evicted while the memo still names them: those calls are planned again
+    from accelmath.linalg import _matmul
+
+    rng = np.random.default_rng()
+    cases = _memo_cases_cupy(cp, rng)[:6]
+    _matmul.dispatcher.set_cache_limits(max_size=2)
+    try:
+        for turn in range(3):
+            for case in cases:
+                for result, expected, dtype, k in case():
+                    close(result, expected, dtype, k)
+    finally:
+        _matmul.dispatcher.set_cache_limits(max_size=64)
+
+
+def test_memo_torch_calls_in_turns(torch_cuda):
+    torch = torch_cuda
+    rng = np.random.default_rng()
+
+    def dev(x):
+        return torch.from_numpy(x).cuda()
+
+    def get(t):
+        return t.resolve_conj().resolve_neg().cpu().numpy()
+
+    def conj_transpose():
+        x, y = random(rng, (6, 5), "complex128"), random(rng, (6, 9), "complex128")
+        return [(get(linalg.matmul(dev(x).mH, dev(y))), x.conj().T @ y, "complex128", 6)]
+
+    def conj_view():
+        z, y = random(rng, (5, 6), "complex128"), random(rng, (6, 9), "complex128")
+        return [(get(linalg.matmul(dev(z).conj(), dev(y))), z.conj() @ y, "complex128", 6)]
+
+    def conj_c():
+        a, b = random(rng, (4, 6), "complex64"), random(rng, (6, 3), "complex64")
+        c = random(rng, (4, 3), "complex64")
+        result = linalg.matmul(dev(a), dev(b), dev(c).conj(), beta=1.0)
+        return [(get(result), oracle(a) @ oracle(b) + oracle(c).conj(), "complex64", 6)]
+
+    def neg_view():
+        z, b = random(rng, (5, 6), "complex128"), random(rng, (6, 3), "float64")
+        a = dev(z).conj().imag  # a lazily negated view
+        assert a.is_neg()
+        return [(get(linalg.matmul(a, dev(b))), -z.imag @ b, "float64", 6)]
+
+    def plain(dtype):
+        def case():
+            a = torch.from_numpy(rng.standard_normal((64, 48))).to("cuda", getattr(torch, dtype))
+            b = torch.from_numpy(rng.standard_normal((48, 32))).to("cuda", getattr(torch, dtype))
+            expected = a.double().cpu().numpy() @ b.double().cpu().numpy()
+            return [(linalg.matmul(a, b).double().cpu().numpy(), expected, dtype, 48)]
+        return case
+
+    def into_out():
+        a, b = random(rng, (8, 5), "float32"), random(rng, (5, 6), "float32")
+        out = torch.empty(6, 8, device="cuda").T
+        assert linalg.matmul(dev(a), dev(b), out=out) is out
+        return [(get(out), oracle(a) @ oracle(b), "float32", 5)]
+
+    def records_gradients():
+        a, b = random(rng, (7, 4), "float32"), random(rng, (4, 3), "float32")
+        ta = dev(a).requires_grad_()
+        with torch.no_grad():
+            result = linalg.matmul(ta, dev(b))
+        return [(get(result), oracle(a) @ oracle(b), "float32", 4)]
+
+    def bias_epilogue():
+        a, b = random(rng, (2, 9, 16), "float32"), random(rng, (16, 24), "float32")
+        bias = random(rng, (24,), "float32")
+        result = linalg.matmul(dev(a), dev(b), epilogue="relu_bias", bias=dev(bias))
+        return [(get(result), np.maximum(oracle(a) @ oracle(b) + oracle(bias), 0), "float32",
+                 16)]
+
+    cases = [conj_transpose, conj_view, conj_c, neg_view, plain("float32"),
+             plain("bfloat16"), plain("float16"), into_out, records_gradients, bias_epilogue]
+    for turn in range(3):
+        for i in rng.permutation(len(cases)):
+            for result, expected, dtype, k in cases[i]():
+                close(result, expected, dtype, k)
+
+
+def test_memo_bad_calls_still_raise(cp, torch_cuda):
+    from accelmath.errors import GradientError, InvalidArgumentError, UnsupportedDTypeError
+    from accelmath.linalg import _matmul
+
+    torch = torch_cuda
+    rng = np.random.default_rng()
+    a, b = random(rng, (8, 6), "float32"), random(rng, (6, 5), "float32")
+    bias = random(rng, (5,), "float32")
+    ga, gb, gbias = cp.asarray(a), cp.asarray(b), cp.asarray(bias)
+
+    def bad_calls():
+        with pytest.raises(InvalidArgumentError, match="bias"):
+            linalg.matmul(ga, gb, epilogue="bias", bias=cp.ones(6, "float32"))
+        with pytest.raises(InvalidArgumentError, match="bias"):
+            linalg.matmul(ga, gb, epilogue="bias")
+        with pytest.raises(InvalidArgumentError, match="bias"):
+            linalg.matmul(ga, gb, bias=gbias)
+        with pytest.raises(InvalidArgumentError, match="execution"):
+            linalg.matmul(ga, gb, execution="cpu")
+        with pytest.raises(InvalidArgumentError, match="execution"):
+            linalg.matmul(ga, gb, execution="gpu")
+        with pytest.raises(UnsupportedDTypeError, match="Cannot cast"):
+            linalg.matmul(ga, gb, out=cp.empty((8, 5), "float64"))
+        with pytest.raises(InvalidArgumentError, match="out has"):
+            linalg.matmul(ga, gb, out=cp.empty((8, 6), "float32"))
+        with pytest.raises(InvalidArgumentError, match="alpha"):
+            linalg.matmul(ga, gb, alpha=True)
+        with pytest.raises(InvalidArgumentError, match="alpha"):
+            linalg.matmul(ga, gb, alpha=1j)
+        with pytest.raises(InvalidArgumentError, match="allow_tf32"):
+            linalg.matmul(ga, gb, allow_tf32=1)
+        with pytest.raises(UnsupportedDTypeError):
+            linalg.matmul(ga, gb.astype("float64"))
+        with pytest.raises(ValueError, match="core dimension"):
+            linalg.matmul(ga, ga)
+        ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+        with pytest.raises(GradientError):
+            linalg.matmul(ta.clone().requires_grad_(), tb)
+        with pytest.raises(TypeError) as caught:
+            linalg.matmul(ga, gb, stream="not a stream")
+        return str(caught.value)
+
+    _matmul.dispatcher.clear_cache()
+    first = bad_calls()  # nothing remembered yet
+    assert not _matmul.dispatcher._calls
+    for _ in range(2):
+        close(cp.asnumpy(linalg.matmul(ga, gb)), oracle(a) @ oracle(b), "float32", 6)
+        close(cp.asnumpy(linalg.matmul(ga, gb, epilogue="bias", bias=gbias)),
+              oracle(a) @ oracle(b) + oracle(bias), "float32", 6)
+        close(cp.asnumpy(linalg.matmul(ga, gb, out=cp.empty((8, 5), "float32"))),
+              oracle(a) @ oracle(b), "float32", 6)
+        with torch.no_grad():
+            ta = torch.from_numpy(a).cuda().requires_grad_()
+            linalg.matmul(ta, torch.from_numpy(b).cuda())
+        remembered = len(_matmul.dispatcher._calls)
+        assert bad_calls() == first  # the same errors, the memo in place
+        assert len(_matmul.dispatcher._calls) == remembered
