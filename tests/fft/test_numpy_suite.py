@@ -9,17 +9,13 @@ loaded by ``-p``. The plugin writes the outcomes, and how many transforms reache
 to a JSON file; a failure of any of NumPy's tests fails the test here, naming it.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import numpy_suites
 import pytest
 
 SUITE = Path(np.__file__).parent / "fft" / "tests" / "test_pocketfft.py"
-REPO = Path(__file__).resolve().parents[2]
 
 PLUGIN = '''
 """Replace numpy.fft's transforms by accelmath.fft's for this pytest process (imported by -p,
@@ -107,29 +103,8 @@ def pytest_terminal_summary(terminalreporter):
 def run_suite(tmp_path, mode):
     """Run NumPy's FFT tests on accelmath (``mode`` "numpy" or "cupy"); return the outcomes:
     outcome -> test ids, and "accelmath calls"."""
-    if not SUITE.is_file():
-        pytest.skip(f"NumPy's FFT tests are not installed ({SUITE} is missing)")
-    (tmp_path / "accelmath_numpy_suite.py").write_text(PLUGIN)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    report = tmp_path / "report.json"
-    env = dict(os.environ, ACCELMATH_NUMPY_SUITE=mode, ACCELMATH_NUMPY_SUITE_REPORT=str(report),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO),
-                                           os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "pytest", str(SUITE), "-p", "accelmath_numpy_suite",
-               "-p", "no:cacheprovider", "-q", "--noconftest", "-c", str(tmp_path / "pytest.ini"),
-               "--rootdir", str(tmp_path)]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
-                            stdin=subprocess.DEVNULL, timeout=900)
-    assert report.is_file(), f"the suite did not run:\n{result.stdout[-4000:]}{result.stderr}"
-    outcomes = json.loads(report.read_text())
-    failed = outcomes.get("failed", []) + outcomes.get("error", [])
-    counts = {key: len(value) if isinstance(value, list) else value
-              for key, value in outcomes.items()}
-    print(f"NumPy's FFT tests on accelmath ({mode}): {counts}")
-    assert not failed and result.returncode == 0, (
-        f"{len(failed)} of NumPy's FFT tests failed on accelmath ({mode}): {failed}\n"
-        f"{result.stdout[-6000:]}")
-    return outcomes
+    return numpy_suites.run(tmp_path, SUITE, [str(SUITE)], "accelmath_numpy_suite", PLUGIN,
+                            mode, "FFT")
 
 
 def test_numpy_fft_suite_on_the_cpu(tmp_path, record_property):

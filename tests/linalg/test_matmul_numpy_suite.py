@@ -28,16 +28,13 @@ file; a failure of any of NumPy's tests fails the test here, naming it.
 """
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import numpy_suites
 import pytest
 
 SUITE = Path(np.__file__).parent / "_core" / "tests" / "test_multiarray.py"
-REPO = Path(__file__).resolve().parents[2]
 CLASS = "TestMatmul"
 FLOATING = ("float16", "float32", "float64", "complex64", "complex128")
 
@@ -188,31 +185,9 @@ NUMPY_ONLY = {"test_out_arg": "casts the result into an out= of a wider dtype (c
 def run_suite(tmp_path, mode):
     """Run NumPy's matmul tests on accelmath (``mode`` "numpy", "torch" or "cupy"); return the
     outcomes: outcome -> test ids, and "calls" (kind -> operand dtypes -> count)."""
-    if not SUITE.is_file():
-        pytest.skip(f"NumPy's multiarray tests are not installed ({SUITE} is missing)")
-    (tmp_path / "accelmath_numpy_matmul_suite.py").write_text(PLUGIN)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    report = tmp_path / "report.json"
-    env = dict(os.environ, ACCELMATH_NUMPY_SUITE=mode, ACCELMATH_NUMPY_SUITE_REPORT=str(report),
-               ACCELMATH_NUMPY_SUITE_SKIP=json.dumps({**NOT_FLOATING, **NUMPY_ONLY}),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO),
-                                           os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "pytest", f"{SUITE}::{CLASS}",
-               "-p", "accelmath_numpy_matmul_suite", "-p", "no:cacheprovider", "-q",
-               "--noconftest", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
-               "-W", "ignore::pytest.PytestUnknownMarkWarning"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
-                            stdin=subprocess.DEVNULL, timeout=900)
-    assert report.is_file(), f"the suite did not run:\n{result.stdout[-4000:]}{result.stderr}"
-    outcomes = json.loads(report.read_text())
-    failed = outcomes.get("failed", []) + outcomes.get("error", [])
-    counts = {key: len(value) if isinstance(value, list) else value
-              for key, value in outcomes.items()}
-    print(f"NumPy's matmul tests on accelmath ({mode}): {counts}")
-    assert not failed and result.returncode == 0, (
-        f"{len(failed)} of NumPy's matmul tests failed on accelmath ({mode}): {failed}\n"
-        f"{result.stdout[-6000:]}")
-    return outcomes
+    return numpy_suites.run(
+        tmp_path, SUITE, [f"{SUITE}::{CLASS}"], "accelmath_numpy_matmul_suite", PLUGIN, mode,
+        "matmul", {"ACCELMATH_NUMPY_SUITE_SKIP": json.dumps({**NOT_FLOATING, **NUMPY_ONLY})})
 
 
 def _check_coverage(outcomes):

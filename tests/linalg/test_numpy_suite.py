@@ -8,17 +8,13 @@ The plugin writes the outcomes, and how many calls reached accelmath, to a JSON 
 failure of any of NumPy's tests fails the test here, naming it.
 """
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+import numpy_suites
 import pytest
 
 SUITE = Path(np.__file__).parent / "linalg" / "tests" / "test_linalg.py"
-REPO = Path(__file__).resolve().parents[2]
 
 # the classes the issue names (with the Cases classes that hold eigh's and eigvalsh's checks)
 CLASSES = ("TestSolve", "TestInv", "TestDet", "TestLstsq", "TestQR", "TestCholesky",
@@ -90,30 +86,8 @@ def pytest_terminal_summary(terminalreporter):
 def run_suite(tmp_path, mode):
     """Run NumPy's solver tests on accelmath (``mode`` "numpy" or "cupy"); return the
     outcomes: outcome -> test ids, and "accelmath calls" (function -> count)."""
-    if not SUITE.is_file():
-        pytest.skip(f"NumPy's linalg tests are not installed ({SUITE} is missing)")
-    (tmp_path / "accelmath_numpy_linalg_suite.py").write_text(PLUGIN)
-    (tmp_path / "pytest.ini").write_text("[pytest]\n")
-    report = tmp_path / "report.json"
-    env = dict(os.environ, ACCELMATH_NUMPY_SUITE=mode, ACCELMATH_NUMPY_SUITE_REPORT=str(report),
-               PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO),
-                                           os.environ.get("PYTHONPATH", "")]))
-    command = [sys.executable, "-m", "pytest", *(f"{SUITE}::{name}" for name in CLASSES),
-               "-p", "accelmath_numpy_linalg_suite", "-p", "no:cacheprovider", "-q",
-               "--noconftest", "-c", str(tmp_path / "pytest.ini"), "--rootdir", str(tmp_path),
-               "-W", "ignore::pytest.PytestUnknownMarkWarning"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path,
-                            stdin=subprocess.DEVNULL, timeout=900)
-    assert report.is_file(), f"the suite did not run:\n{result.stdout[-4000:]}{result.stderr}"
-    outcomes = json.loads(report.read_text())
-    failed = outcomes.get("failed", []) + outcomes.get("error", [])
-    counts = {key: len(value) if isinstance(value, list) else value
-              for key, value in outcomes.items()}
-    print(f"NumPy's linalg tests on accelmath ({mode}): {counts}")
-    assert not failed and result.returncode == 0, (
-        f"{len(failed)} of NumPy's linalg tests failed on accelmath ({mode}): {failed}\n"
-        f"{result.stdout[-6000:]}")
-    return outcomes
+    return numpy_suites.run(tmp_path, SUITE, [f"{SUITE}::{name}" for name in CLASSES],
+                            "accelmath_numpy_linalg_suite", PLUGIN, mode, "linalg")
 
 
 def _check_coverage(outcomes):
