@@ -17,7 +17,8 @@ from accelmath.linalg._factor import LU, QR, Cholesky
 from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult,
                                          cholesky, det, eigh, eigvalsh, inv, lstsq, qr, slogdet,
                                          solve, svd, svdvals)
-from accelmath.linalg._matmul import Matmul, matmul
+from accelmath.linalg._matmul import matmul
+from accelmath.linalg._matmul_plan import Matmul
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
                                                solve_triangular)
 

@@ -1,0 +1,331 @@
+"""The planned matrix product :class:`Matmul`: made once (from operands or from a layout),
+autotuned, executed many times, on cuBLASLt for device operands and on NumPy for host ones;
+the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`._matmul`)."""
+
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import ITEMSIZE, wrap_operand
+from accelmath._core.plan import Plan, template_operand
+from accelmath._core.stream import stream_handle
+from accelmath.errors import InvalidArgumentError
+from accelmath.linalg import _matmul_problem as problems
+from accelmath.linalg._matmul import _finish, _host, _outputs, _StreamContext, _zero_k
+from accelmath.linalg._matmul_cublaslt import LtPlan
+
+__all__ = ["Matmul"]
+
+
+_OPERANDS = ("a", "b", "c", "bias", "aux")
+
+
+class Matmul(Plan):
+    """A matrix product planned once and executed many times: ``epilogue(alpha * a @ b +
+    beta * c)`` as :func:`matmul` computes it.
+
+    On the GPU the plan holds cuBLASLt's descriptors, layouts and the heuristic's candidate
+    algorithms (up to 8); it runs the first, or, after :meth:`autotune`, the fastest, a
+    choice kept in the on-disk store so that a later plan of the same product (in this
+    process or another) starts with it. :meth:`execute` reads the operands' addresses,
+    resolves the stream and makes the cuBLASLt call.
+
+    Parameters
+    ----------
+    a, b, c : array, optional
+        Template operands: the plan is bound to them (``execute()`` with no arguments runs
+        on them) and accepts later operands of the same type and layout. Leave ``a`` and
+        ``b`` out to plan for a layout (``a_shape``, ``b_shape``, ``dtype``...).
+    alpha, beta, epilogue, bias, aux, allow_tf32, execution
+        As for :func:`matmul` (``bias`` and ``aux`` may also be given to :meth:`execute`).
+    a_shape, b_shape, c_shape : tuple of int, optional
+        The operands' shapes, for a plan made without operands (``c_shape``: where ``beta``
+        is not 0).
+    a_strides, b_strides, c_strides : tuple of int, optional
+        Their element strides (default: C order); dense, in any axis order.
+    dtype : str or dtype, optional
+        Their dtype, for a plan made without operands.
+    package : {"numpy", "cupy", "torch"}, optional
+        Their package (default: NumPy for host operands, else CuPy where installed, else
+        torch).
+    device : int, optional
+        Their GPU (default None: host memory; 0 where ``package`` is CuPy).
+    stream : int or stream object, optional
+        The stream :meth:`autotune` runs on by default.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg import Matmul
+    >>> a, b = np.ones((2, 3)), np.full((3, 4), 2.0)
+    >>> with Matmul(a, b, epilogue="bias", bias=np.arange(4.0)) as plan:
+    ...     d = plan.execute()
+    >>> d[0]
+    array([6., 7., 8., 9.])
+    """
+
+    what = "matrix product plan"
+
+    def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
+                 aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
+                 b_strides=None, c_strides=None, dtype=None, package=None, device=None,
+                 execution="auto", allow_tf32=False, stream=None):
+        layout_only = a is None and b is None
+        if layout_only:
+            a = template_operand(a_shape, dtype, a_strides, package, device)
+            b = template_operand(b_shape, dtype, b_strides, package, device)
+            if c_shape is not None:
+                c = template_operand(c_shape, dtype, c_strides, package, device)
+        elif (a_shape, b_shape, c_shape, a_strides, b_strides, c_strides, dtype, package,
+              device) != (None,) * 9 or a is None or b is None:
+            raise InvalidArgumentError(
+                "give either operands a and b, or a_shape, b_shape, dtype, package and device")
+        templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
+        problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
+                                   allow_tf32)
+        self.problem = problem
+        self.dtype, self.shape = problem.dtype, problem.product.shape
+        self.epilogue = problem.epilogue.name
+        self.alpha, self.beta = problem.alpha, problem.beta
+        self.stream = stream
+        op = problem.ops[0]
+        if problem.on_gpu and not op.on_device:
+            raise InvalidArgumentError(
+                'execution="cuda" needs device operands here; matmul moves host data for you')
+        self._lt = None
+        self._bind(op, a, self.shape, contiguous_strides(self.shape), self.dtype,
+                   problem.on_gpu, layout_only)
+        given = (a, b, c, *templates)
+        self._bound = (None,) * 5 if layout_only else given
+        self._types = tuple(type(x) for x in given)
+        self._layouts = tuple(None if o is None else (tuple(o.shape), tuple(o.strides), o.dtype,
+                                                      o.device_id)
+                              for o in problem.ops)
+        self._conj = problem.conj + (False, False, False)
+        if problem.on_gpu:
+            self._plan_device(problem, given, layout_only)
+
+    @staticmethod
+    def _templates(a, b, epilogue, bias, aux):
+        """The bias and aux a layout-only plan is made with: those given, else new arrays
+        of the layouts the epilogue reads (execute takes the real ones)."""
+        from accelmath.linalg._epilogue import epilogue_named, gelu_aux_ld, relu_aux_width
+
+        record = epilogue_named(epilogue)
+        a_op, b_op = wrap_operand(a), wrap_operand(b)
+        adapter, device = a_op.adapter, a_op.device_id
+        from accelmath.linalg._matmul_rules import product as product_of
+
+        product = product_of(a_op.shape, b_op.shape)
+        if record.bias and bias is None:
+            bias = adapter.empty_strided((product.n,), (1,), a_op.dtype, device)[0]
+        if record.takes_aux == "relu" and aux is None:
+            shape = product.batch + (product.m, relu_aux_width(product.n))
+            aux = adapter.empty_strided(shape, contiguous_strides(shape), "uint8", device)[0]
+        elif record.takes_aux == "gelu" and aux is None:
+            shape = product.batch + (product.m, gelu_aux_ld(product.n))
+            aux = adapter.empty_strided(shape, contiguous_strides(shape), a_op.dtype,
+                                        device)[0][..., :product.n]
+        return bias, aux
+
+    def _plan_device(self, problem, given, layout_only):
+        a, b, c, bias, aux = problem.ops
+        product = problem.product
+        if product.k == 0 and (problem.epilogue.name is not None or (
+                c is not None and problem.beta != 0)):
+            _zero_k(None, problem, None)
+        self._empty = not (product.m and product.n and all(product.batch))
+        self._readers = tuple(
+            None if op is None or op.obj is not x else (
+                None if op.adapter.layout_key(x) is None
+                else op.adapter.reader(op.adapter.layout_key(x)))
+            for op, x in zip(problem.ops, given))
+        if self._empty or product.k == 0:
+            return
+        ptrs = [op.ptr for op in (a, b, c) if op is not None]
+        alignment = 256 if layout_only else problems.alignment_of(
+            *ptrs, itemsize=ITEMSIZE[problem.dtype])
+        spec = problems.spec_of(problem, None, alignment)
+        if c is None or problem.beta == 0:
+            spec = spec._replace(c=None)
+        self._lt = LtPlan(spec, a.device_id, a.adapter.package)
+        self._scalars, (self._alpha_ptr, self._beta_ptr) = problems.host_scalars(
+            problem.dtype, problem.alpha, problem.beta)
+        self._uses_c = spec.c is not None
+
+    @property
+    def algorithm(self):
+        """The index of the candidate algorithm used (None on the CPU)."""
+        return None if self._lt is None else self._lt.choice
+
+    @property
+    def candidates(self):
+        """How many candidate algorithms the heuristic gave (0 on the CPU)."""
+        return 0 if self._lt is None else len(self._lt.labels)
+
+    def _pointer(self, i, x, stream):
+        """The device address of operand ``i`` (``x``, or the bound one), checked against
+        the plan's layout the first time a type or layout is seen."""
+        if x is None:
+            x = self._bound[i]
+            if x is None:
+                if self._layouts[i] is None:
+                    return 0
+                raise InvalidArgumentError(
+                    f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound to "
+                    f"it; pass {_OPERANDS[i]}")
+        reader = self._readers[i]
+        if reader is not None and type(x) is self._types[i]:
+            ptr = reader(x)
+            if ptr is not None:
+                return ptr
+        op, conj = problems.read(x, _OPERANDS[i])
+        layout = (tuple(op.shape), tuple(op.strides), op.dtype, op.device_id)
+        if layout != self._layouts[i] or conj != self._conj[i]:
+            shape, strides, dtype, device = self._layouts[i] or (None,) * 4
+            raise InvalidArgumentError(
+                f"{_OPERANDS[i]} {op!r} (conjugated view: {conj}) does not match the plan's "
+                f"layout: shape {shape}, strides {strides}, dtype {dtype}, conjugated view: "
+                f"{self._conj[i]}")
+        op.wait_ready(stream)
+        return op.ptr
+
+    def _absent(self, i, x):
+        """0 for an operand the plan does not take; an error where one is given."""
+        if x is not None:
+            raise InvalidArgumentError(
+                f"this {self.what} takes no {_OPERANDS[i]} (it was planned without one)")
+        return 0
+
+    def execute(self, a=None, b=None, c=None, *, bias=None, aux=None, out=None, stream=None):
+        """Compute the product on operands of the plan's layout.
+
+        Parameters
+        ----------
+        a, b, c : array, optional
+            Operands of the plan's type and layout (default: those it was made with).
+        bias, aux : array, optional
+            The epilogue's inputs (default: those it was made with).
+        out : array, optional
+            Where to write the result (C order, the result's shape and dtype).
+        stream : int or stream object, optional
+            The CUDA stream (default: the current stream of the operands' package).
+
+        Returns
+        -------
+        array or tuple of arrays
+            As :func:`matmul` returns them.
+        """
+        if self._freed:
+            self._check_live()
+        if not self._on_device:
+            return self._execute_host(a, b, c, bias, aux, out)
+        explicit = stream is not None
+        handle = self._stream_of(stream) if explicit else self._current_stream()
+        pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
+        pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
+        pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
+        paux = self._pointer(4, aux, handle) if self._layouts[4] else self._absent(4, aux)
+        if out is None:
+            d, pd = self._allocate_on(handle) if explicit else self._allocate()
+        else:
+            reader = self._read_out.get(type(out))
+            pd = None if reader is None else reader(out)
+            if pd is None:
+                pd = self._first_out(out, handle)
+            d = out
+        return self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, explicit, None)
+
+    def _enqueue(self, d, pa, pb, pc, pd, pbias, paux, handle, explicit, algo):
+        problem = self.problem
+        epilogue = problem.epilogue
+        extra, pextra = None, 0
+        if epilogue.returns == 2:
+            ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
+            extra, pextra = _outputs(ctx, problem)
+        if self._lt is not None:
+            self._lt.run(pa, pb, pc if self._uses_c else 0, pd,
+                         pextra if epilogue.bias_gradient else pbias,
+                         pextra if epilogue.makes_aux else paux,
+                         self._alpha_ptr, self._beta_ptr, handle, algo)
+        elif not self._empty:  # (an inner length of 0: zeros)
+            with self._adapter.stream_scope(handle, self.device_id):
+                d[...] = 0
+        if epilogue.returns == 1 and not self._adapter.immutable:
+            return d
+        ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
+        return _finish(ctx, problem, d, extra)
+
+    @staticmethod
+    def _stream_of(stream):
+        return stream_handle(stream)
+
+    def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=4,
+                 stream=None):
+        """Time the candidate algorithms on the operands (default: those the plan was made
+        with) and use the fastest from now on; the choice is stored, so a later plan of the
+        same product (in another process too) starts with it, and a choice already stored
+        is taken without timing.
+
+        Parameters
+        ----------
+        a, b, c, bias, aux : array, optional
+            As for :meth:`execute`.
+        iterations : int, optional
+            Timed runs of each candidate (the best counts), after one that warms up.
+        stream : int or stream object, optional
+            Default: the plan's ``stream``, else the operands' current stream.
+
+        Returns
+        -------
+        accelmath._core.timing.Choice or None
+            The choice (its ``times`` in ms where they were measured now); None on the CPU
+            or where there is nothing to time.
+        """
+        self._check_live()
+        from accelmath._core.arguments import length
+
+        iterations = length(iterations, "iterations")
+        if self._lt is None:
+            return None
+        stream = self.stream if stream is None else stream
+        handle = self._current_stream() if stream is None else self._stream_of(stream)
+        pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
+        pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
+        pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
+        paux = self._pointer(4, aux, handle) if self._layouts[4] else self._absent(4, aux)
+        d, pd = self._allocate_on(handle)
+        kept = []
+
+        def enqueue(index):
+            kept.append(self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, True, index))
+
+        return self._lt.autotune(enqueue, handle, iterations)
+
+    def _execute_host(self, a, b, c, bias, aux, out):
+        given = [x if x is not None else self._bound[i]
+                 for i, x in enumerate((a, b, c, bias, aux))]
+        for i, x in enumerate(given):
+            if x is None and self._layouts[i] is not None:
+                raise InvalidArgumentError(
+                    f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound "
+                    f"to it; pass {_OPERANDS[i]}")
+        problem = problems.prepare(*given, self.alpha, self.beta, self.problem.epilogue,
+                                   "cpu", False)
+        layouts = tuple(None if o is None else (tuple(o.shape), tuple(o.strides), o.dtype,
+                                                o.device_id) for o in problem.ops)
+        for i, (seen, planned) in enumerate(zip(layouts, self._layouts)):
+            if seen != planned and i < 3:
+                raise InvalidArgumentError(
+                    f"{_OPERANDS[i]} has layout {seen}; the plan was made for {planned}")
+        return _host(problem, out)
+
+    def _release(self):
+        if self._lt is not None:
+            self._lt.free()
+            self._lt = None
+        self._bound = (None,) * 5
+
+    def __repr__(self):
+        if not hasattr(self, "_freed"):
+            return "Matmul(not made)"
+        state = "freed" if self._freed else ("cuda" if self._on_device else "cpu")
+        return (f"Matmul(shape={self.shape}, dtype={self.dtype}, epilogue={self.epilogue!r}, "
+                f"{state})")
