@@ -34,10 +34,16 @@ def remember_paths(recall, keep):
     _memo = (recall, keep)
 
 
+def _recalled(name):
+    """Where the memo of :func:`remember_paths` says library ``name`` was found, or None."""
+    recall = _memo[0] if _memo else None
+    return recall(name) if recall else None
+
+
 def _find(name):
     """The path of a library other than the driver, through the memo, else cuda-pathfinder."""
-    recall, keep = _memo or (None, None)
-    path = recall(name) if recall else None
+    keep = _memo[1] if _memo else None
+    path = _recalled(name)
     if path:
         try:
             return ctypes.CDLL(path), path
@@ -96,8 +102,7 @@ def library_file(name):
     with _lock:
         if name in _loaded:
             return _loaded[name][1]
-    path = _memo[0](name) if _memo and _memo[0] else None
-    return path or load_library(name)[1]
+    return _recalled(name) or load_library(name)[1]
 
 
 @dataclass(frozen=True)
