@@ -7,8 +7,6 @@ Modules: :mod:`~accelmath.bindings.cufft`, :mod:`~accelmath.bindings.cublas`,
 the first call of one of its functions.
 """
 
-MODULES = ("cufft", "cublas", "cublaslt", "cusolver", "nvrtc", "nvjitlink", "driver")
-
 #: The CUDA libraries accelmath uses, by cuda-pathfinder name, and the module of this package
 #: whose ``version()`` reports each.
 LIBRARIES = {
@@ -19,5 +17,8 @@ LIBRARIES = {
     "nvrtc": "nvrtc",
     "nvJitLink": "nvjitlink",
 }
+
+#: The binding modules of this package: one per library, and the driver's.
+MODULES = (*LIBRARIES.values(), "driver")
 
 __all__ = ["MODULES", "LIBRARIES"]
