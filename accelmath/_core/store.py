@@ -419,11 +419,11 @@ def _make_fingerprint(device_id, libraries):
     parts = [f"gpu={gpu}", f"sm={capability}",
              "driver=" + ("none" if driver is None else "{}.{}".format(*driver))]
     for name in libraries:
-        parts.append(f"{name}={_library_version(device, name)}")
+        parts.append(f"{name}={_library_version(name)}")
     return "; ".join(parts)
 
 
-def _library_version(device, name):
+def _library_version(name):
     from accelmath.bindings import LIBRARIES
 
     module_name = LIBRARIES.get(name)
