@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from itertools import product
 
 from accelmath._core.kernels import merge_dims
-from accelmath._core.layout import contiguous_strides, is_dense
+from accelmath._core.layout import axis_order, contiguous_strides
 
 __all__ = ["Step", "plan_steps", "scratch_layout", "output_layout", "MAX_LOOP"]
 
@@ -167,11 +167,9 @@ def scratch_layout(kind, axes, in_shape, in_strides, out_shape, out_strides):
     output's shape in the input's axis order; c2r: the input's shape with the halved axis
     fastest (where the c2r step reads it best), the others in the output's order."""
     if kind == "c2r":
-        order = sorted((a for a in range(len(in_shape)) if a != axes[-1]),
-                       key=lambda a: -abs(out_strides[a]))
+        order = [a for a in axis_order(out_strides) if a != axes[-1]]
         return in_shape, contiguous_strides(in_shape, [*order, axes[-1]])
-    return out_shape, contiguous_strides(out_shape, sorted(range(len(out_shape)),
-                                                           key=lambda a: -abs(in_strides[a])))
+    return out_shape, contiguous_strides(out_shape, axis_order(in_strides))
 
 
 def _steps(kind, axes, in_shape, in_strides, out_shape, out_strides, split, scratch=False):
@@ -239,10 +237,4 @@ def output_layout(kind, axes, shape, strides, last_axis_size=None):
         out_shape[axes[-1]] = shape[axes[-1]] // 2 + 1
     elif kind == "c2r":
         out_shape[axes[-1]] = last_axis_size or 2 * (shape[axes[-1]] - 1)
-    order = sorted(range(len(shape)), key=lambda a: -abs(strides[a]))
-    out_strides = [0] * len(shape)
-    step = 1
-    for axis in reversed(order):
-        out_strides[axis] = step
-        step *= max(out_shape[axis], 1)
-    return tuple(out_shape), tuple(out_strides)
+    return tuple(out_shape), contiguous_strides(out_shape, axis_order(strides))

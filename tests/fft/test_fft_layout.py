@@ -15,9 +15,8 @@ fastest, for which plan_steps must then succeed.
 import numpy as np
 import pytest
 
-from accelmath.fft._layout import (MAX_LOOP, Step, contiguous_strides, is_dense, plan_steps,
-                                   scratch_layout)
-from accelmath.fft._layout import output_layout
+from accelmath._core.layout import contiguous_strides, is_dense
+from accelmath.fft._layout import MAX_LOOP, Step, output_layout, plan_steps, scratch_layout
 
 REAL = {"c2c": np.complex128, "r2c": np.float64, "c2r": np.complex128}
 RESULT = {"c2c": np.complex128, "r2c": np.complex128, "c2r": np.float64}
