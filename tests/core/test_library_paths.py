@@ -9,9 +9,8 @@ from accelmath.bindings import _loader
 
 
 @pytest.fixture
-def fresh(monkeypatch, tmp_path):
+def fresh(store_root, monkeypatch):
     """An empty store, no library loaded yet, the core's memo installed."""
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(_loader, "_loaded", {})
     monkeypatch.setattr(_loader, "_memo", None)
     library_paths.install()

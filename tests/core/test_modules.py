@@ -34,14 +34,6 @@ def _needs(lib):
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch):
-    """An empty store of this test's own."""
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path / "store"))
-    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
-    return tmp_path / "store"
-
-
-@pytest.fixture
 def counted(monkeypatch):
     """How many times NVRTC and nvJitLink really ran."""
     calls = {"nvrtc": 0, "nvjitlink": 0}
@@ -109,21 +101,21 @@ def test_compile_needs_compile_options():
 # -- compile and link, no GPU needed ----------------------------------------------------------
 
 @pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
-def test_compile_to_a_cubin(root, arch):
+def test_compile_to_a_cubin(store_root, arch):
     _needs(nvrtc.lib)
     cubin = compile_cuda(KERNEL, CompileOptions(arch=arch), "fill.cu")
     assert _elf_sm(cubin) in (None, arch[0] * 10 + arch[1])
     assert b"fill" in cubin
 
 
-def test_compile_to_ltoir(root):
+def test_compile_to_ltoir(store_root):
     _needs(nvrtc.lib)
     ltoir = compile_cuda(KERNEL, CompileOptions(arch=(9, 0), lto=True))
     assert ltoir and ltoir[:4] != b"\x7fELF"  # LTO-IR, not machine code
     assert ltoir != compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
 
 
-def test_a_compile_error_carries_the_log(root):
+def test_a_compile_error_carries_the_log(store_root):
     _needs(nvrtc.lib)
     with pytest.raises(CompileError) as info:
         compile_cuda('__global__ void k() { undefined_thing; }',
@@ -136,14 +128,14 @@ def test_a_compile_error_carries_the_log(root):
     assert error.log in str(error)
 
 
-def test_an_unknown_option_is_a_compile_error(root):
+def test_an_unknown_option_is_a_compile_error(store_root):
     _needs(nvrtc.lib)
     with pytest.raises(CompileError, match="NVRTC_ERROR_INVALID_OPTION"):
         compile_cuda(KERNEL, CompileOptions(arch=(9, 0), extra=("--no-such-option",)))
 
 
 @pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
-def test_link_ltoir_to_a_cubin(root, arch):
+def test_link_ltoir_to_a_cubin(store_root, arch):
     _needs(nvrtc.lib)
     _needs(nvjitlink.lib)
     options = CompileOptions(arch=arch, lto=True)
@@ -153,7 +145,7 @@ def test_link_ltoir_to_a_cubin(root, arch):
     assert b"double_it" in cubin
 
 
-def test_a_link_error_carries_the_log(root):
+def test_a_link_error_carries_the_log(store_root):
     _needs(nvrtc.lib)
     _needs(nvjitlink.lib)
     alone = compile_cuda(USES_TWICE, CompileOptions(arch=(9, 0), lto=True))
@@ -167,7 +159,7 @@ def test_a_link_error_carries_the_log(root):
     assert "NVJITLINK_ERROR_IN" in str(info.value) and "bad input" in info.value.log
 
 
-def test_link_options_go_to_nvjitlink(root):
+def test_link_options_go_to_nvjitlink(store_root):
     _needs(nvjitlink.lib)
     with pytest.raises(CudaLibraryError) as info:
         link([b"unused"], (9, 0), extra=("-no-such-option",))
@@ -188,7 +180,7 @@ def test_link_refuses_a_bad_arch():
 
 # -- the store --------------------------------------------------------------------------------
 
-def test_the_second_compile_comes_from_the_store(root, counted):
+def test_the_second_compile_comes_from_the_store(store_root, counted):
     _needs(nvrtc.lib)
     options = CompileOptions(arch=(9, 0))
     first = compile_cuda(KERNEL, options, "fill.cu")
@@ -204,7 +196,7 @@ def test_the_second_compile_comes_from_the_store(root, counted):
     assert counted["nvrtc"] == 6
 
 
-def test_another_nvrtc_file_compiles_again(root, counted, monkeypatch, tmp_path):
+def test_another_nvrtc_file_compiles_again(store_root, counted, monkeypatch, tmp_path):
     # the key names NVRTC's file, its size and time: a new NVRTC (another file, or the same
     # file replaced) makes new keys
     _needs(nvrtc.lib)
@@ -219,7 +211,7 @@ def test_another_nvrtc_file_compiles_again(root, counted, monkeypatch, tmp_path)
     assert counted["nvrtc"] == 3
 
 
-def test_a_remembered_nvrtc_is_not_loaded_to_name_it(root, monkeypatch):
+def test_a_remembered_nvrtc_is_not_loaded_to_name_it(store_root, monkeypatch):
     # with the store's memo of library paths, the key needs no NVRTC loaded
     _needs(nvrtc.lib)
     path = nvrtc.lib.path
@@ -229,19 +221,19 @@ def test_a_remembered_nvrtc_is_not_loaded_to_name_it(root, monkeypatch):
     assert "nvrtc" not in _loader._loaded
 
 
-def test_without_the_store_each_compile_runs_nvrtc(root, counted, monkeypatch):
+def test_without_the_store_each_compile_runs_nvrtc(store_root, counted, monkeypatch):
     _needs(nvrtc.lib)
     monkeypatch.setenv("ACCELMATH_CACHE", "0")
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     assert counted["nvrtc"] == 2
-    assert not root.exists()
+    assert not store_root.exists()
 
 
-def test_a_damaged_cubin_in_the_store_is_compiled_again(root, counted):
+def test_a_damaged_cubin_in_the_store_is_compiled_again(store_root, counted):
     _needs(nvrtc.lib)
     good = compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
-    (entry,) = root.rglob("*.entry")
+    (entry,) = store_root.rglob("*.entry")
     entry.write_bytes(entry.read_bytes()[:-100])
     assert compile_cuda(KERNEL, CompileOptions(arch=(9, 0))) == good
     assert counted["nvrtc"] == 2
@@ -249,7 +241,7 @@ def test_a_damaged_cubin_in_the_store_is_compiled_again(root, counted):
     assert counted["nvrtc"] == 2  # rewritten whole
 
 
-def test_the_second_link_comes_from_the_store(root, counted):
+def test_the_second_link_comes_from_the_store(store_root, counted):
     _needs(nvrtc.lib)
     _needs(nvjitlink.lib)
     options = CompileOptions(arch=(9, 0), lto=True)
@@ -263,7 +255,7 @@ def test_the_second_link_comes_from_the_store(root, counted):
     assert counted["nvjitlink"] == 4
 
 
-def test_a_new_process_finds_the_code_compiled(root):
+def test_a_new_process_finds_the_code_compiled(store_root):
     _needs(nvrtc.lib)
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)), "fill.cu")
     code = ("from accelmath._core import modules\n"
@@ -273,7 +265,7 @@ def test_a_new_process_finds_the_code_compiled(root):
             f"cubin = modules.compile_cuda({KERNEL!r}, modules.CompileOptions(arch=(9, 0)),"
             " 'fill.cu')\n"
             "print(cubin[:4])\n")
-    environment = {**os.environ, "ACCELMATH_CACHE_DIR": str(root),
+    environment = {**os.environ, "ACCELMATH_CACHE_DIR": str(store_root),
                    "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
                                                                os.environ.get("PYTHONPATH")]))}
     environment.pop("ACCELMATH_CACHE", None)
@@ -414,7 +406,7 @@ def _cupy_device():
 
 
 @pytest.mark.gpu
-def test_load_and_launch(root):
+def test_load_and_launch(store_root):
     cp, device_id, arch = _cupy_device()
     module = loaded(device_id, KERNEL, "fill.cu")
     assert loaded(device_id, KERNEL, "fill.cu") is module
@@ -431,7 +423,7 @@ def test_load_and_launch(root):
 
 
 @pytest.mark.gpu
-def test_linked_code_runs(root):
+def test_linked_code_runs(store_root):
     cp, device_id, arch = _cupy_device()
     options = CompileOptions(arch=arch, lto=True)
     cubin = link([compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)], arch)
@@ -454,7 +446,7 @@ extern "C" __global__ void where(int *out) {
 
 
 @pytest.mark.gpu
-def test_launch_with_clusters(root):
+def test_launch_with_clusters(store_root):
     cp, device_id, arch = _cupy_device()
     if arch < (9, 0):
         pytest.skip("thread-block clusters need compute capability 9.0")

@@ -22,13 +22,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def root(tmp_path, monkeypatch):
+def root(store_root, monkeypatch):
     """An empty store directory (not created yet), the store on, no problem reported yet."""
-    directory = tmp_path / "store"
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
-    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
     monkeypatch.setattr(store, "_warned", set())
-    return directory
+    return store_root
 
 
 def _entry(root, namespace, key):

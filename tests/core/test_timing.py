@@ -6,11 +6,9 @@ from accelmath._core import store, timing
 
 
 @pytest.fixture
-def fresh_store(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+def fresh_store(store_root, monkeypatch):
     monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-x")
-    return tmp_path
+    return store_root
 
 
 def test_the_fastest_is_timed_once_then_read_from_the_store(fresh_store):

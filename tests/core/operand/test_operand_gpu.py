@@ -14,15 +14,7 @@ from accelmath.errors import DeviceMismatchError, GradientError
 pytestmark = pytest.mark.gpu
 
 
-def _cuda_torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch without CUDA")
-    return torch
-
-
-def test_cupy_zero_copy_and_streams():
-    cp = pytest.importorskip("cupy")
+def test_cupy_zero_copy_and_streams(cp):
     x = cp.arange(24, dtype=cp.complex64).reshape(4, 6)[:, ::2]
     op = wrap_operand(x)
     assert op.ptr == x.data.ptr and op.shape == (4, 3) and op.strides == (6, 2)
@@ -37,8 +29,7 @@ def test_cupy_zero_copy_and_streams():
 
 @pytest.mark.parametrize("make", [lambda cp: cp.zeros((4, 6), cp.complex64),
                                   lambda cp: cp.zeros((6, 4), cp.complex64).T])
-def test_cupy_reader(make):
-    cp = pytest.importorskip("cupy")
+def test_cupy_reader(make, cp):
     adapter = adapter_named("cupy")
     x = make(cp)
     read = adapter.reader(adapter.layout_key(x))
@@ -51,8 +42,8 @@ def test_cupy_reader(make):
     assert read(other_order) is None
 
 
-def test_torch_zero_copy_and_streams():
-    torch = _cuda_torch()
+def test_torch_zero_copy_and_streams(torch_cuda):
+    torch = torch_cuda
     x = torch.randn(5, 7, dtype=torch.float64, device="cuda").T
     op = wrap_operand(x)
     assert op.ptr == x.data_ptr() and op.shape == (7, 5) and op.strides == (1, 7)
@@ -65,8 +56,8 @@ def test_torch_zero_copy_and_streams():
 
 
 @pytest.mark.parametrize("transpose", [False, True])
-def test_torch_readers_tell_cpu_from_cuda(transpose):
-    torch = _cuda_torch()
+def test_torch_readers_tell_cpu_from_cuda(transpose, torch_cuda):
+    torch = torch_cuda
     adapter = adapter_named("torch")
     cpu = torch.zeros(6, 4, dtype=torch.complex64)
     cpu = cpu.T if transpose else cpu
@@ -82,8 +73,8 @@ def test_torch_readers_tell_cpu_from_cuda(transpose):
         assert cuda_read(other) is None
 
 
-def test_torch_cuda_tensors_that_record_gradients():
-    torch = _cuda_torch()
+def test_torch_cuda_tensors_that_record_gradients(torch_cuda):
+    torch = torch_cuda
     import accelmath.fft
 
     plain = torch.randn(8, 16, dtype=torch.float32, device="cuda")
@@ -138,8 +129,7 @@ def test_jax_operand():
     assert op.ptr == x.unsafe_buffer_pointer()
 
 
-def test_cuda_array_interface_producer():
-    cp = pytest.importorskip("cupy")
+def test_cuda_array_interface_producer(cp):
     x = cp.arange(10, dtype=cp.float64)
 
     class Producer:
@@ -149,8 +139,7 @@ def test_cuda_array_interface_producer():
     assert op.ptr == x.data.ptr and op.shape == (10,) and op.device_id == 0
 
 
-def test_device_mismatch():
-    cp = pytest.importorskip("cupy")
+def test_device_mismatch(cp):
     a = wrap_operand(cp.zeros(3))
     b = wrap_operand(np.zeros(3))
     with pytest.raises(DeviceMismatchError, match="cuda:0"):
