@@ -12,6 +12,7 @@ descriptor, set per call); the layouts are read only, and shared.
 import ctypes
 import functools
 import logging
+import math
 import threading
 from typing import NamedTuple, Optional
 
@@ -43,6 +44,8 @@ _ALIGN = 256
 _DESC = cublaslt.MATMUL_DESC_ATTRIBUTE
 _LAYOUT = cublaslt.MATRIX_LAYOUT_ATTRIBUTE
 _PREF = cublaslt.MATMUL_PREFERENCE_ATTRIBUTE
+_AUX_POINTER = _DESC["EPILOGUE_AUX_POINTER"]  # (set per call)
+_BIAS_POINTER = _DESC["BIAS_POINTER"]
 # (the copy kernel moves 2-byte elements as they are)
 _COPY_DTYPE = {"bfloat16": "float16"}
 # The bias gradients of cuBLASLt's A (NumPy's bgradb) are computed only where it reads A as
@@ -155,7 +158,7 @@ def _side(layout, batch, transposable, offset, itemsize, op=None):
         matrix, stored = (1, max(rows, 1)), rules.dense_stored(rows, cols)
     copy = (own + (rows, cols), batch_strides + (strides[-1], strides[-2]), dense + matrix,
             offset, layout.conj)
-    nbytes = _aligned(rules.count_of(own) * rows * cols * itemsize)
+    nbytes = _aligned(math.prod(own) * rows * cols * itemsize)
     return _Side(stored, dense, copy), nbytes
 
 
@@ -242,6 +245,7 @@ class LtPlan:
         self._sides = sides
         self._copies = [(i, side.copy) for i, side in enumerate(sides) if side.copy]
         self._scratch = scratch
+        self._copy_dtype = _COPY_DTYPE.get(dtype, dtype)
         # the epilogue's vectors and matrices, in cuBLASLt's units
         self._aux = None
         strides = [side.batch_strides for side in sides] + [d_side.batch_strides]
@@ -326,10 +330,10 @@ class LtPlan:
             # (a placeholder address for the heuristic; each call sets the real one)
             attributes += [(_DESC["EPILOGUE_AUX_LD"], ctypes.c_int64(self._aux)),
                            (_DESC["EPILOGUE_AUX_BATCH_STRIDE"], ctypes.c_int64(strides[4])),
-                           (_DESC["EPILOGUE_AUX_POINTER"], ctypes.c_void_p(_ALIGN))]
+                           (_AUX_POINTER, ctypes.c_void_p(_ALIGN))]
         if epilogue.bias or epilogue.bias_gradient:
             attributes += [(_DESC["BIAS_BATCH_STRIDE"], ctypes.c_int64(strides[-1])),
-                           (_DESC["BIAS_POINTER"], ctypes.c_void_p(_ALIGN))]
+                           (_BIAS_POINTER, ctypes.c_void_p(_ALIGN))]
         return attributes
 
     def _heuristic(self, handle, desc):
@@ -436,8 +440,7 @@ class LtPlan:
         ptrs = [b, a, c or d]
         for i, (shape, src, dst, offset, conj) in self._copies:
             scratch = workspace + self.workspace_bytes + offset
-            copy_scale(ptrs[i], scratch, shape, src, dst,
-                       _COPY_DTYPE.get(self.spec.dtype, self.spec.dtype), None, stream,
+            copy_scale(ptrs[i], scratch, shape, src, dst, self._copy_dtype, None, stream,
                        self.device_id, conj=conj)
             ptrs[i] = scratch
         algo_ptr = self._algo_ptr if algo is None else ctypes.addressof(
@@ -454,21 +457,19 @@ class LtPlan:
                 cublaslt.lib.raise_status("cublasLtMatmul", status)
         if self._d_copy is not None:
             shape, dense, out_strides, _ = self._d_copy
-            copy_scale(d, out, shape, dense, out_strides,
-                       _COPY_DTYPE.get(self.spec.dtype, self.spec.dtype), None, stream,
+            copy_scale(d, out, shape, dense, out_strides, self._copy_dtype, None, stream,
                        self.device_id)
 
     def _set_pointers(self, desc, bias, aux, offsets):
         set_attribute = self._set_attribute
         if self._aux is not None:
             value = ctypes.c_void_p(aux + offsets[4])
-            status = set_attribute(desc, _DESC["EPILOGUE_AUX_POINTER"], ctypes.addressof(value),
-                                   8)
+            status = set_attribute(desc, _AUX_POINTER, ctypes.addressof(value), 8)
             if status:
                 cublaslt.lib.raise_status("cublasLtMatmulDescSetAttribute", status)
         if bias:
             value = ctypes.c_void_p(bias + offsets[-1])
-            status = set_attribute(desc, _DESC["BIAS_POINTER"], ctypes.addressof(value), 8)
+            status = set_attribute(desc, _BIAS_POINTER, ctypes.addressof(value), 8)
             if status:
                 cublaslt.lib.raise_status("cublasLtMatmulDescSetAttribute", status)
 

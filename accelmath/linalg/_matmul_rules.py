@@ -11,7 +11,6 @@ operation expresses is copied first.
 """
 
 import itertools
-import math
 from typing import NamedTuple
 
 from accelmath._core.layout import contiguous_strides
@@ -309,9 +308,3 @@ def dense_batch_strides(own_shape, size):
     (``size`` elements each; 0 along the axes it broadcasts over, of extent 1)."""
     strides = contiguous_strides(tuple(own_shape))
     return tuple(0 if n == 1 else s * size for n, s in zip(own_shape, strides))
-
-
-def count_of(shape):
-    """The number of elements of ``shape``."""
-    return math.prod(shape)
-
