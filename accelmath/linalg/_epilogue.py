@@ -36,7 +36,8 @@ import numpy
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["Epilogue", "EPILOGUES", "epilogue_named", "check_epilogue_dtype", "gelu",
-           "gelu_derivative", "relu_mask", "pack_mask", "relu_aux_width", "gelu_aux_ld"]
+           "gelu_derivative", "relu_mask", "pack_mask", "relu_aux_width", "gelu_aux_ld",
+           "aux_shape"]
 
 _S = math.sqrt(2.0 / math.pi)
 _C = 0.044715
@@ -69,6 +70,22 @@ def gelu_aux_ld(n):
     """Elements between the rows of a GELU auxiliary output of ``n`` columns (a multiple of
     8, as cuBLASLt asks)."""
     return -(-max(n, 1) // 8) * 8
+
+
+def aux_shape(kind, product):
+    """The shape of the auxiliary array of ``kind`` of a product (a
+    :class:`~accelmath.linalg._matmul_rules.Product`): ``"relu"``, the packed mask (uint8);
+    ``"gelu"``, the GELU input, its rows padded to :func:`gelu_aux_ld` elements.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._epilogue import aux_shape
+    >>> from accelmath.linalg._matmul_rules import product
+    >>> aux_shape("relu", product((2, 5, 3), (3, 7))), aux_shape("gelu", product((5, 3), (3, 7)))
+    ((2, 5, 16), (5, 8))
+    """
+    width = relu_aux_width(product.n) if kind == "relu" else gelu_aux_ld(product.n)
+    return product.batch + (product.m, width)
 
 
 def pack_mask(positive):

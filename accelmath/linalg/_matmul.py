@@ -13,6 +13,7 @@ from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_cpu as cpu
 from accelmath.linalg import _matmul_problem as problems
 from accelmath.linalg._context import Context
+from accelmath.linalg._epilogue import aux_shape
 from accelmath.linalg._matmul_cublaslt import LtPlan, Spec
 
 __all__ = ["matmul", "dispatcher"]
@@ -51,13 +52,9 @@ def _outputs(ctx, problem):
     (None, 0 where there is none)."""
     epilogue, product = problem.epilogue, problem.product
     if epilogue.makes_aux == "relu":
-        from accelmath.linalg._epilogue import relu_aux_width
-
-        return ctx.empty(product.batch + (product.m, relu_aux_width(product.n)), "uint8")
+        return ctx.empty(aux_shape("relu", product), "uint8")
     if epilogue.makes_aux == "gelu":
-        from accelmath.linalg._epilogue import gelu_aux_ld
-
-        return ctx.empty(product.batch + (product.m, gelu_aux_ld(product.n)))
+        return ctx.empty(aux_shape("gelu", product))
     if epilogue.bias_gradient:
         return ctx.empty(product.batch + (product.m if epilogue.bias_gradient == "a"
                                           else product.n,))
@@ -75,12 +72,17 @@ def _finish(ctx, problem, d, extra):
     return d, extra
 
 
-def _zero_k(ctx, problem, d):
-    """A product over an inner length of 0 on the device: zeros (with nothing else to add)."""
+def _check_zero_k(problem):
+    """Raise for a device product over an inner length of 0 with a c or an epilogue."""
     if problem.epilogue.name is not None or (problem.ops[2] is not None and problem.beta != 0):
         raise InvalidArgumentError(
             "on the GPU, a product with an inner length of 0 takes no c and no epilogue (its "
             "result is zeros)")
+
+
+def _zero_k(ctx, problem, d):
+    """A product over an inner length of 0 on the device: zeros (with nothing else to add)."""
+    _check_zero_k(problem)
     with ctx.adapter.stream_scope(ctx.stream, ctx.device_id):
         d[...] = 0
 

@@ -2,19 +2,29 @@
 autotuned, executed many times, on cuBLASLt for device operands and on NumPy for host ones;
 the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`._matmul`)."""
 
+from accelmath._core.arguments import length
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, wrap_operand
 from accelmath._core.plan import Plan, template_operand
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_problem as problems
-from accelmath.linalg._matmul import _finish, _host, _outputs, _StreamContext, _zero_k
+from accelmath.linalg._epilogue import aux_shape, epilogue_named
+from accelmath.linalg._matmul import _check_zero_k, _finish, _host, _outputs, _StreamContext
 from accelmath.linalg._matmul_cublaslt import LtPlan
+from accelmath.linalg._matmul_rules import product as product_of
 
 __all__ = ["Matmul"]
 
 
 _OPERANDS = ("a", "b", "c", "bias", "aux")
+
+
+def _layout_of(op):
+    """What an operand must match of the plan's: shape, strides, dtype and device (None
+    where absent)."""
+    return None if op is None else (tuple(op.shape), tuple(op.strides), op.dtype,
+                                    op.device_id)
 
 
 class Matmul(Plan):
@@ -95,9 +105,7 @@ class Matmul(Plan):
         given = (a, b, c, *templates)
         self._bound = (None,) * 5 if layout_only else given
         self._types = tuple(type(x) for x in given)
-        self._layouts = tuple(None if o is None else (tuple(o.shape), tuple(o.strides), o.dtype,
-                                                      o.device_id)
-                              for o in problem.ops)
+        self._layouts = tuple(_layout_of(op) for op in problem.ops)
         self._conj = problem.conj + (False, False, False)
         if problem.on_gpu:
             self._plan_device(problem, given, layout_only)
@@ -106,21 +114,17 @@ class Matmul(Plan):
     def _templates(a, b, epilogue, bias, aux):
         """The bias and aux a layout-only plan is made with: those given, else new arrays
         of the layouts the epilogue reads (execute takes the real ones)."""
-        from accelmath.linalg._epilogue import epilogue_named, gelu_aux_ld, relu_aux_width
-
         record = epilogue_named(epilogue)
         a_op, b_op = wrap_operand(a), wrap_operand(b)
         adapter, device = a_op.adapter, a_op.device_id
-        from accelmath.linalg._matmul_rules import product as product_of
-
         product = product_of(a_op.shape, b_op.shape)
         if record.bias and bias is None:
             bias = adapter.empty_strided((product.n,), (1,), a_op.dtype, device)[0]
         if record.takes_aux == "relu" and aux is None:
-            shape = product.batch + (product.m, relu_aux_width(product.n))
+            shape = aux_shape("relu", product)
             aux = adapter.empty_strided(shape, contiguous_strides(shape), "uint8", device)[0]
         elif record.takes_aux == "gelu" and aux is None:
-            shape = product.batch + (product.m, gelu_aux_ld(product.n))
+            shape = aux_shape("gelu", product)
             aux = adapter.empty_strided(shape, contiguous_strides(shape), a_op.dtype,
                                         device)[0][..., :product.n]
         return bias, aux
@@ -128,9 +132,8 @@ class Matmul(Plan):
     def _plan_device(self, problem, given, layout_only):
         a, b, c, bias, aux = problem.ops
         product = problem.product
-        if product.k == 0 and (problem.epilogue.name is not None or (
-                c is not None and problem.beta != 0)):
-            _zero_k(None, problem, None)
+        if product.k == 0:
+            _check_zero_k(problem)
         self._empty = not (product.m and product.n and all(product.batch))
         self._readers = tuple(
             None if op is None or op.obj is not x else (
@@ -168,17 +171,14 @@ class Matmul(Plan):
             if x is None:
                 if self._layouts[i] is None:
                     return 0
-                raise InvalidArgumentError(
-                    f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound to "
-                    f"it; pass {_OPERANDS[i]}")
+                raise self._unbound(i)
         reader = self._readers[i]
         if reader is not None and type(x) is self._types[i]:
             ptr = reader(x)
             if ptr is not None:
                 return ptr
         op, conj = problems.read(x, _OPERANDS[i])
-        layout = (tuple(op.shape), tuple(op.strides), op.dtype, op.device_id)
-        if layout != self._layouts[i] or conj != self._conj[i]:
+        if _layout_of(op) != self._layouts[i] or conj != self._conj[i]:
             shape, strides, dtype, device = self._layouts[i] or (None,) * 4
             raise InvalidArgumentError(
                 f"{_OPERANDS[i]} {op!r} (conjugated view: {conj}) does not match the plan's "
@@ -186,6 +186,12 @@ class Matmul(Plan):
                 f"{self._conj[i]}")
         op.wait_ready(stream)
         return op.ptr
+
+    def _unbound(self, i):
+        """The error for operand ``i`` missing from a call to a plan made for a layout."""
+        return InvalidArgumentError(
+            f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound to it; "
+            f"pass {_OPERANDS[i]}")
 
     def _absent(self, i, x):
         """0 for an operand the plan does not take; an error where one is given."""
@@ -218,7 +224,7 @@ class Matmul(Plan):
         if not self._on_device:
             return self._execute_host(a, b, c, bias, aux, out)
         explicit = stream is not None
-        handle = self._stream_of(stream) if explicit else self._current_stream()
+        handle = stream_handle(stream) if explicit else self._current_stream()
         pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
         pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
         pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
@@ -253,10 +259,6 @@ class Matmul(Plan):
         ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
         return _finish(ctx, problem, d, extra)
 
-    @staticmethod
-    def _stream_of(stream):
-        return stream_handle(stream)
-
     def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=4,
                  stream=None):
         """Time the candidate algorithms on the operands (default: those the plan was made
@@ -280,13 +282,11 @@ class Matmul(Plan):
             or where there is nothing to time.
         """
         self._check_live()
-        from accelmath._core.arguments import length
-
         iterations = length(iterations, "iterations")
         if self._lt is None:
             return None
         stream = self.stream if stream is None else stream
-        handle = self._current_stream() if stream is None else self._stream_of(stream)
+        handle = self._current_stream() if stream is None else stream_handle(stream)
         pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
         pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
         pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
@@ -304,13 +304,10 @@ class Matmul(Plan):
                  for i, x in enumerate((a, b, c, bias, aux))]
         for i, x in enumerate(given):
             if x is None and self._layouts[i] is not None:
-                raise InvalidArgumentError(
-                    f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound "
-                    f"to it; pass {_OPERANDS[i]}")
+                raise self._unbound(i)
         problem = problems.prepare(*given, self.alpha, self.beta, self.problem.epilogue,
                                    "cpu", False)
-        layouts = tuple(None if o is None else (tuple(o.shape), tuple(o.strides), o.dtype,
-                                                o.device_id) for o in problem.ops)
+        layouts = tuple(_layout_of(op) for op in problem.ops)
         for i, (seen, planned) in enumerate(zip(layouts, self._layouts)):
             if seen != planned and i < 3:
                 raise InvalidArgumentError(

@@ -184,6 +184,21 @@ def test_plan_from_operands_and_layout():
         plan.execute(a, b, bias=bias)
 
 
+def test_layout_plan_of_a_backward_epilogue():
+    # made without aux: the plan's template aux has the layout the forward product returns
+    rng = np.random.default_rng()
+    g, b = random(rng, (2, 5, 9), "float64"), random(rng, (9, 130), "float64")
+    pre = random(rng, (2, 5, 130), "float64")
+    grad = _pre(g, b)
+    _, mask = linalg.matmul(pre, np.eye(130), epilogue="relu_aux")
+    with linalg.Matmul(a_shape=(2, 5, 9), b_shape=(9, 130), dtype="float64",
+                       epilogue="drelu") as plan:
+        close(plan.execute(g, b, aux=mask), grad * (pre > 0), "float64", 9)
+    with linalg.Matmul(a_shape=(2, 5, 9), b_shape=(9, 130), dtype="float64",
+                       epilogue="dgelu") as plan:
+        close(plan.execute(g, b, aux=pre), grad * gelu_derivative(pre), "float64", 9)
+
+
 def test_plan_refuses_other_layouts():
     a, b = np.ones((4, 6)), np.ones((6, 3))
     plan = linalg.Matmul(a, b)
@@ -426,6 +441,18 @@ def test_memo_runs_repeated_calls_unchecked(fake_device):
     _matmul.dispatcher.clear_cache()
     check(run(a, b), a @ b)
     assert len(fake_device) == 10 and _FakeLt.made > made
+
+
+def test_device_inner_length_0_takes_no_c_and_no_epilogue(fake_device):
+    from accelmath.errors import InvalidArgumentError
+
+    a, b = _DeviceArray(np.ones((3, 0))), _DeviceArray(np.ones((0, 4)))
+    c = _DeviceArray(np.ones((3, 4)))
+    for args, kwargs in (((), {"epilogue": "relu"}), ((c,), {"beta": 1.0})):
+        with pytest.raises(InvalidArgumentError, match="inner length of 0"):
+            linalg.matmul(a, b, *args, **kwargs)
+        with pytest.raises(InvalidArgumentError, match="inner length of 0"):
+            linalg.Matmul(a, b, *args, **kwargs)
 
 
 def test_memo_keeps_no_caller_array(fake_device):
