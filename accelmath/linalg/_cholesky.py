@@ -14,7 +14,7 @@ from accelmath.linalg import _batched, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
                                        columns_out, count_of, finish_info, gather, item_strides,
-                                       plan, rhs_bytes, run_small, small_fits, solution)
+                                       plan, rhs_bytes, run_small, small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
@@ -117,12 +117,7 @@ def cho_factor(a, *, lower, check, stream):
 
 def cho_solve(c, b, *, lower, vector, stream):
     """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper)."""
-    ctx = Context(c, stream)
-    b.wait_ready(ctx.stream)
-    batch = batch_of(c, b)
-    n, k = b.shape[-2], b.shape[-1]
-    count = count_of(batch)
-    x, x_ptr = solution(ctx, batch, n, k, vector)
+    ctx, batch, n, k, count, x, x_ptr = systems(c, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
@@ -148,12 +143,7 @@ def cho_solve(c, b, *, lower, vector, stream):
 def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream):
     """Solve ``op(a) x = b`` for triangular ``a`` (``op`` by ``trans``: 0 itself, 1 its
     transpose, 2 its conjugate transpose)."""
-    ctx = Context(a, stream)
-    b.wait_ready(ctx.stream)
-    batch = batch_of(a, b)
-    n, k = b.shape[-2], b.shape[-1]
-    count = count_of(batch)
-    x, x_ptr = solution(ctx, batch, n, k, vector)
+    ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]

@@ -9,6 +9,7 @@ copy; elsewhere it transposes.
 """
 
 import math
+from typing import Any, NamedTuple
 
 from accelmath._core.dispatch import Dispatcher
 from accelmath._core.kernels import copy_scale
@@ -21,7 +22,7 @@ from accelmath.linalg._cusolver import check_info
 
 __all__ = ["Context", "ITEMSIZE", "dispatcher", "batch_of", "batch_strides", "count_of",
            "item_strides", "c_strides", "gather", "scatter_f", "plan", "small_fits",
-           "run_small", "solution", "columns_in", "columns_out", "rhs_bytes", "finish_info"]
+           "run_small", "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes", "finish_info"]
 
 #: The plan caches of the stateless solvers, per device.
 dispatcher = Dispatcher()
@@ -172,6 +173,31 @@ def solution(ctx, batch, n, k, vector):
     """``(x, address)``: a new solution of ``batch`` n x k systems (n-vectors where
     ``vector``)."""
     return ctx.empty(batch + ((n,) if vector else (n, k)))
+
+
+class Systems(NamedTuple):
+    """One call's systems ``a x = b``: its context, their batch, order ``n``, right-hand
+    columns ``k`` and count, and their new solution ``x`` at ``x_ptr``."""
+
+    ctx: Any
+    batch: tuple
+    n: int
+    k: int
+    count: int
+    x: Any
+    x_ptr: int
+
+
+def systems(a, b, stream, vector, *others):
+    """The :class:`Systems` of matrices ``a`` and right-hand sides ``b`` (..., n, k) on
+    ``stream``, once the call's stream waits for ``others`` (more operands the work reads)
+    and ``b``."""
+    ctx = Context(a, stream)
+    for op in (*others, b):
+        op.wait_ready(ctx.stream)
+    batch = batch_of(a, b)
+    n, k = b.shape[-2], b.shape[-1]
+    return Systems(ctx, batch, n, k, count_of(batch), *solution(ctx, batch, n, k, vector))
 
 
 def rhs_bytes(count, n, k, dtype):

@@ -11,7 +11,7 @@ from accelmath.linalg import _batched, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
                                        count_of, finish_info, gather, plan, rhs_bytes, run_small,
-                                       scatter_f, small_fits, solution)
+                                       scatter_f, small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, Solver
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
@@ -89,12 +89,7 @@ def getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, dtype):
 
 def solve(a, b, *, vector, check, method, stream):
     """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k)."""
-    ctx = Context(a, stream)
-    b.wait_ready(ctx.stream)
-    batch = batch_of(a, b)
-    n, k = b.shape[-2], b.shape[-1]
-    count = count_of(batch)
-    x, x_ptr = solution(ctx, batch, n, k, vector)
+    ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     if small_fits(method, n, count):
@@ -195,13 +190,7 @@ def lu_factor(a, *, check, stream):
 
 def lu_solve(lu, piv, b, *, trans, vector, stream):
     """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``."""
-    ctx = Context(lu, stream)
-    for op in (piv, b):
-        op.wait_ready(ctx.stream)
-    batch = batch_of(lu, b)
-    n, k = b.shape[-2], b.shape[-1]
-    count = count_of(batch)
-    x, x_ptr = solution(ctx, batch, n, k, vector)
+    ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
