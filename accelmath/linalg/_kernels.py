@@ -274,6 +274,21 @@ def _blocks(count, most):
     return max(1, min(-(-count // _THREADS), most))
 
 
+def _launch_flat(name, count, args, stream, device_id):
+    """Launch kernel ``name`` over ``count`` elements (grid-stride, one dimension)."""
+    module, most = _module(device_id)
+    launch(module.function(name), _config(_blocks(count, most), _THREADS), args, stream)
+
+
+def _launch_rows(name, per_matrix, batch, args, stream, device_id):
+    """Launch kernel ``name`` over ``batch`` matrices of ``per_matrix`` elements: matrices in
+    y (at most 65535, the rest by a loop), their elements in x."""
+    module, most = _module(device_id)
+    launch(module.function(name),
+           _config((_blocks(per_matrix, most), min(batch, _MAX_GRID_Y)), _THREADS), args,
+           stream)
+
+
 def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_strides, m, n,
                   src_strides, dst_strides, dtype, stream, device_id, triangle=None,
                   conj=False, transpose=False):
@@ -326,19 +341,18 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
         count *= extent
     if count == 0:
         return
-    module, most = _module(device_id)
     d_i, d_j = dst_strides[::-1] if transpose else dst_strides
     batch = _Batch()
     for k, (extent, s, d) in enumerate(dims):
         batch.shape[k], batch.src[k], batch.dst[k] = extent, s, d
     mode = _TRIANGLES[triangle] | (4 if conj else 0)
     # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
-    func = module.function(("copy32_" if count < 2**32 else "copy_") + dtype)
+    name = ("copy32_" if count < 2**32 else "copy_") + dtype
     args = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr), ctypes.c_longlong(count),
             ctypes.c_longlong(m), ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch,
             ctypes.c_longlong(src_strides[0]), ctypes.c_longlong(src_strides[1]),
             ctypes.c_longlong(d_i), ctypes.c_longlong(d_j), ctypes.c_int(mode))
-    launch(func, _config(_blocks(count, most), _THREADS), args, stream)
+    _launch_flat(name, count, args, stream, device_id)
 
 
 def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,
@@ -399,12 +413,6 @@ def det(lu_ptr, ipiv_ptr, n, batch, dtype, det_ptr, stream, device_id, pivot_dty
     _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, 0, 0, det_ptr, stream, device_id)
 
 
-def _rows_config(count, batch, most):
-    """Matrices in y (at most 65535, the rest by a loop), their elements in x."""
-    per_matrix = max(1, min(-(-count // _THREADS), most))
-    return _config((per_matrix, min(batch, _MAX_GRID_Y)), _THREADS)
-
-
 def fail_to_nan(info_ptr, data_ptr, count_per_matrix, batch, dtype, stream, device_id):
     """Enqueue: where ``info[b] != 0`` (int32), fill matrix ``b``'s ``count_per_matrix``
     contiguous elements with NaN (the ``check=False`` contract of a failed factorization).
@@ -427,11 +435,9 @@ def fail_to_nan(info_ptr, data_ptr, count_per_matrix, batch, dtype, stream, devi
     _check_dtype(dtype)
     if batch == 0 or count_per_matrix == 0:
         return
-    module, most = _module(device_id)
     args = (ctypes.c_void_p(info_ptr), ctypes.c_void_p(data_ptr),
             ctypes.c_longlong(count_per_matrix), ctypes.c_longlong(batch))
-    launch(module.function("fail_to_nan_" + dtype), _rows_config(count_per_matrix, batch, most),
-           args, stream)
+    _launch_rows("fail_to_nan_" + dtype, count_per_matrix, batch, args, stream, device_id)
 
 
 def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):
@@ -457,10 +463,8 @@ def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="in
     _check_dtype(pivot_dtype, PIVOT_DTYPES, "pivot_dtype")
     if count == 0:
         return
-    module, most = _module(device_id)
     args = (ctypes.c_void_p(ipiv_ptr), ctypes.c_void_p(out_ptr), ctypes.c_longlong(count))
-    launch(module.function("pivots_" + pivot_dtype), _config(_blocks(count, most), _THREADS),
-           args, stream)
+    _launch_flat("pivots_" + pivot_dtype, count, args, stream, device_id)
 
 
 def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
@@ -482,10 +486,8 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
     """
     if count == 0:
         return
-    module, most = _module(device_id)
     args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count))
-    launch(module.function("pivots_from_scipy"), _config(_blocks(count, most), _THREADS), args,
-           stream)
+    _launch_flat("pivots_from_scipy", count, args, stream, device_id)
 
 
 def identity(dst_ptr, n, batch, dtype, stream, device_id):
@@ -512,10 +514,8 @@ def identity(dst_ptr, n, batch, dtype, stream, device_id):
                                    f"< 65536")
     if batch == 0 or n == 0:
         return
-    module, most = _module(device_id)
     args = (ctypes.c_void_p(dst_ptr), ctypes.c_uint(n), ctypes.c_longlong(batch))
-    launch(module.function("identity_" + dtype), _rows_config(n * n, batch, most), args,
-           stream)
+    _launch_rows("identity_" + dtype, n * n, batch, args, stream, device_id)
 
 
 def pointer_array(base_ptr, stride, count, out_ptr, stream, device_id):
@@ -539,8 +539,6 @@ def pointer_array(base_ptr, stride, count, out_ptr, stream, device_id):
     """
     if count == 0:
         return
-    module, most = _module(device_id)
     args = (ctypes.c_ulonglong(base_ptr), ctypes.c_longlong(stride), ctypes.c_longlong(count),
             ctypes.c_void_p(out_ptr))
-    launch(module.function("pointer_array"), _config(_blocks(count, most), _THREADS), args,
-           stream)
+    _launch_flat("pointer_array", count, args, stream, device_id)
