@@ -56,6 +56,18 @@ def _finite(operands, cores, names, check_finite, execution, when=True):
     return check_finite
 
 
+def _triangular_system(a, b, names, check_finite, execution):
+    """Arguments ``a`` (square triangular matrices) and ``b`` (their right-hand sides),
+    named ``names``, read and checked by SciPy's rules, both checked for finiteness as
+    :func:`_finite` checks them: ``(a, b, dtype of the results, vector, check_finite)``."""
+    a, b = read(a, names[0]), read(b, names[1])
+    dtype = checks.result_dtype((names[0], a.dtype), (names[1], b.dtype))
+    checks.check_stacked_square(a.shape, names[0])
+    vector, _ = checks.scipy_rhs(a.shape, b.shape, names)
+    check_finite = _finite((a, b), (2, 1 if vector else 2), names, check_finite, execution)
+    return a, b, dtype, vector, check_finite
+
+
 def _solve(name, operands, dtypes, names, execution, check_finite, vector, stream,
            **options):
     """Solver ``name`` (cho_solve, lu_solve, solve_triangular) with ``options``, on the CPU
@@ -156,12 +168,8 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     c, lower = c_and_lower
     execution = check_execution(execution)
     lower = checks.check_flag(lower, "lower")
-    c, b = read(c, "c"), read(b, "b")
-    dtype = checks.result_dtype(("c", c.dtype), ("b", b.dtype))
-    checks.check_stacked_square(c.shape, "c")
-    vector, _ = checks.scipy_rhs(c.shape, b.shape, ("c", "b"))
-    check_finite = _finite((c, b), (2, 1 if vector else 2), ("c", "b"), check_finite,
-                           execution)
+    c, b, dtype, vector, check_finite = _triangular_system(c, b, ("c", "b"), check_finite,
+                                                           execution)
     return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution, check_finite,
                   vector, stream, lower=lower)
 
@@ -307,12 +315,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     trans = checks.check_trans(trans)
     lower = checks.check_flag(lower, "lower")
     unit_diagonal = checks.check_flag(unit_diagonal, "unit_diagonal")
-    a, b = read(a, "a"), read(b, "b")
-    dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
-    checks.check_stacked_square(a.shape, "a")
-    vector, _ = checks.scipy_rhs(a.shape, b.shape)
-    check_finite = _finite((a, b), (2, 1 if vector else 2), ("a", "b"), check_finite,
-                           execution)
+    a, b, dtype, vector, check_finite = _triangular_system(a, b, ("a", "b"), check_finite,
+                                                           execution)
     return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,
                   check_finite, vector, stream, trans=trans, lower=lower,
                   unit_diagonal=unit_diagonal)
