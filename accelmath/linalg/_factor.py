@@ -25,6 +25,7 @@ from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_in
 from accelmath.linalg._kernels import copy_matrices
 from accelmath.linalg._lu import getrf, getrs, lu_solver
 from accelmath.linalg._operands import column, host_array, on_device, read, to_caller
+from accelmath.linalg._spectral import geqrf
 
 __all__ = ["Cholesky", "LU", "QR"]
 
@@ -33,7 +34,6 @@ class _Factorization(Plan):
     """What the three share: the matrix's layout, the lifetime, right-hand sides."""
 
     what = "factorization"
-    _square = True
 
     def __init__(self, a, shape, dtype, package, device, check):
         layout_only = a is None
@@ -42,7 +42,7 @@ class _Factorization(Plan):
         elif (shape, dtype, package, device) != (None,) * 4:
             raise InvalidArgumentError("give either a matrix or shape, dtype, package and device")
         op = read(a, "a")
-        (checks.check_stacked_square if self._square else checks.check_stacked_2d)(op.shape, "a")
+        self._check_shape(op.shape)
         self.dtype = checks.result_dtype(("a", op.dtype))
         self.shape = tuple(op.shape)
         self.batch = self.shape[:-2]
@@ -60,6 +60,10 @@ class _Factorization(Plan):
         self._unbind()  # (the layout stays; the caller's array is not kept)
         if not layout_only:
             self.refactor(a)
+
+    def _check_shape(self, shape):
+        """Raise for a shape ``a`` cannot have (a stack of square matrices)."""
+        checks.check_stacked_square(shape, "a")
 
     # --- the public methods -------------------------------------------------------------
 
@@ -318,15 +322,16 @@ class QR(_Factorization):
     """
 
     what = "QR factorization"
-    _square = False
 
     def __init__(self, a=None, *, shape=None, dtype=None, package=None, device=None):
         super().__init__(a, shape, dtype, package, device, False)
-        m, n = self.shape[-2:]
-        if m < n:
+
+    def _check_shape(self, shape):
+        checks.check_stacked_2d(shape, "a")
+        if shape[-2] < shape[-1]:
             raise InvalidArgumentError(
                 f"QR solves least squares for matrices with at least as many rows as columns; "
-                f"a has shape {self.shape}")
+                f"a has shape {tuple(shape)}")
 
     def _prepare_device(self, op):
         m, n = self.shape[-2:]
@@ -351,13 +356,8 @@ class QR(_Factorization):
         m, n = self.shape[-2:]
         handles, ws = self._solver.state(ctx.stream)
         gather(ctx, op, self.batch, self._qr_ptr, "F")
-        work, wbytes, host, hbytes = self._solver.work(ws)
-        dt, isz = DATA_TYPE[self.dtype], self._isz
-        info = ws + self._solver.offsets["info"]
-        for i in range(self.count):
-            cusolver.lib.xgeqrf(handles[0], handles[1], m, n, dt, self._qr_ptr + i * m * n * isz,
-                                m, dt, self._tau_ptr + i * n * isz, dt, work, wbytes, host,
-                                hbytes, info + 4 * i)
+        geqrf(self._solver, handles, ws, self._qr_ptr, self._tau_ptr, m, n, self.count,
+              self.dtype, m * n)
 
     def _solve_device(self, ctx, op, vector):
         m, n = self.shape[-2:]

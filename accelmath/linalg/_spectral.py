@@ -14,7 +14,7 @@ from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_stride
                                        scatter_f)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
-__all__ = ["eigh", "svd", "qr"]
+__all__ = ["eigh", "svd", "qr", "geqrf"]
 
 # batches of matrices up to this size go through the batched Jacobi method (method="auto")
 _JACOBI_MAX_N = 128
@@ -218,6 +218,19 @@ def _svd_jacobi(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
     finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
 
 
+def geqrf(solver, handles, ws, a, tau, m, n, count, dtype, stride):
+    """Enqueue the in-place QR factorization of ``count`` column-major m x n matrices at
+    ``a``, ``stride`` elements apart (leading dimension m), their min(m, n) Householder
+    factors each at ``tau``, their info codes in the solver's ``"info"`` part."""
+    isz, dt = ITEMSIZE[dtype], DATA_TYPE[dtype]
+    k = min(m, n)
+    work, wbytes, host, hbytes = solver.work(ws)
+    info = ws + solver.offsets["info"]
+    for i in range(count):
+        cusolver.lib.xgeqrf(handles[0], handles[1], m, n, dt, a + i * stride * isz, m, dt,
+                            tau + i * k * isz, dt, work, wbytes, host, hbytes, info + 4 * i)
+
+
 def qr(a, *, mode, stream):
     """NumPy's ``qr`` of each matrix of ``a``: ``(q, r)`` for "reduced" and "complete", ``r``
     for "r", ``(h, tau)`` for "raw"."""
@@ -265,20 +278,18 @@ def qr(a, *, mode, stream):
     handles, ws = solver.state(ctx.stream)
     scratch = h_ptr if raw else ws + solver.offsets["a"]
     taus = tau_ptr if raw else ws + solver.offsets["tau"]
-    info = ws + solver.offsets["info"]
     src = batch_strides(a, batch)
     _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], item_strides(batch, qsize), m, n,
                            src[-2:], (1, m), ctx.dtype, ctx.stream, ctx.device_id)
-    work, wbytes, host, hbytes = solver.work(ws)
-    for i in range(count):
-        cusolver.lib.xgeqrf(handles[0], handles[1], m, n, dt, scratch + i * qsize * isz, m, dt,
-                            taus + i * k * isz, dt, work, wbytes, host, hbytes, info + 4 * i)
+    geqrf(solver, handles, ws, scratch, taus, m, n, count, ctx.dtype, qsize)
     if raw:
         return _finished(ctx, results)
     _kernels.copy_matrices(scratch, r_ptr, batch, item_strides(batch, qsize),
                            item_strides(batch, rrows * n), rrows, n, (1, m), (n, 1), ctx.dtype,
                            ctx.stream, ctx.device_id, triangle="U")
     if generate:
+        work, wbytes = solver.work(ws)[:2]
+        info = ws + solver.offsets["info"]
         for i in range(count):
             orgqr(handles[0], m, qcols, k, scratch + i * qsize * isz, m, taus + i * k * isz,
                   work, wbytes // isz, info + 4 * i)

@@ -1,0 +1,93 @@
+"""The factor-once objects (Cholesky, LU, QR) on host arrays: solutions against a float64
+oracle, refactor, the shapes they refuse, and their lifetime."""
+
+import numpy as np
+import pytest
+
+from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.linalg import LU, QR, Cholesky
+
+
+def _spd(rng, shape):
+    a = rng.standard_normal(shape)
+    return a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+@pytest.mark.parametrize("cls, make", [
+    (Cholesky, _spd),
+    (LU, lambda rng, shape: rng.standard_normal(shape) + shape[-1] * np.eye(shape[-1]))])
+def test_square_solves_match_numpy(cls, make):
+    rng = np.random.default_rng()
+    a = make(rng, (2, 5, 5))
+    b = rng.standard_normal((2, 5, 3))
+    with cls(a) as factor:
+        np.testing.assert_allclose(factor.solve(b), np.linalg.solve(a, b), rtol=1e-10,
+                                   atol=1e-12)
+        a2 = make(rng, (2, 5, 5))
+        factor.refactor(a2)
+        np.testing.assert_allclose(factor.solve(b), np.linalg.solve(a2, b), rtol=1e-10,
+                                   atol=1e-12)
+
+
+def test_cholesky_factor_is_the_lower_or_upper_one():
+    rng = np.random.default_rng()
+    a = _spd(rng, (4, 4))
+    low = np.linalg.cholesky(a)
+    np.testing.assert_allclose(Cholesky(a).factor, low, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Cholesky(a, lower=False).factor, low.T, rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_qr_solves_least_squares():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((7, 4))
+    b = rng.standard_normal(7)
+    with QR(a) as qr:
+        x = qr.solve(b)
+    np.testing.assert_allclose(x, np.linalg.lstsq(a, b, rcond=None)[0], rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_refused_shapes():
+    with pytest.raises(InvalidArgumentError, match="at least as many rows as columns"):
+        QR(np.ones((2, 3)))
+    with pytest.raises(np.linalg.LinAlgError, match="must be square"):
+        LU(np.ones((2, 3)))
+
+
+def test_layout_only_object_needs_refactor_and_free_ends_it():
+    rng = np.random.default_rng()
+    a = _spd(rng, (3, 3))
+    lu = LU(shape=(3, 3), dtype="float64", package="numpy", device=None)
+    with pytest.raises(StateError, match="no factorization yet"):
+        lu.solve(np.ones(3))
+    lu.refactor(a)
+    b = rng.standard_normal(3)
+    np.testing.assert_allclose(lu.solve(b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    lu.free()
+    with pytest.raises(StateError):
+        lu.solve(b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_device_objects_match_numpy(cp, dtype):
+    rng = np.random.default_rng()
+    a = _spd(rng, (3, 6, 6)).astype(dtype)
+    b = rng.standard_normal((3, 6, 2)).astype(dtype)
+    tall = rng.standard_normal((3, 9, 6)).astype(dtype)
+    tall_b = rng.standard_normal((3, 9, 2)).astype(dtype)
+    with Cholesky(cp.asarray(a)) as chol, LU(cp.asarray(a)) as lu, QR(cp.asarray(tall)) as qr:
+        for factor in (chol, lu):
+            np.testing.assert_allclose(cp.asnumpy(factor.solve(cp.asarray(b))),
+                                       np.linalg.solve(a, b), rtol=1e-9, atol=1e-11)
+        np.testing.assert_allclose(cp.asnumpy(chol.factor), np.linalg.cholesky(a),
+                                   rtol=1e-10, atol=1e-12)
+        expected = np.stack([np.linalg.lstsq(t, c, rcond=None)[0]
+                             for t, c in zip(tall, tall_b)])
+        np.testing.assert_allclose(cp.asnumpy(qr.solve(cp.asarray(tall_b))), expected,
+                                   rtol=1e-9, atol=1e-11)
+        a2 = _spd(rng, (3, 6, 6)).astype(dtype)
+        lu.refactor(cp.asarray(a2))
+        np.testing.assert_allclose(cp.asnumpy(lu.solve(cp.asarray(b))),
+                                   np.linalg.solve(a2, b), rtol=1e-9, atol=1e-11)
