@@ -1,14 +1,39 @@
-"""What every benchmark shares: the environment record, timers, and the result writers."""
+"""What every benchmark shares: the environment record, the choice of cases, timers, and the
+result writers."""
 
+import argparse
 import datetime
 import importlib.metadata
 import json
 import os
 import platform
+import re
 import statistics
 import time
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def case_parser(description):
+    """An argument parser with the options that choose the cases: ``--only`` and ``--skip``
+    (regexes on the case names) and ``--list``; a benchmark adds its own options."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--only", help="run only the cases whose name matches this regex")
+    parser.add_argument("--skip", help="skip the cases whose name matches this regex")
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    return parser
+
+
+def error_text(exc):
+    """``exc`` as one table cell: its type and message on one line, at most 300 characters."""
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/")
+    return text[:300]
+
+
+def selected(name, args):
+    """Whether the case ``name`` runs under the parsed ``--only`` and ``--skip``."""
+    return ((not args.only or re.search(args.only, name))
+            and not (args.skip and re.search(args.skip, name)))
 
 
 def environment():

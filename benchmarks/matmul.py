@@ -27,15 +27,14 @@ and ``--skip`` select them by regular expression). Writes
 ``benchmarks/results/matmul-<device>.{json,md}``. Without a GPU it says so and exits.
 """
 
-import argparse
 import json
 import os
-import re
 import sys
 import tempfile
 import time
 
-from _common import RESULTS, _elapsed, device_time_ms, environment, host_times_us, slug, write
+from _common import (RESULTS, _elapsed, case_parser, device_time_ms, environment, error_text,
+                     host_times_us, selected, slug, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -58,11 +57,6 @@ PLAIN = [(f"{N}^3 fp16", (N, N), (N, N), "float16", False),
 EPILOGUES = [(f"{N}^3 fp16 bias+relu", "relu"), (f"{N}^3 fp16 bias+gelu", "gelu"),
              (f"{N}^3 fp16 relu(a @ b + bias) * 0.5", "scaled")]
 HOST = "host time per call: 64^3 fp32"
-
-
-def _error(exc):
-    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/")
-    return text[:300]
 
 
 class Wrong(Exception):
@@ -99,7 +93,7 @@ class Context:
             cupy.cuda.runtime.getDeviceCount()
             self.cp = cupy
         except Exception as exc:
-            self.cp, self.missing["cupy"] = None, f"not installed ({_error(exc)})"
+            self.cp, self.missing["cupy"] = None, f"not installed ({error_text(exc)})"
         self.nvmath = _nvmath(self.missing)
 
     def event(self, label):
@@ -170,7 +164,7 @@ def _nvmath(missing):
 
         return nvmath.linalg.advanced
     except Exception as exc:
-        missing["nvmath"] = f"not installed ({_error(exc)})"
+        missing["nvmath"] = f"not installed ({error_text(exc)})"
         return None
 
 
@@ -180,7 +174,7 @@ def _accelmath_plan(spec, *args, **kwargs):
     try:
         plan = ALG.Matmul(*args, **kwargs)
     except Exception as exc:
-        return Missing(f"Matmul failed: {_error(exc)}")
+        return Missing(f"Matmul failed: {error_text(exc)}")
     spec["cleanup"].append(plan.free)
     return plan
 
@@ -208,7 +202,7 @@ def _nvmath_peer(ctx, spec, a, b, tf32=False, epilog=None, bias=None):
                       "epilog_inputs": {"bias": bias}}
         mm.plan(**kwargs)
     except Exception as exc:
-        return Missing(f"plan failed: {_error(exc)}")
+        return Missing(f"plan failed: {error_text(exc)}")
     return mm.execute
 
 
@@ -295,7 +289,8 @@ def epilogue_case(name, kind):
                 peers["cupy eager"] = xa is not None and (
                     lambda: ctx.cp.maximum(xa @ xb + xbias, 0))
             spec["desc"] = "; ".join([
-                f"torch._addmm_activation(bias, a, b{', use_gelu=True' if kind == 'gelu' else ''})",
+                "torch._addmm_activation(bias, a, b"
+                + (", use_gelu=True)" if kind == "gelu" else ")"),
                 f"nvmath Matmul.plan(epilog={kind.upper()}_BIAS) + execute() (its bias runs "
                 "along the rows: the same length here)",
                 "eager: torch.relu(a @ b + bias), cupy.maximum(a @ b + bias, 0)" if kind == "relu"
@@ -381,7 +376,7 @@ def run_case(ctx, name, build, notes, started):
     try:
         spec = build(ctx)
     except Exception as exc:
-        notes.append(f"{name}: setup failed: {_error(exc)}")
+        notes.append(f"{name}: setup failed: {error_text(exc)}")
         row["check"] = "-"
     if spec is not None:
         try:
@@ -391,7 +386,7 @@ def run_case(ctx, name, build, notes, started):
                 try:
                     cleanup()
                 except Exception as exc:
-                    notes.append(f"{name}: cleanup failed: {_error(exc)}")
+                    notes.append(f"{name}: cleanup failed: {error_text(exc)}")
     del spec
     ctx.free()
     print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
@@ -404,7 +399,7 @@ def _check(ctx, name, spec, label, fn, wrong):
         result = fn()
         ctx.sync()
     except Exception as exc:
-        wrong.append(f"{label}: {_error(exc)}")
+        wrong.append(f"{label}: {error_text(exc)}")
         return None
     try:
         error, tolerance = spec.get("checks", {}).get(label, spec["check"])(result)
@@ -424,7 +419,7 @@ def _run_spec(ctx, name, spec, row, notes):
             try:
                 row["autotune choice"] = spec["autotune"]()
             except Exception as exc:
-                wrong.append(f"autotune: {_error(exc)}")
+                wrong.append(f"autotune: {error_text(exc)}")
                 continue
         error = _check(ctx, name, spec, label, fn, wrong)
         if error is not None:
@@ -441,7 +436,7 @@ def _run_spec(ctx, name, spec, row, notes):
             fn()
             peers[label] = fn
         except Exception as exc:
-            notes.append(f"{name}: {label}: {_error(exc)}")
+            notes.append(f"{name}: {label}: {error_text(exc)}")
     if row["unit"] == "host us":
         row.update(host_times_us({**working, **peers}, calls=2000, repeats=7, sync=ctx.sync))
     else:
@@ -449,7 +444,7 @@ def _run_spec(ctx, name, spec, row, notes):
             try:
                 row[label] = measure(fn, lambda: ctx.event(label), ctx.sync)
             except Exception as exc:
-                notes.append(f"{name}: {label}: {_error(exc)}")
+                notes.append(f"{name}: {label}: {error_text(exc)}")
     row["error"] = max(errors) if errors else None
     row["check"] = "WRONG" if wrong else "ok" if errors else "-"
     notes.extend(f"{name}: WRONG: {w}" for w in wrong)
@@ -508,19 +503,11 @@ COLUMNS = ["case", "unit", "accelmath", "accelmath Matmul", "accelmath autotuned
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="run only the cases whose name matches this regex")
-    parser.add_argument("--skip", help="skip the cases whose name matches this regex")
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser = case_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--keep-store", action="store_true",
                         help="use the usual store (ACCELMATH_CACHE_DIR), not a fresh one: "
                              "autotune choices of earlier runs then apply")
     return parser.parse_args(argv)
-
-
-def _selected(name, args):
-    return ((not args.only or re.search(args.only, name))
-            and not (args.skip and re.search(args.skip, name)))
 
 
 ALG = Missing("accelmath.linalg is not imported")
@@ -531,7 +518,7 @@ def main(argv=None):
     cases = all_cases()
     if args.list:
         for name, _ in cases:
-            print(name, "" if _selected(name, args) else "(skipped)")
+            print(name, "" if selected(name, args) else "(skipped)")
         return 0
     from accelmath._core import device
 
@@ -552,7 +539,7 @@ def measure_all(args, cases):
     try:
         ctx = Context()
     except Exception as exc:
-        print(f"matmul: needs torch with CUDA (the operands and the oracle): {_error(exc)}")
+        print(f"matmul: needs torch with CUDA (the operands and the oracle): {error_text(exc)}")
         return 0
     notes = [f"{peer}: {why}" for peer, why in ctx.missing.items()]
     try:
@@ -560,13 +547,13 @@ def measure_all(args, cases):
 
         ALG.Matmul  # noqa: B018 (fails early where it is missing)
     except Exception as exc:
-        notes.append(f"accelmath.linalg.Matmul: {_error(exc)}")
-        ALG = Missing(f"accelmath.linalg: {_error(exc)}")
+        notes.append(f"accelmath.linalg.Matmul: {error_text(exc)}")
+        ALG = Missing(f"accelmath.linalg: {error_text(exc)}")
     env = environment()
     started = time.perf_counter()
     warm_up(ctx)
     rows = [run_case(ctx, name, build, notes, started) for name, build in cases
-            if _selected(name, args)]
+            if selected(name, args)]
     header = (
         "Device time per call, ms (CUDA events around calls back to back, the median of "
         "runs: 20 x 10 calls under 0.3 ms, 10 x 5 under 3 ms, 5 x 2 under 30 ms, else 3 x 1), "

@@ -22,14 +22,13 @@ and ``--skip`` select them by regular expression; ``--no-crossover``). Writes
 Without a GPU it says so and exits.
 """
 
-import argparse
 import math
-import re
 import sys
 import time
 
 import numpy as np
-from _common import _elapsed, device_time_ms, environment, host_times_us, write
+from _common import (_elapsed, case_parser, device_time_ms, environment, error_text,
+                     host_times_us, selected, write)
 
 TORCH_DEVICE = "cuda"
 DENSE = [(op, n, dtype) for n in (1024, 4096) for dtype in ("float32", "float64")
@@ -388,7 +387,7 @@ def system_case(kind):
                 factor = ALG.Cholesky(a, lower=True)
                 spec["cleanup"] = factor.free
             except Exception as exc:  # the row still times the peers
-                factor = _missing(f"Cholesky(a, lower=True) failed: {_error(exc)}")
+                factor = _missing(f"Cholesky(a, lower=True) failed: {error_text(exc)}")
             if kind == "resolve":
                 spec["ours"] = {"accelmath": lambda: factor.solve(b)}
                 # the peers' factor, made once too: only their solves are timed
@@ -528,11 +527,6 @@ def measure(fn, event, sync, warmed=False):
     return device_time_ms(fn, event, repeats=repeats, warmup=warmup, calls=calls), None
 
 
-def _error(exc):
-    text = f"{type(exc).__name__}: {exc}".replace("\n", " ").replace("|", "/")
-    return text[:300]
-
-
 def run_case(ctx, name, build, notes, started):
     row = {"case": name, "unit": "device ms"}
     ctx.rows[name] = row
@@ -540,7 +534,7 @@ def run_case(ctx, name, build, notes, started):
     try:
         spec = build(ctx)
     except Exception as exc:
-        notes.append(f"{name}: setup failed: {_error(exc)}")
+        notes.append(f"{name}: setup failed: {error_text(exc)}")
         row["check"] = "-"
     if spec is not None:
         try:
@@ -551,7 +545,7 @@ def run_case(ctx, name, build, notes, started):
                 try:
                     cleanup()
                 except Exception as exc:
-                    notes.append(f"{name}: free failed: {_error(exc)}")
+                    notes.append(f"{name}: free failed: {error_text(exc)}")
     del spec
     ctx.free()
     print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
@@ -567,7 +561,7 @@ def _run_spec(ctx, name, spec, row, notes):
             result = fn()
             ctx.sync()
         except Exception as exc:
-            notes.append(f"{name}: {label}: {_error(exc)}")
+            notes.append(f"{name}: {label}: {error_text(exc)}")
             continue
         try:
             residual = spec["check"](result)
@@ -577,7 +571,7 @@ def _run_spec(ctx, name, spec, row, notes):
         except Wrong as exc:
             wrong.append(f"{label}: {exc}")
         except Exception as exc:
-            wrong.append(f"{label}: the check failed: {_error(exc)}")
+            wrong.append(f"{label}: the check failed: {error_text(exc)}")
         del result
         working[label] = fn
     peers = {label: fn for label, fn in spec["peers"].items() if fn}
@@ -591,7 +585,7 @@ def _run_spec(ctx, name, spec, row, notes):
                 fn()
                 cases[label] = fn
             except Exception as exc:
-                notes.append(f"{name}: {label}: {_error(exc)}")
+                notes.append(f"{name}: {label}: {error_text(exc)}")
         row.update(host_times_us({**working, **cases}, calls=2000, repeats=7, sync=ctx.sync))
     else:
         for label, fn in list(working.items()) + list(peers.items()):
@@ -602,7 +596,7 @@ def _run_spec(ctx, name, spec, row, notes):
                 if remark:
                     notes.append(f"{name}: {label} {remark} ({row[label]:.0f} ms)")
             except Exception as exc:
-                notes.append(f"{name}: {label}: {_error(exc)}")
+                notes.append(f"{name}: {label}: {error_text(exc)}")
     row["residual"] = max(residuals) if residuals else None
     row["check"] = "WRONG" if wrong else "ok" if residuals else "-"
     notes.extend(f"{name}: WRONG: {w}" for w in wrong)
@@ -622,7 +616,7 @@ def _run_spec(ctx, name, spec, row, notes):
     try:
         row["target"] = target(row, ctx) if target else None
     except Exception as exc:
-        notes.append(f"{name}: target: {_error(exc)}")
+        notes.append(f"{name}: target: {error_text(exc)}")
 
 
 def gemm_ceiling(ctx, rows, started):
@@ -680,18 +674,10 @@ CROSSOVER_COLUMNS = ["op", "n", "method=small", "method=batched", "method=cusolv
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", help="run only the cases whose name matches this regex")
-    parser.add_argument("--skip", help="skip the cases whose name matches this regex")
+    parser = case_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--no-crossover", action="store_true",
                         help="skip the solvers-crossover table")
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser.parse_args(argv)
-
-
-def _selected(name, args):
-    return ((not args.only or re.search(args.only, name))
-            and not (args.skip and re.search(args.skip, name)))
 
 
 ALG = _missing("accelmath.linalg is not imported")
@@ -704,9 +690,9 @@ def main(argv=None):
     crossover = [] if args.no_crossover else crossover_cases()
     if args.list:
         for name, _ in main_list:
-            print(name, "" if _selected(name, args) else "(skipped)")
+            print(name, "" if selected(name, args) else "(skipped)")
         for name, *_ in crossover:
-            print(name, "" if _selected(name, args) else "(skipped)")
+            print(name, "" if selected(name, args) else "(skipped)")
         return 0
     from accelmath._core import device
 
@@ -722,8 +708,8 @@ def main(argv=None):
     try:
         import accelmath.linalg as ALG
     except Exception as exc:
-        notes.append(f"accelmath.linalg failed to import: {_error(exc)}")
-        ALG = _missing(f"accelmath.linalg failed to import: {_error(exc)}")
+        notes.append(f"accelmath.linalg failed to import: {error_text(exc)}")
+        ALG = _missing(f"accelmath.linalg failed to import: {error_text(exc)}")
     if ctx.cp is None:
         notes.append(f"CuPy missing ({ctx.cp_missing}): accelmath ran on torch tensors")
     if ctx.torch is None:
@@ -734,9 +720,9 @@ def main(argv=None):
     try:
         gemm_ceiling(ctx, rows, started)
     except Exception as exc:
-        notes.append(f"GEMM ceiling: {_error(exc)}")
+        notes.append(f"GEMM ceiling: {error_text(exc)}")
     for name, build in main_list:
-        if _selected(name, args):
+        if selected(name, args):
             rows.append(run_case(ctx, name, build, notes, started))
     header = (
         "Device time per call, ms (CUDA events around calls back to back, the median of "
@@ -759,7 +745,7 @@ def main(argv=None):
     notes.clear()
     xrows = []
     for name, op, n, build in crossover:
-        if not _selected(name, args):
+        if not selected(name, args):
             continue
         row = run_case(ctx, name, build, notes, started)
         row.update(op=op, n=n)
