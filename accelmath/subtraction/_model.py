@@ -272,6 +272,10 @@ class LagRules:
 
     def on(self, convert):
         """The index arrays passed through ``convert`` (to move them to a device), as a
-        dict of the fields that are arrays."""
-        return {name: convert(getattr(self, name))
-                for name in ("difference", "shift", "mirror", "moved", "free")}
+        dict: the fields that are arrays, ``rows`` and ``cols`` (``pairs``) and ``both``
+        (``moved[:, None] * moved[None, :]``)."""
+        arrays = {name: getattr(self, name)
+                  for name in ("difference", "shift", "mirror", "moved", "free")}
+        arrays.update(rows=self.pairs[0], cols=self.pairs[1],
+                      both=self.moved[:, None] * self.moved[None, :])
+        return {name: convert(array) for name, array in arrays.items()}

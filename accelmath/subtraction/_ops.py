@@ -119,13 +119,6 @@ class ArrayKind:
             return getattr(self.module, dtype)
         return dtype
 
-    def matches(self, x):
-        """Whether array ``x`` is of this kind."""
-        try:
-            return kind_of_array(x) == self
-        except UnsupportedOperandError:
-            return False
-
     # --- making and moving arrays --------------------------------------------------------
 
     def empty(self, shape, dtype="float64"):
@@ -163,10 +156,6 @@ class ArrayKind:
         if self.package == "torch":
             return a.to(dtype=self.module.float64).contiguous()
         return self.module.ascontiguousarray(a, dtype=numpy.float64)
-
-    def is_float64(self, a):
-        """Whether ``a`` holds float64."""
-        return str(a.dtype).rpartition(".")[2] == "float64"
 
     def is_bool(self, a):
         """Whether ``a`` holds booleans."""
@@ -207,14 +196,14 @@ class ArrayKind:
             return self.module.sum(a, dim=0, out=out)
         return self.module.sum(a, axis=0, out=out)
 
-    def total(self, a):
+    def total(self, a, ones):
         """The sum of every element of 2-D float64 ``a``, as a 0-d array of this kind (no
-        read back). On a GPU, two matrix products with vectors of ones: CuPy compiles a
+        read back). On a GPU, two matrix products with ``ones``, a float64 vector of ones of
+        this kind at least ``max(a.shape)`` long (made once by the caller): CuPy compiles a
         reduction kernel on its first use, seconds of a new process's first subtraction."""
         if self.package == "numpy":
             return a.sum()
         rows, cols = a.shape
-        ones = self.asarray(numpy.ones(max(rows, cols)))
         return self.matmul(ones[:rows], self.matmul(a, ones[:cols]))
 
     def count_nonfinite(self, a):

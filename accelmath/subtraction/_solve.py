@@ -57,8 +57,7 @@ def assemble(kind, rules, index, maps, polynomial, background):
     fpq = background.shape[0]
     n = fij * fab
     flat = maps.reshape(maps.shape[0], -1)
-    moved = index["moved"]
-    both = moved[:, None] * moved[None, :]
+    moved, both = index["moved"], index["both"]
 
     # the kernel block: <B_s, B'_t> for each pair of kernel planes
     omega = flat[:pairs]
@@ -66,7 +65,7 @@ def assemble(kind, rules, index, maps, polynomial, background):
               - moved[:, None] * omega[:, index["mirror"]][:, None, :]
               + omega[:, rules.zero][:, None, None] * both)
     full = kind.zeros((fij, fij, fab, fab))
-    rows, cols = (kind.asarray(p) for p in rules.pairs)
+    rows, cols = index["rows"], index["cols"]
     full[cols, rows] = blocks.swapaxes(1, 2)
     full[rows, cols] = blocks
     matrix = kind.zeros((n + fpq, n + fpq))
@@ -99,13 +98,16 @@ def _singular(configuration, detail):
         "coefficient; use a larger mask, a smaller half_width or lower polynomial orders")
 
 
-def solve(kind, matrix, rhs, free, configuration):
-    """Solve the normal equations for the unknowns ``free`` (the others are 0).
+def solve(kind, rules, index, matrix, rhs, configuration):
+    """Solve the normal equations for the unknowns ``rules.free`` (the others are 0).
+
+    ``index`` is ``rules.on(kind.asarray)``, as :func:`assemble` takes it.
 
     Returns the solution of all the unknowns as a NumPy vector (a read back).
     """
     count = matrix.shape[0]
-    if free.shape[0] != count:
+    if rules.free.shape[0] != count:
+        free = index["free"]
         matrix = matrix[free][:, free]
         rhs = rhs[free]
     diagonal = kind.to_numpy(matrix.diagonal())
@@ -134,5 +136,5 @@ def solve(kind, matrix, rhs, free, configuration):
         raise _singular(configuration, f"smallest pivot {pivots.min():.3g} of the scaled "
                                        f"{configuration.solver} factorization")
     result = numpy.zeros(count)
-    result[kind.to_numpy(free)] = kind.to_numpy(solution * scale)
+    result[rules.free] = kind.to_numpy(solution * scale)
     return result

@@ -131,6 +131,7 @@ class Spectra:
             self._products = kind.empty((self.maps * self.rows * m,), "complex128")
             self._conjugates = kind.empty((fij * self.rows * m,), "complex128")
             self._spectrum = kind.empty((n0, m), "complex128")
+            self.ones = kind.asarray(numpy.ones(max(n0, n1)))  # (for kind.total)
             e1t, e2 = lag_matrices(configuration.shape, rules.lags)
             self._e1t, self._e2 = kind.asarray(e1t), kind.asarray(e2)
             w0, w1t = kernel_matrices(configuration.shape, w)

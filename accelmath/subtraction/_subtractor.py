@@ -199,17 +199,17 @@ class Subtractor:
         """
         if self._freed:
             raise StateError("this Subtractor was freed")
-        configuration = self.configuration
-        reference = _image(reference, "reference", configuration.shape)
-        science = _image(science, "science", configuration.shape)
+        shape = self.configuration.shape
+        reference, reference_kind = _image(reference, "reference", shape)
+        science, science_kind = _image(science, "science", shape)
         if self._engine is None:
-            self._prepare(kind_of_array(reference, "reference"))
+            self._prepare(reference_kind)
         kind, spectra, index, background = self._engine
-        for name, image in (("reference", reference), ("science", science)):
-            _check_kind(kind, image, name)
+        _check_kind(kind, reference_kind, "reference")
+        _check_kind(kind, science_kind, "science")
         if mask is not None:
-            mask = _image(mask, "mask", configuration.shape)
-            _check_kind(kind, mask, "mask")
+            mask, mask_kind = _image(mask, "mask", shape)
+            _check_kind(kind, mask_kind, "mask")
             if not kind.is_bool(mask):
                 raise UnsupportedDTypeError(
                     f"mask holds {mask.dtype}: expected booleans (True where the solve pass "
@@ -226,8 +226,9 @@ class Subtractor:
             mask = kind.float64(mask)
         flip = configuration.convolve == "science"
         convolved, other = (science, reference) if flip else (reference, science)
-        sums = (kind.total(reference), kind.total(science),
-                None if mask is None else kind.total(mask))
+        ones = spectra.ones
+        sums = (kind.total(reference, ones), kind.total(science, ones),
+                None if mask is None else kind.total(mask, ones))
         if not kind.on_gpu:  # (on a GPU, read where the solution is read anyway)
             _check_sums(kind, sums, reference, science)
         spectra.fill(convolved, other, mask)
@@ -240,7 +241,7 @@ class Subtractor:
         if kind.on_gpu:
             _check_sums(kind, sums, reference, science)
         matrix, rhs = assemble(kind, self._rules, index, maps, polynomial, background)
-        solution = solve(kind, matrix, rhs, index["free"], configuration)
+        solution = solve(kind, self._rules, index, matrix, rhs, configuration)
         clock.lap("solve")
         side, fij = configuration.side, len(configuration.kernel_terms)
         coefficients = solution[:fij * side * side].reshape(fij, side, side)
@@ -313,7 +314,7 @@ def subtract(reference, science, *, mask=None, timings=False, **configuration):
     >>> abs(result.ratio - pair.ratio) < 0.05, result.coefficients.shape
     (True, (6, 7, 7))
     """
-    reference = _image(reference, "reference", None)
+    reference = _image(reference, "reference", None)[0]
     if "like" in configuration:
         raise InvalidArgumentError("subtract takes the array kind from the images; like= is "
                                    "for Subtractor")
@@ -322,10 +323,10 @@ def subtract(reference, science, *, mask=None, timings=False, **configuration):
 
 
 def _image(x, name, shape):
-    """``x`` as an array (array-likes become NumPy) of two dimensions, of ``shape`` where
-    given, real; else a clear error naming ``name``."""
+    """``(x, its ArrayKind)``: ``x`` as an array (array-likes become NumPy) of two
+    dimensions, of ``shape`` where given, real; else a clear error naming ``name``."""
     try:
-        kind_of_array(x, name)
+        kind = kind_of_array(x, name)
     except UnsupportedOperandError:
         if type(x).__module__.partition(".")[0] in ("cupy", "torch", "jax", "jaxlib"):
             raise
@@ -337,23 +338,23 @@ def _image(x, name, shape):
         if x.dtype.kind not in "biufc":
             raise UnsupportedOperandError(
                 f"{name} is not an array of numbers (dtype {x.dtype})") from None
+        kind = kind_of_array(x, name)
     if len(x.shape) != 2:
         raise InvalidArgumentError(f"{name} has shape {tuple(x.shape)}: expected a 2-D image")
     if shape is not None and tuple(x.shape) != tuple(shape):
         raise InvalidArgumentError(
             f"{name} has shape {tuple(x.shape)}, but the images must have shape {tuple(shape)}"
             f" (the subtractor's shape; reference and science of one shape)")
-    kind = kind_of_array(x, name)
     if not kind.is_real(x):
         raise UnsupportedDTypeError(f"{name} holds {x.dtype}: expected real pixel values "
                                     "(integers or floats)")
-    return x
+    return x, kind
 
 
-def _check_kind(kind, x, name):
-    if not kind.matches(x):
+def _check_kind(kind, image_kind, name):
+    if image_kind != kind:
         raise DeviceMismatchError(
-            f"{name} is {kind_of_array(x, name).describe()}, but this subtractor works on "
+            f"{name} is {image_kind.describe()}, but this subtractor works on "
             f"{kind.describe()}: give every image of one kind (or make another Subtractor)")
 
 
