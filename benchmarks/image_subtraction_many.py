@@ -51,28 +51,17 @@ CPU_DEFAULTS = {"workers": "1,2", "pairs": 8, "size": 256}
 # --- what runs on a worker (pickled by value with this script) -------------------------------
 
 def array_package():
-    """CuPy (else torch) where this process sees a GPU; None on the CPU."""
-    from accelmath._core.device import gpu_available
+    """CuPy (else torch with CUDA) where this process sees a GPU; None on the CPU."""
+    from accelmath.subtraction._gpu import gpu_available, gpu_package
 
-    if not gpu_available():
-        return None
-    try:
-        import cupy
-        return cupy
-    except ImportError:
-        import torch
-        return torch
+    return gpu_package() if gpu_available() else None
 
 
 def make_pair(size, seed):
     """A synthetic pair made where this process computes (its GPU, else the CPU)."""
     from accelmath.subtraction import synthetic_pair
 
-    package = array_package()
-    like = package
-    if package is not None and package.__name__ == "torch":
-        like = package.empty(0, dtype=package.float64, device="cuda")
-    return synthetic_pair(size, seed=seed, like=like)
+    return synthetic_pair(size, seed=seed, like=array_package())
 
 
 class MadePair:
@@ -240,9 +229,9 @@ def main():
         return
 
     env = environment()
-    from accelmath._core.device import devices
+    from accelmath.subtraction import _gpu
 
-    gpu_count = 0 if args.cpu else len(devices())
+    gpu_count = 0 if args.cpu else _gpu.gpu_count()
     if not gpu_count:
         env["device"] = env["cpu"]
     defaults = GPU_DEFAULTS if gpu_count else CPU_DEFAULTS

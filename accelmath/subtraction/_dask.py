@@ -20,6 +20,8 @@ import weakref
 import numpy as np
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError, UnsupportedOperandError
+from accelmath.subtraction._gpu import gpu_available, gpu_count, gpu_package
+from accelmath.subtraction._ops import kind_of, kind_of_array
 
 __all__ = ["local_cluster", "subtract_many", "worker_environments"]
 
@@ -165,7 +167,7 @@ def local_cluster(*, gpus=None, workers=None):
 def _local_cluster(gpus, workers, cores):
     distributed = _import_distributed()
     environments = worker_environments(
-        gpus, workers, device_count=_device_count(),
+        gpus, workers, device_count=gpu_count(),
         visible=os.environ.get("CUDA_VISIBLE_DEVICES"), cores=cores)
     gpu_ids = [env["CUDA_VISIBLE_DEVICES"] for env in environments
                if env["CUDA_VISIBLE_DEVICES"]]
@@ -331,12 +333,6 @@ def _import_distributed():
     return distributed
 
 
-def _device_count():
-    from accelmath._core.device import devices
-
-    return len(devices())
-
-
 def _cores():
     return os.cpu_count() or 1
 
@@ -368,9 +364,10 @@ def _subtract_on_worker(item, reduce, configuration, index):
     else:
         where = f"pairs[{index}]"
     reference, science, mask = _unpack(item, where)
-    package = _gpu_package()
-    if package is not None:
-        reference, science, mask = (_to_device(x, package) for x in (reference, science, mask))
+    kind = _gpu_kind()
+    if kind is not None:  # (NumPy images to the GPU; arrays already there stay)
+        reference, science, mask = (kind.asarray(x) if isinstance(x, np.ndarray) else x
+                                    for x in (reference, science, mask))
     warm = _warm_subtractors()
     with warm.hold(reference, configuration) as subtractor:
         result = subtractor.subtract(reference, science, mask=mask)
@@ -388,7 +385,8 @@ class _WarmSubtractors:
     @contextlib.contextmanager
     def hold(self, like, configuration):
         """The subtractor for images like ``like``, made on first use, held by this task."""
-        key = (tuple(like.shape), _array_kind(like), tuple(sorted(configuration.items())))
+        key = (tuple(like.shape), kind_of_array(like, "reference"),
+               tuple(sorted(configuration.items())))
         while True:
             entry = self._entry(key, like, configuration)
             with entry.lock:
@@ -441,61 +439,28 @@ def _warm_subtractors():
     return warm
 
 
-_package = []
+_kind = []
 
 
-def _gpu_package():
-    """The array package of this worker's GPU (cupy, else torch), or None on a CPU worker."""
-    if not _package:
-        from accelmath._core.device import gpu_available
-
-        package = None
+def _gpu_kind():
+    """The :class:`~accelmath.subtraction._ops.ArrayKind` of this worker's GPU (CuPy, else
+    torch), or None on a CPU worker."""
+    if not _kind:
+        kind = None
         if gpu_available():
-            package = _importable("cupy")
+            package = gpu_package()
             if package is None:
-                torch = _importable("torch")
-                if torch is None or not torch.cuda.is_available():
-                    raise NoDeviceError(
-                        "this worker sees a GPU but has neither CuPy nor torch with CUDA to "
-                        "hold images there: pip install cupy-cuda12x (or cupy-cuda13x)")
-                package = torch
-        _package.append(package)
-    return _package[0]
-
-
-def _importable(name):
-    try:
-        return __import__(name)
-    except ImportError:
-        return None
-
-
-def _to_device(x, package):
-    """A NumPy array on this worker's GPU; anything else as it is."""
-    if not isinstance(x, np.ndarray):
-        return x
-    if package.__name__ == "cupy":
-        return package.asarray(x)
-    return package.from_numpy(np.ascontiguousarray(x)).to("cuda")
-
-
-def _array_kind(x):
-    """What a subtractor made ``like=x`` is bound to: the array type and its device."""
-    device = getattr(x, "device", None)
-    return type(x).__module__, type(x).__name__, str(device) if device is not None else None
+                raise NoDeviceError(
+                    "this worker sees a GPU but has neither CuPy nor torch with CUDA to "
+                    "hold images there: pip install cupy-cuda12x (or cupy-cuda13x)")
+            kind = kind_of(package)
+        _kind.append(kind)
+    return _kind[0]
 
 
 def _to_host(result):
     """``result`` with its difference image as a NumPy array (its other arrays are NumPy)."""
-    return dataclasses.replace(result, difference=_host_array(result.difference))
-
-
-def _host_array(x):
-    if isinstance(x, np.ndarray):  # (a result's arrays never alias a subtractor's buffers)
-        return x
-    module = type(x).__module__.partition(".")[0]
-    if module == "cupy":
-        return x.get()
-    if module == "torch":
-        return x.detach().cpu().numpy()
-    return np.asarray(x)
+    # (a NumPy difference is returned as it is: a result's arrays never alias a subtractor's
+    # buffers)
+    difference = result.difference
+    return dataclasses.replace(result, difference=kind_of_array(difference).to_numpy(difference))

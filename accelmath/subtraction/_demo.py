@@ -33,6 +33,8 @@ from typing import NamedTuple
 import numpy as np
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError
+from accelmath.subtraction._gpu import gpu_name, gpu_package, gpu_problem
+from accelmath.subtraction._ops import kind_of_array
 
 __all__ = ["CONFIGURATION", "CPU_SIZE", "DEVICES", "DemoReport", "FIGURE", "GPU_SIZE",
            "NOISE_TOLERANCE", "RATIO_TOLERANCE", "resolve_device", "run_demo"]
@@ -93,33 +95,13 @@ class _Device(NamedTuple):
     label: str  # what the report says
 
 
-def _gpu_problem():
-    """Why the GPU path cannot run here, as a phrase, or None when it can."""
-    from accelmath._core import device
-
-    if not device.gpu_available():
-        return f"no usable GPU ({device.gpu_unavailable_reason()})"
-    cufft = device.library_info()["cufft"]
-    if cufft["path"] is None:
-        return f"cuFFT is not installed ({cufft['error']}); pip install \".[cu12]\""
-    return None
-
-
 def _gpu_module():
-    """CuPy if it imports, else torch with CUDA; ``(module, label)``, or None."""
-    try:
-        import cupy
-
-        return cupy, f"CuPy {cupy.__version__}"
-    except ImportError:
-        pass
-    try:
-        import torch
-    except ImportError:
+    """The GPU's array package and its label, ``(module, label)``, or None."""
+    module = gpu_package()
+    if module is None:
         return None
-    if torch.cuda.is_available():
-        return torch, f"torch {torch.__version__}"
-    return None
+    name = "CuPy" if module.__name__ == "cupy" else module.__name__
+    return module, f"{name} {module.__version__}"
 
 
 def resolve_device(device="auto"):
@@ -154,15 +136,12 @@ def resolve_device(device="auto"):
         raise InvalidArgumentError(
             f"device={device!r} is not one of {', '.join(repr(d) for d in DEVICES)}")
     if device != "cpu":
-        problem = _gpu_problem()
+        problem = gpu_problem()
         module = None if problem else _gpu_module()
         if module is None and problem is None:
             problem = "neither CuPy nor torch with CUDA is installed"
         if module is not None:
-            from accelmath._core import device as core_device
-
-            gpu = core_device.devices()[0]["name"]
-            return _Device("cuda", module[0], f"cuda: {gpu}, {module[1]} arrays")
+            return _Device("cuda", module[0], f"cuda: {gpu_name()}, {module[1]} arrays")
         if device == "cuda":
             raise NoDeviceError(f"--device cuda cannot run here: {problem}")
     cpu = f"cpu: NumPy {np.__version__} arrays, {os.cpu_count()} cores"
@@ -207,11 +186,7 @@ def _to_numpy(array):
     """A host NumPy copy of a NumPy, CuPy or torch array (a scalar stays a float)."""
     if np.isscalar(array):
         return float(array)
-    if hasattr(array, "get") and not isinstance(array, np.ndarray):  # CuPy
-        return array.get()
-    if hasattr(array, "detach"):  # torch
-        return array.detach().cpu().numpy()
-    return np.asarray(array)
+    return kind_of_array(array).to_numpy(array)
 
 
 def _synchronize(like):

@@ -135,7 +135,7 @@ def _warm_numpy_subtractors(dask_worker):
     warm = _dask._per_worker.get(dask_worker)
     entries = {} if warm is None else warm._entries
     return {key[0]: id(entry.subtractor) for key, entry in entries.items()
-            if key[1][0] == "numpy"}
+            if key[1].package == "numpy"}
 
 
 def test_each_worker_keeps_its_subtractors_from_call_to_call(client):
