@@ -179,8 +179,6 @@ def cache_lines():
     ...     cache_lines()[1]
     'Store: off (ACCELMATH_CACHE=0)'
     """
-    import warnings
-
     from accelmath._core import store
 
     try:
@@ -190,9 +188,7 @@ def cache_lines():
     if not store.enabled():
         state = f"off (ACCELMATH_CACHE={os.environ.get('ACCELMATH_CACHE')})"
     else:
-        with warnings.catch_warnings():  # the problem is printed here, not warned about
-            warnings.simplefilter("ignore")
-            problem = store.problem()
+        problem = _store_problem(store)
         if problem is None:
             entries, nbytes = store.size()
             state = f"on, {entries} entr{'y' if entries == 1 else 'ies'}, {nbytes / 1e6:.1f} MB"
@@ -211,15 +207,20 @@ def _cache_info(args):
     return 0
 
 
-def _cache_clear(args):
+def _store_problem(store):
+    """The problem that keeps the enabled ``store`` from being used, or None; the caller
+    prints it, so it is not warned about too."""
     import warnings
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return store.problem()
+
+
+def _cache_clear(args):
     from accelmath._core import store
 
-    with warnings.catch_warnings():  # the problem is printed here, not warned about
-        warnings.simplefilter("ignore")
-        problem = store.problem() if store.enabled() else None
-    if not store.enabled() or problem is not None:
+    if not store.enabled() or _store_problem(store) is not None:
         print(cache_lines()[1].replace("Store: ", "Nothing to clear: the store is ", 1))
         return 0
     entries, nbytes = store.clear()
