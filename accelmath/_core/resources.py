@@ -19,7 +19,7 @@ import weakref
 from accelmath._core.device import ensure_context
 from accelmath._core.memory import allocate_workspace
 
-__all__ = ["Resources", "ThreadState", "STREAMS_KEPT"]
+__all__ = ["HandleDestroyer", "Resources", "ThreadState", "STREAMS_KEPT"]
 
 # Per thread, the workspaces kept on the streams used last (a thread that moves to another
 # stream gives back the workspace of the one it used longest ago)
@@ -79,6 +79,47 @@ class _Held:
         for workspace in self.workspaces:
             workspace.free()
         self.handles, self.spare, self.workspaces = [], [], set()
+
+
+class HandleDestroyer:
+    """Destroys handles of several kinds (a library handle, its descriptors, parameter
+    objects...), each with its own function: a handle's kind is registered when it is made,
+    and an unregistered handle goes to ``default``. Given to :class:`Resources` as its
+    ``destroy_handle``.
+
+    Parameters
+    ----------
+    default : callable
+        Destroys a handle of no registered kind.
+    **by_kind : callable
+        The function that destroys the handles of each kind.
+
+    Examples
+    --------
+    >>> from accelmath._core.resources import HandleDestroyer
+    >>> gone = []
+    >>> destroy = HandleDestroyer(lambda h: gone.append(("handle", h)),
+    ...                           desc=lambda h: gone.append(("desc", h)))
+    >>> destroy.register(7, "desc")
+    7
+    >>> destroy(7), destroy(8)
+    (None, None)
+    >>> gone
+    [('desc', 7), ('handle', 8)]
+    """
+
+    def __init__(self, default, **by_kind):
+        self.default = default
+        self.by_kind = by_kind
+        self.kinds = {}
+
+    def register(self, handle, kind):
+        """Remember that ``handle`` is of ``kind``; returns ``handle``."""
+        self.kinds[handle] = kind
+        return handle
+
+    def __call__(self, handle):
+        self.by_kind.get(self.kinds.pop(handle, None), self.default)(handle)
 
 
 class Resources:

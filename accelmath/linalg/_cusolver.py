@@ -15,7 +15,7 @@ import numpy
 
 from accelmath._core.device import ensure_context
 from accelmath._core.plan import Plan
-from accelmath._core.resources import Resources
+from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublas, cusolver, driver
 from accelmath.errors import LinAlgError
 
@@ -64,26 +64,21 @@ def _bind(handles, stream, workspace):
         cublas.lib.set_stream(handles[2], stream)
 
 
-class _Destroy:
-    """Destroys a handle of any of the three kinds (each kind is remembered when made)."""
+def _destroyer():
+    """Destroys a solver's handles of any of its three kinds (the functions looked up only
+    when a handle of that kind goes)."""
+    return HandleDestroyer(lambda handle: cusolver.lib.destroy(handle),
+                           params=lambda handle: cusolver.lib.destroy_params(handle),
+                           blas=lambda handle: cublas.lib.destroy(handle))
 
-    def __init__(self):
-        self.kinds = {}
 
-    def __call__(self, handle):
-        kind = self.kinds.pop(handle, None)
-        if kind == "params":
-            cusolver.lib.destroy_params(handle)
-        elif kind == "blas":
-            cublas.lib.destroy(handle)
-        else:
-            cusolver.lib.destroy(handle)
-
-    def register(self, handles):
-        for handle, kind in zip(handles, ("solver", "params", "blas")):
-            if handle is not None:
-                self.kinds[handle] = kind
-        return handles
+def _registered(destroy, handles):
+    """``handles`` (a cuSOLVER handle, its parameters, a cuBLAS handle or None), each
+    registered with its kind."""
+    for handle, kind in zip(handles, ("solver", "params", "blas")):
+        if handle is not None:
+            destroy.register(handle, kind)
+    return handles
 
 
 class Solver(Plan):
@@ -118,11 +113,11 @@ class Solver(Plan):
         ensure_context(device_id)
         self.device_id = device_id
         self._freed = False
-        destroy = _Destroy()
+        destroy = _destroyer()
         self.resources = Resources(self, destroy, device_id, package)
 
         def make_handles():
-            return destroy.register(_make_handles(blas))
+            return _registered(destroy, _make_handles(blas))
 
         handles = make_handles()
         for handle in handles:

@@ -21,7 +21,7 @@ from accelmath._core.device import ensure_context
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.resources import Resources
+from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublaslt
 from accelmath.errors import CudaLibraryError, InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _matmul_rules as rules
@@ -170,22 +170,6 @@ def _set(setter, obj, attribute, value):
     setter(obj, attribute, ctypes.byref(value), ctypes.sizeof(value))
 
 
-class _Destroy:
-    """Destroys a cuBLASLt handle or a matmul descriptor (each kind remembered when made)."""
-
-    def __init__(self):
-        self.kinds = {}
-
-    def __call__(self, handle):
-        kind = self.kinds.pop(handle, None)
-        if kind == "desc":
-            cublaslt.lib.matmul_desc_destroy(handle)
-        elif kind == "layout":
-            cublaslt.lib.matrix_layout_destroy(handle)
-        else:
-            cublaslt.lib.destroy(handle)
-
-
 class LtPlan:
     """A product planned on cuBLASLt (see the module docstring).
 
@@ -217,7 +201,9 @@ class LtPlan:
         self.mask = spec.alignment - 1
         self._fallback = None
         self._lock = threading.Lock()
-        self._destroy = _Destroy()
+        self._destroy = HandleDestroyer(cublaslt.lib.destroy,
+                                        desc=cublaslt.lib.matmul_desc_destroy,
+                                        layout=cublaslt.lib.matrix_layout_destroy)
         self.resources = Resources(self, self._destroy, device_id, package)
         batch = prod.batch
         # cuBLASLt's A is b^T, its B a^T (see the module docstring)
@@ -307,7 +293,7 @@ class LtPlan:
         cublaslt.lib.matrix_layout_create(ctypes.byref(layout), cublaslt.DATA_TYPE[dtype],
                                           stored.rows, stored.cols, stored.ld)
         # (freed with the plan: layouts are no thread's)
-        self._destroy.kinds[layout.value] = "layout"
+        self._destroy.register(layout.value, "layout")
         self.resources.track(layout.value)
         if self._batches.count > 1:
             set_ = cublaslt.lib.matrix_layout_set_attribute
@@ -519,12 +505,12 @@ def _thread_handles(precision, attributes, destroy):
     """One thread's cuBLASLt handle and matmul descriptor (the descriptor's attributes set)."""
     handle, desc = ctypes.c_void_p(), ctypes.c_void_p()
     cublaslt.lib.create(ctypes.byref(handle))
-    destroy.kinds[handle.value] = "handle"
+    destroy.register(handle.value, "handle")
     try:
         cublaslt.lib.matmul_desc_create(ctypes.byref(desc),
                                         cublaslt.COMPUTE_TYPE[precision.compute],
                                         cublaslt.DATA_TYPE[precision.scale])
-        destroy.kinds[desc.value] = "desc"
+        destroy.register(desc.value, "desc")
         for attribute, value in attributes:
             _set(cublaslt.lib.matmul_desc_set_attribute, desc, attribute, value)
     except CudaLibraryError:
