@@ -13,6 +13,7 @@ within one package.
 """
 
 import dataclasses
+import functools
 import math
 
 import numpy
@@ -100,10 +101,20 @@ def gaussian_kernel(sigma, half_width, total=1.0):
     return kernel * (total / kernel.sum())
 
 
+@functools.lru_cache(maxsize=8)
+def _kernel_matrices(shape, half_width):
+    """:func:`kernel_matrices`, made once per shape and kernel size (a pair needs four, and
+    their complex exponentials are most of its host time)."""
+    matrices = kernel_matrices(shape, half_width)
+    for matrix in matrices:
+        matrix.flags.writeable = False
+    return matrices
+
+
 def _spectrum(kind, shape, kernel):
     """The half spectrum of a small kernel placed modulo ``shape`` (centre at pixel 0), of
     ``kind``: two small DFT matrices, no image-sized host array."""
-    w0, w1t = kernel_matrices(shape, kernel.shape[0] // 2)
+    w0, w1t = _kernel_matrices(tuple(shape), kernel.shape[0] // 2)
     left = kind.asarray(w0 @ kernel.astype(numpy.complex128))
     return kind.matmul(left, kind.asarray(w1t))
 
