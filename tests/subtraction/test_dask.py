@@ -254,3 +254,26 @@ def test_one_gpu_worker(cp):
                             mask=cp.asarray(pair.mask), **CONFIGURATION)
         # (in this process, not the worker's: an algorithm chosen by timing may differ)
         assert_same(ours, _dask._to_host(expected), rtol=1e-10)
+
+
+def _environment():
+    """On the worker: the allocator and thread settings it was started with."""
+    return {name: os.environ.get(name)
+            for name in ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")}
+
+
+def test_gpu_workers_keep_the_default_malloc_trimming(monkeypatch):
+    from distributed import Client
+
+    # (a worker pinned to a GPU needs none to start: its environment is what is checked)
+    monkeypatch.setattr(_dask, "gpu_count", lambda: 1)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)  # (as a fresh process has it)
+    with _dask.local_cluster(gpus=1) as cluster, Client(cluster) as client:
+        gpu_worker = list(client.run(_environment).values())
+    with _dask.local_cluster(gpus=0, workers=1) as cluster, Client(cluster) as client:
+        cpu_worker = list(client.run(_environment).values())
+    assert gpu_worker == [{"MALLOC_TRIM_THRESHOLD_": None, "OMP_NUM_THREADS": "1",
+                           "CUDA_VISIBLE_DEVICES": "0"}]
+    assert cpu_worker == [{"MALLOC_TRIM_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1",
+                           "CUDA_VISIBLE_DEVICES": ""}]
