@@ -85,12 +85,24 @@ extern "C" __global__ void flat_##NAME(const T* src, T* dst, long long n, double
                                        int mode) { \
     copy_scale_flat<T>(src, dst, n, s, mode); }
 
+#ifdef ACCELMATH_float16
 DEFINE(float16, half1)
+#endif
+#ifdef ACCELMATH_complex32
 DEFINE(complex32, half2c)
+#endif
+#ifdef ACCELMATH_float32
 DEFINE(float32, float)
+#endif
+#ifdef ACCELMATH_complex64
 DEFINE(complex64, float2)
+#endif
+#ifdef ACCELMATH_float64
 DEFINE(float64, double)
+#endif
+#ifdef ACCELMATH_complex128
 DEFINE(complex128, double2)
+#endif
 """
 
 
@@ -156,7 +168,7 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
         n *= extent
     if n == 0:
         return
-    module, most = _kernel_module(device_id)
+    module, most = _kernel_module(device_id, dtype)
     dims = _merge(shape, src_strides, dst_strides)
     do_scale = (0 if scale is None or scale == 1 else 1) | (2 if conj else 0)
     s = ctypes.c_double(1.0 if scale is None else scale)

@@ -384,10 +384,14 @@ def loaded(device_id, source, name="kernel.cu", extra=()):
 
 
 class SourceModules:
-    """One source's module on each device, loaded on first use (:func:`loaded`), with the
+    """One source's modules on each device, loaded on first use (:func:`loaded`), with the
     most blocks worth launching there for grid-stride kernels: 16 per multiprocessor.
 
-    Calling it with a device ordinal returns ``(module, blocks)``.
+    Calling it with a device ordinal and a variant returns ``(module, blocks)``. A variant
+    (such as a dtype's name) is compiled alone, with ``-DACCELMATH_<variant>``: a source
+    guards each variant's kernels with ``#ifdef ACCELMATH_<variant>``, so that a first call
+    compiles the kernels of its dtype, not of every dtype. Kernels outside the guards are in
+    every variant's module, and in the module of no variant (``None``).
 
     Parameters
     ----------
@@ -401,16 +405,17 @@ class SourceModules:
 
     def __init__(self, source, name):
         self._source, self._name = source, name
-        self._found = {}  # device_id -> (module, blocks)
+        self._found = {}  # (device_id, variant) -> (module, blocks)
 
-    def __call__(self, device_id):
-        found = self._found.get(device_id)
+    def __call__(self, device_id, variant=None):
+        found = self._found.get((device_id, variant))
         if found is None:
             from accelmath._core.device import devices
 
             blocks = self.WAVES * devices()[device_id]["multiprocessor_count"]
-            found = self._found[device_id] = (loaded(device_id, self._source, self._name),
-                                              blocks)
+            extra = () if variant is None else (f"-DACCELMATH_{variant}",)
+            found = self._found[device_id, variant] = (
+                loaded(device_id, self._source, self._name, extra), blocks)
         return found
 
 

@@ -239,10 +239,18 @@ extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long lon
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
     identity<T>(dst, n, batch); }
 
+#ifdef ACCELMATH_float32
 DEFINE(float32, float)
+#endif
+#ifdef ACCELMATH_float64
 DEFINE(float64, double)
+#endif
+#ifdef ACCELMATH_complex64
 DEFINE(complex64, float2)
+#endif
+#ifdef ACCELMATH_complex128
 DEFINE(complex128, double2)
+#endif
 """
 
 
@@ -274,16 +282,17 @@ def _blocks(count, most):
     return max(1, min(-(-count // _THREADS), most))
 
 
-def _launch_flat(name, count, args, stream, device_id):
-    """Launch kernel ``name`` over ``count`` elements (grid-stride, one dimension)."""
-    module, most = _module(device_id)
+def _launch_flat(name, count, args, stream, device_id, dtype=None):
+    """Launch kernel ``name`` (of ``dtype``'s module; None: a kernel of no dtype) over
+    ``count`` elements (grid-stride, one dimension)."""
+    module, most = _module(device_id, dtype)
     launch(module.function(name), _config(_blocks(count, most), _THREADS), args, stream)
 
 
-def _launch_rows(name, per_matrix, batch, args, stream, device_id):
-    """Launch kernel ``name`` over ``batch`` matrices of ``per_matrix`` elements: matrices in
-    y (at most 65535, the rest by a loop), their elements in x."""
-    module, most = _module(device_id)
+def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype):
+    """Launch kernel ``name`` of ``dtype``'s module over ``batch`` matrices of ``per_matrix``
+    elements: matrices in y (at most 65535, the rest by a loop), their elements in x."""
+    module, most = _module(device_id, dtype)
     launch(module.function(name),
            _config((_blocks(per_matrix, most), min(batch, _MAX_GRID_Y)), _THREADS), args,
            stream)
@@ -352,7 +361,7 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
             ctypes.c_longlong(m), ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch,
             ctypes.c_longlong(src_strides[0]), ctypes.c_longlong(src_strides[1]),
             ctypes.c_longlong(d_i), ctypes.c_longlong(d_j), ctypes.c_int(mode))
-    _launch_flat(name, count, args, stream, device_id)
+    _launch_flat(name, count, args, stream, device_id, dtype)
 
 
 def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,
@@ -361,7 +370,7 @@ def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr
     _check_dtype(pivot_dtype, PIVOT_DTYPES, "pivot_dtype")
     if batch == 0:
         return
-    module, most = _module(device_id)
+    module, most = _module(device_id, dtype)
     func = module.function(f"lu_det_{dtype}_{pivot_dtype}")
     # one block per matrix: a warp where the diagonal is short, 256 threads where it is long
     threads = 32 if n <= 256 else _THREADS
@@ -437,7 +446,8 @@ def fail_to_nan(info_ptr, data_ptr, count_per_matrix, batch, dtype, stream, devi
         return
     args = (ctypes.c_void_p(info_ptr), ctypes.c_void_p(data_ptr),
             ctypes.c_longlong(count_per_matrix), ctypes.c_longlong(batch))
-    _launch_rows("fail_to_nan_" + dtype, count_per_matrix, batch, args, stream, device_id)
+    _launch_rows("fail_to_nan_" + dtype, count_per_matrix, batch, args, stream, device_id,
+                 dtype)
 
 
 def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):
@@ -515,7 +525,7 @@ def identity(dst_ptr, n, batch, dtype, stream, device_id):
     if batch == 0 or n == 0:
         return
     args = (ctypes.c_void_p(dst_ptr), ctypes.c_uint(n), ctypes.c_longlong(batch))
-    _launch_rows("identity_" + dtype, n * n, batch, args, stream, device_id)
+    _launch_rows("identity_" + dtype, n * n, batch, args, stream, device_id, dtype)
 
 
 def pointer_array(base_ptr, stride, count, out_ptr, stream, device_id):

@@ -29,14 +29,18 @@ def test_the_source_compiles(arch, monkeypatch):
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # compile here, not from an earlier run's store
-    cubin = compile_cuda(SOURCE, CompileOptions(arch=arch), "accelmath_kernels.cu")
-    for dtype in ("float16", "complex32", "float32", "complex64", "float64", "complex128"):
-        assert f"copy_{dtype}".encode() in cubin and f"flat_{dtype}".encode() in cubin
+    dtypes = ("float16", "complex32", "float32", "complex64", "float64", "complex128")
+    for variant in dtypes:  # (each dtype compiled alone, as SourceModules does)
+        cubin = compile_cuda(SOURCE, CompileOptions(arch=arch, extra=(f"-DACCELMATH_{variant}",)),
+                             "accelmath_kernels.cu")
+        for dtype in dtypes:
+            for name in (f"copy_{dtype}", f"flat_{dtype}"):
+                assert (name.encode() in cubin) == (dtype == variant), (variant, name)
 
 
 def test_too_many_dimensions_are_refused(monkeypatch):
     # checked before anything reaches a device
-    monkeypatch.setattr(kernels, "_kernel_module", lambda device_id: (None, 1))
+    monkeypatch.setattr(kernels, "_kernel_module", lambda device_id, variant=None: (None, 1))
     shape = (2,) * (MAX_DIMS + 1)
     strides = tuple(2 ** (2 * k + 1) for k in range(MAX_DIMS + 1))[::-1]  # gaps: no merging
     with pytest.raises(InvalidArgumentError, match=f"exceeds {MAX_DIMS}"):

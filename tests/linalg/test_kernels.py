@@ -11,10 +11,13 @@ from accelmath.linalg import _kernels
 from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
                                        identity, log_det, pivots_to_scipy)
 
-ENTRY_POINTS = ([f"{k}_{d}" for k in ("copy", "copy32", "fail_to_nan", "identity")
-                 for d in DTYPES]
-                + [f"lu_det_{d}_{p}" for d in DTYPES for p in ("int32", "int64")]
-                + ["pivots_int32", "pivots_int64", "pivots_from_scipy"])
+def entry_points(dtype):
+    """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
+    return ([f"{k}_{dtype}" for k in ("copy", "copy32", "fail_to_nan", "identity")]
+            + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
+
+
+DTYPE_FREE = ["pivots_int32", "pivots_int64", "pivots_from_scipy", "pointer_array"]
 
 
 def _dense_batch_strides(batch_shape, size):
@@ -53,15 +56,22 @@ def test_the_source_compiles(arch):
         nvrtc.lib.cdll
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
-    cubin = compile_cuda(_kernels.SOURCE, CompileOptions(arch=arch), "accelmath_linalg.cu")
-    for name in ENTRY_POINTS:
-        assert name.encode() in cubin, name
+    for variant in (None,) + DTYPES:  # (each dtype compiled alone, as SourceModules does)
+        extra = () if variant is None else (f"-DACCELMATH_{variant}",)
+        cubin = compile_cuda(_kernels.SOURCE, CompileOptions(arch=arch, extra=extra),
+                             "accelmath_linalg.cu")
+        for dtype in DTYPES:
+            for name in entry_points(dtype):
+                assert (name.encode() in cubin) == (dtype == variant), (variant, name)
+        for name in DTYPE_FREE:
+            assert name.encode() in cubin, name
 
 
 @pytest.fixture
 def no_device(monkeypatch):
     """Fail if a launcher gets as far as loading its module."""
-    monkeypatch.setattr(_kernels, "_module", lambda device_id: pytest.fail("module loaded"))
+    monkeypatch.setattr(_kernels, "_module",
+                        lambda *args: pytest.fail("module loaded"))
 
 
 def test_bad_dtypes_are_refused(no_device):
