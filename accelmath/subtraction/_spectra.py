@@ -39,8 +39,9 @@ BATCH_BYTES = 512 * 2**20
 
 def _phase(n, k, sign):
     """``exp(sign * 2 pi i k / n)`` for integer arrays k, the argument reduced modulo n first
-    (exact for any k)."""
-    return numpy.exp(sign * 2j * numpy.pi * (numpy.mod(k, n) / n))
+    (exact for any k): the n roots of unity computed once, then read at ``k mod n``."""
+    roots = numpy.exp(sign * 2j * numpy.pi * (numpy.arange(n) / n))
+    return roots[numpy.mod(k, n)]
 
 
 def lag_matrices(shape, lags):

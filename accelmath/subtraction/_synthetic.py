@@ -103,12 +103,9 @@ def gaussian_kernel(sigma, half_width, total=1.0):
 
 @functools.lru_cache(maxsize=8)
 def _kernel_matrices(shape, half_width):
-    """:func:`kernel_matrices`, made once per shape and kernel size (a pair needs four, and
-    their complex exponentials are most of its host time)."""
-    matrices = kernel_matrices(shape, half_width)
-    for matrix in matrices:
-        matrix.flags.writeable = False
-    return matrices
+    """:func:`kernel_matrices`, made once per shape and kernel size (a pair needs four);
+    never written to."""
+    return kernel_matrices(shape, half_width)
 
 
 def _spectrum(kind, shape, kernel):
