@@ -48,17 +48,21 @@ class TorchAdapter(Adapter):
             raise unsupported_dtype(x.dtype)
         if x.requires_grad:
             self.check_gradients(x)
-        if x.is_conj() or x.is_neg():
-            # A lazily conjugated or negated view: its memory holds other values. The operand
-            # describes a resolved copy (``operand.obj is not x`` tells callers so).
-            x = x.resolve_conj().resolve_neg()
         device = x.get_device()
         if not (x.is_cuda if device >= 0 else x.is_cpu):
             raise UnsupportedOperandError(
                 f"tensor on device {x.device}; accelmath reads CPU and CUDA tensors")
+        ready = None
+        if x.is_conj() or x.is_neg():
+            # A lazily conjugated or negated view: its memory holds other values. The operand
+            # describes a resolved copy (``operand.obj is not x`` tells callers so), made on
+            # torch's current stream: work on another stream waits for it.
+            x = x.resolve_conj().resolve_neg()
+            if device >= 0:
+                ready = self.current_stream(device)
         # torch.Size is a tuple: kept as it is, saving a conversion per call
         return Operand(x, x.data_ptr(), x.shape, x.stride(), name,
-                       None if device < 0 else device, self)
+                       None if device < 0 else device, self, ready=ready)
 
     def layout_key(self, x):
         # None for tensors that record gradients: whether one may be read depends on the grad

@@ -55,6 +55,31 @@ def test_torch_zero_copy_and_streams(torch_cuda):
     assert resolve_stream(s, op) == s.cuda_stream
 
 
+def test_torch_lazy_views_are_resolved_on_the_current_stream(torch_cuda):
+    # the copy is torch's work on its current stream: work on another stream must wait for it
+    torch = torch_cuda
+    plain = torch.randn(64, 32, dtype=torch.complex128, device="cuda")
+    assert wrap_operand(plain).ready is None
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        op = wrap_operand(plain.conj())
+    assert op.ready == s.cuda_stream and not op.obj.is_conj()
+    other = torch.cuda.Stream()
+    op.wait_ready(other)  # (an event recorded on s, waited for on other)
+    assert op.ready is None
+    torch.testing.assert_close(op.obj, plain.conj().resolve_conj())
+
+    from accelmath import linalg
+
+    x = torch.randn(256, 256, dtype=torch.complex128, device="cuda")
+    c = torch.randn(256, 256, dtype=torch.complex128, device="cuda")
+    # the product on other, c.conj() resolved on the current stream
+    got = linalg.matmul(x, x, c=c.conj(), beta=1.0, stream=other)
+    other.synchronize()
+    expected = x.cpu().numpy() @ x.cpu().numpy() + c.cpu().numpy().conj()
+    np.testing.assert_allclose(got.cpu().numpy(), expected, rtol=1e-10, atol=1e-9)
+
+
 @pytest.mark.parametrize("transpose", [False, True])
 def test_torch_readers_tell_cpu_from_cuda(transpose, torch_cuda):
     torch = torch_cuda

@@ -53,6 +53,7 @@ def test_lazy_views_are_resolved(lazy):
     op = wrap_operand(x)
     assert op.obj is not x and not op.obj.is_conj() and not op.obj.is_neg()
     np.testing.assert_array_equal(op.obj.numpy(), x.resolve_conj().resolve_neg().numpy())
+    assert op.ready is None  # (host memory: no stream to wait for)
 
 
 def test_layout_key(adapter):
