@@ -81,13 +81,15 @@ class TorchAdapter(Adapter):
         # One lazy bit to test: conj on complex tensors; on real ones neg (the imaginary part
         # of a conjugated view), as no public operation sets the other.
         # get_device is -1 for CPU tensors and the index for CUDA ones, so a tensor of one is
-        # never read for the other. A key comes from a tensor without requires_grad
+        # never read for the other; other devices (meta tensors, other accelerators) number
+        # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor without requires_grad
         # (layout_key), so a tensor with it is turned away whatever the grad mode: no need to
         # ask torch.is_grad_enabled() here.
         # (the methods taken from the class: a call skips making a bound method)
         tensor = self._torch.Tensor
         lazy = tensor.is_conj if dtype.is_complex else tensor.is_neg
         get_device, data_ptr = tensor.get_device, tensor.data_ptr
+        cpu = device < 0
         if strides == contiguous_strides(shape):
             # C order: torch's flag says the same (up to the strides of axes of length 1,
             # which address nothing) for less than the strides tuple costs
@@ -95,7 +97,8 @@ class TorchAdapter(Adapter):
 
             def read(x):
                 if (x.dtype is dtype and x.shape == shape and is_contiguous(x)
-                        and get_device(x) == device and not lazy(x) and not x.requires_grad):
+                        and get_device(x) == device and not lazy(x) and not x.requires_grad
+                        and (x.is_cpu if cpu else x.is_cuda)):
                     return data_ptr(x)
                 return None
         else:
@@ -103,7 +106,8 @@ class TorchAdapter(Adapter):
 
             def read(x):
                 if (x.dtype is dtype and x.shape == shape and stride(x) == strides
-                        and get_device(x) == device and not lazy(x) and not x.requires_grad):
+                        and get_device(x) == device and not lazy(x) and not x.requires_grad
+                        and (x.is_cpu if cpu else x.is_cuda)):
                     return data_ptr(x)
                 return None
 

@@ -104,6 +104,17 @@ def test_cpu_tensors_never_match_cuda_keys(adapter):
     assert adapter.reader(cpu_key)(x) == x.data_ptr()
 
 
+def test_readers_turn_away_tensors_of_other_devices(adapter):
+    """Meta tensors number their device -1, as CPU ones do; the reader of a CPU key asks
+    is_cpu (and that of a CUDA key is_cuda)."""
+    x = torch.zeros(4, 6, dtype=torch.float32)
+    meta = torch.zeros(4, 6, dtype=torch.float32, device="meta")
+    assert meta.get_device() == x.get_device() == -1
+    for y, z in ((x, meta), (x.T, meta.T)):
+        read = adapter.reader(adapter.layout_key(y))
+        assert read(y) == y.data_ptr() and read(z) is None
+
+
 def test_reader_of_a_lazy_key_compares_whole_keys(adapter):
     x = torch.zeros(4, 6, dtype=torch.complex64).conj()
     read = adapter.reader(adapter.layout_key(x))
