@@ -93,3 +93,17 @@ def test_import_is_light():
                             stdin=subprocess.DEVNULL, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "light"
+
+
+def test_device_queries_at_the_top():
+    from accelmath._core import device
+
+    for name in ("gpu_available", "gpu_unavailable_reason", "devices", "driver_version",
+                 "library_info"):
+        assert getattr(accelmath, name) is getattr(device, name)
+        assert name in dir(accelmath)
+    available = accelmath.gpu_available()
+    assert (accelmath.gpu_unavailable_reason() is None) == available
+    assert (len(accelmath.devices()) > 0) == available
+    with pytest.raises(AttributeError, match="no attribute 'gpu'"):
+        accelmath.gpu

@@ -1,9 +1,11 @@
 """What the subtraction's demo and its Dask path ask of the machine: whether the GPU path can
 run, how many GPUs this process sees, and which array package holds images on them.
 
-The GPU queries are read from ``accelmath._core.device``, here and nowhere else in the
-showcase: the public API of ``accelmath.fft`` and ``accelmath.linalg`` has no such query.
+The GPU queries are accelmath's public ones (``accelmath.gpu_available``, ``devices``,
+``library_info``), asked here and nowhere else in the showcase.
 """
+
+import accelmath
 
 __all__ = ["gpu_available", "gpu_count", "gpu_name", "gpu_package", "gpu_problem"]
 
@@ -17,9 +19,7 @@ def gpu_available():
     >>> isinstance(gpu_available(), bool)
     True
     """
-    from accelmath._core import device
-
-    return device.gpu_available()
+    return accelmath.gpu_available()
 
 
 def gpu_count():
@@ -31,16 +31,12 @@ def gpu_count():
     >>> (gpu_count() > 0) == gpu_available()
     True
     """
-    from accelmath._core import device
-
-    return len(device.devices())
+    return len(accelmath.devices())
 
 
 def gpu_name(ordinal=0):
     """The name of GPU ``ordinal`` (a GPU must be usable)."""
-    from accelmath._core import device
-
-    return device.devices()[ordinal]["name"]
+    return accelmath.devices()[ordinal]["name"]
 
 
 def gpu_problem():
@@ -53,11 +49,9 @@ def gpu_problem():
     >>> gpu_problem() is None or isinstance(gpu_problem(), str)
     True
     """
-    from accelmath._core import device
-
-    if not device.gpu_available():
-        return f"no usable GPU ({device.gpu_unavailable_reason()})"
-    cufft = device.library_info()["cufft"]
+    if not accelmath.gpu_available():
+        return f"no usable GPU ({accelmath.gpu_unavailable_reason()})"
+    cufft = accelmath.library_info()["cufft"]
     if cufft["path"] is None:
         return f"cuFFT is not installed ({cufft['error']}); pip install \".[cu12]\""
     return None
