@@ -82,9 +82,9 @@ class TorchAdapter(Adapter):
         # of a conjugated view), as no public operation sets the other.
         # get_device is -1 for CPU tensors and the index for CUDA ones, so a tensor of one is
         # never read for the other; other devices (meta tensors, other accelerators) number
-        # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor without requires_grad
-        # (layout_key), so a tensor with it is turned away whatever the grad mode: no need to
-        # ask torch.is_grad_enabled() here.
+        # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor
+        # without requires_grad (layout_key), so a tensor with it is turned away whatever the
+        # grad mode: no need to ask torch.is_grad_enabled() here.
         # (the methods taken from the class: a call skips making a bound method)
         tensor = self._torch.Tensor
         lazy = tensor.is_conj if dtype.is_complex else tensor.is_neg
