@@ -10,7 +10,7 @@ stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 from accelmath._core.arguments import check_execution, check_workers
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_operand
-from accelmath._core.plan import Call, Plan, check_out, template_operand
+from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
