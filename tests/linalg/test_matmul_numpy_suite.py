@@ -23,8 +23,8 @@ its next floating-point case. The tests that take only object or bool operands a
 
 On the GPU, NumPy's ``out=`` goes in as a CuPy array of its strides (and its values back).
 
-The plugin writes the outcomes, and how many calls reached accelmath (by dtype), to a JSON
-file; a failure of any of NumPy's tests fails the test here, naming it.
+The plugin counts the calls that reach accelmath (by dtype); ``numpy_suites`` writes them
+and the outcomes to a JSON file; a failure of any of NumPy's tests fails the test here, naming it.
 """
 
 import json
@@ -165,12 +165,9 @@ def pytest_collection_modifyitems(items):
                 item.add_marker(pytest.mark.skip(reason=SKIPPED[item.originalname]))
 
 
-def pytest_terminal_summary(terminalreporter):
-    stats = {key: [report.nodeid for report in reports if hasattr(report, "nodeid")]
-             for key, reports in terminalreporter.stats.items() if key}
-    stats["calls"] = _calls
-    with open(os.environ["ACCELMATH_NUMPY_SUITE_REPORT"], "w") as f:
-        json.dump(stats, f)
+def calls():
+    """How many calls reached accelmath, and how many it refused, by operand dtypes."""
+    return _calls
 '''
 
 NOT_FLOATING = {name: "object or bool operands only: accelmath's matmul is floating point only"
