@@ -68,6 +68,32 @@ def cpu_name():
     return platform.processor() or platform.machine() or "cpu"
 
 
+def run_case(ctx, name, build, run_spec, notes, started):
+    """One benchmark case: ``spec = build(ctx)``, then ``run_spec(ctx, name, spec, row,
+    notes)`` fills the row; the spec's ``"cleanup"`` callables run after it whatever happens,
+    then ``ctx.free()``. A failure lands in ``notes``; the row is printed and returned."""
+    row = {"case": name, "unit": "device ms"}
+    spec = None
+    try:
+        spec = build(ctx)
+    except Exception as exc:
+        notes.append(f"{name}: setup failed: {error_text(exc)}")
+        row["check"] = "-"
+    if spec is not None:
+        try:
+            run_spec(ctx, name, spec, row, notes)
+        finally:
+            for cleanup in spec.get("cleanup", ()):
+                try:
+                    cleanup()
+                except Exception as exc:
+                    notes.append(f"{name}: cleanup failed: {error_text(exc)}")
+    del spec
+    ctx.free()
+    print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
+    return row
+
+
 def host_times_us(cases, calls=2000, repeats=7, sync=None):
     """Host time of one call of each function of ``cases`` ({name: fn}), in us: the mean over
     a loop of ``calls`` calls, the best of ``repeats`` loops. The cases take turns loop by loop,

@@ -34,7 +34,7 @@ import tempfile
 import time
 
 from _common import (RESULTS, _elapsed, case_parser, device_time_ms, environment, error_text,
-                     host_times_us, selected, slug, write)
+                     host_times_us, run_case, selected, slug, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -370,29 +370,6 @@ def _faster_peer(row):
     return min(peers) if peers else None
 
 
-def run_case(ctx, name, build, notes, started):
-    row = {"case": name, "unit": "device ms"}
-    spec = None
-    try:
-        spec = build(ctx)
-    except Exception as exc:
-        notes.append(f"{name}: setup failed: {error_text(exc)}")
-        row["check"] = "-"
-    if spec is not None:
-        try:
-            _run_spec(ctx, name, spec, row, notes)
-        finally:
-            for cleanup in spec.get("cleanup", ()):
-                try:
-                    cleanup()
-                except Exception as exc:
-                    notes.append(f"{name}: cleanup failed: {error_text(exc)}")
-    del spec
-    ctx.free()
-    print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
-    return row
-
-
 def _check(ctx, name, spec, label, fn, wrong):
     """Run ``fn`` once and check its result; the error, or None where it raised."""
     try:
@@ -552,7 +529,7 @@ def measure_all(args, cases):
     env = environment()
     started = time.perf_counter()
     warm_up(ctx)
-    rows = [run_case(ctx, name, build, notes, started) for name, build in cases
+    rows = [run_case(ctx, name, build, _run_spec, notes, started) for name, build in cases
             if selected(name, args)]
     header = (
         "Device time per call, ms (CUDA events around calls back to back, the median of "

@@ -25,6 +25,7 @@ Without a GPU it says so and exits.
 import sys
 import time
 
+import _common
 from _common import (_elapsed, case_parser, device_time_ms, environment, error_text,
                      host_times_us, selected, write)
 from _solver_data import (Context, Wrong, check_cholesky, check_eigh, check_qr, check_solve,
@@ -177,7 +178,7 @@ def system_case(kind):
         elif kind in ("resolve", "refactor"):
             try:
                 factor = ALG.Cholesky(a, lower=True)
-                spec["cleanup"] = factor.free
+                spec["cleanup"] = [factor.free]
             except Exception as exc:  # the row still times the peers
                 factor = _missing(f"Cholesky(a, lower=True) failed: {error_text(exc)}")
             if kind == "resolve":
@@ -320,27 +321,8 @@ def measure(fn, event, sync, warmed=False):
 
 
 def run_case(ctx, name, build, notes, started):
-    row = {"case": name, "unit": "device ms"}
-    ctx.rows[name] = row
-    spec = None
-    try:
-        spec = build(ctx)
-    except Exception as exc:
-        notes.append(f"{name}: setup failed: {error_text(exc)}")
-        row["check"] = "-"
-    if spec is not None:
-        try:
-            _run_spec(ctx, name, spec, row, notes)
-        finally:
-            cleanup = spec.get("cleanup")
-            if cleanup is not None:
-                try:
-                    cleanup()
-                except Exception as exc:
-                    notes.append(f"{name}: free failed: {error_text(exc)}")
-    del spec
-    ctx.free()
-    print(f"[{time.perf_counter() - started:6.1f} s] {row}", flush=True)
+    """One case (``_common.run_case``), its row kept in ``ctx.rows`` for later targets."""
+    row = ctx.rows[name] = _common.run_case(ctx, name, build, _run_spec, notes, started)
     return row
 
 
