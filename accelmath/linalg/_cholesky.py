@@ -128,14 +128,14 @@ def cho_solve(c, b, *, lower, vector, stream):
          **(_batched.parts(count, n) if batched else {})}))
     handles, ws = solver.state(ctx.stream)
     factor = ws + solver.offsets["c"]
-    # read column-major, the conjugated copy is c^H: L^H is upper, U^H lower
-    gather(ctx, c, batch, factor, "C", conj=True)
+    # the lower factor, column-major (cuSOLVER's fast path): L itself, or U^H (U's buffer
+    # read column-major is U^T, conjugated U^H)
+    gather(ctx, c, batch, factor, "F" if lower else "C", conj=not lower)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    fill = UPPER if lower else LOWER
     if batched:
-        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, fill)
+        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, LOWER)
     else:
-        potrs(solver, handles, ws, factor, rhs, n, k, count, fill, ctx.dtype)
+        potrs(solver, handles, ws, factor, rhs, n, k, count, LOWER, ctx.dtype)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     return ctx.finish(x)
 

@@ -12,7 +12,7 @@ import math
 from typing import Any, NamedTuple
 
 from accelmath._core.dispatch import Dispatcher
-from accelmath._core.kernels import copy_scale
+from accelmath._core.kernels import copy_scale, merge_dims
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
@@ -70,9 +70,19 @@ class Context:
         return array
 
     def copy(self, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None):
-        """Enqueue a strided copy (element strides; 0 broadcasts)."""
-        copy_scale(src, dst, shape, src_strides, dst_strides, dtype or self.dtype, None,
-                   self.stream, self.device_id, conj=conj)
+        """Enqueue a strided copy (element strides; 0 broadcasts) of a batch of matrices
+        (``shape`` ends with their two axes), or of an array of any shape."""
+        dtype = dtype or self.dtype
+        dims = merge_dims([d for d in zip(shape, src_strides, dst_strides) if d[0] != 1])
+        # one run of memory (or a layout past the matrix kernels): the generic copy
+        if (len(dims) < 2 or dtype not in _kernels.DTYPES
+                or len(shape) - 2 > _kernels.MAX_BATCH_DIMS):
+            copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, self.stream,
+                       self.device_id, conj=conj)
+            return
+        _kernels.copy_matrices(src, dst, shape[:-2], src_strides[:-2], dst_strides[:-2],
+                               shape[-2], shape[-1], src_strides[-2:], dst_strides[-2:],
+                               dtype, self.stream, self.device_id, conj=conj)
 
 
 def batch_of(*ops, matrix_dims=2):

@@ -59,7 +59,8 @@ __device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
 // Logical source element (b, i, j) of m x n matrices goes to dst offset i*d_i + j*d_j (+ the
 // batch offset): a transpose is the launcher swapping d_i and d_j. mode: bits 0-1 the
 // triangle of the source kept (0 all, 1 lower, 2 upper; zeros elsewhere), bit 2 conjugates.
-// Threads run i fastest, so writes to a column-major destination are coalesced.
+// Threads run i fastest; the launcher makes i the axis the destination runs along, so writes
+// are coalesced (and reads too where the source runs along it as well).
 template <typename T, typename I>
 __device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim, Batch d,
                               long long s_i, long long s_j, long long d_i, long long d_j,
@@ -80,6 +81,45 @@ __device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim,
         T v = keep ? src[so] : zero_of(T());
         if (mode & 4) v = conj_of(v);
         dst[dof] = v;
+    }
+}
+
+// -- the same copy where source and destination run along different axes --------------------
+// A 32 x 32 tile goes through shared memory: read along j (the source's fast axis, x threads),
+// written along i (the destination's), so both sides are coalesced. Blocks are 32 x 8 threads
+// and take tiles grid-stride: tile t is tile (t % per_matrix) of matrix t / per_matrix.
+template <typename T, typename I>
+__device__ void copy_tiles(const T* src, T* dst, I tiles, I tiles_j, I per_matrix, I m, I n,
+                           int ndim, Batch d, long long s_i, long long s_j, long long d_i,
+                           long long d_j, int mode) {
+    __shared__ T tile[32][33];
+    const int tri = mode & 3;
+    for (I t = blockIdx.x; t < tiles; t += gridDim.x) {
+        I b = t / per_matrix;
+        const I r = t - b * per_matrix;
+        const I i0 = r / tiles_j * 32, j0 = r % tiles_j * 32;
+        long long so = 0, dof = 0;
+        for (int k = ndim - 1; k >= 0; --k) {
+            const I idx = b % (I)d.shape[k];
+            b /= (I)d.shape[k];
+            so += idx * d.src[k];
+            dof += idx * d.dst[k];
+        }
+        for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+            const I i = i0 + y, j = j0 + threadIdx.x;
+            if (i < m && j < n) {
+                const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
+                T v = keep ? src[so + i * s_i + j * s_j] : zero_of(T());
+                if (mode & 4) v = conj_of(v);
+                tile[y][threadIdx.x] = v;
+            }
+        }
+        __syncthreads();
+        for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+            const I i = i0 + threadIdx.x, j = j0 + y;
+            if (i < m && j < n) dst[dof + i * d_i + j * d_j] = tile[threadIdx.x][y];
+        }
+        __syncthreads();
     }
 }
 
@@ -232,6 +272,16 @@ extern "C" __global__ void copy32_##NAME(const T* s, T* d, long long total, long
         long long d_j, int mode) { \
     copy_matrices<T, unsigned>(s, d, (unsigned)total, (unsigned)m, (unsigned)n, ndim, b, \
                                s_i, s_j, d_i, d_j, mode); } \
+extern "C" __global__ void tiles_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
+        long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
+        long long s_j, long long d_i, long long d_j, int mode) { \
+    copy_tiles<T, unsigned long long>(s, d, tiles, tiles_j, per_matrix, m, n, ndim, b, s_i, \
+                                      s_j, d_i, d_j, mode); } \
+extern "C" __global__ void tiles32_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
+        long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
+        long long s_j, long long d_i, long long d_j, int mode) { \
+    copy_tiles<T, unsigned>(s, d, (unsigned)tiles, (unsigned)tiles_j, (unsigned)per_matrix, \
+                            (unsigned)m, (unsigned)n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
 DEFINE_LU_DET(NAME, T, int32, int) \
 DEFINE_LU_DET(NAME, T, int64, long long) \
 extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
@@ -262,6 +312,9 @@ class _Batch(ctypes.Structure):
 
 _THREADS = 256
 _MAX_GRID_Y = 65535
+# copies whose two sides run along different axes go through tiles of _TILE x _TILE elements
+# (blocks of _TILE_THREADS threads) where both matrix sides are at least _TILE_FROM
+_TILE, _TILE_THREADS, _TILE_FROM = 32, 256, 16
 # the kernels' module on a device, and the most blocks worth launching there
 _module = SourceModules(SOURCE, "accelmath_linalg.cu")
 
@@ -350,17 +403,38 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
         count *= extent
     if count == 0:
         return
-    d_i, d_j = dst_strides[::-1] if transpose else dst_strides
     batch = _Batch()
     for k, (extent, s, d) in enumerate(dims):
         batch.shape[k], batch.src[k], batch.dst[k] = extent, s, d
-    mode = _TRIANGLES[triangle] | (4 if conj else 0)
+    s_i, s_j = src_strides
+    d_i, d_j = dst_strides[::-1] if transpose else dst_strides
+    triangle = _TRIANGLES[triangle]
+    # the kernels' threads run along i: make i the axis the destination runs along (the
+    # swap turns a lower triangle into an upper one)
+    if abs(d_j) < abs(d_i):
+        m, n, s_i, s_j, d_i, d_j = n, m, s_j, s_i, d_j, d_i
+        triangle = (0, 2, 1)[triangle]
+    mode = triangle | (4 if conj else 0)
+    strides = (ctypes.c_longlong(s_i), ctypes.c_longlong(s_j), ctypes.c_longlong(d_i),
+               ctypes.c_longlong(d_j), ctypes.c_int(mode))
+    src_dst = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr))
+    if abs(s_j) < abs(s_i) and min(m, n) >= _TILE_FROM:
+        # the source runs along j: through shared-memory tiles
+        tiles_j = -(-n // _TILE)
+        per_matrix = -(-m // _TILE) * tiles_j
+        tiles = per_matrix * (count // (m * n))
+        name = ("tiles32_" if count < 2**32 else "tiles_") + dtype
+        module, most = _module(device_id, dtype)
+        args = src_dst + (ctypes.c_longlong(tiles), ctypes.c_longlong(tiles_j),
+                          ctypes.c_longlong(per_matrix), ctypes.c_longlong(m),
+                          ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch) + strides
+        launch(module.function(name), _config(min(tiles, most * _THREADS // _TILE_THREADS),
+                                              (_TILE, _TILE_THREADS // _TILE)), args, stream)
+        return
     # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
     name = ("copy32_" if count < 2**32 else "copy_") + dtype
-    args = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr), ctypes.c_longlong(count),
-            ctypes.c_longlong(m), ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch,
-            ctypes.c_longlong(src_strides[0]), ctypes.c_longlong(src_strides[1]),
-            ctypes.c_longlong(d_i), ctypes.c_longlong(d_j), ctypes.c_int(mode))
+    args = src_dst + (ctypes.c_longlong(count), ctypes.c_longlong(m), ctypes.c_longlong(n),
+                      ctypes.c_int(len(dims)), batch) + strides
     _launch_flat(name, count, args, stream, device_id, dtype)
 
 

@@ -13,7 +13,8 @@ from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, de
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
-    return ([f"{k}_{dtype}" for k in ("copy", "copy32", "fail_to_nan", "identity")]
+    return ([f"{k}_{dtype}" for k in ("copy", "copy32", "tiles", "tiles32", "fail_to_nan",
+                                          "identity")]
             + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
 
 
@@ -296,3 +297,39 @@ def test_identity(cp, dtype, n, batch):
                                                              (batch, n, n)))
 
 
+
+
+def _in_order(cp, host, order):
+    """``host`` on the device, its matrices in C or F (column-major) order."""
+    if order == "C":
+        return cp.asarray(host)
+    return cp.asarray(np.swapaxes(host, -1, -2).copy()).swapaxes(-1, -2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("src_order", ["C", "F", "strided"])
+@pytest.mark.parametrize("dst_order", ["C", "F"])
+@pytest.mark.parametrize("triangle", [None, "L", "U"])
+@pytest.mark.parametrize("transpose", [False, True])
+def test_large_copies_in_every_layout(cp, dtype, src_order, dst_order, triangle, transpose):
+    # matrices past the tile size: copies along one axis, and through tiles across axes
+    rng = np.random.default_rng()
+    m, n = 70, 45
+    host = _random(rng, (2, 3, 2 * m + 1, n + 7), dtype)
+    base = cp.asarray(host)
+    if src_order == "strided":
+        src, expected = base[:, :, 1::2, 3:3 + n], host[:, :, 1::2, 3:3 + n]
+    else:
+        src, expected = _in_order(cp, host[:, :, :m, :n], src_order), host[:, :, :m, :n]
+    if triangle:
+        expected = (np.tril if triangle == "L" else np.triu)(expected)
+    expected = np.conj(expected)
+    if transpose:
+        expected = np.swapaxes(expected, -1, -2)
+    dst = _in_order(cp, np.zeros_like(expected), dst_order)
+    s, d = _strides(src), _strides(dst)
+    copy_matrices(src.data.ptr, dst.data.ptr, (2, 3), s[:2], d[:2], m, n, s[2:], d[2:], dtype,
+                  _stream(cp), 0, triangle=triangle, conj=True, transpose=transpose)
+    _synchronize(cp)
+    np.testing.assert_array_equal(dst.get(), expected)
