@@ -231,6 +231,20 @@ FUNCTIONS = (
     Function("xgesvdj_set_tolerance", ("cusolverDnXgesvdjSetTolerance",), (_h, c_double)),
     # cusolverStatus_t cusolverDnXgesvdjSetMaxSweeps(gesvdjInfo_t info, int max_sweeps);
     Function("xgesvdj_set_max_sweeps", ("cusolverDnXgesvdjSetMaxSweeps",), (_h, c_int)),
+    # cusolverStatus_t cusolverDn<t>gesvdj_bufferSize(cusolverDnHandle_t handle,
+    #     cusolverEigMode_t jobz, int econ, int m, int n, const T *A, int lda, const R *S,
+    #     const T *U, int ldu, const T *V, int ldv, int *lwork, gesvdjInfo_t params);
+    *_typed("{}_buffer_size", "cusolverDn{}_bufferSize",
+            (_h, c_int, c_int, c_int, c_int, _p, c_int, _p, _p, c_int, _p, c_int, _lwork, _h),
+            ("Sgesvdj", "Dgesvdj", "Cgesvdj", "Zgesvdj")),
+    # cusolverStatus_t cusolverDn<t>gesvdj(cusolverDnHandle_t handle, cusolverEigMode_t jobz,
+    #     int econ, int m, int n, T *A, int lda, R *S, T *U, int ldu, T *V, int ldv, T *work,
+    #     int lwork, int *info, gesvdjInfo_t params);
+    # One matrix of any shape; V (not V^H) comes back, n x n (econ: n x min(m, n)).
+    *_typed("{}", "cusolverDn{}",
+            (_h, c_int, c_int, c_int, c_int, _p, c_int, _p, _p, c_int, _p, c_int, _p, c_int,
+             _p, _h),
+            ("Sgesvdj", "Dgesvdj", "Cgesvdj", "Zgesvdj")),
     # cusolverStatus_t cusolverDn<t>gesvdjBatched_bufferSize(cusolverDnHandle_t handle,
     #     cusolverEigMode_t jobz, int m, int n, const T *A, int lda, const R *S, const T *U,
     #     int ldu, const T *V, int ldv, int *lwork, gesvdjInfo_t params, int batchSize);

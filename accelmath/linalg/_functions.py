@@ -412,7 +412,11 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
         Raise LinAlgError, naming the batch index, where the solver does not converge
         (default); False: no check, NaN in that matrix's results.
     method : {"auto", "cusolver", "batched", "small"}, optional
-        The device strategy (default: chosen by size); any is accepted on the CPU.
+        The device strategy: "auto" (default) takes batches of matrices up to 32 x 32
+        through cuSOLVER's batched Jacobi method (``gesvdjBatched``) and other matrices one
+        at a time through its Jacobi method (``gesvdj``, torch's default; where it does not
+        converge under ``check``, through ``gesvd``); "cusolver" takes ``gesvd``, its QR
+        iteration, a matrix at a time. Any is accepted on the CPU.
     stream : int or stream object, optional
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional

@@ -1,6 +1,8 @@
 """Orthogonal factorizations on the device: ``eigh`` (cuSOLVER's ``cusolverDnXsyevd``, or
-``syevjBatched`` for batches), ``svd`` (``cusolverDnXgesvd``, or ``gesvdjBatched`` for
-batches of matrices up to 32 x 32) and ``qr`` (``Xgeqrf`` with ``orgqr``/``ungqr``)."""
+``syevjBatched`` for batches), ``svd`` (``gesvdj``, its Jacobi method, a matrix at a time,
+``cusolverDnXgesvd`` where that does not converge or by ``method="cusolver"``, and
+``gesvdjBatched`` for batches of matrices up to 32 x 32) and ``qr`` (``Xgeqrf`` with
+``orgqr``/``ungqr``)."""
 
 import ctypes
 
@@ -12,7 +14,7 @@ from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
                                        count_of, finish_info, gather, item_strides, plan,
                                        scatter_f)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
 
 __all__ = ["eigh", "svd", "qr", "geqrf"]
 
@@ -131,6 +133,10 @@ def svd(a, *, full_matrices, compute_uv, check, method, stream):
             raise InvalidArgumentError(
                 f'method="batched" takes matrices of at most {_SVD_JACOBI_MAX} rows and '
                 f'columns for svd, got {m} x {n}')
+    if method == "auto" and _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check,
+                                        s_ptr, u_ptr if compute_uv else 0,
+                                        vh_ptr if compute_uv else 0):
+        return _finished(ctx, results)
     # cuSOLVER's gesvd takes tall matrices: a wide one goes in as its conjugate transpose
     tall = m >= n
     rows, cols = (m, n) if tall else (n, m)
@@ -216,6 +222,59 @@ def _svd_jacobi(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
                  c_strides(batch, vrows, n), conj=True)
         failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
     finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
+
+
+def _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, vh_ptr):
+    """Enqueue the svd of each matrix by cuSOLVER's one-matrix Jacobi method (``gesvdj``,
+    torch's default driver; faster than ``gesvd`` up to a few thousand rows). With ``check``,
+    False where a matrix did not converge (the caller then runs ``gesvd``, as torch does);
+    without, NaN there. True where the results are written."""
+    m, n = a.shape[-2:]
+    k, count = min(m, n), count_of(batch)
+    isz = ITEMSIZE[ctx.dtype]
+    jobz = cusolver.EIG_MODE["VECTOR" if compute_uv else "NOVECTOR"]
+    econ = 0 if full_matrices else 1
+    ucols, vrows = (m, n) if full_matrices else (k, k)  # U is m x ucols, V n x vrows
+    params = _jacobi_params("gesvdj")
+
+    def query(handles):
+        lwork = ctypes.c_int()
+        typed(cusolver.lib, ctx.dtype, "gesvdj_buffer_size")(
+            handles[0], jobz, econ, m, n, None, m, None, None, m, None, n,
+            ctypes.byref(lwork), params)
+        return lwork.value * isz, 0
+
+    parts = {"a": count * m * n * isz, "info": count * 4}
+    if compute_uv:
+        parts.update(u=count * m * ucols * isz, v=count * n * vrows * isz)
+    solver = plan(ctx, ("gesvdj1", m, n, count, jobz, econ), lambda: Solver(
+        ctx.device_id, ctx.adapter.package, parts, query))
+    handles, ws = solver.state(ctx.stream)
+    scratch, info = ws + solver.offsets["a"], ws + solver.offsets["info"]
+    uw = ws + solver.offsets["u"] if compute_uv else 0
+    vw = ws + solver.offsets["v"] if compute_uv else 0
+    gather(ctx, a, batch, scratch, "F")
+    work, wbytes, _, _ = solver.work(ws)
+    run = typed(cusolver.lib, ctx.dtype, "gesvdj")
+    rsz = ITEMSIZE[real_dtype(ctx.dtype)]
+    for i in range(count):
+        run(handles[0], jobz, econ, m, n, scratch + i * m * n * isz, m, s_ptr + i * k * rsz,
+            uw + i * m * ucols * isz if compute_uv else None, m,
+            vw + i * n * vrows * isz if compute_uv else None, n, work, wbytes // isz,
+            info + 4 * i, params)
+    if check and read_info(info, count, ctx.stream).any():
+        return False
+    failed = [(s_ptr, k, real_dtype(ctx.dtype))]
+    if compute_uv:
+        # u: U, column-major; vh: V^H (V read in C order is V^T, conjugated V^H)
+        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, m * ucols) + (1, m),
+                 c_strides(batch, m, ucols))
+        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, n * vrows) + (n, 1),
+                 c_strides(batch, vrows, n), conj=True)
+        failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
+    if not check:
+        finish_info(solver, ctx, ws, batch, False, SVD_DID_NOT_CONVERGE, failed)
+    return True
 
 
 def geqrf(solver, handles, ws, a, tau, m, n, count, dtype, stride):

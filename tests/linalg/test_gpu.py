@@ -390,14 +390,15 @@ def test_eigh_eigvalsh(cupy, dtype, shape, uplo):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(6, 4), (4, 6), (5, 5), (3, 6, 4), (2, 4, 6), (50, 30),
-                                   (30, 50)])
+                                   (30, 50), (3, 50, 30)])
 @pytest.mark.parametrize("full_matrices", [True, False])
-def test_svd(cupy, dtype, shape, full_matrices):
+@pytest.mark.parametrize("method", ["auto", "cusolver"])  # (gesvdj, gesvd past 32 x 32)
+def test_svd(cupy, dtype, shape, full_matrices, method):
     a = random(shape, dtype)
     m, n = shape[-2:]
     k = min(m, n)
     batch = shape[:-2]
-    result = la.svd(cupy.put(a), full_matrices)
+    result = la.svd(cupy.put(a), full_matrices, method=method)
     assert type(result).__name__ == "SVDResult"
     u, s, vh = (cupy.get(r) for r in result)
     assert u.shape == batch + ((m, m) if full_matrices else (m, k))
@@ -409,10 +410,12 @@ def test_svd(cupy, dtype, shape, full_matrices):
     expected = np.linalg.svd(c(a), compute_uv=False)
     close(s, expected, dtype, 10)
     assert np.all(np.diff(s, axis=-1) <= 0)
-    values = cupy.get(la.svd(cupy.put(a), full_matrices, compute_uv=False))
+    values = cupy.get(la.svd(cupy.put(a), full_matrices, compute_uv=False, method=method))
     assert values.shape == batch + (k,) and values.dtype == np.dtype(REAL[dtype])
     close(values, expected, dtype, 10)
-    close(cupy.get(la.svdvals(cupy.put(a))), expected, dtype, 10)
+    close(cupy.get(la.svdvals(cupy.put(a), method=method)), expected, dtype, 10)
+    unchecked = cupy.get(la.svd(cupy.put(a), full_matrices, check=False, method=method).S)
+    close(unchecked, expected, dtype, 10)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
