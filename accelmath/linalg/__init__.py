@@ -22,6 +22,20 @@ from accelmath.linalg._matmul_plan import Matmul
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
                                                solve_triangular)
 
+from accelmath._core import warmup as _warmup
+
+
+def _load_device_path():
+    """The modules and libraries of the first device call (see :mod:`_core.warmup`)."""
+    import accelmath.linalg._device  # noqa: F401
+    from accelmath.bindings import cublas, cublaslt, cusolver, driver
+
+    for binding in (driver, cublaslt, cusolver, cublas):
+        _warmup.load_everything(binding.lib)
+
+
+_warmup.start("linalg", _load_device_path)
+
 __all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
            "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
