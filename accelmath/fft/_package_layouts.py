@@ -2,20 +2,24 @@
 
 cuFFT can write a result in any dense axis order; writing it in the order the caller's package
 would have chosen keeps accelmath a drop-in replacement (the same strides come back). Only
-torch differs from C order, and its meta tensors say how without computing anything. The
-first meta transform in a process costs a second or more (torch loads its reference
-implementations), so each answer is kept in the on-disk store, keyed by torch's version and
-the layout: a later process reads it instead.
+torch differs from C order. Its result is dense in an axis order that depends on the input's
+stride order alone, so torch's own transform of a probe (a tensor of at most 2 elements per
+axis whose strides are ordered as the input's) on the same device tells it in a few
+microseconds of device time; each answer is kept in the on-disk store, keyed by torch's
+version and the layout, and a later process reads it instead. Where no device tensor can be
+made (no device given, a stream capturing a CUDA graph), torch's meta tensors answer, at the
+cost of a second or more for the first one in a process (torch loads its reference
+implementations).
 """
 
 from accelmath._core import store
 
-__all__ = ["package_fft_strides"]
+__all__ = ["package_fft_strides", "probe_strides"]
 
 _NAMESPACE = "layouts"
 
 
-def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
+def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape, device_id=None):
     """The element strides of the result ``package``'s own FFT functions give an array of
     this layout, or None where they are not known (dense, in the input's axis order).
 
@@ -33,6 +37,8 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
         The transformed axes.
     out_shape : tuple of int
         The result's shape.
+    device_id : int, optional
+        The CUDA device of the operand, where torch's transform of a probe answers.
 
     Examples
     --------
@@ -48,9 +54,64 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape):
     known = store.load_json(_NAMESPACE, key)
     if isinstance(known, dict) and "strides" in known:
         return None if known["strides"] is None else tuple(known["strides"])
-    found = _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape)
+    found = None
+    if device_id is not None and not torch.cuda.is_current_stream_capturing():
+        found = probe_strides(torch, f"cuda:{device_id}", kind, shape, strides, dtype, axes,
+                              out_shape)
+    if found is None:
+        found = _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape)
     store.save_json(_NAMESPACE, key, {"strides": found})
     return None if found is None else tuple(found)
+
+
+def probe_strides(torch, device, kind, shape, strides, dtype, axes, out_shape):
+    """The strides torch's own transform on ``device`` gives a result of this layout, as a
+    list (or None where torch refuses the probe), from its transform of a probe.
+
+    The probe has 2 elements on each axis of the input's longer than 1 (1 elsewhere) and
+    strides in the same order as the input's, ties included, so torch sorts its axes as it
+    would the input's. Its result is dense in some axis order; the result of the real input
+    is dense in the same order, so each of its strides is the product of the real result's
+    extents along the axes whose probe strides are smaller (an axis tied with another has
+    extent 1 and changes no product).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from accelmath.fft._package_layouts import probe_strides
+    >>> probe_strides(torch, "cpu", "c2c", (3, 5), (1, 3), "complex64", (1,), (3, 5))
+    [1, 3]
+    """
+    sizes = [1 if n == 1 else 2 for n in shape]
+    ranks = sorted({s for s in strides if s})
+    probe_stride = {}
+    step = 1
+    for value in ranks:  # the distinct strides, smallest first: dense for the probe's sizes
+        probe_stride[value] = step
+        step *= 2
+    try:
+        probe = torch.empty_strided(sizes, [probe_stride[s] if s else 0 for s in strides],
+                                    dtype=getattr(torch, dtype), device=device)
+        if kind == "c2c":
+            result = torch.fft.fftn(probe, dim=axes)
+        elif kind == "r2c":
+            result = torch.fft.rfftn(probe, dim=axes)
+        else:
+            last = axes[-1]
+            s = [2 * (sizes[a] - 1) if a == last and out_shape[a] > 1 else sizes[a]
+                 for a in axes]
+            result = torch.fft.irfftn(probe, s=s, dim=axes)
+    except Exception:  # a layout or dtype torch's transforms do not take
+        return None
+    ours = result.stride()
+    found = []
+    for axis in range(len(shape)):
+        stride = 1
+        for other in range(len(shape)):
+            if ours[other] < ours[axis]:
+                stride *= out_shape[other]
+        found.append(stride)
+    return found
 
 
 def _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape):

@@ -389,7 +389,7 @@ def _package_strides(kind, op, axes, last_axis_size):
     input's axis order)."""
     out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last_axis_size)
     strides = package_fft_strides(op.package, kind, op.shape, op.strides, op.dtype, axes,
-                                  out_shape)
+                                  out_shape, op.device_id)
     # (some torch versions' meta tensors report overlapping strides: those are not taken)
     if strides is None or not is_dense(out_shape, strides):
         return None
