@@ -144,8 +144,9 @@ def system_case(kind):
                 return solve_triangular(l, y, lower=True, trans="T")
         if kind == "lu":
             spec["ours"] = {"accelmath": lambda: ALG.lu_solve(ALG.lu_factor(a), b),
-                            "accelmath check=False":
-                                lambda: ALG.lu_solve(ALG.lu_factor(a, check=False), b)}
+                            "accelmath check=False": lambda: ALG.lu_solve(
+                                ALG.lu_factor(a, check=False, check_finite=False), b,
+                                check_finite=False)}
             peers["torch"] = t is not None and (lambda: torch.linalg.lu_solve(
                 *torch.linalg.lu_factor(t), bt[:, None]))
             peers["cupy"] = x is not None and (lambda: lu_solve(lu_factor(x), bx))
@@ -169,12 +170,13 @@ def system_case(kind):
             spec["ours"] = {
                 "accelmath": lambda: ALG.cho_solve(ALG.cho_factor(a, lower=True), b),
                 "accelmath check=False": lambda: ALG.cho_solve(
-                    ALG.cho_factor(a, lower=True, check=False), b)}
+                    ALG.cho_factor(a, lower=True, check=False, check_finite=False), b,
+                    check_finite=False)}
         elif kind == "cholesky":
             spec["ours"] = {
                 "accelmath": lambda: ALG.cho_solve((ALG.cholesky(a), True), b),
                 "accelmath check=False": lambda: ALG.cho_solve(
-                    (ALG.cholesky(a, check=False), True), b)}
+                    (ALG.cholesky(a, check=False), True), b, check_finite=False)}
         elif kind in ("resolve", "refactor"):
             try:
                 factor = ALG.Cholesky(a, lower=True)
@@ -503,8 +505,9 @@ def main(argv=None):
         "runs: 20 x 10 calls under 0.3 ms, 10 x 5 under 3 ms, 5 x 2 under 30 ms, else 3 x 1; "
         "over 1 s, one call), except the host-time row (us per call). accelmath and CuPy on "
         "the same CuPy arrays, torch on tensors of the same data. 'accelmath' is method="
-        "'auto' with check=True; 'torch no-check' is torch's _ex function without "
-        "check_errors. The ratio divides accelmath by the faster of torch and CuPy. GEMM "
+        "'auto' with check=True (and SciPy's check_finite=True, a read back of its own); "
+        "'accelmath check=False' reads nothing back (check=False, check_finite=False); "
+        "'torch no-check' is torch's _ex function without check_errors. The ratio divides accelmath by the faster of torch and CuPy. GEMM "
         f"ceiling: the faster of torch.matmul and cupy.matmul at {GEMM_N}^3 in this run "
         "(TF32 off); "
         "the fractions divide the flop rate, by the count named in 'flop count' (the "

@@ -233,8 +233,8 @@ def _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
     k, count = min(m, n), count_of(batch)
     isz = ITEMSIZE[ctx.dtype]
     jobz = cusolver.EIG_MODE["VECTOR" if compute_uv else "NOVECTOR"]
-    econ = 0 if full_matrices else 1
-    ucols, vrows = (m, n) if full_matrices else (k, k)  # U is m x ucols, V n x vrows
+    econ = 0 if full_matrices and compute_uv else 1
+    ucols, vrows = (k, k) if econ else (m, n)  # U is m x ucols, V n x vrows
     params = _jacobi_params("gesvdj")
 
     def query(handles):
@@ -244,23 +244,20 @@ def _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
             ctypes.byref(lwork), params)
         return lwork.value * isz, 0
 
-    parts = {"a": count * m * n * isz, "info": count * 4}
-    if compute_uv:
-        parts.update(u=count * m * ucols * isz, v=count * n * vrows * isz)
+    # (U and V get buffers even where no vectors are asked for: gesvdj fails without them)
+    parts = {"a": count * m * n * isz, "info": count * 4, "u": count * m * ucols * isz,
+             "v": count * n * vrows * isz}
     solver = plan(ctx, ("gesvdj1", m, n, count, jobz, econ), lambda: Solver(
         ctx.device_id, ctx.adapter.package, parts, query))
     handles, ws = solver.state(ctx.stream)
-    scratch, info = ws + solver.offsets["a"], ws + solver.offsets["info"]
-    uw = ws + solver.offsets["u"] if compute_uv else 0
-    vw = ws + solver.offsets["v"] if compute_uv else 0
+    scratch, info, uw, vw = (ws + solver.offsets[part] for part in ("a", "info", "u", "v"))
     gather(ctx, a, batch, scratch, "F")
     work, wbytes, _, _ = solver.work(ws)
     run = typed(cusolver.lib, ctx.dtype, "gesvdj")
     rsz = ITEMSIZE[real_dtype(ctx.dtype)]
     for i in range(count):
         run(handles[0], jobz, econ, m, n, scratch + i * m * n * isz, m, s_ptr + i * k * rsz,
-            uw + i * m * ucols * isz if compute_uv else None, m,
-            vw + i * n * vrows * isz if compute_uv else None, n, work, wbytes // isz,
+            uw + i * m * ucols * isz, m, vw + i * n * vrows * isz, n, work, wbytes // isz,
             info + 4 * i, params)
     if check and read_info(info, count, ctx.stream).any():
         return False
