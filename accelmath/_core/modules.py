@@ -33,7 +33,8 @@ from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 __all__ = ["STANDARDS", "CompileOptions", "LaunchConfig", "Module", "SourceModules",
-           "allow_dynamic_shared", "compile_cuda", "launch", "link", "load", "loaded"]
+           "allow_dynamic_shared", "compile_cuda", "compile_soon", "is_compiled", "launch",
+           "link", "load", "loaded"]
 
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 # What one launch may ask for (every GPU since compute capability 3.0): threads per block in
@@ -47,6 +48,8 @@ _log = logging.getLogger("accelmath.modules")
 _lock = threading.RLock()  # loaded() holds it around load(), which takes it too
 _images = {}    # (device_id, image digest) -> Module
 _sources = {}   # (device_id, name, extra, source) -> Module
+_soon = {}      # compile key -> the thread of compile_soon
+_done = {}      # compile key -> the image compile_soon made
 
 
 def _check_arch(arch, name="arch"):
@@ -156,13 +159,65 @@ def compile_cuda(source, options, name="kernel.cu"):
     if not isinstance(options, CompileOptions):
         raise InvalidArgumentError(
             f"options={options!r} is not a CompileOptions, such as CompileOptions(arch=(9, 0))")
-    key = json.dumps({"compiler": _compiler(), "options": options.arguments, "name": name,
-                      "source": hashlib.sha256(source.encode()).hexdigest()})
+    key = _compile_key(source, options, name)
+    thread = _soon.get(key)
+    if thread is not None:  # compiling in the background: wait for it rather than compile
+        thread.join()
+        if key in _done:
+            return _done[key]
+    return _compile(key, source, options, name)
+
+
+def compile_soon(source, options, name="kernel.cu"):
+    """Start :func:`compile_cuda` on a daemon thread, once per source, options and name, and
+    return the thread. NVRTC runs without the interpreter lock, so the caller goes on at full
+    speed; a later :func:`compile_cuda` of the same code waits for this one rather than
+    compiling again. A failure is logged, and met again by that later call.
+
+    Examples
+    --------
+    >>> from accelmath._core.modules import CompileOptions, compile_soon, is_compiled
+    >>> options = CompileOptions(arch=(9, 0))
+    >>> compile_soon('extern "C" __global__ void k2(int *x) { *x = 2; }', options).join()
+    >>> is_compiled('extern "C" __global__ void k2(int *x) { *x = 2; }', options)
+    True
+    """
+    key = _compile_key(source, options, name)
+    with _lock:
+        thread = _soon.get(key)
+        if thread is None:
+            thread = _soon[key] = threading.Thread(
+                target=_compile_quietly, args=(key, source, options, name), daemon=True,
+                name=f"accelmath-compile-{name}")
+            thread.start()
+    return thread
+
+
+def is_compiled(source, options, name="kernel.cu"):
+    """Whether :func:`compile_cuda` of this code returns without running NVRTC: compiled by
+    :func:`compile_soon` in this process, or kept in the store."""
+    key = _compile_key(source, options, name)
+    return key in _done or store.load("nvrtc", key) is not None
+
+
+def _compile_key(source, options, name):
+    return json.dumps({"compiler": _compiler(), "options": options.arguments, "name": name,
+                       "source": hashlib.sha256(source.encode()).hexdigest()})
+
+
+def _compile(key, source, options, name):
     image = store.load("nvrtc", key)
     if image is None:
         image = _nvrtc_compile(source, name, options)
         store.save("nvrtc", key, image)
     return image
+
+
+def _compile_quietly(key, source, options, name):
+    try:
+        _done[key] = _compile(key, source, options, name)
+    except Exception as exc:  # the caller's own compile meets it again, and raises it
+        _log.info("compiling %s in the background failed: %s", name, exc)
 
 
 def _compiler():

@@ -11,17 +11,22 @@ transforms in its own shared memory (Stockham radix-8 passes and one last radix-
 pass), whose results are the output rows ``b + 8 k``.
 
 The executor offers it as one of a plan's timed candidates (see ``CudaExecutor``), so it runs
-only where it measures faster than cuFFT. Lengths: powers of two from 512 to 16384.
+only where it measures faster than cuFFT; where it is not compiled yet (a new machine's empty
+store), a plan goes without it and it compiles in the background for the plans made after.
+Lengths: powers of two from 512 to 16384.
 """
 
 import ctypes
 import threading
 
 from accelmath._core.device import compute_capability
-from accelmath._core.modules import LaunchConfig, allow_dynamic_shared, launch, loaded
+from accelmath._core.modules import (CompileOptions, LaunchConfig, allow_dynamic_shared,
+                                     is_compiled, launch, loaded)
+from accelmath._core.modules import compile_soon as modules_compile_soon
 from accelmath.bindings import driver
 
-__all__ = ["LENGTHS", "SOURCE", "available", "fits", "launcher", "options"]
+__all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
+           "options"]
 
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
@@ -214,7 +219,24 @@ def options(length):
             f"-DLAST={last}")
 
 
+_NAME = "accelmath_columns.cu"
 _ready = set()  # (device, length) of the kernels set up
+
+
+def _compile_options(device_id, length):
+    return CompileOptions(arch=compute_capability(device_id), extra=options(length))
+
+
+def compiled(device_id, length):
+    """Whether the kernel for a length is compiled for a device (kept in the store, or
+    compiled in the background by :func:`compile_soon`): a plan can time it at once."""
+    return is_compiled(SOURCE, _compile_options(device_id, length), _NAME)
+
+
+def compile_soon(device_id, length):
+    """Start compiling the kernel for a length for a device in the background (about a
+    second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
+    return modules_compile_soon(SOURCE, _compile_options(device_id, length), _NAME)
 _lock = threading.Lock()
 
 
@@ -222,7 +244,7 @@ def _kernel(device_id, length):
     """``(function, columns per cluster, threads, shared bytes)`` of the kernel for a length,
     loaded on a device (its twiddle table made the first time)."""
     width, threads, _, _ = _config(length)
-    module = loaded(device_id, SOURCE, "accelmath_columns.cu", options(length))
+    module = loaded(device_id, SOURCE, _NAME, options(length))
     function, shared = module.function("columns"), length // _CLUSTER * width * 8
     if (device_id, length) not in _ready:
         with _lock:

@@ -229,12 +229,22 @@ class CudaExecutor:
 
     def _with_columns(self, steps):
         """``steps`` with the column kernel for each step it fits, or None where it fits
-        none (or ``ACCELMATH_COLUMNS=0``)."""
+        none, is not compiled yet, or ``ACCELMATH_COLUMNS=0``."""
         if switched_off("ACCELMATH_COLUMNS") or not _columns.available(self.device_id):
             return None
         dtype = self.in_dtype if self.in_dtype.startswith("complex") else self.out_dtype
         fit = [_columns.fits(step, dtype) for step in steps]
         if not any(fit):
+            return None
+        waiting = {step.n[0] for step, ok in zip(steps, fit)
+                   if ok and not _columns.compiled(self.device_id, step.n[0])}
+        if waiting:
+            # not compiled yet (a new machine): this plan goes without it rather than wait
+            # about a second for NVRTC, and it compiles in the background for the next ones
+            for length in sorted(waiting):
+                _columns.compile_soon(self.device_id, length)
+            _log.info("FFT column kernel for lengths %s compiling in the background",
+                      sorted(waiting))
             return None
         return [dataclasses.replace(step, engine="columns") if ok else step
                 for step, ok in zip(steps, fit)]

@@ -463,3 +463,45 @@ def test_launch_with_clusters(store_root):
            (ctypes.c_void_p(out.data.ptr),), None)
     cp.cuda.Device().synchronize()
     assert (out.get().reshape(-1, 2) == [0, 1]).all()
+
+
+# -- compiling in the background ---------------------------------------------------------------
+
+@pytest.fixture
+def background(monkeypatch):
+    """Fresh records of background compiles."""
+    monkeypatch.setattr(modules, "_soon", {})
+    monkeypatch.setattr(modules, "_done", {})
+
+
+def test_a_background_compile_is_not_done_again(monkeypatch, background, counted):
+    _needs(nvrtc.lib)
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (no store: the process keeps the result)
+    options = CompileOptions(arch=(9, 0))
+    assert not modules.is_compiled(KERNEL, options, "soon.cu")
+    thread = modules.compile_soon(KERNEL, options, "soon.cu")
+    assert thread.daemon and modules.compile_soon(KERNEL, options, "soon.cu") is thread
+    cubin = compile_cuda(KERNEL, options, "soon.cu")  # waits for the thread
+    assert cubin[:4] == b"\x7fELF" and counted["nvrtc"] == 1
+    assert modules.is_compiled(KERNEL, options, "soon.cu")
+    assert not modules.is_compiled(KERNEL, options, "other.cu")
+
+
+def test_a_background_compile_fills_the_store(store_root, background, counted):
+    _needs(nvrtc.lib)
+    options = CompileOptions(arch=(9, 0))
+    modules.compile_soon(KERNEL, options, "soon.cu").join()
+    modules._done.clear()  # (another process: only the store knows)
+    assert modules.is_compiled(KERNEL, options, "soon.cu")
+    compile_cuda(KERNEL, options, "soon.cu")
+    assert counted["nvrtc"] == 1
+
+
+def test_a_failed_background_compile_is_logged_and_met_again(background, caplog):
+    _needs(nvrtc.lib)
+    bad = 'extern "C" __global__ void k() { undefined_thing; }'
+    with caplog.at_level("INFO", logger="accelmath.modules"):
+        modules.compile_soon(bad, CompileOptions(arch=(9, 0)), "bad.cu").join()
+    assert "compiling bad.cu in the background failed" in caplog.text
+    with pytest.raises(CompileError, match="undefined_thing"):
+        compile_cuda(bad, CompileOptions(arch=(9, 0)), "bad.cu")

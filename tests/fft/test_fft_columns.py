@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import accelmath.fft as afft
+from accelmath._core import modules
 from accelmath.errors import LibraryNotFoundError
 from accelmath.fft import _columns
 from accelmath.fft._layout import Step, plan_steps
@@ -102,6 +103,10 @@ def _prefer_columns(monkeypatch):
 
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
     monkeypatch.setattr(CudaExecutor, "_time", fake_time)
+    # compiled first, as a warm store has them: a plan does not wait for a compile
+    device_id = pytest.importorskip("cupy").cuda.Device().id
+    for thread in [_columns.compile_soon(device_id, n) for n in _columns.LENGTHS]:
+        thread.join()
     return timed
 
 
@@ -137,3 +142,27 @@ def test_switched_off(monkeypatch):
         assert len(timed) > 1
         assert not any(step.engine == "columns" for steps in timed for step in steps)
         assert all(step.engine == "cufft" for step in plan._executor.steps)
+
+
+@pytest.mark.gpu
+def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
+    """With an empty store a plan goes without the kernel and compiles it in the background;
+    the plans made after it time it."""
+    cp = _cupy_on_hopper()
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.delenv("ACCELMATH_COLUMNS", raising=False)
+    monkeypatch.setattr(modules, "_soon", {})
+    monkeypatch.setattr(modules, "_done", {})
+    device_id = cp.cuda.Device().id
+    assert not _columns.compiled(device_id, N)
+    with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
+        assert all(step.engine == "cufft" for step in plan._executor.steps)
+    _columns.compile_soon(device_id, N).join()  # (the thread the plan started)
+    assert _columns.compiled(device_id, N)  # (and kept in the store)
+    monkeypatch.setattr(modules, "_done", {})
+    assert _columns.compiled(device_id, N)
+    timed = _prefer_columns(monkeypatch)
+    with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
+        assert any(step.engine == "columns" for step in plan._executor.steps)
+        assert any(step.engine == "columns" for steps in timed for step in steps)
