@@ -169,10 +169,12 @@ def compile_cuda(source, options, name="kernel.cu"):
 
 
 def compile_soon(source, options, name="kernel.cu"):
-    """Start :func:`compile_cuda` on a daemon thread, once per source, options and name, and
-    return the thread. NVRTC runs without the interpreter lock, so the caller goes on at full
-    speed; a later :func:`compile_cuda` of the same code waits for this one rather than
-    compiling again. A failure is logged, and met again by that later call.
+    """Start :func:`compile_cuda` on a thread of its own, once per source, options and name,
+    and return the thread. NVRTC runs without the interpreter lock, so the caller goes on at
+    full speed; a later :func:`compile_cuda` of the same code waits for this one rather than
+    compiling again. A failure is logged, and met again by that later call. The thread is
+    not a daemon: a process that ends meanwhile waits for it (NVRTC must not be unloaded
+    under a compile), and so keeps its result in the store.
 
     Examples
     --------
@@ -187,7 +189,7 @@ def compile_soon(source, options, name="kernel.cu"):
         thread = _soon.get(key)
         if thread is None:
             thread = _soon[key] = threading.Thread(
-                target=_compile_quietly, args=(key, source, options, name), daemon=True,
+                target=_compile_quietly, args=(key, source, options, name),
                 name=f"accelmath-compile-{name}")
             thread.start()
     return thread
@@ -223,8 +225,9 @@ def _compile_quietly(key, source, options, name):
 def _compiler():
     """The compiler's identity in the store's keys: NVRTC's file, its size and time. A file
     that changes makes new keys; where the memo of library paths knows the file, NVRTC is
-    not loaded just to name it (a few milliseconds of a new process's first call)."""
-    path = os.path.realpath(_loader.library_file("nvrtc"))
+    not loaded just to name it (a few milliseconds of a new process's first call). The path
+    is taken as found, not resolved: resolving costs a file-system call per directory."""
+    path = _loader.library_file("nvrtc")
     stat = os.stat(path)
     return f"nvrtc {path} {stat.st_size} {stat.st_mtime_ns}"
 

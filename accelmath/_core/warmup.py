@@ -31,8 +31,10 @@ def load_everything(library):
 
 
 def start(name, *tasks):
-    """Run ``tasks`` (callables of no arguments), in order, on a daemon thread named
+    """Run ``tasks`` (callables of no arguments), in order, on a thread named
     ``accelmath-warmup-<name>``, where a GPU array package is imported and the switch is on.
+    The thread is not a daemon: a process that ends meanwhile waits for it (a library must
+    not be unloaded while it loads).
 
     Returns
     -------
@@ -50,8 +52,7 @@ def start(name, *tasks):
     """
     if switched_off("ACCELMATH_WARMUP") or not any(p in sys.modules for p in GPU_PACKAGES):
         return None
-    thread = threading.Thread(target=_run, args=(name, tasks), name=f"accelmath-warmup-{name}",
-                              daemon=True)
+    thread = threading.Thread(target=_run, args=(name, tasks), name=f"accelmath-warmup-{name}")
     thread.start()
     return thread
 

@@ -17,7 +17,7 @@ def gpu_package(monkeypatch):
 def test_tasks_run_in_order_on_a_thread_of_their_own(gpu_package):
     done = []
     thread = warmup.start("test", lambda: done.append(1), lambda: done.append(2))
-    assert thread is not None and thread.daemon and thread.name == "accelmath-warmup-test"
+    assert thread is not None and not thread.daemon and thread.name == "accelmath-warmup-test"
     thread.join(10)
     assert done == [1, 2]
 
