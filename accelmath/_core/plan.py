@@ -180,8 +180,9 @@ class Plan:
         self._host_key = None
         if not on_device and op.package == "numpy" and op.obj is given:
             self._host_key = (given.shape, given.strides, given.dtype)
-        # (by name: bfloat16 has no NumPy dtype of that name)
-        self._host_out_dtype = None if on_device else str(out_dtype)
+        # compared as NumPy dtypes (a dtype's name is computed in Python, microseconds a
+        # call); a result dtype NumPy has no name for (bfloat16) takes the checked path
+        self._host_out_dtype = None if on_device else _numpy_dtype(out_dtype)
         self._operand = op
         if layout_only:  # the template's memory goes back; its layout stays
             self._unbind()
@@ -288,7 +289,7 @@ class Plan:
     def _host_output(self, out, op):
         """The NumPy array to write host results of operand ``op`` (None: a NumPy array of
         the plan's layout) into: ``out`` itself, checked."""
-        if (type(out) is numpy.ndarray and out.dtype.name == self._host_out_dtype
+        if (type(out) is numpy.ndarray and out.dtype == self._host_out_dtype
                 and out.shape == self.out_shape and out.flags.writeable):
             return out
         like = self._operand if op is None else op
@@ -319,3 +320,11 @@ class Plan:
 
     def __exit__(self, *exc):
         self.free()
+
+
+def _numpy_dtype(name):
+    """The NumPy dtype named ``name``, or None where NumPy has none of that name."""
+    try:
+        return numpy.dtype(str(name))
+    except TypeError:
+        return None
