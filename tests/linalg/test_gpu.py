@@ -418,6 +418,23 @@ def test_svd(cupy, dtype, shape, full_matrices, method):
     close(unchecked, expected, dtype, 10)
 
 
+def test_svd_runs_gesvd_where_gesvdj_does_not_converge(cupy, monkeypatch):
+    from accelmath.linalg import _spectral
+
+    checked = []
+
+    def not_converged(info, count, stream):  # (as cuSOLVER's info codes would say)
+        checked.append(count)
+        return np.ones(count, np.int32)
+
+    monkeypatch.setattr(_spectral, "read_info", not_converged)
+    a = random((3, 40, 30), "float64")
+    u, s, vh = (cupy.get(r) for r in la.svd(cupy.put(a), False))
+    assert checked == [3]  # gesvdj ran, was checked, and gesvd wrote the results
+    close((u * s[..., None, :]) @ vh, a, "float64", 10)
+    close(s, np.linalg.svd(a, compute_uv=False), "float64", 10)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(5, 5), (3, 5, 5), (40, 40)])
 def test_svd_hermitian(cupy, dtype, shape):
