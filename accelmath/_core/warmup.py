@@ -7,13 +7,14 @@ where a GPU array package (CuPy, torch, JAX) is already imported. ``ACCELMATH_WA
 turns it off. A failure here is logged and left for the first call to report.
 """
 
+import importlib
 import logging
 import sys
 import threading
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["GPU_PACKAGES", "load_everything", "start"]
+__all__ = ["GPU_PACKAGES", "device_path", "load_everything", "start"]
 
 _log = logging.getLogger("accelmath")
 
@@ -28,6 +29,19 @@ def load_everything(library):
             getattr(library, name)
         except Exception:  # a function of another CUDA version: bound (and reported) on use
             pass
+
+
+def device_path(modules, bindings):
+    """A task that imports ``modules`` (a domain's device path) and loads the library of each
+    of ``bindings`` (module names under ``accelmath.bindings``) with its functions."""
+
+    def load():
+        for module in modules:
+            importlib.import_module(module)
+        for binding in bindings:
+            load_everything(importlib.import_module(f"accelmath.bindings.{binding}").lib)
+
+    return load
 
 
 def start(name, *tasks):

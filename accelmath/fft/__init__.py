@@ -17,17 +17,8 @@ from accelmath.fft._transform import cache_info, clear_cache, set_cache_limits
 from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
 from accelmath._core import warmup as _warmup
 
-
-def _load_device_path():
-    """The modules and libraries of the first device transform (see :mod:`_core.warmup`)."""
-    import accelmath.fft._cuda  # noqa: F401
-    from accelmath.bindings import cufft, driver
-
-    _warmup.load_everything(driver.lib)
-    _warmup.load_everything(cufft.lib)
-
-
-_warmup.start("fft", _load_device_path)
+# the first device transform's modules and libraries, loaded in the background
+_warmup.start("fft", _warmup.device_path(("accelmath.fft._cuda",), ("driver", "cufft")))
 
 __all__ = ["FFT", "fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
            "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn",

@@ -221,6 +221,7 @@ def options(length):
 
 _NAME = "accelmath_columns.cu"
 _ready = set()  # (device, length) of the kernels set up
+_lock = threading.Lock()
 
 
 def _compile_options(device_id, length):
@@ -237,7 +238,6 @@ def compile_soon(device_id, length):
     """Start compiling the kernel for a length for a device in the background (about a
     second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
     return modules_compile_soon(SOURCE, _compile_options(device_id, length), _NAME)
-_lock = threading.Lock()
 
 
 def _kernel(device_id, length):

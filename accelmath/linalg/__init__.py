@@ -24,17 +24,9 @@ from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor,
 
 from accelmath._core import warmup as _warmup
 
-
-def _load_device_path():
-    """The modules and libraries of the first device call (see :mod:`_core.warmup`)."""
-    import accelmath.linalg._device  # noqa: F401
-    from accelmath.bindings import cublas, cublaslt, cusolver, driver
-
-    for binding in (driver, cublaslt, cusolver, cublas):
-        _warmup.load_everything(binding.lib)
-
-
-_warmup.start("linalg", _load_device_path)
+# the first device call's modules and libraries, loaded in the background
+_warmup.start("linalg", _warmup.device_path(("accelmath.linalg._device",),
+                                            ("driver", "cublaslt", "cusolver", "cublas")))
 
 __all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",

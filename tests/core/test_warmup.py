@@ -60,3 +60,17 @@ def test_load_everything_binds_what_the_library_has():
     library = Library()
     warmup.load_everything(library)
     assert library.bound == ["present"]
+
+
+def test_device_path_imports_modules_and_loads_libraries(monkeypatch):
+    from accelmath.bindings import _loader, nvrtc
+
+    try:
+        nvrtc.lib.cdll
+    except Exception as exc:  # (a library absent here: loaded on no machine)
+        pytest.skip(str(exc))
+    monkeypatch.delitem(sys.modules, "accelmath.fft._columns", raising=False)
+    monkeypatch.setattr(_loader, "_loaded", {})
+    warmup.device_path(("accelmath.fft._columns",), ("nvrtc",))()
+    assert "accelmath.fft._columns" in sys.modules
+    assert "nvrtc" in _loader._loaded
