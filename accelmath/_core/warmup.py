@@ -4,7 +4,9 @@ loading its CUDA libraries, so that the caller's first call finds them ready.
 torch and CuPy load their CUDA libraries when they are imported; accelmath's import stays
 light (a host-only user loads nothing) and starts this work in the background instead, only
 where a GPU array package (CuPy, torch, JAX) is already imported. ``ACCELMATH_WARMUP=0``
-turns it off. A failure here is logged and left for the first call to report.
+turns it off. A failure here is logged and left for the first call to report. Loading a
+library holds the interpreter lock (ctypes' ``dlopen``): the work overlaps the caller's where
+the caller releases the lock (reads, CUDA synchronizations, copies to and from the GPU).
 """
 
 import importlib
