@@ -103,6 +103,49 @@ def test_bad_copies_are_refused(no_device):
         identity(0, 65536, 1, "float64", 0, 0)
 
 
+@pytest.fixture
+def launches(monkeypatch):
+    """The kernels the copy launcher would start: (name, the launch's arguments as ints)."""
+    seen = []
+
+    class Module:
+        def function(self, name):
+            return name
+
+    monkeypatch.setattr(_kernels, "_module", lambda device_id, dtype: (Module(), 132 * 16))
+    monkeypatch.setattr(_kernels, "launch", lambda func, config, args, stream: seen.append(
+        (func, config, [getattr(a, "value", None) for a in args])))
+    return seen
+
+
+@pytest.mark.parametrize("src, dst, kernel, swapped", [
+    ((1, 100), (1, 100), "copy32_float64", False),    # column-major to column-major
+    ((60, 1), (60, 1), "copy32_float64", True),       # row-major to row-major: along j
+    ((60, 1), (1, 100), "tiles32_float64", False),    # row- to column-major: tiles
+    ((1, 100), (60, 1), "tiles32_float64", True),     # column- to row-major: tiles, swapped
+])
+def test_copies_run_along_the_destination(launches, src, dst, kernel, swapped):
+    m, n = 100, 60
+    copy_matrices(0, 0, (3,), (6000,), (6000,), m, n, src, dst, "float64", 0, 0, triangle="L")
+    [(name, config, args)] = launches
+    assert name == kernel
+    # the tiled kernel takes (tiles, tiles along j, tiles a matrix) first, the other a count
+    dims = args[5:7] if name.startswith("tiles") else args[3:5]
+    assert tuple(dims) == ((n, m) if swapped else (m, n))
+    d_i, d_j, mode = args[-3:]
+    assert abs(d_i) <= abs(d_j)  # threads along the destination's fast axis
+    assert mode == (2 if swapped else 1)  # the lower triangle, seen swapped, is the upper
+    if name.startswith("tiles"):
+        assert config.block == (32, 8, 1)
+        rows, cols = (n, m) if swapped else (m, n)
+        assert args[2] == -(-rows // 32) * -(-cols // 32) * 3  # every tile of 3 matrices
+
+
+def test_small_matrices_are_not_tiled(launches):
+    copy_matrices(0, 0, (10000,), (64,), (64,), 8, 8, (8, 1), (1, 8), "float64", 0, 0)
+    assert launches[0][0] == "copy32_float64"
+
+
 def test_empty_work_launches_nothing(no_device):
     gather(0, 0, (0, 3), (9, 9), 3, 3, 3, 1, "float64", 0, 0)
     fail_to_nan(0, 0, 9, 0, "float64", 0, 0)
