@@ -1,0 +1,287 @@
+"""The CUDA C++ source of the linear-algebra device path's auxiliary kernels (launched by
+:mod:`accelmath.linalg._kernels`): strided batched matrix copies (element-wise, and through
+shared-memory tiles), determinants from LU factorizations, pivot conversions, NaN for failed
+factorizations, identities and the arrays of matrix addresses that batched routines take.
+
+Kernels are templated on the element type, with ``extern "C"`` entry points per dtype
+(``<kernel>_<dtype>``), each dtype's behind ``#ifdef ACCELMATH_<dtype>`` (see
+``SourceModules``); the dtype-free ones are in every variant.
+"""
+
+__all__ = ["SOURCE"]
+
+SOURCE = r"""
+struct Batch { long long shape[6]; long long src[6]; long long dst[6]; };
+
+template <typename T> struct Real { typedef T type; };
+template <> struct Real<float2> { typedef float type; };
+template <> struct Real<double2> { typedef double type; };
+
+__device__ __forceinline__ float zero_of(float) { return 0.f; }
+__device__ __forceinline__ double zero_of(double) { return 0.; }
+__device__ __forceinline__ float2 zero_of(float2) { return make_float2(0.f, 0.f); }
+__device__ __forceinline__ double2 zero_of(double2) { return make_double2(0., 0.); }
+__device__ __forceinline__ float one_of(float) { return 1.f; }
+__device__ __forceinline__ double one_of(double) { return 1.; }
+__device__ __forceinline__ float2 one_of(float2) { return make_float2(1.f, 0.f); }
+__device__ __forceinline__ double2 one_of(double2) { return make_double2(1., 0.); }
+__device__ __forceinline__ float nan_of(float) { return __int_as_float(0x7fc00000); }
+__device__ __forceinline__ double nan_of(double) { return __longlong_as_double(0x7ff8000000000000ll); }
+__device__ __forceinline__ float2 nan_of(float2) { return make_float2(nan_of(0.f), nan_of(0.f)); }
+__device__ __forceinline__ double2 nan_of(double2) { return make_double2(nan_of(0.), nan_of(0.)); }
+__device__ __forceinline__ float conj_of(float v) { return v; }
+__device__ __forceinline__ double conj_of(double v) { return v; }
+__device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
+__device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
+__device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
+__device__ __forceinline__ double abs_of(double v) { return fabs(v); }
+__device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
+__device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
+
+// -- strided batched matrix copy ------------------------------------------------------------
+// Logical source element (b, i, j) of m x n matrices goes to dst offset i*d_i + j*d_j (+ the
+// batch offset): a transpose is the launcher swapping d_i and d_j. mode: bits 0-1 the
+// triangle of the source kept (0 all, 1 lower, 2 upper; zeros elsewhere), bit 2 conjugates.
+// Threads run i fastest; the launcher makes i the axis the destination runs along, so writes
+// are coalesced (and reads too where the source runs along it as well).
+template <typename T, typename I>
+__device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim, Batch d,
+                              long long s_i, long long s_j, long long d_i, long long d_j,
+                              int mode) {
+    const I step = (I)blockDim.x * gridDim.x;
+    for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
+        const I i = e % m, rest = e / m, j = rest % n;
+        I b = rest / n;
+        long long so = i * s_i + j * s_j, dof = i * d_i + j * d_j;
+        for (int k = ndim - 1; k >= 0; --k) {
+            const I idx = b % (I)d.shape[k];
+            b /= (I)d.shape[k];
+            so += idx * d.src[k];
+            dof += idx * d.dst[k];
+        }
+        const int tri = mode & 3;
+        const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
+        T v = keep ? src[so] : zero_of(T());
+        if (mode & 4) v = conj_of(v);
+        dst[dof] = v;
+    }
+}
+
+// -- the same copy where source and destination run along different axes --------------------
+// A 32 x 32 tile goes through shared memory: read along j (the source's fast axis, x threads),
+// written along i (the destination's), so both sides are coalesced. Blocks are 32 x 8 threads
+// and take tiles grid-stride: tile t is tile (t % per_matrix) of matrix t / per_matrix.
+template <typename T, typename I>
+__device__ void copy_tiles(const T* src, T* dst, I tiles, I tiles_j, I per_matrix, I m, I n,
+                           int ndim, Batch d, long long s_i, long long s_j, long long d_i,
+                           long long d_j, int mode) {
+    __shared__ T tile[32][33];
+    const int tri = mode & 3;
+    for (I t = blockIdx.x; t < tiles; t += gridDim.x) {
+        I b = t / per_matrix;
+        const I r = t - b * per_matrix;
+        const I i0 = r / tiles_j * 32, j0 = r % tiles_j * 32;
+        long long so = 0, dof = 0;
+        for (int k = ndim - 1; k >= 0; --k) {
+            const I idx = b % (I)d.shape[k];
+            b /= (I)d.shape[k];
+            so += idx * d.src[k];
+            dof += idx * d.dst[k];
+        }
+        for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+            const I i = i0 + y, j = j0 + threadIdx.x;
+            if (i < m && j < n) {
+                const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
+                T v = keep ? src[so + i * s_i + j * s_j] : zero_of(T());
+                if (mode & 4) v = conj_of(v);
+                tile[y][threadIdx.x] = v;
+            }
+        }
+        __syncthreads();
+        for (int y = threadIdx.y; y < 32; y += blockDim.y) {
+            const I i = i0 + threadIdx.x, j = j0 + y;
+            if (i < m && j < n) dst[dof + i * d_i + j * d_j] = tile[threadIdx.x][y];
+        }
+        __syncthreads();
+    }
+}
+
+// -- determinants from an LU factorization ----------------------------------------------------
+// One block per matrix: a tree reduction over the diagonal of the sum of log|u_ii| and of the
+// sign (real: the count of negative entries; complex: the product of the phases), with the
+// pivots' parity. Writes sign and log|det| where sign_out is set, det where det_out is set
+// (NumPy's det is sign * exp(log|det|), and so is this one).
+template <typename T> struct Phase;   // what a thread accumulates for the sign
+template <> struct Phase<float> { typedef int type; };
+template <> struct Phase<double> { typedef int type; };
+template <> struct Phase<float2> { typedef float2 type; };
+template <> struct Phase<double2> { typedef double2 type; };
+
+__device__ __forceinline__ int phase_one(float) { return 0; }
+__device__ __forceinline__ int phase_one(double) { return 0; }
+__device__ __forceinline__ float2 phase_one(float2) { return make_float2(1.f, 0.f); }
+__device__ __forceinline__ double2 phase_one(double2) { return make_double2(1., 0.); }
+// fold one diagonal entry (|d| > 0) into the sign
+__device__ __forceinline__ int phase_of(float d, float) { return d < 0.f; }
+__device__ __forceinline__ int phase_of(double d, double) { return d < 0.; }
+__device__ __forceinline__ float2 phase_of(float2 d, float a) { return make_float2(d.x / a, d.y / a); }
+__device__ __forceinline__ double2 phase_of(double2 d, double a) { return make_double2(d.x / a, d.y / a); }
+__device__ __forceinline__ int phase_join(int a, int b) { return a + b; }
+__device__ __forceinline__ float2 phase_join(float2 a, float2 b) {
+    return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ __forceinline__ double2 phase_join(double2 a, double2 b) {
+    return make_double2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+__device__ __forceinline__ int shfl_down(int v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float shfl_down(float v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ double shfl_down(double v, int o) { return __shfl_down_sync(0xffffffffu, v, o); }
+__device__ __forceinline__ float2 shfl_down(float2 v, int o) {
+    return make_float2(shfl_down(v.x, o), shfl_down(v.y, o)); }
+__device__ __forceinline__ double2 shfl_down(double2 v, int o) {
+    return make_double2(shfl_down(v.x, o), shfl_down(v.y, o)); }
+// the sign as the matrix's dtype, from the accumulated phase and the pivots' parity
+__device__ __forceinline__ float sign_of(int negatives, int swaps, float) {
+    return ((negatives + swaps) & 1) ? -1.f : 1.f; }
+__device__ __forceinline__ double sign_of(int negatives, int swaps, double) {
+    return ((negatives + swaps) & 1) ? -1. : 1.; }
+__device__ __forceinline__ float2 sign_of(float2 p, int swaps, float2) {
+    const float a = hypotf(p.x, p.y), s = (swaps & 1) ? -1.f : 1.f;  // renormalized
+    return make_float2(s * p.x / a, s * p.y / a); }
+__device__ __forceinline__ double2 sign_of(double2 p, int swaps, double2) {
+    const double a = hypot(p.x, p.y), s = (swaps & 1) ? -1. : 1.;
+    return make_double2(s * p.x / a, s * p.y / a); }
+__device__ __forceinline__ float scale_by(float s, float r) { return s * r; }
+__device__ __forceinline__ double scale_by(double s, double r) { return s * r; }
+__device__ __forceinline__ float2 scale_by(float2 s, float r) { return make_float2(s.x * r, s.y * r); }
+__device__ __forceinline__ double2 scale_by(double2 s, double r) { return make_double2(s.x * r, s.y * r); }
+
+template <typename T, typename P>
+__device__ void lu_det(const T* lu, const P* ipiv, long long n, long long batch, T* sign_out,
+                       typename Real<T>::type* logabs_out, T* det_out) {
+    typedef typename Real<T>::type R;
+    typedef typename Phase<T>::type Ph;
+    __shared__ R s_log[32];
+    __shared__ Ph s_phase[32];
+    __shared__ int s_swaps[32], s_zero[32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
+        R log_sum = 0;
+        Ph phase = phase_one(T());
+        int swaps = 0, zero = 0;
+        for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+            const T d = lu[b * n * n + i * (n + 1)];
+            const R a = abs_of(d);
+            log_sum += log(a);
+            if (a == R(0)) zero = 1;
+            else phase = phase_join(phase, phase_of(d, a));
+            swaps += ipiv[b * n + i] != (P)(i + 1);
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            log_sum += shfl_down(log_sum, o);
+            phase = phase_join(phase, shfl_down(phase, o));
+            swaps += shfl_down(swaps, o);
+            zero |= shfl_down(zero, o);
+        }
+        if (lane == 0) { s_log[warp] = log_sum; s_phase[warp] = phase; s_swaps[warp] = swaps; s_zero[warp] = zero; }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            for (int w = 1; w < warps; ++w) {
+                log_sum += s_log[w]; phase = phase_join(phase, s_phase[w]);
+                swaps += s_swaps[w]; zero |= s_zero[w];
+            }
+            const T sign = zero ? zero_of(T()) : sign_of(phase, swaps, T());
+            if (sign_out) { sign_out[b] = sign; logabs_out[b] = log_sum; }
+            if (det_out) det_out[b] = scale_by(sign, exp(log_sum));
+        }
+        __syncthreads();  // the shared slots are rewritten for the next matrix
+    }
+}
+
+// -- small element-wise kernels -----------------------------------------------------------
+// matrices in y, elements in x: a block reads its matrix's info once, and most blocks
+// (info == 0) write nothing
+template <typename T>
+__device__ void fail_to_nan(const int* info, T* data, long long count, long long batch) {
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+        if (info[b] == 0) continue;
+        for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+             e += (long long)blockDim.x * gridDim.x)
+            data[b * count + e] = nan_of(T());
+    }
+}
+
+template <typename T>
+__device__ void identity(T* dst, unsigned n, long long batch) {
+    const unsigned nn = n * n;
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y)
+        for (unsigned r = blockIdx.x * blockDim.x + threadIdx.x; r < nn; r += blockDim.x * gridDim.x)
+            dst[b * nn + r] = r % (n + 1) == 0 ? one_of(T()) : zero_of(T());
+}
+
+template <typename P>
+__device__ void pivots_to_scipy(const P* ipiv, int* out, long long count) {
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+         e += (long long)blockDim.x * gridDim.x)
+        out[e] = (int)ipiv[e] - 1;
+}
+extern "C" __global__ void pivots_int32(const int* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
+extern "C" __global__ void pivots_int64(const long long* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
+// SciPy's 0-based int32 pivots as cuSOLVER's 1-based int64 ones
+extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long long count) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
+        o[i] = (long long)p[i] + 1;
+}
+
+// -- the arrays of matrix addresses that the batched cuSOLVER and cuBLAS routines take -------
+extern "C" __global__ void pointer_array(unsigned long long base, long long stride,
+                                         long long count, unsigned long long* out) {
+    long long step = (long long)blockDim.x * gridDim.x;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
+        out[i] = base + (unsigned long long)(i * stride);
+}
+
+#define DEFINE_LU_DET(NAME, T, PNAME, P) \
+extern "C" __global__ void lu_det_##NAME##_##PNAME(const T* lu, const P* ipiv, long long n, \
+        long long batch, T* sign, Real<T>::type* logabs, T* det) { \
+    lu_det<T, P>(lu, ipiv, n, batch, sign, logabs, det); }
+
+#define DEFINE(NAME, T) \
+extern "C" __global__ void copy_##NAME(const T* s, T* d, long long total, long long m, \
+        long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
+        long long d_j, int mode) { \
+    copy_matrices<T, unsigned long long>(s, d, total, m, n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
+extern "C" __global__ void copy32_##NAME(const T* s, T* d, long long total, long long m, \
+        long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
+        long long d_j, int mode) { \
+    copy_matrices<T, unsigned>(s, d, (unsigned)total, (unsigned)m, (unsigned)n, ndim, b, \
+                               s_i, s_j, d_i, d_j, mode); } \
+extern "C" __global__ void tiles_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
+        long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
+        long long s_j, long long d_i, long long d_j, int mode) { \
+    copy_tiles<T, unsigned long long>(s, d, tiles, tiles_j, per_matrix, m, n, ndim, b, s_i, \
+                                      s_j, d_i, d_j, mode); } \
+extern "C" __global__ void tiles32_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
+        long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
+        long long s_j, long long d_i, long long d_j, int mode) { \
+    copy_tiles<T, unsigned>(s, d, (unsigned)tiles, (unsigned)tiles_j, (unsigned)per_matrix, \
+                            (unsigned)m, (unsigned)n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
+DEFINE_LU_DET(NAME, T, int32, int) \
+DEFINE_LU_DET(NAME, T, int64, long long) \
+extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
+        long long batch) { fail_to_nan<T>(info, data, count, batch); } \
+extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
+    identity<T>(dst, n, batch); }
+
+#ifdef ACCELMATH_float32
+DEFINE(float32, float)
+#endif
+#ifdef ACCELMATH_float64
+DEFINE(float64, double)
+#endif
+#ifdef ACCELMATH_complex64
+DEFINE(complex64, float2)
+#endif
+#ifdef ACCELMATH_complex128
+DEFINE(complex128, double2)
+#endif
+"""
