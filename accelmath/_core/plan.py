@@ -180,8 +180,10 @@ class Plan:
         self._host_key = None
         if not on_device and op.package == "numpy" and op.obj is given:
             self._host_key = (given.shape, given.strides, given.dtype)
-        # compared as NumPy dtypes (a dtype's name is computed in Python, microseconds a
-        # call); a result dtype NumPy has no name for (bfloat16) takes the checked path
+        # the NumPy dtype itself, compared by identity (a dtype's name is computed in Python,
+        # microseconds a call, and `dtype == None` is true for float64): NumPy's dtypes of
+        # native byte order are singletons; any other out, or a result dtype NumPy has no name
+        # for (bfloat16), takes the checked path
         self._host_out_dtype = None if on_device else _numpy_dtype(out_dtype)
         self._operand = op
         if layout_only:  # the template's memory goes back; its layout stays
@@ -289,7 +291,7 @@ class Plan:
     def _host_output(self, out, op):
         """The NumPy array to write host results of operand ``op`` (None: a NumPy array of
         the plan's layout) into: ``out`` itself, checked."""
-        if (type(out) is numpy.ndarray and out.dtype == self._host_out_dtype
+        if (type(out) is numpy.ndarray and out.dtype is self._host_out_dtype
                 and out.shape == self.out_shape and out.flags.writeable):
             return out
         like = self._operand if op is None else op
