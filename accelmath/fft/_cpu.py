@@ -242,10 +242,11 @@ class HostTransform:
 
 def _direct_target(a, out):
     """``out`` where the engine can write the result of ``a`` there directly, else None: in C
-    order (the engine's layout of new results, so that both round alike, bit for bit), apart
-    from the input (an engine writes in place only over an input of its result's dtype).
+    order (the engine's layout of new results, so that both round alike, bit for bit), of the
+    machine's byte order (the engine writes no other), apart from the input (an engine writes
+    in place only over an input of its result's dtype).
     Its callers have checked ``out``."""
-    if out.flags.c_contiguous and not numpy.may_share_memory(a, out):
+    if out.flags.c_contiguous and out.dtype.isnative and not numpy.may_share_memory(a, out):
         return out
     return None
 
