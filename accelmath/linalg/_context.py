@@ -12,7 +12,7 @@ import math
 from typing import Any, NamedTuple
 
 from accelmath._core.dispatch import Dispatcher
-from accelmath._core.kernels import copy_scale, merge_dims
+from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
@@ -73,10 +73,11 @@ class Context:
         """Enqueue a strided copy (element strides; 0 broadcasts) of a batch of matrices
         (``shape`` ends with their two axes), or of an array of any shape."""
         dtype = dtype or self.dtype
-        dims = merge_dims([d for d in zip(shape, src_strides, dst_strides) if d[0] != 1])
-        # one run of memory (or a layout past the matrix kernels): the generic copy
-        if (len(dims) < 2 or dtype not in _kernels.DTYPES
-                or len(shape) - 2 > _kernels.MAX_BATCH_DIMS):
+        # matrices in C order on both sides (one run of memory, read and written along it by
+        # the generic copy), or a layout past the matrix kernels: the generic copy
+        if (len(shape) < 2 or dtype not in _kernels.DTYPES
+                or len(shape) - 2 > _kernels.MAX_BATCH_DIMS
+                or tuple(src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
             copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, self.stream,
                        self.device_id, conj=conj)
             return

@@ -376,3 +376,23 @@ def test_large_copies_in_every_layout(cp, dtype, src_order, dst_order, triangle,
                   _stream(cp), 0, triangle=triangle, conj=True, transpose=transpose)
     _synchronize(cp)
     np.testing.assert_array_equal(dst.get(), expected)
+
+
+@pytest.mark.parametrize("shape, src, dst, generic", [
+    ((4, 50, 30), (1500, 30, 1), (1500, 30, 1), True),    # C order both: one run of memory
+    ((4, 50, 30), (1500, 30, 1), (1500, 1, 50), False),   # C to column-major: tiles
+    ((4, 50, 30), (1500, 1, 50), (1500, 1, 50), False),   # column-major both
+    ((50,), (1,), (1,), True),                            # not a matrix
+])
+def test_the_device_context_copies_matrices_with_the_matrix_kernels(monkeypatch, shape, src,
+                                                                   dst, generic):
+    from types import SimpleNamespace
+
+    from accelmath.linalg import _context
+
+    ran = []
+    monkeypatch.setattr(_context, "copy_scale", lambda *a, **k: ran.append("generic"))
+    monkeypatch.setattr(_kernels, "copy_matrices", lambda *a, **k: ran.append("matrices"))
+    ctx = SimpleNamespace(dtype="float64", stream=0, device_id=0)
+    _context.Context.copy(ctx, 0, 0, shape, src, dst)
+    assert ran == ["generic" if generic else "matrices"]
