@@ -101,6 +101,13 @@ class ArrayKind:
             return False
         return self.package == "cupy" or self.device.type == "cuda"
 
+    @property
+    def ordinal(self):
+        """The GPU's ordinal (None on the CPU)."""
+        if not self.on_gpu:
+            return None
+        return self.device if self.package == "cupy" else self.device.index
+
     def describe(self):
         """The kind in words: ``"cupy on GPU 0"``."""
         if self.package == "numpy":
@@ -157,6 +164,18 @@ class ArrayKind:
             return a.to(dtype=self.module.float64).contiguous()
         return self.module.ascontiguousarray(a, dtype=numpy.float64)
 
+    def contiguous(self, a):
+        """``a`` as a C-contiguous array of this kind (``a`` itself where it is one)."""
+        if self.package == "torch":
+            return a.contiguous()
+        return self.module.ascontiguousarray(a)
+
+    def element_strides(self, a):
+        """The strides of ``a`` in elements."""
+        if self.package == "torch":
+            return tuple(a.stride())
+        return tuple(s // a.itemsize for s in a.strides)
+
     def is_bool(self, a):
         """Whether ``a`` holds booleans."""
         return str(a.dtype).rpartition(".")[2] in ("bool", "bool_")
@@ -210,10 +229,10 @@ class ArrayKind:
         """The number of NaN or infinite elements of ``a``, as an int (a read back)."""
         return int(self.to_numpy((~self.module.isfinite(a)).sum()))
 
-    def matmul(self, a, b, out=None):
+    def matmul(self, a, b, out=None, **terms):
         """The matrix product ``a @ b`` (``accelmath.linalg.matmul``: cuBLASLt on a GPU),
-        into ``out`` where given."""
-        return linalg.matmul(a, b, out=out)
+        into ``out`` where given; ``terms`` are matmul's ``c``, ``alpha`` and ``beta``."""
+        return linalg.matmul(a, b, out=out, **terms)
 
     def synchronize(self):
         """Wait for the work queued on this kind's device (nothing on the CPU)."""

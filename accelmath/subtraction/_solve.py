@@ -13,6 +13,7 @@ import numpy
 
 from accelmath import linalg
 from accelmath.errors import LinAlgError
+from accelmath.subtraction import _kernels
 from accelmath.subtraction._model import coordinates
 
 __all__ = ["background_products", "assemble", "solve", "SINGULAR_PIVOT"]
@@ -42,8 +43,8 @@ def assemble(kind, rules, index, maps, polynomial, background):
     rules : LagRules
     index : dict
         ``rules.on(kind.asarray)``: its index arrays on the device.
-    maps : (pairs + Fij, nl, nl) array
-        The correlation maps (:meth:`Spectra.correlations`).
+    maps : (nl, pairs + Fij, nl) complex array
+        The correlation maps in the real parts (:meth:`Spectra.correlations`).
     polynomial : (Fij + 1, (DB + 1)(2w + 1), (DB + 1)(2w + 1)) array
         The planes' correlations with the background polynomials
         (:meth:`Spectra.polynomial_correlations`).
@@ -56,7 +57,7 @@ def assemble(kind, rules, index, maps, polynomial, background):
     side = int(round(fab ** 0.5))
     fpq = background.shape[0]
     n = fij * fab
-    flat = maps.reshape(maps.shape[0], -1)
+    flat = maps.real.swapaxes(0, 1).reshape(maps.shape[1], -1)
     moved, both = index["moved"], index["both"]
 
     # the kernel block: <B_s, B'_t> for each pair of kernel planes
@@ -98,37 +99,49 @@ def _singular(configuration, detail):
         "coefficient; use a larger mask, a smaller half_width or lower polynomial orders")
 
 
-def solve(kind, rules, index, matrix, rhs, configuration):
+def solve(kind, rules, index, maps, polynomial, background, configuration):
     """Solve the normal equations for the unknowns ``rules.free`` (the others are 0).
 
-    ``index`` is ``rules.on(kind.asarray)``, as :func:`assemble` takes it.
+    ``index`` is ``rules.on(kind.asarray)`` (with :func:`~._kernels.extra_index`'s arrays on
+    a GPU); ``maps``, ``polynomial`` and ``background`` are as :func:`assemble` takes them.
+    On a GPU the kernels of :mod:`._kernels` fill the scaled system of the free unknowns
+    directly; elsewhere :func:`assemble` fills the whole one, which is then reduced.
 
     Returns the solution of all the unknowns as a NumPy vector (a read back).
     """
-    count = matrix.shape[0]
-    if rules.free.shape[0] != count:
-        free = index["free"]
-        matrix = matrix[free][:, free]
-        rhs = rhs[free]
-    diagonal = kind.to_numpy(matrix.diagonal())
-    if not numpy.all(diagonal > 0):
-        first = int(numpy.argmin(diagonal > 0))
-        raise _singular(configuration, f"unknown {first} has no data")
-    scale = kind.asarray(1.0 / numpy.sqrt(diagonal))
-    scaled = matrix * scale[:, None] * scale[None, :]
-    b = rhs * scale
-    n = scaled.shape[0]
+    count, nf = rules.count, rules.free.shape[0]
+    symmetric = configuration.solver == "lu"  # (LU reads both triangles)
+    if kind.on_gpu:
+        description = _kernels.normal(maps, polynomial, background, index, rules,
+                                      configuration)
+        diagonal = kind.empty((nf,))
+        _kernels.normal_diagonal(description, index["free"], diagonal)
+        scale = _scale(configuration, kind.to_numpy(diagonal))
+        scaled, b = kind.empty((nf, nf)), kind.empty((nf,))
+        _kernels.normal_system(description, index["free"], kind.asarray(scale), symmetric,
+                               scaled, b)
+    else:
+        matrix, rhs = assemble(kind, rules, index, maps, polynomial, background)
+        if nf != count:
+            free = index["free"]
+            matrix = matrix[free][:, free]
+            rhs = rhs[free]
+        scale = _scale(configuration, kind.to_numpy(matrix.diagonal()))
+        on_kind = kind.asarray(scale)
+        scaled = matrix * on_kind[:, None] * on_kind[None, :]
+        b = rhs * on_kind
+        if symmetric:
+            scaled = (scaled + scaled.T) * 0.5
     try:
         if configuration.solver == "cholesky":
             factor = linalg.cho_factor(scaled, lower=True, check_finite=False)
-            pivots = kind.to_numpy(factor[0].diagonal()) ** 2
-            solution = None if pivots.min() < SINGULAR_PIVOT * n else linalg.cho_solve(
+            pivots = _diagonal(kind, factor[0]) ** 2
+            solution = None if pivots.min() < SINGULAR_PIVOT * nf else linalg.cho_solve(
                 factor, b, check_finite=False)
         else:
-            scaled = (scaled + scaled.T) * 0.5  # (LU reads both triangles)
             factor = linalg.lu_factor(scaled, check_finite=False)
-            pivots = numpy.abs(kind.to_numpy(factor[0].diagonal()))
-            solution = None if pivots.min() < SINGULAR_PIVOT * n * pivots.max() else (
+            pivots = numpy.abs(_diagonal(kind, factor[0]))
+            solution = None if pivots.min() < SINGULAR_PIVOT * nf * pivots.max() else (
                 linalg.lu_solve(factor, b, check_finite=False))
     except LinAlgError as exc:
         raise _singular(configuration, f"{configuration.solver}: {exc}") from None
@@ -136,5 +149,23 @@ def solve(kind, rules, index, matrix, rhs, configuration):
         raise _singular(configuration, f"smallest pivot {pivots.min():.3g} of the scaled "
                                        f"{configuration.solver} factorization")
     result = numpy.zeros(count)
-    result[rules.free] = kind.to_numpy(solution * scale)
+    result[rules.free] = kind.to_numpy(solution) * scale
     return result
+
+
+def _scale(configuration, diagonal):
+    """``1 / sqrt(diagonal)`` (NumPy), the scaling to a unit diagonal, or the error for an
+    unknown without data."""
+    if not numpy.all(diagonal > 0):
+        first = int(numpy.argmin(diagonal > 0))
+        raise _singular(configuration, f"unknown {first} has no data")
+    return 1.0 / numpy.sqrt(diagonal)
+
+
+def _diagonal(kind, a):
+    """The diagonal of square matrix ``a`` of ``kind``, as NumPy (a read back)."""
+    if not kind.on_gpu:
+        return kind.to_numpy(a.diagonal())
+    out = kind.empty((a.shape[0],))
+    _kernels.diagonal(a, sum(kind.element_strides(a)), out)
+    return kind.to_numpy(out)

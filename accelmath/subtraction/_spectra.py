@@ -24,6 +24,7 @@ plans, matrices and buffers across pairs:
 import numpy
 
 from accelmath import fft
+from accelmath.subtraction import _kernels
 from accelmath.subtraction._model import coordinates
 
 __all__ = ["Spectra", "lag_matrices", "kernel_matrices", "shifted_polynomials", "CHUNK_BYTES",
@@ -119,7 +120,10 @@ class Spectra:
         self.maps = len(rules.pairs[0]) + fij  # kernel-plane pairs, then each plane with J
         planes = fij + 1
         self.batch = planes if planes * n0 * n1 * 8 <= BATCH_BYTES else 1
+        self.on_gpu = kind.on_gpu
         with kind.active():
+            if self.on_gpu:  # the kernels compile (or load) while the plans are made
+                _kernels.prepare(kind.ordinal)
             # the plans first, on small templates: their trial runs (when the store holds no
             # choice yet) take memory that the buffers take afterwards
             self._forward = fft.FFT(kind.empty((self.batch, n0, n1), "float64"), axes=(1, 2),
@@ -130,18 +134,24 @@ class Spectra:
             self.spectra = kind.empty((planes, n0, m), "complex128")
             self.rows = max(1, min(n0, chunk_bytes // (self.maps * m * 16)))
             self._products = kind.empty((self.maps * self.rows * m,), "complex128")
-            self._conjugates = kind.empty((fij * self.rows * m,), "complex128")
+            if not self.on_gpu:
+                self._conjugates = kind.empty((fij * self.rows * m,), "complex128")
             self._spectrum = kind.empty((n0, m), "complex128")
             self.ones = kind.asarray(numpy.ones(max(n0, n1)))  # (for kind.total)
             e1t, e2 = lag_matrices(configuration.shape, rules.lags)
             self._e1t, self._e2 = kind.asarray(e1t), kind.asarray(e2)
+            nl = e2.shape[1]
+            self._maps = kind.empty((nl, self.maps * nl), "complex128")
             w0, w1t = kernel_matrices(configuration.shape, w)
             self._w0, self._w1t = kind.asarray(w0), kind.asarray(w1t)
             x, y = coordinates(configuration.shape)
             self._x, self._y = kind.asarray(x[:, None]), kind.asarray(y[None, :])
+            self._exponents = kind.asarray(numpy.array(self.kernel_terms, dtype=numpy.int64))
             order = configuration.background_order
             self._u = kind.asarray(shifted_polynomials(n0, order, w))
             self._vt = kind.asarray(shifted_polynomials(n1, order, w).T.copy())
+            side_b = self._vt.shape[1]
+            self._polynomial = kind.empty((planes, side_b, side_b), "float64")
             self._xp = kind.asarray(numpy.stack([x ** p for p in range(order + 1)], axis=1))
             y_powers = numpy.stack([y ** q for q in range(order + 1)])
             self._y_powers = y_powers
@@ -149,13 +159,23 @@ class Spectra:
     # --- the planes and their transforms ---------------------------------------------------
 
     def fill(self, convolved, other, mask):
-        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given)."""
+        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given, a
+        C-contiguous bool image); returns the count of the mask's true pixels as a 0-d
+        array of this kind (no read back), or None without a mask."""
         kind, stack = self.kind, self.stack
+        if self.on_gpu:
+            selected = None if mask is None else kind.zeros((), "int64")
+            _kernels.planes(convolved, other, mask, self._x, self._y, self._exponents, stack,
+                            selected)
+            return selected
         fij = self.fij
+        selected = None
         if mask is None:
             stack[0] = convolved
             stack[fij] = other
-        else:
+        else:  # (as a float64 factor: one kind of product for every plane)
+            mask = kind.float64(mask)
+            selected = kind.total(mask, self.ones)
             kind.multiply(convolved, mask, out=stack[0])
             kind.multiply(other, mask, out=stack[fij])
         index = {(0, 0): 0}
@@ -164,6 +184,7 @@ class Spectra:
             parent, factor = ((i, j - 1), self._y) if j else ((i - 1, j), self._x)
             kind.multiply(stack[index[parent]], factor, out=stack[k])
             index[(i, j)] = k
+        return selected
 
     def transform(self):
         """The half spectra of the stack."""
@@ -174,43 +195,49 @@ class Spectra:
     # --- the solve pass --------------------------------------------------------------------
 
     def correlations(self):
-        """``(maps, nl, nl)`` real: the correlation maps at lags -2w..2w per axis, the
-        kernel-plane pairs first (in the order of ``LagRules.pairs``), then each kernel
-        plane with J."""
+        """``(nl, maps, nl)`` complex, a buffer of the spectra's: at ``[l0 + 2w, k,
+        l1 + 2w]`` the correlation map k at lag (l0, l1) in its real part, l0 and l1 in
+        -2w..2w; the kernel-plane pairs first (in the order of ``LagRules.pairs``), then
+        each kernel plane with J."""
         kind, spectra = self.kind, self.spectra
         n0, m = spectra.shape[1:]
-        fij, count, nl = self.fij, self.maps, self._e2.shape[1]
-        total = None
+        count, nl = self.maps, self._e2.shape[1]
+        total = self._maps
         for start in range(0, n0, self.rows):
             stop = min(n0, start + self.rows)
             rows = stop - start
-            products = self._products[:count * rows * m].reshape(count, rows, m)
-            conjugates = self._conjugates[:fij * rows * m].reshape(fij, rows, m)
-            kind.conj(spectra[:fij, start:stop], out=conjugates)
-            offset = 0
-            for i in range(fij):  # the pairs (i, j >= i), one block per i
-                kind.multiply(conjugates[i], spectra[i:fij, start:stop],
-                              out=products[offset:offset + fij - i])
-                offset += fij - i
-            kind.multiply(conjugates, spectra[fij, start:stop], out=products[offset:])
-            columns = kind.matmul(products.reshape(count * rows, m), self._e2)
-            # (one matrix product over every map: batched products broadcast slowly on CPUs)
-            columns = columns.reshape(count, rows, nl).swapaxes(1, 2).reshape(count * nl, rows)
-            part = kind.matmul(columns, self._e1t[start:stop])
-            total = part if total is None else total + part
-        # (entries [k, l1, l0] so far)
-        return total.reshape(count, nl, nl).swapaxes(1, 2).real
+            products = self._products[:rows * count * m].reshape(rows, count, m)
+            self._pair_products(start, stop, products)
+            # one product over every map of the block, entries [r, k, l1]
+            columns = kind.matmul(products.reshape(rows * count, m), self._e2)
+            kind.matmul(self._e1t[start:stop].T, columns.reshape(rows, count * nl), c=total,
+                        beta=0 if start == 0 else 1, out=total)
+        return total.reshape(nl, count, nl)
+
+    def _pair_products(self, start, stop, products):
+        """``products`` (rows, maps, m): ``conj(S_a) S_b`` of the rows [start, stop) for
+        the pairs of kernel planes a <= b, then for each kernel plane with J."""
+        kind, spectra, fij = self.kind, self.spectra, self.fij
+        if self.on_gpu:
+            _kernels.pair_products(spectra, start, stop - start, products)
+            return
+        rows, m = stop - start, spectra.shape[2]
+        conjugates = self._conjugates[:fij * rows * m].reshape(fij, rows, m)
+        kind.conj(spectra[:fij, start:stop], out=conjugates)
+        pairs = [(a, b) for a in range(fij) for b in range(a, fij)]
+        for k, (a, b) in enumerate(pairs + [(a, fij) for a in range(fij)]):
+            kind.multiply(conjugates[a], spectra[b, start:stop], out=products[:, k])
 
     def polynomial_correlations(self):
-        """``(Fij + 1, (DB + 1)(2w + 1), (DB + 1)(2w + 1))``: each plane of the stack
-        correlated with the background polynomials ``x^p y^q``, at shifts -w..w per axis
-        (entry ``[k, p (2w + 1) + s0 + w, q (2w + 1) + s1 + w]``)."""
+        """``(Fij + 1, (DB + 1)(2w + 1), (DB + 1)(2w + 1))``, a buffer of the spectra's:
+        each plane of the stack correlated with the background polynomials ``x^p y^q``, at
+        shifts -w..w per axis (entry ``[k, p (2w + 1) + s0 + w, q (2w + 1) + s1 + w]``)."""
         kind, stack = self.kind, self.stack
         planes, n0, n1 = stack.shape
         columns = kind.matmul(stack.reshape(planes * n0, n1), self._vt)
-        m = columns.shape[1]
-        columns = columns.reshape(planes, n0, m).swapaxes(0, 1).reshape(n0, planes * m)
-        return kind.matmul(self._u, columns).reshape(m, planes, m).swapaxes(0, 1)
+        for k in range(planes):
+            kind.matmul(self._u, columns[k * n0:(k + 1) * n0], out=self._polynomial[k])
+        return self._polynomial
 
     def free(self):
         """Release the plans (idempotent)."""
@@ -234,10 +261,14 @@ class Spectra:
         for start in range(0, n0, self.rows):
             stop = min(n0, start + self.rows)
             rows = stop - start
-            khat = self._products[:fij * rows * m].reshape(fij, rows, m)
-            left = kind.matmul(self._w0[start:stop], kernels)  # (rows, Fij (2w + 1))
-            left = left.reshape(rows, fij, -1).swapaxes(0, 1).reshape(fij * rows, -1)
-            kind.matmul(left, self._w1t, out=khat.reshape(fij * rows, m))
+            khat = self._products[:rows * fij * m].reshape(rows, fij, m)
+            left = kind.matmul(self._w0[start:stop], kernels)  # [r, ij, b]
+            kind.matmul(left.reshape(rows * fij, -1), self._w1t,
+                        out=khat.reshape(rows * fij, m))
+            if self.on_gpu:
+                _kernels.difference_spectrum(spectra, start, rows, khat, flip, fd)
+                continue
+            khat = khat.swapaxes(0, 1)
             kind.multiply(spectra[:fij, start:stop], khat, out=khat)
             kind.sum_first(khat, out=fd[start:stop])
             if flip:
@@ -246,9 +277,7 @@ class Spectra:
                 kind.subtract(spectra[fij, start:stop], fd[start:stop], out=fd[start:stop])
         image = self._inverse.inverse(fd)
         columns = kind.asarray(numpy.asarray(background) @ self._y_powers)
-        plane = kind.matmul(self._xp, columns)
-        if flip:
-            image += plane
-        else:
-            image -= plane
+        # the background plane x^p (d y^q), added to (or taken from) the image in place
+        kind.matmul(self._xp, columns, c=image, alpha=1.0 if flip else -1.0, beta=1.0,
+                    out=image)
         return image

@@ -16,10 +16,10 @@ import numpy
 
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, StateError,
                               UnsupportedDTypeError, UnsupportedOperandError)
-from accelmath.subtraction import _model
+from accelmath.subtraction import _kernels, _model
 from accelmath.subtraction._model import LagRules, centre, configure
 from accelmath.subtraction._ops import kind_of, kind_of_array
-from accelmath.subtraction._solve import assemble, background_products, solve
+from accelmath.subtraction._solve import background_products, solve
 from accelmath.subtraction._spectra import CHUNK_BYTES, Spectra
 
 __all__ = ["Subtractor", "SubtractionResult", "subtract"]
@@ -175,6 +175,9 @@ class Subtractor:
                           self._workers)
         with kind.active():
             index = self._rules.on(kind.asarray)
+            if kind.on_gpu:
+                index.update({name: kind.asarray(a) for name, a in
+                              _kernels.extra_index(self._rules, self.configuration).items()})
             background = kind.asarray(self._background)
         self._engine = (kind, spectra, index, background)
 
@@ -222,16 +225,15 @@ class Subtractor:
         configuration = self.configuration
         clock = _Clock(kind, bool(timings))
         reference, science = kind.float64(reference), kind.float64(science)
-        if mask is not None:  # (as a float64 factor: one kind of product for every plane)
-            mask = kind.float64(mask)
+        if mask is not None:
+            mask = kind.contiguous(mask)
         flip = configuration.convolve == "science"
         convolved, other = (science, reference) if flip else (reference, science)
         ones = spectra.ones
-        sums = (kind.total(reference, ones), kind.total(science, ones),
-                None if mask is None else kind.total(mask, ones))
+        totals = (kind.total(reference, ones), kind.total(science, ones))
+        selected = spectra.fill(convolved, other, mask)
         if not kind.on_gpu:  # (on a GPU, read where the solution is read anyway)
-            _check_sums(kind, sums, reference, science)
-        spectra.fill(convolved, other, mask)
+            _check_sums(kind, totals + (selected,), reference, science)
         clock.lap("planes")
         spectra.transform()
         clock.lap("transforms")
@@ -239,9 +241,8 @@ class Subtractor:
         polynomial = spectra.polynomial_correlations()
         clock.lap("products")
         if kind.on_gpu:
-            _check_sums(kind, sums, reference, science)
-        matrix, rhs = assemble(kind, self._rules, index, maps, polynomial, background)
-        solution = solve(kind, self._rules, index, matrix, rhs, configuration)
+            _check_sums(kind, totals + (selected,), reference, science)
+        solution = solve(kind, self._rules, index, maps, polynomial, background, configuration)
         clock.lap("solve")
         side, fij = configuration.side, len(configuration.kernel_terms)
         coefficients = solution[:fij * side * side].reshape(fij, side, side)
@@ -359,8 +360,9 @@ def _check_kind(kind, image_kind, name):
 
 
 def _check_sums(kind, sums, reference, science):
-    """The images' finiteness and the mask's pixel count, from sums queued before (one read
-    back, at the point where the solution is read anyway)."""
+    """The images' finiteness and the mask's pixel count, from the images' sums and the
+    mask's count queued before (one read back, at the point where the solution is read
+    anyway)."""
     values = [None if s is None else float(kind.to_numpy(s)) for s in sums]
     for name, image, total in (("reference", reference, values[0]),
                                ("science", science, values[1])):
