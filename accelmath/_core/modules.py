@@ -471,10 +471,21 @@ class SourceModules:
             from accelmath._core.device import devices
 
             blocks = self.WAVES * devices()[device_id]["multiprocessor_count"]
-            extra = () if variant is None else (f"-DACCELMATH_{variant}",)
             found = self._found[device_id, variant] = (
-                loaded(device_id, self._source, self._name, extra), blocks)
+                loaded(device_id, self._source, self._name, _variant(variant)), blocks)
         return found
+
+    def compile_soon(self, device_id, variant=None):
+        """Start compiling a variant for a device in the background (:func:`compile_soon`),
+        so that its first use waits less or not at all; the thread."""
+        from accelmath._core.device import compute_capability
+
+        options = CompileOptions(arch=compute_capability(device_id), extra=_variant(variant))
+        return compile_soon(self._source, options, self._name)
+
+
+def _variant(variant):
+    return () if variant is None else (f"-DACCELMATH_{variant}",)
 
 
 def allow_dynamic_shared(function, nbytes):

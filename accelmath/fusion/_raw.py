@@ -81,7 +81,8 @@ class RawKernel:
         return f"RawKernel({self.name!r}, {len(self.source)} characters of source)"
 
     def _file(self):
-        return f"{self.name}.cu"
+        # one name for every kernel: the kernels of one source share its compile and module
+        return "accelmath_raw_kernel.cu"
 
     def compile(self, device=0, *, wait=True):
         """Compile the source for ``device`` (an ordinal), or take it from the store, and

@@ -17,6 +17,7 @@ from accelmath.linalg._factor import LU, QR, Cholesky
 from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult,
                                          cholesky, det, eigh, eigvalsh, inv, lstsq, qr, slogdet,
                                          solve, svd, svdvals)
+from accelmath.linalg._kernels import prepare
 from accelmath.linalg._matmul import matmul
 from accelmath.linalg._matmul_plan import Matmul
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
@@ -31,4 +32,4 @@ _warmup.start("linalg", _warmup.device_path(("accelmath.linalg._device",),
 __all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
            "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
-           "EighResult", "SVDResult"]
+           "EighResult", "SVDResult", "prepare"]

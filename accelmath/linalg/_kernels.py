@@ -15,6 +15,8 @@ Matrices are column-major (Fortran) batches unless a launcher takes strides: ele
 import ctypes
 import functools
 
+import numpy
+
 from accelmath._core.kernels import merge_dims
 from accelmath._core.modules import LaunchConfig, SourceModules, launch
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
@@ -22,7 +24,7 @@ from accelmath.linalg._kernel_source import SOURCE
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
            "fail_to_nan", "identity", "log_det", "pivots_from_scipy",
-           "pivots_to_scipy", "pointer_array"]
+           "pivots_to_scipy", "pointer_array", "prepare"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")
@@ -59,6 +61,42 @@ def _check_dtype(dtype, allowed=DTYPES, name="dtype"):
 
 def _blocks(count, most):
     return max(1, min(-(-count // _THREADS), most))
+
+
+def prepare(*dtypes, device=0, wait=False):
+    """Compile the linear-algebra device path's own kernels for ``dtypes`` on ``device``, or
+    load them from the on-disk store, so that the first solve of a process does not wait
+    for the compiler (about a second per dtype when the store is empty).
+
+    Parameters
+    ----------
+    *dtypes : str or dtype
+        Among float32, float64, complex64 and complex128.
+    device : int, optional
+        The GPU's ordinal (default 0).
+    wait : bool, optional
+        Wait for the compiles and load the kernels (default False: they run on threads of
+        their own, NVRTC without the interpreter lock, and the first solve of each dtype
+        waits only for what is left of its compile).
+
+    Examples
+    --------
+    >>> from accelmath import linalg, gpu_available
+    >>> linalg.prepare("float64") if gpu_available() else None
+    """
+    names = []
+    for dtype in dtypes:
+        try:  # (numpy.dtype(None) is float64: None is refused, not read as a default)
+            name = repr(dtype) if dtype is None else numpy.dtype(dtype).name
+        except TypeError:
+            name = repr(dtype)
+        _check_dtype(name)
+        names.append(name)
+    for name in names:
+        if wait:
+            _module(device, name)
+        else:
+            _module.compile_soon(device, name)
 
 
 def _launch_flat(name, count, args, stream, device_id, dtype=None):

@@ -187,8 +187,10 @@ extern "C" __global__ void sfft_normal_system(Normal q, const i64* free, i64 nf,
     GRID_STRIDE(e, nf * nf + nf) {
         if (e < nf * nf) {
             const i64 i = e / nf, j = e % nf;
-            double v = entry(q, free[i], free[j]) * scale[i] * scale[j];
-            if (symmetric) v = (v + entry(q, free[j], free[i]) * scale[j] * scale[i]) * 0.5;
+            double v = __dmul_rn(__dmul_rn(entry(q, free[i], free[j]), scale[i]), scale[j]);
+            if (symmetric)  // (rounded op by op: the same value at (i, j) and (j, i))
+                v = __dmul_rn(__dadd_rn(v, __dmul_rn(__dmul_rn(entry(q, free[j], free[i]),
+                                                               scale[j]), scale[i])), 0.5);
             matrix[e] = v;
         } else {
             const i64 i = e - nf * nf;

@@ -23,7 +23,7 @@ plans, matrices and buffers across pairs:
 
 import numpy
 
-from accelmath import fft
+from accelmath import fft, linalg
 from accelmath.subtraction import _kernels
 from accelmath.subtraction._model import coordinates
 
@@ -124,6 +124,7 @@ class Spectra:
         with kind.active():
             if self.on_gpu:  # the kernels compile (or load) while the plans are made
                 _kernels.prepare(kind.ordinal)
+                linalg.prepare("float64", device=kind.ordinal)
             # the plans first, on small templates: their trial runs (when the store holds no
             # choice yet) take memory that the buffers take afterwards
             self._forward = fft.FFT(kind.empty((self.batch, n0, n1), "float64"), axes=(1, 2),

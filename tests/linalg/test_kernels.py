@@ -396,3 +396,31 @@ def test_the_device_context_copies_matrices_with_the_matrix_kernels(monkeypatch,
     ctx = SimpleNamespace(dtype="float64", stream=0, device_id=0)
     _context.Context.copy(ctx, 0, 0, shape, src, dst)
     assert ran == ["generic" if generic else "matrices"]
+
+
+# -- prepare ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", ["int8", "float16", "not a dtype", None])
+def test_prepare_refuses_what_the_kernels_do_not_have(dtype):
+    from accelmath import linalg
+
+    with pytest.raises(UnsupportedDTypeError, match="not supported by the linear-algebra"):
+        linalg.prepare("float64", dtype)
+
+
+@pytest.mark.gpu
+def test_prepare_compiles_in_the_background_then_the_kernels_are_found(monkeypatch, tmp_path):
+    from accelmath import linalg
+    from accelmath._core import modules
+    from accelmath._core.device import compute_capability
+
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    source = _kernels.SOURCE + "\n// prepare\n"
+    monkeypatch.setattr(_kernels, "_module", modules.SourceModules(source, "prepare.cu"))
+    linalg.prepare(np.complex64, device=0)
+    options = CompileOptions(arch=compute_capability(0), extra=("-DACCELMATH_complex64",))
+    thread = modules._soon[modules._compile_key(source, options, "prepare.cu")]
+    thread.join()
+    assert modules.is_compiled(source, options, "prepare.cu")
+    linalg.prepare("complex64", device=0, wait=True)
+    assert (0, "complex64") in _kernels._module._found

@@ -60,7 +60,10 @@ def _both(configuration, image, other, mask, package):
                          (kind_of(package), [package.asarray(a) if package.__name__ == "cupy"
                                              else package.from_numpy(a).cuda()
                                              for a in (image, other, mask)])):
-        spectra = Spectra(configuration, rules, kind, chunk_bytes=200_000)
+        maps = len(rules.pairs[0]) + len(configuration.kernel_terms)
+        rows = 10  # (several row blocks)
+        spectra = Spectra(configuration, rules, kind,
+                          chunk_bytes=rows * maps * (image.shape[1] // 2 + 1) * 16)
         selected = spectra.fill(*arrays)
         spectra.transform()
         made.append((kind, spectra, selected))
