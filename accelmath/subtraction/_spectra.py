@@ -19,6 +19,10 @@ plans, matrices and buffers across pairs:
 - the difference's spectrum is ``F J - sum_ij F(X_ij) Khat_ij``, with ``Khat_ij`` the DFT of
   the term's (2w + 1)^2 kernel placed modulo the shape (small DFT matrices again), and one
   complex-to-real plan gives the difference; the background polynomial is subtracted after.
+
+The element-wise passes (the planes, the spectrum products, the difference's spectrum) run
+on a GPU as the subtraction's own kernels (:mod:`._kernels`, one compile kept in the store),
+elsewhere as the array package's operations.
 """
 
 import numpy
