@@ -25,6 +25,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
 
 
+@pytest.fixture(scope="session")
+def nvrtc():
+    """accelmath's NVRTC binding, its library loaded (skips where NVRTC is not installed)."""
+    from accelmath.bindings import nvrtc as binding
+    from accelmath.errors import LibraryNotFoundError
+
+    try:
+        binding.lib.cdll
+    except LibraryNotFoundError as exc:
+        pytest.skip(str(exc))
+    return binding
+
+
 @pytest.fixture
 def cp():
     """The cupy module (skips without CuPy)."""

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelmath._core.modules import CompileOptions, compile_cuda
-from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, UnsupportedOperandError
+from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 from accelmath.fusion import RawKernel
 from accelmath.fusion._raw import _parameter
 
@@ -22,15 +22,6 @@ extern "C" __global__ void typed(float f, int i, unsigned char b, int* out) {
     out[0] = (int)f; out[1] = i; out[2] = b;
 }
 '''
-
-
-def _needs_nvrtc():
-    from accelmath.bindings import nvrtc
-
-    try:
-        nvrtc.lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.mark.parametrize("value, c_type, expected", [
@@ -92,8 +83,7 @@ def test_a_launch_without_a_device_array_says_so():
         kernel(1, 32, (1.0, np.zeros(4), np.zeros(4), 4))
 
 
-def test_the_source_compiles_without_a_gpu():
-    _needs_nvrtc()
+def test_the_source_compiles_without_a_gpu(nvrtc):
     kernel = RawKernel(AXPY, "axpy", options=("-DUNUSED=1",))
     image = compile_cuda(kernel.source, CompileOptions(arch=(9, 0), extra=kernel.options),
                          "axpy.cu")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from accelmath._core.modules import CompileOptions, compile_cuda
-from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, UnsupportedDTypeError
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _small
 
 ORDERS = (1, 2, 3, 8, 17, 32)
@@ -23,15 +23,10 @@ INSTANCES = ([("solve", n, d, kb) for n in ORDERS for d in DTYPES for kb in (1, 
 # -- compiling (CPU) --------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def compiled():
+def compiled(request):
     """Every instance compiled, in parallel (NVRTC runs outside the GIL): instance -> cubin
     or the exception."""
-    from accelmath.bindings import nvrtc
-
-    try:
-        nvrtc.lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
+    request.getfixturevalue("nvrtc")
 
     def build(instance):
         op, n, dtype, kb = instance
