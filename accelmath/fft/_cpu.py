@@ -190,6 +190,11 @@ class HostTransform:
         self._several = len(axes) > 1
         self._engine = engine()
 
+    def runner(self, inverse=None, workers=None):
+        """``execute(a, inverse, workers=workers)`` as a function of ``a`` alone."""
+        execute = self.execute
+        return lambda a: execute(a, inverse, None, workers)
+
     def execute(self, a, inverse=None, out=None, workers=None):
         """The transform of NumPy array ``a`` (of the prepared shape and dtype).
 
@@ -310,6 +315,15 @@ class TorchTransform:
             return function(t, self._size, self._dim, self._norm, out=out)
         result = function(t, self._size, self._dim, self._norm)
         return result.resolve_conj() if self._resolve else result
+
+    def runner(self, inverse=None, workers=None):
+        """``execute(t, inverse, workers=workers)`` as a function of ``t`` alone: torch's
+        own function where nothing else is to do (the call memo's path)."""
+        function = self._functions[self._inverse if inverse is None else inverse]
+        if self._convert is None and not self._resolve:
+            size, dim, norm = self._size, self._dim, self._norm
+            return lambda t: function(t, size, dim, norm)
+        return lambda t: self.execute(t, inverse)
 
 
 def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=False,

@@ -16,7 +16,6 @@ the functions pass ``conjugate=True`` and the swapped norm.
 """
 
 import contextlib
-import functools
 from typing import NamedTuple, Optional
 
 import numpy
@@ -104,6 +103,7 @@ class HostCall(NamedTuple):
     workers: Optional[int]
     like: Operand  # the inputs' layout, for checking ``out=`` (no array held)
     out_dtype: str
+    run: object  # ``transform.runner(inverse, workers)``: the call without out=
 
 
 def _plain(value):
@@ -124,11 +124,16 @@ def _numpy_layout(x):
     return x.shape, x.dtype
 
 
-def _torch_layout(layout_key, x):
-    if x.is_cpu:  # torch.fft reads any strides, and lazily conjugated views
-        # (None for a tensor that records gradients: checked against the grad mode each call)
-        return None if x.requires_grad else (x.shape, x.dtype)
-    return layout_key(x)
+def _torch_layout(layout_key):
+    """What a call key holds of a torch tensor: for CPU tensors their shape and dtype, since
+    torch.fft reads any strides and lazily conjugated views (None for one that records
+    gradients: checked against the grad mode each call); ``layout_key``'s for the others."""
+    def read(x):
+        if x.is_cpu:
+            return None if x.requires_grad else (x.shape, x.dtype)
+        return layout_key(x)
+
+    return read
 
 
 _LAYOUTS = {numpy.ndarray: _numpy_layout}  # type -> what a call key holds of its arrays
@@ -144,7 +149,7 @@ def _layout(x):
             return None
         read = adapter.layout_key
         if adapter.package == "torch":
-            read = functools.partial(_torch_layout, adapter.layout_key)
+            read = _torch_layout(adapter.layout_key)
         _LAYOUTS[type(x)] = read
     return read(x)
 
@@ -159,8 +164,9 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
     if workers is not None:
         workers = check_workers(workers)
     call = None
-    if (axes is not None or s is None) and _plain(s) and _plain(axes):
-        layout = _layout(x)
+    if (axes is not None or s is None) and (s is None or _plain(s)) and _plain(axes):
+        read = _LAYOUTS.get(x.__class__)
+        layout = _layout(x) if read is None else read(x)
         if layout is not None:
             call = (kind, inverse, conjugate, s, axes, norm, execution, workers, out is None,
                     type(x), layout)
@@ -173,7 +179,7 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
                     if stream is not None:
                         stream_handle(stream)  # (checked, though the CPU has no streams)
                     if out is None:
-                        return entry.transform.execute(x, entry.inverse, None, entry.workers)
+                        return entry.run(x)
                     return _run_host(entry, x, out)
                 return entry.execute(x, direction=_DIRECTIONS[inverse], stream=stream)
     norm = norms.check_norm(norm)
@@ -265,7 +271,8 @@ def _host(kind, x, op, s, axes, norm, inverse, conjugate, out, workers, call):
     transform = host_transform(kind, tuple(op.shape), op.dtype if torch else data.dtype, axes,
                                s, norm, conjugate, op.package)
     like = Operand(None, 0, op.shape, op.strides, op.dtype, None, op.adapter)
-    entry = HostCall(transform, inverse, workers, like, numpy.dtype(transform.out_dtype).name)
+    entry = HostCall(transform, inverse, workers, like, numpy.dtype(transform.out_dtype).name,
+                     transform.runner(inverse, workers))
     if call is not None and (torch or op.obj is x):  # (runs straight on the caller's array)
         dispatcher.remember(call, entry)
     result = _run_host(entry, data, out)
@@ -278,7 +285,7 @@ def _run_host(entry, data, out):
     """Execute remembered host call ``entry`` on ``data`` (a NumPy array, or a CPU tensor)."""
     transform = entry.transform
     if out is None:
-        return transform.execute(data, inverse=entry.inverse, workers=entry.workers)
+        return entry.run(data)
     out_op = check_out(out, entry.like, transform.out_shape, entry.out_dtype)
     if out_op.package == "torch" or entry.like.package != "torch":
         target = out if entry.like.package == "torch" else out_op.adapter.to_numpy(out)
