@@ -75,7 +75,7 @@ def cholesky(a, *, upper, check, method, stream):
     out, out_ptr = ctx.empty(batch + (n, n))
     if count == 0 or n == 0:
         return ctx.finish(out)
-    if small_fits(method, n, count):
+    if small_fits(method, n):
         def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id):
             _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
 

@@ -92,7 +92,7 @@ def solve(a, b, *, vector, check, method, stream):
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
-    if small_fits(method, n, count):
+    if small_fits(method, n):
         run_small(ctx, _small.solve, (a, b), x_ptr, batch, check, SINGULAR, n, k, count)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
@@ -115,7 +115,7 @@ def inv(a, *, check, method, stream):
     x, x_ptr = ctx.empty(batch + (n, n))
     if count == 0 or n == 0:
         return ctx.finish(x)
-    if small_fits(method, n, count):
+    if small_fits(method, n):
         run_small(ctx, _small.inv, (a,), x_ptr, batch, check, SINGULAR, n, count)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
