@@ -15,10 +15,13 @@ import numpy
 from accelmath._core import modules
 from accelmath._core.device import compute_capability, ensure_context
 from accelmath._core.operand import device_name, wrap_operand
-from accelmath._core.stream import resolve_stream, stream_handle
+from accelmath._core.stream import resolve_stream
 from accelmath.errors import DeviceMismatchError, InvalidArgumentError, UnsupportedOperandError
 
 __all__ = ["RawKernel"]
+
+# one file name for every kernel: the kernels of one source share its compile and its module
+_FILE = "accelmath_raw_kernel.cu"
 
 # NumPy scalar types -> the C type a kernel parameter of theirs has
 _SCALARS = {
@@ -80,10 +83,6 @@ class RawKernel:
     def __repr__(self):
         return f"RawKernel({self.name!r}, {len(self.source)} characters of source)"
 
-    def _file(self):
-        # one name for every kernel: the kernels of one source share its compile and module
-        return "accelmath_raw_kernel.cu"
-
     def compile(self, device=0, *, wait=True):
         """Compile the source for ``device`` (an ordinal), or take it from the store, and
         load it there.
@@ -103,12 +102,12 @@ class RawKernel:
         elif device not in self._functions:
             options = modules.CompileOptions(arch=compute_capability(device),
                                              extra=self.options)
-            modules.compile_soon(self.source, options, self._file())
+            modules.compile_soon(self.source, options, _FILE)
 
     def _function(self, device):
         function = self._functions.get(device)
         if function is None:
-            module = modules.loaded(device, self.source, self._file(), self.options)
+            module = modules.loaded(device, self.source, _FILE, self.options)
             function = self._functions[device] = module.function(self.name)
         return function
 
@@ -153,10 +152,11 @@ class RawKernel:
                 raise DeviceMismatchError(
                     f"{self.name}: arrays on {device_name(device)} and "
                     f"{device_name(op.device_id)}: a kernel runs on one device")
-        handle = resolve_stream(stream, first) if stream is None else stream_handle(stream)
+        handle = resolve_stream(stream, first)
         for op in operands:
             op.wait_ready(handle)
-        config = _config(grid, block, shared_bytes)
+        config = _config(*(tuple(v) if isinstance(v, list) else v
+                           for v in (grid, block, shared_bytes)))
         ensure_context(device)
         modules.launch(self._function(device), config, values, handle)
 
