@@ -26,10 +26,19 @@ def to_numpy(x):
     return np.asarray(x)
 
 
-def close(ours, expected, tolerance=1e-9):
+# GPU against CPU, relative to the largest value. Roundoff alone moves the CPU's own results
+# by up to 2.7e-10 (difference) and 6.7e-10 (coefficients) from seed to seed: measured over 12
+# seeds of these pairs with the inputs perturbed at 1e-16 and 1e-15 (the normal equations
+# amplify rounding about 1e6 times). So 1e-9 was within 4x of roundoff, and failed now and
+# then; these bounds leave two orders of magnitude.
+DIFFERENCE, COEFFICIENTS = 1e-7, 1e-7
+
+
+def close(ours, expected, tolerance=DIFFERENCE, seed=None):
     ours, expected = to_numpy(ours), np.asarray(expected)
     np.testing.assert_allclose(ours, expected, rtol=0,
-                               atol=tolerance * float(np.abs(expected).max()))
+                               atol=tolerance * float(np.abs(expected).max()),
+                               err_msg=f"pair seed {seed}")
 
 
 def on_gpu(made, package):
@@ -54,11 +63,9 @@ def test_gpu_agrees_with_the_cpu(package, options):
     result = subtract(reference, science, mask=mask, timings=True, **options)
     assert type(result.difference) is type(reference), seed
     assert str(result.difference.device) == str(reference.device)
-    close(result.difference, expected.difference)
-    # (the coefficients carry the conditioning of the normal equations: cuFFT's and the
-    # CPU's roundoff, amplified; the difference does not)
-    close(result.coefficients, expected.coefficients, 1e-7)
-    close(result.background, expected.background, 1e-7)
+    close(result.difference, expected.difference, seed=seed)
+    close(result.coefficients, expected.coefficients, COEFFICIENTS, seed)
+    close(result.background, expected.background, COEFFICIENTS, seed)
     assert result.ratio == pytest.approx(expected.ratio, rel=1e-9), seed
     assert list(result.timings) == ["planes", "transforms", "products", "solve", "subtract"]
 
