@@ -289,6 +289,10 @@ class TorchTransform:
             functions = {False: fft.rfft if one else fft.rfftn,
                          True: fft.irfft if one else fft.irfftn}
         self._functions, self._norm = functions, norm
+        # torch's defaults for the rest (n=None, dim=-1, norm=None): the call may leave them
+        # out, which its argument parser reads a quarter of a microsecond faster
+        self._defaults = (one and self._size is None and self._dim in (-1, len(shape) - 1)
+                          and norm in (None, "backward"))
         self._inverse = kind == "c2r"
         # torch gives the inverse transforms of real input as lazily conjugated views of the
         # forward ones; other packages (NumPy among them) cannot read those
@@ -321,6 +325,8 @@ class TorchTransform:
         own function where nothing else is to do (the call memo's path)."""
         function = self._functions[self._inverse if inverse is None else inverse]
         if self._convert is None and not self._resolve:
+            if self._defaults:
+                return function
             size, dim, norm = self._size, self._dim, self._norm
             return lambda t: function(t, size, dim, norm)
         return lambda t: self.execute(t, inverse)
