@@ -251,9 +251,17 @@ def _direct_target(a, out):
     machine's byte order (the engine writes no other), apart from the input (an engine writes
     in place only over an input of its result's dtype).
     Its callers have checked ``out``."""
-    if out.flags.c_contiguous and out.dtype.isnative and not numpy.may_share_memory(a, out):
+    flags = out.flags
+    if not (flags.c_contiguous and out.dtype.isnative):
+        return None
+    # two arrays that own their memory are apart, unless one is the other; this saves the
+    # general test (a fifth of a microsecond, on every call of a plan into out=)
+    if a is not out and flags.owndata and a.flags.owndata:
         return out
-    return None
+    return None if _may_share_memory(a, out) else out
+
+
+_may_share_memory = numpy.may_share_memory
 
 
 class TorchTransform:
