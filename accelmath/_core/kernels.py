@@ -2,13 +2,15 @@
 
 One kernel covers copy, scale and copy-with-scale for any strided layout of up to
 :data:`MAX_DIMS` dimensions and every dtype accelmath transforms. It is compiled, loaded and
-launched through :mod:`accelmath._core.modules`, on the caller's stream.
+launched through :mod:`accelmath._core.modules` and :mod:`accelmath._core.launch`, on the
+caller's stream.
 """
 
 import ctypes
 import functools
 
-from accelmath._core.modules import LaunchConfig, SourceModules, launch
+from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.modules import SourceModules
 from accelmath.errors import InvalidArgumentError
 
 __all__ = ["MAX_DIMS", "SOURCE", "copy_scale", "merge_dims"]

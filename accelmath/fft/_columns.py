@@ -20,8 +20,8 @@ import ctypes
 import threading
 
 from accelmath._core.device import compute_capability
-from accelmath._core.modules import (CompileOptions, LaunchConfig, allow_dynamic_shared,
-                                     is_compiled, launch, loaded)
+from accelmath._core.launch import LaunchConfig, allow_dynamic_shared, launch
+from accelmath._core.modules import CompileOptions, is_compiled, loaded
 from accelmath._core.modules import compile_soon as modules_compile_soon
 from accelmath.bindings import driver
 

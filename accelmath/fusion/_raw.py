@@ -12,7 +12,7 @@ import operator
 
 import numpy
 
-from accelmath._core import modules
+from accelmath._core import launch, modules
 from accelmath._core.device import compute_capability, ensure_context
 from accelmath._core.operand import device_name, wrap_operand
 from accelmath._core.stream import resolve_stream
@@ -34,7 +34,7 @@ _SCALARS = {
 
 @functools.lru_cache(maxsize=256)
 def _config(grid, block, shared_bytes):
-    return modules.LaunchConfig(grid=grid, block=block, shared_bytes=shared_bytes)
+    return launch.LaunchConfig(grid=grid, block=block, shared_bytes=shared_bytes)
 
 
 class RawKernel:
@@ -158,7 +158,7 @@ class RawKernel:
         config = _config(*(tuple(v) if isinstance(v, list) else v
                            for v in (grid, block, shared_bytes)))
         ensure_context(device)
-        modules.launch(self._function(device), config, values, handle)
+        launch.launch(self._function(device), config, values, handle)
 
 
 def _parameter(arg, position, operands):

@@ -18,7 +18,8 @@ import functools
 import numpy
 
 from accelmath._core.kernels import merge_dims
-from accelmath._core.modules import LaunchConfig, SourceModules, launch
+from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.modules import SourceModules
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernel_source import SOURCE
 

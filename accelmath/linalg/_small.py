@@ -47,7 +47,8 @@ Every launcher enqueues on ``stream``; none synchronizes or allocates.
 
 import ctypes
 
-from accelmath._core.modules import LaunchConfig, launch, loaded
+from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.modules import loaded
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["DTYPES", "MAX_N", "SOURCE", "cholesky", "compile_options", "inv", "solve"]
