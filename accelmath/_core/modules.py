@@ -33,7 +33,7 @@ from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 __all__ = ["STANDARDS", "CompileOptions", "Module", "SourceModules", "compile_cuda",
-           "compile_soon", "is_compiled", "link", "load", "loaded"]
+           "compile_soon", "device_options", "is_compiled", "link", "load", "loaded"]
 
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 
@@ -423,15 +423,21 @@ def loaded(device_id, source, name="kernel.cu", extra=()):
     key = (device_id, name, extra, source)
     module = _sources.get(key)
     if module is None:
-        from accelmath._core.device import compute_capability
-
         with _lock:  # one compile per key, however many threads ask at once
             module = _sources.get(key)
             if module is None:
-                options = CompileOptions(arch=compute_capability(device_id), extra=extra)
+                options = device_options(device_id, extra)
                 module = load(device_id, compile_cuda(source, options, name))
                 _sources[key] = module
     return module
+
+
+def device_options(device_id, extra=()):
+    """The :class:`CompileOptions` of code for a device, as :func:`loaded` compiles it: the
+    device's architecture and the further NVRTC options ``extra``."""
+    from accelmath._core.device import compute_capability
+
+    return CompileOptions(arch=compute_capability(device_id), extra=extra)
 
 
 class SourceModules:
@@ -471,10 +477,8 @@ class SourceModules:
     def compile_soon(self, device_id, variant=None):
         """Start compiling a variant for a device in the background (:func:`compile_soon`),
         so that its first use waits less or not at all; the thread."""
-        from accelmath._core.device import compute_capability
-
-        options = CompileOptions(arch=compute_capability(device_id), extra=_variant(variant))
-        return compile_soon(self._source, options, self._name)
+        return compile_soon(self._source, device_options(device_id, _variant(variant)),
+                            self._name)
 
 
 def _variant(variant):

@@ -21,7 +21,7 @@ import threading
 
 from accelmath._core.device import compute_capability
 from accelmath._core.launch import LaunchConfig, allow_dynamic_shared, launch
-from accelmath._core.modules import CompileOptions, is_compiled, loaded
+from accelmath._core.modules import device_options, is_compiled, loaded
 from accelmath._core.modules import compile_soon as modules_compile_soon
 from accelmath.bindings import driver
 
@@ -224,20 +224,16 @@ _ready = set()  # (device, length) of the kernels set up
 _lock = threading.Lock()
 
 
-def _compile_options(device_id, length):
-    return CompileOptions(arch=compute_capability(device_id), extra=options(length))
-
-
 def compiled(device_id, length):
     """Whether the kernel for a length is compiled for a device (kept in the store, or
     compiled in the background by :func:`compile_soon`): a plan can time it at once."""
-    return is_compiled(SOURCE, _compile_options(device_id, length), _NAME)
+    return is_compiled(SOURCE, device_options(device_id, options(length)), _NAME)
 
 
 def compile_soon(device_id, length):
     """Start compiling the kernel for a length for a device in the background (about a
     second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
-    return modules_compile_soon(SOURCE, _compile_options(device_id, length), _NAME)
+    return modules_compile_soon(SOURCE, device_options(device_id, options(length)), _NAME)
 
 
 def _kernel(device_id, length):

@@ -13,7 +13,7 @@ import operator
 import numpy
 
 from accelmath._core import launch, modules
-from accelmath._core.device import compute_capability, ensure_context
+from accelmath._core.device import ensure_context
 from accelmath._core.operand import device_name, wrap_operand
 from accelmath._core.stream import resolve_stream
 from accelmath.errors import DeviceMismatchError, InvalidArgumentError, UnsupportedOperandError
@@ -100,9 +100,8 @@ class RawKernel:
         if wait:
             self._function(device)
         elif device not in self._functions:
-            options = modules.CompileOptions(arch=compute_capability(device),
-                                             extra=self.options)
-            modules.compile_soon(self.source, options, _FILE)
+            modules.compile_soon(self.source, modules.device_options(device, self.options),
+                                 _FILE)
 
     def _function(self, device):
         function = self._functions.get(device)

@@ -75,6 +75,15 @@ def test_compile_options():
         options.arch = (8, 0)
 
 
+def test_device_options_take_the_device_architecture(monkeypatch):
+    from accelmath._core import device
+
+    monkeypatch.setattr(device, "compute_capability", {3: (8, 6)}.__getitem__)
+    assert modules.device_options(3, ("-DN=2",)) == CompileOptions(arch=(8, 6),
+                                                                    extra=("-DN=2",))
+    assert modules.device_options(3).arguments == ("--gpu-architecture=sm_86", "--std=c++17")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"arch": 90}, "arch=90 is not a compute capability"),
     ({"arch": (9,)}, "arch=(9,) is not a compute capability"),
