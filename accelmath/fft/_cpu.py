@@ -258,10 +258,7 @@ def _direct_target(a, out):
     # general test (a fifth of a microsecond, on every call of a plan into out=)
     if a is not out and flags.owndata and a.flags.owndata:
         return out
-    return None if _may_share_memory(a, out) else out
-
-
-_may_share_memory = numpy.may_share_memory
+    return None if numpy.may_share_memory(a, out) else out
 
 
 class TorchTransform:

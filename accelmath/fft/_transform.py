@@ -139,19 +139,18 @@ def _torch_layout(layout_key):
 _LAYOUTS = {numpy.ndarray: _numpy_layout}  # type -> what a call key holds of its arrays
 
 
-def _layout(x):
-    """The part of a call key that describes array ``x``, or None where none is kept."""
-    read = _LAYOUTS.get(type(x))
-    if read is None:
-        try:
-            adapter = adapter_for(x)
-        except TypeError:  # not an array: the slow path says why
-            return None
-        read = adapter.layout_key
-        if adapter.package == "torch":
-            read = _torch_layout(adapter.layout_key)
-        _LAYOUTS[type(x)] = read
-    return read(x)
+def _new_reader(x):
+    """What reads the call-key part of arrays of ``x``'s type (kept in :data:`_LAYOUTS`), or
+    None for what is not an array (the slow path says why)."""
+    try:
+        adapter = adapter_for(x)
+    except TypeError:
+        return None
+    read = adapter.layout_key
+    if adapter.package == "torch":
+        read = _torch_layout(adapter.layout_key)
+    _LAYOUTS[type(x)] = read
+    return read
 
 
 def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution, workers):
@@ -165,8 +164,8 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
         workers = check_workers(workers)
     call = None
     if (axes is not None or s is None) and (s is None or _plain(s)) and _plain(axes):
-        read = _LAYOUTS.get(x.__class__)
-        layout = _layout(x) if read is None else read(x)
+        read = _LAYOUTS.get(x.__class__) or _new_reader(x)
+        layout = None if read is None else read(x)
         if layout is not None:
             call = (kind, inverse, conjugate, s, axes, norm, execution, workers, out is None,
                     type(x), layout)
