@@ -154,8 +154,11 @@ class RawKernel:
         handle = resolve_stream(stream, first)
         for op in operands:
             op.wait_ready(handle)
-        config = _config(*(tuple(v) if isinstance(v, list) else v
-                           for v in (grid, block, shared_bytes)))
+        if grid.__class__ is list:  # (the cache of configurations takes hashable keys)
+            grid = tuple(grid)
+        if block.__class__ is list:
+            block = tuple(block)
+        config = _config(grid, block, shared_bytes)
         ensure_context(device)
         launch.launch(self._function(device), config, values, handle)
 
