@@ -5,13 +5,17 @@ kernels) asks :func:`choose` for the fastest. The choice is looked up in the on-
 first, keyed by the problem and by the machine (GPU, driver and library versions), so a later
 process makes it without timing anything, and without even preparing the candidates that lost.
 Where it is not known, each candidate is prepared and timed with CUDA events
-(:func:`device_time`), the fastest kept and written to the store. Choices and timings are
-logged on the ``accelmath`` logger.
+(:func:`device_time`), the fastest kept and written to the store. Where the candidates run
+fast enough to be timed several times, they are timed in rounds, each once a round in turn,
+and each candidate's median counts: a clock that drifts while the candidates are timed
+(the GPU warming, its power limit) then moves every candidate alike, instead of favouring
+those timed first. Choices and timings are logged on the ``accelmath`` logger.
 """
 
 import ctypes
 import logging
 import math
+import statistics
 from dataclasses import dataclass
 
 from accelmath._core import store
@@ -82,7 +86,7 @@ def device_time(enqueue, stream=0, repeats=4):
             driver.lib.event_destroy(event)
 
 
-def choose(problem, labels, measure, device_id, libraries=()):
+def choose(problem, labels, measure, device_id, libraries=(), rounds=1):
     """The fastest of several candidates, from the store or timed now.
 
     Parameters
@@ -94,13 +98,16 @@ def choose(problem, labels, measure, device_id, libraries=()):
         One stable label per candidate (the same candidates in a later process have the same
         labels).
     measure : callable
-        ``measure(index)`` prepares candidate ``index`` and returns its device time in ms
-        (infinity for a candidate that cannot run). It is called for every candidate when
-        the choice is not known, for none when it is.
+        ``measure(index)`` prepares candidate ``index`` (the first time) and returns its
+        device time in ms (infinity for a candidate that cannot run). It is called for every
+        candidate in turn, ``rounds`` times, when the choice is not known, for none when it
+        is; a candidate that could not run is not called again.
     device_id : int
         The device the candidates run on.
     libraries : sequence of str
         The libraries whose versions the choice depends on (``device.library_info`` names).
+    rounds : int, optional
+        How many times each candidate is timed, in turn with the others; its median counts.
 
     Returns
     -------
@@ -113,7 +120,12 @@ def choose(problem, labels, measure, device_id, libraries=()):
     if stored is not None:
         return stored
     key = _key(problem, labels, device_id, libraries)
-    times = {label: measure(i) for i, label in enumerate(labels)}
+    runs = [[] for _ in labels]
+    for _ in range(rounds):
+        for i, kept in enumerate(runs):
+            if not kept or math.isfinite(kept[0]):
+                kept.append(measure(i))
+    times = {label: statistics.median(kept) for label, kept in zip(labels, runs)}
     index = min(range(len(labels)), key=lambda i: times[labels[i]])
     _log.info("timing: %s: chose %s of %s", problem, labels[index],
               ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()))

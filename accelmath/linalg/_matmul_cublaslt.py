@@ -35,7 +35,8 @@ _WORKSPACE = 32 << 20  # the most workspace cuBLASLt's algorithms may ask for (H
 _CANDIDATES = 8  # the heuristic's candidates kept, for autotuning
 _HEURISTIC = "cublaslt-heuristic"  # the store's namespace of the heuristic's answers
 # Autotuning times each candidate over runs of a few calls back to back (the throughput of a
-# loop, not of one launch), and the heuristic's first choice keeps its place unless another
+# loop, not of one launch), the candidates in turn round after round (their medians count:
+# see timing.choose), and the heuristic's first choice keeps its place unless another
 # candidate is faster by more than the timing's noise: a timed choice is never slower. (The
 # time kept for the first choice is its measured time times the head start.)
 _BACK_TO_BACK = 5
@@ -380,24 +381,24 @@ class LtPlan:
         self._algo = self._candidates[index][0]
         self._algo_ptr = ctypes.addressof(self._algo)
 
-    def autotune(self, enqueue, stream, iterations):
-        """Time the candidates (``enqueue(index)`` runs candidate ``index`` on ``stream``),
-        keep the fastest and store the choice; a choice already stored is taken as it is.
-        Returns the :class:`~accelmath._core.timing.Choice`."""
+    def autotune(self, enqueue, stream, rounds):
+        """Time the candidates (``enqueue(index)`` runs candidate ``index`` on ``stream``)
+        in turn, ``rounds`` times, keep the fastest and store the choice; a choice already
+        stored is taken as it is. Returns the :class:`~accelmath._core.timing.Choice`."""
         def measure(i):
             def runs():
                 for _ in range(_BACK_TO_BACK):
                     enqueue(i)
 
             try:
-                ms = timing.device_time(runs, stream, iterations)
+                ms = timing.device_time(runs, stream, 1)
             except CudaLibraryError as exc:
                 _log.info("matmul candidate %d of %s failed: %s", i, self.problem, exc)
                 return float("inf")
             return ms * _HEAD_START if i == 0 else ms
 
         choice = timing.choose(self.problem, self.labels, measure, self.device_id,
-                               ("cublasLt",))
+                               ("cublasLt",), rounds)
         self.choose(choice.index)
         self.stored = choice.stored
         return choice

@@ -259,7 +259,7 @@ class Matmul(Plan):
         ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
         return _finish(ctx, problem, d, extra)
 
-    def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=4,
+    def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=5,
                  stream=None):
         """Time the candidate algorithms on the operands (default: those the plan was made
         with) and use the fastest from now on; the choice is stored, so a later plan of the
@@ -271,7 +271,9 @@ class Matmul(Plan):
         a, b, c, bias, aux : array, optional
             As for :meth:`execute`.
         iterations : int, optional
-            Timed runs of each candidate (the best counts), after one that warms up.
+            Rounds of timing: in each, every candidate runs in turn (a few calls back to
+            back, after a run that warms it up); each candidate's median time counts, so
+            that a GPU clock drifting meanwhile favours none.
         stream : int or stream object, optional
             Default: the plan's ``stream``, else the operands' current stream.
 

@@ -80,3 +80,28 @@ def test_a_candidate_that_cannot_run_loses_and_the_choice_is_kept(fresh_store):
     assert choice.index == 1
     again = timing.choose("problem", ["fails", "runs"], lambda i: pytest.fail("timed"), 0)
     assert again.index == 1 and again.stored
+
+
+def test_rounds_time_the_candidates_in_turn_and_their_medians_count(fresh_store):
+    # "a" is the fastest of the first round, but "b" has the lowest median over three
+    measured = []
+    drift = iter([1.0, 1.5, 9.0, 2.0, 1.8, 9.0, 3.0, 2.1, 9.0])
+
+    def measure(i):
+        measured.append(i)
+        return next(drift)
+
+    choice = timing.choose("drifting", ["a", "b", "c"], measure, 0, rounds=3)
+    assert measured == [0, 1, 2] * 3
+    assert choice.index == 1 and choice.times == {"a": 2.0, "b": 1.8, "c": 9.0}
+
+
+def test_a_candidate_that_cannot_run_is_timed_once(fresh_store):
+    measured = []
+
+    def measure(i):
+        measured.append(i)
+        return [float("inf"), 2.0][i]
+
+    choice = timing.choose("failing", ["fails", "runs"], measure, 0, rounds=3)
+    assert choice.index == 1 and measured == [0, 1, 1, 1]
