@@ -138,6 +138,27 @@ def device_time_ms(fn, event_factory, repeats=30, warmup=5, calls=10):
     return statistics.median(times)
 
 
+def device_times_ms(cases, event_factory, rounds, calls):
+    """Device time per call of each function of ``cases`` ({label: fn}), in ms, the cases
+    timed in turn: in each of ``rounds`` rounds, each case runs ``calls[label]`` calls back
+    to back between two events, and each case's median counts. A clock that drifts meanwhile
+    (the GPU warming, its power limit) then moves every case alike. One untimed call is
+    enqueued before each start event, so that the first timed call waits in a queue that is
+    already busy, as later ones do: the host time of enqueueing it does not count."""
+    times = {label: [] for label in cases}
+    for _ in range(rounds):
+        for label, fn in cases.items():
+            start, end = event_factory(label), event_factory(label)
+            fn()
+            start.record()
+            for _ in range(calls[label]):
+                fn()
+            end.record()
+            end.synchronize()
+            times[label].append(_elapsed(start, end) / calls[label])
+    return {label: statistics.median(ts) for label, ts in times.items()}
+
+
 def _elapsed(start, end):
     if hasattr(start, "elapsed_time"):  # torch
         return start.elapsed_time(end)

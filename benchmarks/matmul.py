@@ -1,9 +1,10 @@
 """accelmath.linalg.matmul and Matmul beside torch, CuPy and nvmath-python, in one process.
 
-Device time per call, ms: CUDA events around calls back to back (``_common.device_time_ms``),
-the median of several runs; how many calls and runs follows a first timed call. accelmath and
-nvmath-python run on torch tensors (CuPy has no bfloat16), timed with torch's events; CuPy on
-CuPy arrays viewing the same memory, timed with CuPy's. Every accelmath result is checked
+Device time per call, ms: CUDA events around calls back to back, every function of a case
+timed in turn round after round, each one's median kept (``_common.device_times_ms``); how
+many calls and rounds follows a first timed call. accelmath and nvmath-python run on torch
+tensors (CuPy has no bfloat16), timed with torch's events; CuPy on CuPy arrays viewing the
+same memory, timed with CuPy's. Every accelmath result is checked
 against the product in float64 (complex128) on the GPU, as a relative Frobenius error, and
 marked "ok" or "WRONG"; a case that fails leaves "-" in its cells and its error in the notes.
 
@@ -17,7 +18,8 @@ nvmath-python's RELU_BIAS) and ``gelu_bias`` (``use_gelu=True``, GELU_BIAS), and
 halved, beside the eager expressions), each also against accelmath's plain product of the
 same shape; the host time per call of a 64^3 fp32 product (stateless, stateful ``execute``,
 torch, CuPy, nvmath-python's stateful ``execute``). For every device case, the stateful
-``Matmul`` on the heuristic's first choice and after ``autotune``: the gain is their ratio.
+``Matmul`` on the heuristic's first choice and another after ``autotune``, timed in turn:
+the gain is their ratio.
 The store is a fresh temporary folder (unless ``--keep-store``), so that the heuristic's
 choice is what a first process gets. The result file's "summary" tells ``accelmath bench``
 what to compare (:data:`SUMMARY`).
@@ -33,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from _common import (RESULTS, _elapsed, case_parser, device_time_ms, environment, error_text,
+from _common import (RESULTS, _elapsed, case_parser, device_times_ms, environment, error_text,
                      host_times_us, run_case, selected, slug, write)
 
 DEVICE = "cuda"
@@ -230,9 +232,10 @@ def plain_case(name, a_shape, b_shape, dtype, tf32):
         spec = {"check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), dtype,
                                      TOLERANCE["tf32" if tf32 else dtype]),
                 "cleanup": []}
+        first = _accelmath_plan(spec, a, b, allow_tf32=tf32)
         plan = _accelmath_plan(spec, a, b, allow_tf32=tf32)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, allow_tf32=tf32),
-                        "accelmath Matmul": lambda: plan.execute(),
+                        "accelmath Matmul": lambda: first.execute(),
                         "accelmath autotuned": lambda: plan.execute()}
         spec["autotune"] = lambda: _autotune(plan)
         torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -295,12 +298,13 @@ def epilogue_case(name, kind):
                 "along the rows: the same length here)",
                 "eager: torch.relu(a @ b + bias), cupy.maximum(a @ b + bias, 0)" if kind == "relu"
                 else "eager: torch gelu(a @ b + bias, approximate='tanh')"])
+        first = _accelmath_plan(spec, a, b, **kwargs)
         plan = _accelmath_plan(spec, a, b, **kwargs)
         spec["check"] = ctx.checker(expected, "float16", TOLERANCE["float16"])
         spec["checks"] = {"accelmath plain": ctx.checker(exact - ctx.wide(bias), "float16",
                                                          TOLERANCE["float16"])}
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, **kwargs),
-                        "accelmath Matmul": lambda: plan.execute(),
+                        "accelmath Matmul": lambda: first.execute(),
                         "accelmath autotuned": lambda: plan.execute(),
                         "accelmath plain": lambda: ALG.matmul(a, b)}
         spec["autotune"] = lambda: _autotune(plan)
@@ -337,9 +341,9 @@ def all_cases():
 
 # --- running a case ------------------------------------------------------------------------
 
-def measure(fn, event, sync):
-    """Device ms per call of ``fn`` (called once before): the number of calls and runs
-    from one timed call."""
+def calls_and_rounds(fn, event, sync):
+    """How many calls back to back a timed run of ``fn`` (called once before) takes, and how
+    many rounds it wants: from one timed call."""
     sync()
     start, end = event(), event()
     start.record()
@@ -347,9 +351,17 @@ def measure(fn, event, sync):
     end.record()
     end.synchronize()
     first = _elapsed(start, end)
-    repeats, warmup, calls = ((3, 0, 1) if first > 30 else (5, 1, 2) if first > 3
-                              else (10, 2, 5) if first > 0.3 else (20, 5, 10))
-    return device_time_ms(fn, event, repeats=repeats, warmup=warmup, calls=calls)
+    return (1, 3) if first > 30 else (2, 5) if first > 3 else (5, 10) if first > 0.3 else (10, 20)
+
+
+def measure_together(ctx, fns):
+    """Device ms per call of each of ``fns`` ({label: fn}, each called once before), timed
+    in turn round after round (``device_times_ms``)."""
+    calls, rounds = {}, 1
+    for label, fn in fns.items():
+        calls[label], wanted = calls_and_rounds(fn, lambda: ctx.event(label), ctx.sync)
+        rounds = max(rounds, wanted)
+    return device_times_ms(fns, ctx.event, rounds, calls)
 
 
 def warm_up(ctx, seconds=1.0):
@@ -389,9 +401,13 @@ def _check(ctx, name, spec, label, fn, wrong):
 
 
 def _run_spec(ctx, name, spec, row, notes):
+    """Check every function of the spec, then time those that work: accelmath's and the
+    peers' in turn (the autotuned plan after its autotune, which follows the others' checks:
+    the stateless product's plan is made before a choice is stored)."""
     row["unit"] = spec.get("unit", "device ms")
     errors, wrong, working = [], [], {}
-    for label, fn in spec["ours"].items():
+    ours = sorted(spec["ours"].items(), key=lambda item: item[0] == "accelmath autotuned")
+    for label, fn in ours:
         if label == "accelmath autotuned":
             try:
                 row["autotune choice"] = spec["autotune"]()
@@ -402,26 +418,22 @@ def _run_spec(ctx, name, spec, row, notes):
         if error is not None:
             errors.append(error)
             working[label] = fn
-            if row["unit"] == "device ms":
-                row[label] = measure(fn, lambda: ctx.event(label), ctx.sync)
-    peers = {}
     for label, fn in spec["peers"].items():
         if not fn:
             row[label] = None
             continue
         try:
             fn()
-            peers[label] = fn
+            working[label] = fn
         except Exception as exc:
             notes.append(f"{name}: {label}: {error_text(exc)}")
     if row["unit"] == "host us":
-        row.update(host_times_us({**working, **peers}, calls=2000, repeats=7, sync=ctx.sync))
+        row.update(host_times_us(working, calls=2000, repeats=7, sync=ctx.sync))
     else:
-        for label, fn in peers.items():
-            try:
-                row[label] = measure(fn, lambda: ctx.event(label), ctx.sync)
-            except Exception as exc:
-                notes.append(f"{name}: {label}: {error_text(exc)}")
+        try:
+            row.update(measure_together(ctx, working))
+        except Exception as exc:
+            notes.append(f"{name}: timing: {error_text(exc)}")
     row["error"] = max(errors) if errors else None
     row["check"] = "WRONG" if wrong else "ok" if errors else "-"
     notes.extend(f"{name}: WRONG: {w}" for w in wrong)
@@ -532,11 +544,13 @@ def measure_all(args, cases):
     rows = [run_case(ctx, name, build, _run_spec, notes, started) for name, build in cases
             if selected(name, args)]
     header = (
-        "Device time per call, ms (CUDA events around calls back to back, the median of "
-        "runs: 20 x 10 calls under 0.3 ms, 10 x 5 under 3 ms, 5 x 2 under 30 ms, else 3 x 1), "
+        "Device time per call, ms (CUDA events around calls back to back, after one untimed "
+        "call; every function of a case timed in turn, round after round, and its median "
+        "kept: runs of 10 calls under 0.3 ms, 5 under 3 ms, 2 under 30 ms, else 1; 20 rounds "
+        "where the case's fastest call is under 0.3 ms, 10 under 3 ms, 5 under 30 ms, else 3), "
         "except the host-time row (us per call: the best of 7 loops of 2000 calls). "
         "'accelmath' is the stateless matmul; 'accelmath Matmul' a stateful Matmul.execute() "
-        "on the heuristic's first choice, 'accelmath autotuned' the same after "
+        "on the heuristic's first choice, 'accelmath autotuned' another plan of it after "
         f"autotune(iterations={AUTOTUNE_ITERATIONS}) ('autotune gain': their ratio; the "
         f"target 'autotuned <= heuristic' allows {NOISE:.0%} of timing noise; 'autotune "
         "choice': the candidate kept, of the heuristic's, 0 its first); "
