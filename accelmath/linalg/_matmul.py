@@ -125,7 +125,8 @@ def _device(problem, out, stream, call=None):
             dispatcher.cache(a.device_id), spec, problem._replace(ops=None), a.adapter,
             a.device_id,
             a.adapter.allocator(shape, contiguous_strides(shape), problem.dtype, a.device_id),
-            a.adapter.stream_getter(a.device_id)))
+            a.adapter.stream_getter(a.device_id),
+            problem.epilogue.returns == 1 and not a.adapter.immutable))
     return result
 
 
@@ -155,6 +156,7 @@ class _Remembered(NamedTuple):
     device_id: int
     allocate: Callable  # a new result of the package's pool and its address
     current_stream: Callable  # the package's current stream on the device
+    direct: bool  # the caller gets the result array alone, as allocated
 
 
 def _recalled(entry, call, out, alpha, beta, stream):
@@ -174,6 +176,11 @@ def _recalled(entry, call, out, alpha, beta, stream):
             d, pd = entry.allocate()
     else:
         d, pd = entry.allocate()
+    if entry.direct:
+        _, (palpha, pbeta) = problems.host_scalars(entry.problem.dtype, alpha, beta)
+        plan.run(pa, pb, pc if entry.spec.c is not None else 0, pd, pbias, paux, palpha, pbeta,
+                 handle)
+        return d
     ctx = _StreamContext(entry.adapter, entry.device_id, handle, explicit, entry.problem.dtype)
     return _launch(plan, entry.problem, ctx, d,
                    (pa, pb, pc if entry.spec.c is not None else 0, pd, pbias, paux), alpha, beta)

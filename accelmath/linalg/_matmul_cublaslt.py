@@ -254,6 +254,9 @@ class LtPlan:
         self._offsets = [tuple(o * u if u else o // 8 for o, u in zip(offsets, units))
                          for offsets in self._batches.offsets]
         self._pointers = bool(epilogue.bias or epilogue.bias_gradient or self._aux)
+        # one cuBLASLt call reads the operands and writes the result where they lie
+        self._direct = (not self._copies and self._d_copy is None and not self._pointers
+                        and len(self._offsets) == 1 and not any(self._offsets[0]))
         self._layouts = [self._make_layout(side, dtype, self._batches.strides[i])
                          for i, side in enumerate(sides + [d_side])]
         # (a module function and plain values: the resources must not keep the plan alive)
@@ -421,6 +424,13 @@ class LtPlan:
             resources.bind(state, stream)
         handle, desc = state.handles
         workspace = state.workspace
+        if self._direct and algo is None:  # one call on the operands where they lie
+            status = self._matmul(handle, desc, alpha, b, self._layouts[0], a, self._layouts[1],
+                                  beta, c or d, self._layouts[2], d, self._layouts[3],
+                                  self._algo_ptr, workspace, self.workspace_bytes, stream)
+            if status:
+                cublaslt.lib.raise_status("cublasLtMatmul", status)
+            return
         out = d
         if self._d_copy is not None:
             d = workspace + self.workspace_bytes + self._d_copy[3]

@@ -100,6 +100,7 @@ class Matmul(Plan):
             raise InvalidArgumentError(
                 'execution="cuda" needs device operands here; matmul moves host data for you')
         self._lt = None
+        self._direct = False
         self._bind(op, a, self.shape, contiguous_strides(self.shape), self.dtype,
                    problem.on_gpu, layout_only)
         given = (a, b, c, *templates)
@@ -152,6 +153,9 @@ class Matmul(Plan):
         self._scalars, (self._alpha_ptr, self._beta_ptr) = problems.host_scalars(
             problem.dtype, problem.alpha, problem.beta)
         self._uses_c = spec.c is not None
+        # the result is the array allocated or given, with nothing beside it: execute calls
+        # cuBLASLt itself
+        self._direct = problem.epilogue.returns == 1 and not self._adapter.immutable
 
     @property
     def algorithm(self):
@@ -193,12 +197,23 @@ class Matmul(Plan):
             f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound to it; "
             f"pass {_OPERANDS[i]}")
 
-    def _absent(self, i, x):
-        """0 for an operand the plan does not take; an error where one is given."""
-        if x is not None:
-            raise InvalidArgumentError(
-                f"this {self.what} takes no {_OPERANDS[i]} (it was planned without one)")
-        return 0
+    def _pointers(self, a, b, c, bias, aux, stream):
+        """The device addresses of the operands (0 for those the plan takes none of)."""
+        pointer, layouts = self._pointer, self._layouts
+        pa, pb = pointer(0, a, stream), pointer(1, b, stream)
+        if layouts[2] is None and layouts[3] is None and layouts[4] is None:
+            if c is None and bias is None and aux is None:
+                return pa, pb, 0, 0, 0
+        ptrs = [pa, pb]
+        for i, x in ((2, c), (3, bias), (4, aux)):
+            if layouts[i] is not None:
+                ptrs.append(pointer(i, x, stream))
+            elif x is not None:
+                raise InvalidArgumentError(
+                    f"this {self.what} takes no {_OPERANDS[i]} (it was planned without one)")
+            else:
+                ptrs.append(0)
+        return ptrs
 
     def execute(self, a=None, b=None, c=None, *, bias=None, aux=None, out=None, stream=None):
         """Compute the product on operands of the plan's layout.
@@ -225,10 +240,7 @@ class Matmul(Plan):
             return self._execute_host(a, b, c, bias, aux, out)
         explicit = stream is not None
         handle = stream_handle(stream) if explicit else self._current_stream()
-        pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
-        pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
-        pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
-        paux = self._pointer(4, aux, handle) if self._layouts[4] else self._absent(4, aux)
+        pa, pb, pc, pbias, paux = self._pointers(a, b, c, bias, aux, handle)
         if out is None:
             d, pd = self._allocate_on(handle) if explicit else self._allocate()
         else:
@@ -237,6 +249,10 @@ class Matmul(Plan):
             if pd is None:
                 pd = self._first_out(out, handle)
             d = out
+        if self._direct:
+            self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, self._alpha_ptr,
+                         self._beta_ptr, handle)
+            return d
         return self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, explicit, None)
 
     def _enqueue(self, d, pa, pb, pc, pd, pbias, paux, handle, explicit, algo):
@@ -289,10 +305,7 @@ class Matmul(Plan):
             return None
         stream = self.stream if stream is None else stream
         handle = self._current_stream() if stream is None else stream_handle(stream)
-        pa, pb = self._pointer(0, a, handle), self._pointer(1, b, handle)
-        pc = self._pointer(2, c, handle) if self._layouts[2] else self._absent(2, c)
-        pbias = self._pointer(3, bias, handle) if self._layouts[3] else self._absent(3, bias)
-        paux = self._pointer(4, aux, handle) if self._layouts[4] else self._absent(4, aux)
+        pa, pb, pc, pbias, paux = self._pointers(a, b, c, bias, aux, handle)
         d, pd = self._allocate_on(handle)
         kept = []
 

@@ -5,6 +5,7 @@ stands for all of that in a call repeated with arrays of the same layouts.
 """
 
 import ctypes
+import functools
 import numbers
 from typing import NamedTuple
 
@@ -252,9 +253,11 @@ def checked_out(out, like, problem):
     return check_out(out, like, problem.product.shape, problem.dtype)
 
 
+@functools.lru_cache(maxsize=256)
 def host_scalars(dtype, alpha, beta):
     """alpha and beta (checked for ``dtype``) as host scalars of the scale type, and their
-    addresses."""
+    addresses: kept for the next call of the same values (cuBLASLt reads them when it is
+    called, and nothing writes them)."""
     kind = _SCALAR[rules.DTYPES[dtype].scale]
     values = []
     for value in (alpha, beta):
