@@ -168,34 +168,42 @@ static PyTypeObject FunctionType = {
     .tp_getset = function_getset,
 };
 
-/* Launch(slow, calls, xtype, read, out_readers, current_stream, local, mask): a plan's
- * execute made in C for its common call, and slow, the same execute in Python, for the rest.
+/* Launch(slow, calls, inputs, out_readers, allocate, current_stream, local, mask): a plan's
+ * execute made in C for its common calls, and slow, the same execute in Python, for the rest.
  *
- * For a call f(x, out=out) (exactly one positional argument and the one keyword out), it
- * makes the call in C when all of these hold:
+ * inputs is a tuple of up to MAX_INPUTS (xtype, read, bound) triples, one per operand. For a
+ * call f(x0, ..., out=out) with at most len(inputs) positional arguments and no keyword but
+ * out, it makes the call in C when all of these hold:
  *   - calls.get(None) is a tuple (func, fail, slots) with func a Function (no entry, as
  *     after the plan was freed and calls cleared: slow);
- *   - type(x) is xtype and read(x) returns x's pointer, an int (None: slow);
- *   - out_readers.get(type(out)) is a reader and it returns out's pointer (None: slow);
- *   - neither pointer has a bit of mask set;
+ *   - each operand xi (a positional argument, or bound where it is left out or None; a
+ *     bound None: slow) has type xtype and read(xi) returns its pointer, an int (None: slow);
+ *   - out is given and out_readers.get(type(out)) returns its pointer (None: slow), or out
+ *     is left out (or None) and allocate is not None: allocate() returns (out, its pointer);
+ *   - no pointer has a bit of mask set;
  *   - local.state exists (AttributeError: slow) and local.state.stream == current_stream().
  * Then it calls func with one argument per entry of slots (a tuple of func.nargs entries):
- * an int is passed as it is; "handle", "in", "out", "stream" and "workspace" pass
- * local.state.handles[0], x's pointer, out's pointer, the current stream and
- * local.state.workspace (an int address). A nonzero status goes to fail(status), which
- * raises. It returns out. Every other call form, and every call where a check does not hold,
- * goes to slow unchanged; an exception raised by a reader, current_stream or fail propagates.
- * A slot of another kind, or a slots tuple whose length is not func.nargs, raises TypeError:
- * the plan that made it is wrong. */
+ * an int is passed as it is; "handle" and "handle1" pass local.state.handles[0] and [1];
+ * "in" (or "in0"), "in1", "in2", "in3" the operands' pointers; "out", "stream" and
+ * "workspace" out's pointer, the current stream and local.state.workspace (an int address).
+ * A nonzero status goes to fail(status), which raises. It returns out. Every other call
+ * form, and every call where a check does not hold, goes to slow unchanged; an exception
+ * raised by a reader, allocate, current_stream or fail propagates. A slot of another kind,
+ * or a slots tuple whose length is not func.nargs, raises TypeError: the plan that made it
+ * is wrong. */
+#define MAX_INPUTS 4
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *slow, *calls, *xtype, *read, *out_readers, *current_stream, *local;
+    PyObject *slow, *calls, *inputs, *out_readers, *allocate, *current_stream, *local;
     unsigned long long mask;
 } Launch;
 
-enum { SLOT_HANDLE, SLOT_IN, SLOT_OUT, SLOT_STREAM, SLOT_WORKSPACE, SLOT_NAMES };
-static const char *slot_names[SLOT_NAMES] = {"handle", "in", "out", "stream", "workspace"};
+enum { SLOT_HANDLE, SLOT_HANDLE1, SLOT_IN, SLOT_IN0, SLOT_IN1, SLOT_IN2, SLOT_IN3, SLOT_OUT,
+       SLOT_STREAM, SLOT_WORKSPACE, SLOT_NAMES };
+static const char *slot_names[SLOT_NAMES] = {"handle", "handle1", "in", "in0", "in1", "in2",
+                                             "in3", "out", "stream", "workspace"};
 static PyObject *slot_strs[SLOT_NAMES];
 static PyObject *str_state, *str_stream, *str_handles, *str_workspace;
 
@@ -214,8 +222,8 @@ static int slot_kind(PyObject *obj, Py_ssize_t index) {
         }
     }
     PyErr_Format(PyExc_TypeError,
-                 "Launch: slot %zd is %R, should be an int or one of 'handle', 'in', 'out', "
-                 "'stream', 'workspace'",
+                 "Launch: slot %zd is %R, should be an int or one of 'handle', 'handle1', "
+                 "'in', 'in0' to 'in3', 'out', 'stream', 'workspace'",
                  index, obj);
     return -1;
 }
@@ -245,13 +253,13 @@ static int attr_word(PyObject *obj, PyObject *name, W *word) {
     return done;
 }
 
-/* local.state.handles[0] as a word (0, -1 on an error). */
-static int handle_word(PyObject *state, W *word) {
+/* local.state.handles[k] as a word (0, -1 on an error). */
+static int handle_word(PyObject *state, Py_ssize_t k, W *word) {
     PyObject *handles = PyObject_GetAttr(state, str_handles);
     if (handles == NULL) {
         return -1;
     }
-    PyObject *value = PySequence_GetItem(handles, 0);
+    PyObject *value = PySequence_GetItem(handles, k);
     Py_DECREF(handles);
     if (value == NULL) {
         return -1;
@@ -261,14 +269,74 @@ static int handle_word(PyObject *state, W *word) {
     return done;
 }
 
-/* The checks, then the call: 1 with *result, 0 where a check does not hold, -1 on an error. */
-static int launch_fast(Launch *self, PyObject *x, PyObject *out, PyObject **result) {
-    int done = 0;
-    PyObject *entry = NULL, *reader = NULL, *state = NULL, *stream = NULL, *value = NULL;
-    W in_ptr, out_ptr, stream_word;
-    if ((PyObject *)Py_TYPE(x) != self->xtype) {
+/* The operands' pointers into ptrs: 1, 0 where a check does not hold, -1 on an error. */
+static int read_inputs(Launch *self, PyObject *const *args, Py_ssize_t nargs, W *ptrs) {
+    Py_ssize_t n = PyTuple_GET_SIZE(self->inputs);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *input = PyTuple_GET_ITEM(self->inputs, i); /* (xtype, read, bound) */
+        PyObject *x = i < nargs ? args[i] : Py_None;
+        if (x == Py_None) {
+            x = PyTuple_GET_ITEM(input, 2);
+        }
+        if (x == Py_None || (PyObject *)Py_TYPE(x) != PyTuple_GET_ITEM(input, 0)) {
+            return 0;
+        }
+        int done = read_pointer(PyTuple_GET_ITEM(input, 1), x, &ptrs[i]);
+        if (done != 1) {
+            return done;
+        }
+        if ((unsigned long long)ptrs[i] & self->mask) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* out's pointer (out given) or a new out and its pointer (out NULL): 1 with *result a new
+ * reference, 0 where a check does not hold, -1 on an error. */
+static int output(Launch *self, PyObject *out, PyObject **result, W *ptr) {
+    if (out != NULL) {
+        PyObject *reader = PyDict_GetItemWithError(self->out_readers, (PyObject *)Py_TYPE(out));
+        if (reader == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        Py_INCREF(reader);
+        int done = read_pointer(reader, out, ptr);
+        Py_DECREF(reader);
+        if (done == 1) {
+            *result = Py_NewRef(out);
+        }
+        return done;
+    }
+    if (self->allocate == Py_None) {
         return 0;
     }
+    PyObject *made = PyObject_CallNoArgs(self->allocate);
+    if (made == NULL) {
+        return -1;
+    }
+    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2) {
+        PyErr_Format(PyExc_TypeError, "Launch: allocate() returned %R, should be (out, pointer)",
+                     made);
+        Py_DECREF(made);
+        return -1;
+    }
+    if (to_word(PyTuple_GET_ITEM(made, 1), ptr) < 0) {
+        Py_DECREF(made);
+        return -1;
+    }
+    *result = Py_NewRef(PyTuple_GET_ITEM(made, 0));
+    Py_DECREF(made);
+    return 1;
+}
+
+/* The checks, then the call: 1 with *result, 0 where a check does not hold, -1 on an error.
+ * out is NULL where the call gave none. */
+static int launch_fast(Launch *self, PyObject *const *args, Py_ssize_t nargs, PyObject *out,
+                       PyObject **result) {
+    int done = 0;
+    PyObject *entry = NULL, *state = NULL, *stream = NULL, *value = NULL, *made = NULL;
+    W in_ptrs[MAX_INPUTS] = {0}, out_ptr, stream_word;
     entry = PyDict_GetItemWithError(self->calls, Py_None);
     if (entry == NULL) {
         return PyErr_Occurred() ? -1 : 0;
@@ -288,20 +356,10 @@ static int launch_fast(Launch *self, PyObject *x, PyObject *out, PyObject **resu
         done = -1;
         goto end;
     }
-    reader = PyDict_GetItemWithError(self->out_readers, (PyObject *)Py_TYPE(out));
-    if (reader == NULL) {
-        done = PyErr_Occurred() ? -1 : 0;
-        goto end;
-    }
-    Py_INCREF(reader);
-    if ((done = read_pointer(self->read, x, &in_ptr)) != 1 ||
-        (done = read_pointer(reader, out, &out_ptr)) != 1) {
+    if ((done = read_inputs(self, args, nargs, in_ptrs)) != 1) {
         goto end;
     }
     done = 0;
-    if (((unsigned long long)in_ptr | (unsigned long long)out_ptr) & self->mask) {
-        goto end;
-    }
     if ((state = PyObject_GetAttr(self->local, str_state)) == NULL) {
         /* this thread's first call makes its state, in Python */
         done = PyErr_ExceptionMatches(PyExc_AttributeError) ? 0 : -1;
@@ -320,6 +378,13 @@ static int launch_fast(Launch *self, PyObject *x, PyObject *out, PyObject **resu
         (done = to_word(stream, &stream_word)) < 0) {
         goto end;
     }
+    if ((done = output(self, out, &made, &out_ptr)) != 1) {
+        goto end;
+    }
+    done = 0;
+    if ((unsigned long long)out_ptr & self->mask) {
+        goto end;
+    }
     W a[MAX_ARGS];
     for (Py_ssize_t i = 0; i < func->nargs; i++) {
         PyObject *slot = PyTuple_GET_ITEM(slots, i);
@@ -327,8 +392,12 @@ static int launch_fast(Launch *self, PyObject *x, PyObject *out, PyObject **resu
             done = to_word(slot, &a[i]);
         } else {
             switch (slot_kind(slot, i)) {
-            case SLOT_HANDLE: done = handle_word(state, &a[i]); break;
-            case SLOT_IN: a[i] = in_ptr; break;
+            case SLOT_HANDLE: done = handle_word(state, 0, &a[i]); break;
+            case SLOT_HANDLE1: done = handle_word(state, 1, &a[i]); break;
+            case SLOT_IN: case SLOT_IN0: a[i] = in_ptrs[0]; break;
+            case SLOT_IN1: a[i] = in_ptrs[1]; break;
+            case SLOT_IN2: a[i] = in_ptrs[2]; break;
+            case SLOT_IN3: a[i] = in_ptrs[3]; break;
             case SLOT_OUT: a[i] = out_ptr; break;
             case SLOT_STREAM: a[i] = stream_word; break;
             case SLOT_WORKSPACE: done = attr_word(state, str_workspace, &a[i]); break;
@@ -348,13 +417,14 @@ static int launch_fast(Launch *self, PyObject *x, PyObject *out, PyObject **resu
         }
         Py_DECREF(raised);
     }
-    *result = Py_NewRef(out);
+    *result = made;
+    made = NULL;
     done = 1;
 end:
+    Py_XDECREF(made);
     Py_XDECREF(value);
     Py_XDECREF(stream);
     Py_XDECREF(state);
-    Py_XDECREF(reader);
     Py_DECREF(entry);
     return done;
 }
@@ -362,12 +432,14 @@ end:
 static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
     Launch *self = (Launch *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *name;
-    if (PyVectorcall_NARGS(nargsf) == 1 && kwnames != NULL && PyTuple_GET_SIZE(kwnames) == 1 &&
-        ((name = PyTuple_GET_ITEM(kwnames, 0)) == slot_strs[SLOT_OUT] ||
-         PyUnicode_Compare(name, slot_strs[SLOT_OUT]) == 0)) {
-        PyObject *result = NULL;
-        int done = launch_fast(self, args[0], args[1], &result);
+    if (nargs <= PyTuple_GET_SIZE(self->inputs) &&
+        (nkw == 0 || (nkw == 1 && ((name = PyTuple_GET_ITEM(kwnames, 0)) == slot_strs[SLOT_OUT] ||
+                                   PyUnicode_Compare(name, slot_strs[SLOT_OUT]) == 0)))) {
+        PyObject *result = NULL, *out = nkw ? args[nargs] : NULL;
+        int done = launch_fast(self, args, nargs, out == Py_None ? NULL : out, &result);
         if (done) {
             return done > 0 ? result : NULL;
         }
@@ -376,14 +448,28 @@ static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_
 }
 
 static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-    static char *keywords[] = {"slow", "calls", "xtype", "read", "out_readers",
+    static char *keywords[] = {"slow", "calls", "inputs", "out_readers", "allocate",
                                "current_stream", "local", "mask", NULL};
-    PyObject *slow, *calls, *xtype, *read, *out_readers, *current_stream, *local;
+    PyObject *slow, *calls, *inputs, *out_readers, *allocate, *current_stream, *local;
     unsigned long long mask;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOO!OOK", keywords, &slow, &PyDict_Type,
-                                     &calls, &xtype, &read, &PyDict_Type, &out_readers,
-                                     &current_stream, &local, &mask)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!O!O!OOOK", keywords, &slow, &PyDict_Type,
+                                     &calls, &PyTuple_Type, &inputs, &PyDict_Type,
+                                     &out_readers, &allocate, &current_stream, &local, &mask)) {
         return NULL;
+    }
+    if (PyTuple_GET_SIZE(inputs) > MAX_INPUTS) {
+        PyErr_Format(PyExc_ValueError, "Launch: %zd inputs, at most %d",
+                     PyTuple_GET_SIZE(inputs), MAX_INPUTS);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(inputs); i++) {
+        PyObject *input = PyTuple_GET_ITEM(inputs, i);
+        if (!PyTuple_Check(input) || PyTuple_GET_SIZE(input) != 3) {
+            PyErr_Format(PyExc_TypeError,
+                         "Launch: input %zd is %R, should be a tuple (xtype, read, bound)", i,
+                         input);
+            return NULL;
+        }
     }
     Launch *self = (Launch *)type->tp_alloc(type, 0);
     if (self == NULL) {
@@ -392,9 +478,9 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
     self->vectorcall = launch_vectorcall;
     self->slow = Py_NewRef(slow);
     self->calls = Py_NewRef(calls);
-    self->xtype = Py_NewRef(xtype);
-    self->read = Py_NewRef(read);
+    self->inputs = Py_NewRef(inputs);
     self->out_readers = Py_NewRef(out_readers);
+    self->allocate = Py_NewRef(allocate);
     self->current_stream = Py_NewRef(current_stream);
     self->local = Py_NewRef(local);
     self->mask = mask;
@@ -406,9 +492,9 @@ static int launch_traverse(PyObject *self_, visitproc visit, void *arg) {
     Launch *self = (Launch *)self_;
     Py_VISIT(self->slow);
     Py_VISIT(self->calls);
-    Py_VISIT(self->xtype);
-    Py_VISIT(self->read);
+    Py_VISIT(self->inputs);
     Py_VISIT(self->out_readers);
+    Py_VISIT(self->allocate);
     Py_VISIT(self->current_stream);
     Py_VISIT(self->local);
     return 0;
@@ -418,9 +504,9 @@ static int launch_clear(PyObject *self_) {
     Launch *self = (Launch *)self_;
     Py_CLEAR(self->slow);
     Py_CLEAR(self->calls);
-    Py_CLEAR(self->xtype);
-    Py_CLEAR(self->read);
+    Py_CLEAR(self->inputs);
     Py_CLEAR(self->out_readers);
+    Py_CLEAR(self->allocate);
     Py_CLEAR(self->current_stream);
     Py_CLEAR(self->local);
     return 0;

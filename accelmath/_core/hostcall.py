@@ -93,31 +93,35 @@ def fast(func):
     return module.Function(ctypes.cast(func, ctypes.c_void_p).value, len(argtypes))
 
 
-def launcher(slow, calls, xtype, read, out_readers, current_stream, local, mask):
-    """A plan's execute made in C for its common call, else ``slow`` itself.
+def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, mask):
+    """A plan's execute made in C for its common calls, else ``slow`` itself.
 
-    The returned callable does what ``slow`` does. For a call ``f(x, out=out)`` (exactly one
-    positional argument and the one keyword ``out``) it makes the call in C, without the
-    interpreter, when all of these hold:
+    The returned callable does what ``slow`` does. For a call ``f(x0, x1, ..., out=out)``
+    (at most one positional argument per entry of ``inputs``, and no keyword but ``out``) it
+    makes the call in C, without the interpreter, when all of these hold:
 
     - ``calls.get(None)`` is a tuple ``(func, fail, slots)`` (a :class:`BoundCall`) with
       ``func`` a ``Function`` of the call shim (no entry, as after the plan was freed and
       ``calls`` cleared: ``slow``);
-    - ``type(x) is xtype`` and ``read(x)`` returns ``x``'s pointer, an int (None: ``slow``);
-    - ``out_readers.get(type(out))`` is a reader and it returns ``out``'s pointer (None:
-      ``slow``);
-    - neither pointer has a bit of ``mask`` set;
+    - each operand ``xi`` (the positional argument, or the input's ``bound`` where it is left
+      out or None; a ``bound`` of None: ``slow``) has type ``xtype`` and ``read(xi)`` returns
+      its pointer, an int (None: ``slow``);
+    - ``out`` is given and ``out_readers.get(type(out))`` is a reader that returns its
+      pointer (None: ``slow``); or ``out`` is left out (or None) and ``allocate`` is not
+      None: ``allocate()`` returns ``(out, pointer)``;
+    - no pointer has a bit of ``mask`` set;
     - ``local.state`` exists (AttributeError: ``slow``) and
       ``local.state.stream == current_stream()``.
 
     Then it calls ``func`` with one argument per entry of ``slots``: an int is passed as it
-    is; ``"handle"``, ``"in"``, ``"out"``, ``"stream"`` and ``"workspace"`` pass
-    ``local.state.handles[0]``, ``x``'s pointer, ``out``'s pointer, the current stream and
+    is; ``"handle"`` and ``"handle1"`` pass ``local.state.handles[0]`` and ``[1]``; ``"in"``
+    (or ``"in0"``), ``"in1"``, ``"in2"`` and ``"in3"`` the operands' pointers; ``"out"``,
+    ``"stream"`` and ``"workspace"`` ``out``'s pointer, the current stream and
     ``local.state.workspace`` (an int address). A nonzero status goes to ``fail(status)``,
     which raises. It returns ``out``. Every other call form, and every call where a check does
-    not hold, goes to ``slow`` unchanged. Exceptions of the readers, ``current_stream`` and
-    ``fail`` propagate; ``slots`` of another length than ``func``'s arguments, or an entry of
-    another kind, raise TypeError.
+    not hold, goes to ``slow`` unchanged. Exceptions of the readers, ``allocate``,
+    ``current_stream`` and ``fail`` propagate; ``slots`` of another length than ``func``'s
+    arguments, or an entry of another kind, raise TypeError.
 
     Parameters
     ----------
@@ -126,12 +130,15 @@ def launcher(slow, calls, xtype, read, out_readers, current_stream, local, mask)
     calls : dict
         ``calls[None]``: the plan's library call, a :class:`BoundCall`. Read at each call, so
         that changing or clearing it takes effect at once.
-    xtype : type
-        The type ``x`` must have.
-    read : callable
-        ``read(x)``: the pointer of ``x`` where it fits the plan, else None.
+    inputs : tuple
+        Up to 4 ``(xtype, read, bound)``, one per operand: the type it must have, ``read(x)``
+        (the pointer of ``x`` where it fits the plan, else None), and the operand to use where
+        the call leaves it out (None: such calls go to ``slow``).
     out_readers : dict
-        ``{type: reader}``: readers of ``out`` as ``read`` is of ``x``, by ``out``'s type.
+        ``{type: reader}``: readers of ``out`` as ``read`` is of an operand, by ``out``'s type.
+    allocate : callable or None
+        ``allocate()``: a new result and its pointer, for calls without ``out`` (None: such
+        calls go to ``slow``).
     current_stream : callable
         The handle of the current stream, an int.
     local : threading.local
@@ -152,14 +159,16 @@ def launcher(slow, calls, xtype, read, out_readers, current_stream, local, mask)
     >>> from accelmath._core import hostcall
     >>> def execute(x, *, out=None):
     ...     return out
-    >>> f = hostcall.launcher(execute, {}, int, id, {}, lambda: 0, threading.local(), 0)
+    >>> f = hostcall.launcher(execute, {}, ((int, id, None),), {}, None, lambda: 0,
+    ...                       threading.local(), 0)
     >>> f is execute or f.__wrapped__ is execute
     True
     """
     module = _extension()
     if module is None:
         return slow
-    return module.Launch(slow, calls, xtype, read, out_readers, current_stream, local, mask)
+    return module.Launch(slow, calls, tuple(inputs), out_readers, allocate, current_stream,
+                         local, mask)
 
 
 def status():

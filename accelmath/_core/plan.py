@@ -196,17 +196,23 @@ class Plan:
         self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
                                 op.adapter)
 
-    def _install_shim(self, call, local, mask):
-        """Make ``execute(x, out=out)`` in C (the call shim) where ``call`` is one C call."""
-        if call.direct is None or self._read is None:
+    def _install_shim(self, direct, local, mask, inputs=None):
+        """Make the execute of operands of the plan's layout, with or without ``out=``, in C
+        (the call shim: :func:`hostcall.launcher`) where it is one C call, ``direct`` (a
+        :class:`hostcall.BoundCall`, None where there is none). ``inputs``: the launcher's
+        (default: the one operand of the plan's layout, given at each call)."""
+        if inputs is None:
+            inputs = ((self._type, self._read, None),)
+        if direct is None or any(read is None for _, read, _ in inputs):
             return
         # every other call goes on to the Python execute, bound to the plan: the plan holds
         # its execute and the execute the plan, a cycle the collector frees (and free() at once)
         slow = functools.partial(type(self).execute, self)
         slow.__doc__ = type(self).execute.__doc__
-        self._shim_calls = {None: call.direct}
-        self.execute = hostcall.launcher(slow, self._shim_calls, self._type, self._read,
-                                         self._read_out, self._current_stream, local, mask)
+        self._shim_calls = {None: direct}
+        allocate = None if self._adapter.immutable else self._allocate
+        self.execute = hostcall.launcher(slow, self._shim_calls, inputs, self._read_out,
+                                         allocate, self._current_stream, local, mask)
 
     def run(self, x, out, stream, call):
         """Execute ``call`` on operand ``x`` (an array, an :class:`Operand` of the plan's

@@ -184,7 +184,7 @@ class FFT(Plan):
             del self._calls["inverse" if kind == "r2c" else "forward"]
         self._calls[None] = inverse if kind == "c2r" else forward
         if on_gpu:
-            self._install_shim(self._calls[None], executor.resources.local,
+            self._install_shim(self._calls[None].direct, executor.resources.local,
                                executor.align_mask)
 
     @property

@@ -408,6 +408,20 @@ class LtPlan:
 
     # --- execution --------------------------------------------------------------------------
 
+    def direct_call(self, alpha, beta, uses_c):
+        """The product as one cuBLASLt call on operands where they lie, a
+        :class:`~accelmath._core.hostcall.BoundCall` for the call shim's launcher (its
+        operands: a, b and, where ``uses_c``, c; ``alpha`` and ``beta`` the addresses of the
+        host scalars), or None where the product is more than that. It names the algorithm
+        chosen now: make it again after :meth:`choose`."""
+        if not self._direct:
+            return None
+        la, lb, lc, ld = self._layouts
+        return hostcall.BoundCall(
+            self._matmul, _raise_matmul,
+            ("handle", "handle1", alpha, "in1", la, "in0", lb, beta, "in2" if uses_c else "out",
+             lc, "out", ld, self._algo_ptr, "workspace", self.workspace_bytes, "stream"))
+
     def run(self, a, b, c, d, bias, aux, alpha, beta, stream, algo=None):
         """Enqueue ``d = epilogue(alpha a b + beta c)`` on ``stream`` (device addresses;
         ``c`` 0 where there is none, ``bias`` and ``aux`` 0 where the epilogue takes none;
@@ -510,6 +524,10 @@ class LtPlan:
         self.resources.free()
         if self._fallback is not None:
             self._fallback.free()
+
+
+def _raise_matmul(status):
+    cublaslt.lib.raise_status("cublasLtMatmul", status)
 
 
 def _thread_handles(precision, attributes, destroy):

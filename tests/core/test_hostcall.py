@@ -258,8 +258,8 @@ class _Plan:
         self.calls = {None: BoundCall(hostcall.fast(self.func), self.fail, slots)}
         self.readers = {_Array: _read}
         self.x, self.out = _Array(0x1000), _Array(0x2000)
-        self.launch = hostcall.launcher(self.slow, self.calls, _Array, _read, self.readers,
-                                        lambda: self.stream, self.local, 0xF)
+        self.launch = hostcall.launcher(self.slow, self.calls, ((_Array, _read, None),),
+                                        self.readers, None, lambda: self.stream, self.local, 0xF)
 
     def slow(self, x=None, *, out=None, direction=None, stream=None):
         """The execute in Python."""
@@ -393,6 +393,7 @@ def test_launcher_raises_what_its_callables_raise():
     (("in", "out"), r"slots \('in', 'out'\), should be a tuple of 7 entries"),
     (["in"] * 7, r"slots \['in', .*should be a tuple of 7 entries"),
     (("in", "out", "handle", "stream", "workspace", "inp", 0), r"slot 5 is 'inp', should be"),
+    (("in", "out", "handle", "stream", "workspace", "in4", 0), r"slot 5 is 'in4', should be"),
     (("in", "out", "handle", "stream", "workspace", 1.0, 0), r"slot 5 is 1.0, should be"),
 ])
 def test_wrong_slots_raise(slots, message):
@@ -415,3 +416,85 @@ def test_launcher_shows_the_slow_execute_and_is_collected():
     del plan
     gc.collect()
     assert alive() is None  # the launcher holds it in a cycle that the collector breaks
+
+
+class _Product:
+    """A launcher of two operands bound to the plan, a result it allocates, and a recording
+    C function: a matrix product's execute."""
+
+    SLOTS = ("handle", "handle1", "in1", "in0", "out", "stream", "workspace")
+
+    def __init__(self):
+        self.func, self.calls_made = _recorder(len(self.SLOTS), status=0)
+        self.slow_calls, self.made = [], []
+        self.local = threading.local()
+        self.local.state = types.SimpleNamespace(stream=7, handles=(41, 42), workspace=0x9000)
+        self.calls = {None: BoundCall(hostcall.fast(self.func), None, self.SLOTS)}
+        self.a, self.b = _Array(0x1000), _Array(0x2000)
+        inputs = ((_Array, _read, self.a), (_Array, _read, self.b))
+        self.launch = hostcall.launcher(self.slow, self.calls, inputs, {_Array: _read},
+                                        self.allocate, lambda: 7, self.local, 0xF)
+
+    def allocate(self):
+        out = _Array(0x3000 + 0x100 * len(self.made))
+        self.made.append(out)
+        return out, out.ptr
+
+    def slow(self, a=None, b=None, c=None, *, out=None, stream=None):
+        self.slow_calls.append((a, b, c, out, stream))
+        return "slow"
+
+
+@needs_shim
+def test_launcher_of_bound_operands_and_allocated_results():
+    plan = _Product()
+    result = plan.launch()  # both operands bound, the result allocated
+    assert result is plan.made[0]
+    other = _Array(0x5000)
+    assert plan.launch(other) is plan.made[1]  # a given; b bound
+    assert plan.launch(None, other) is plan.made[2]  # None: the bound a
+    out = _Array(0x6000)
+    assert plan.launch(other, other, out=out) is out
+    assert plan.launch(out=None) is plan.made[3]  # out=None: allocated
+    assert plan.calls_made == [
+        (41, 42, 0x2000, 0x1000, 0x3000, 7, 0x9000),
+        (41, 42, 0x2000, 0x5000, 0x3100, 7, 0x9000),
+        (41, 42, 0x5000, 0x1000, 0x3200, 7, 0x9000),
+        (41, 42, 0x5000, 0x5000, 0x6000, 7, 0x9000),
+        (41, 42, 0x2000, 0x1000, 0x3300, 7, 0x9000)]
+    assert not plan.slow_calls
+
+
+@needs_shim
+def test_launcher_of_two_operands_passes_the_rest_on():
+    plan = _Product()
+    a = plan.a
+    other = [
+        ((a, a, a), {}),  # more operands than inputs
+        ((_Array(0x1000, fits=False),), {}),  # read gives None
+        ((None, _Array(0x2004)), {}),  # a bit of the mask in b's pointer
+        ((object(),), {}),
+        ((), {"stream": 3}),
+        ((), {"b": a}),  # a keyword other than out
+    ]
+    for args, kwargs in other:
+        assert plan.launch(*args, **kwargs) == "slow"
+    assert len(plan.slow_calls) == len(other)
+    assert not plan.calls_made and not plan.made
+    plan.launch = hostcall.launcher(plan.slow, plan.calls, ((_Array, _read, a),), {},
+                                    lambda: _Array(0x3008).ptr, lambda: 7, plan.local, 0xF)
+    with pytest.raises(TypeError, match=r"allocate\(\) returned 12296, should be"):
+        plan.launch()
+    plan.launch = hostcall.launcher(plan.slow, plan.calls, ((_Array, _read, a),), {},
+                                    lambda: (_Array(0x3008), 0x3008), lambda: 7, plan.local, 0xF)
+    assert plan.launch() == "slow"  # an allocated result of a misaligned address
+
+
+@needs_shim
+def test_launcher_inputs_are_checked():
+    plan = _Product()
+    with pytest.raises(ValueError, match="5 inputs, at most 4"):
+        hostcall.launcher(plan.slow, {}, ((_Array, _read, None),) * 5, {}, None, int,
+                          plan.local, 0)
+    with pytest.raises(TypeError, match="input 0 is .*should be a tuple"):
+        hostcall.launcher(plan.slow, {}, (_Array,), {}, None, int, plan.local, 0)

@@ -515,3 +515,46 @@ def test_memo_bad_calls_still_raise(cp, torch_cuda):
         remembered = len(_matmul.dispatcher._calls)
         assert bad_calls() == first  # the same errors, the memo in place
         assert len(_matmul.dispatcher._calls) == remembered
+
+
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_plan_execute_through_the_call_shim(cp, package):
+    # a plan whose product is one cuBLASLt call runs its execute in C (where the call shim
+    # is built): bound operands, operands given, out= and new results, c, after autotune
+    from accelmath._core import hostcall
+
+    if package == "torch":
+        torch = pytest.importorskip("torch")
+        to_device = lambda x: torch.from_dlpack(cp.asarray(x))  # noqa: E731
+        to_host = lambda x: cp.asnumpy(cp.from_dlpack(x))  # noqa: E731
+    else:
+        to_device, to_host = cp.asarray, cp.asnumpy
+    rng = np.random.default_rng()
+    a, b, c = (random(rng, shape, "float32") for shape in ((40, 24), (24, 33), (40, 33)))
+    ga, gb, gc = to_device(a), to_device(b), to_device(c)
+    expected = oracle(a) @ oracle(b)
+    with linalg.Matmul(ga, gb) as plan, linalg.Matmul(ga, gb, gc, alpha=2, beta=-1) as with_c:
+        if hostcall.status().startswith("C call shim"):
+            assert type(plan.execute).__name__ == "Launch"
+            assert type(with_c.execute).__name__ == "Launch"
+        first, second = plan.execute(), plan.execute()
+        assert first is not second and type(first) is type(ga)
+        close(to_host(first), expected, "float32", 24)
+        close(to_host(second), expected, "float32", 24)
+        out = to_device(np.zeros((40, 33), "float32"))
+        assert plan.execute(out=out) is out
+        close(to_host(out), expected, "float32", 24)
+        a2, b2 = random(rng, (40, 24), "float32"), random(rng, (24, 33), "float32")
+        close(to_host(plan.execute(to_device(a2), to_device(b2))), oracle(a2) @ oracle(b2),
+              "float32", 24)
+        close(to_host(plan.execute(None, to_device(b2))), oracle(a) @ oracle(b2), "float32", 24)
+        plan.autotune(iterations=2)
+        close(to_host(plan.execute()), expected, "float32", 24)
+        close(to_host(with_c.execute()), 2 * expected - oracle(c), "float32", 24)
+        c2 = random(rng, (40, 33), "float32")
+        close(to_host(with_c.execute(ga, gb, to_device(c2))), 2 * expected - oracle(c2),
+              "float32", 24)
+        with pytest.raises(ValueError, match="does not match the plan's layout"):
+            plan.execute(to_device(random(rng, (24, 40), "float32")))
+    with pytest.raises(Exception, match="freed"):
+        plan.execute()
