@@ -207,9 +207,8 @@ class Matmul(Plan):
         """The device addresses of the operands (0 for those the plan takes none of)."""
         pointer, layouts = self._pointer, self._layouts
         pa, pb = pointer(0, a, stream), pointer(1, b, stream)
-        if layouts[2] is None and layouts[3] is None and layouts[4] is None:
-            if c is None and bias is None and aux is None:
-                return pa, pb, 0, 0, 0
+        if c is None and bias is None and aux is None and layouts[2:] == (None, None, None):
+            return pa, pb, 0, 0, 0
         ptrs = [pa, pb]
         for i, x in ((2, c), (3, bias), (4, aux)):
             if layouts[i] is not None:
