@@ -42,12 +42,29 @@ def check_finite_on_device(op, core_ndim, name):
     raise checks.not_finite_error(name, index)
 
 
+def _all_finite_on_device(operands):
+    """Whether several device operands of one array type hold only finite values, read back
+    once (False where there are fewer, or of other types or places: each is checked alone)."""
+    if len(operands) < 2 or len({type(op.obj) for op in operands}) > 1 or not all(
+            op.on_device for op in operands):
+        return False
+    xp = namespace(operands[0].obj)
+    bad = None
+    for op in operands:
+        if op.size:
+            flag = (~xp.isfinite(op.obj)).any()
+            bad = flag if bad is None else bad | flag
+    return bad is None or not bool(bad)
+
+
 def _finite(operands, cores, names, check_finite, execution, when=True):
     """SciPy's finiteness check of device operands (host ones are checked by the CPU path,
     which ``check_finite`` is then passed to), if ``check_finite`` and ``when``. Returns
     whether it applies: ``check_finite``, checked, and ``when``."""
     check_finite = checks.check_flag(check_finite, "check_finite") and when
     if check_finite and not runs_on_host(operands, execution):
+        if _all_finite_on_device(operands):  # (one read back for them all)
+            return check_finite
         for op, core, name in zip(operands, cores, names):
             if op.on_device:
                 check_finite_on_device(op, core, name)

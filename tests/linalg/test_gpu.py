@@ -1035,3 +1035,35 @@ def test_solve_after_other_lu_calls_of_the_same_sizes(cupy, first, n, method):
     getattr(la, first)(dev_a)
     x = cupy.get(la.solve(dev_a, cupy.put(b), method=method))
     close(x, np.linalg.solve(a, b), "float64", 10)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda x, eye, ones: la.cho_factor(x), "a"),
+    (lambda x, eye, ones: la.lu_factor(x), "a"),
+    (lambda x, eye, ones: la.solve_triangular(x, ones), "a"),
+    (lambda x, eye, ones: la.solve_triangular(eye, x), "b"),
+    (lambda x, eye, ones: la.cho_solve((eye, True), x), "b"),
+    (lambda x, eye, ones: la.cho_solve((x, True), ones), "c"),
+    (lambda x, eye, ones: la.lu_solve((eye, la.lu_factor(eye)[1]), x), "b")])
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_nan_and_inf_with_check_finite_on_the_gpu(cp, call, name, package):
+    # SciPy's check_finite on device operands: the first bad operand and matrix named, one
+    # read back for both operands of a solve where all are finite
+    if package == "torch":
+        torch = pytest.importorskip("torch")
+        to_device = lambda x: torch.from_dlpack(cp.asarray(x))  # noqa: E731
+    else:
+        to_device = cp.asarray
+    eye = to_device(np.broadcast_to(np.eye(3), (3, 3, 3)).copy())
+    ones = to_device(np.ones((3, 3, 1)))
+    for bad in (np.nan, np.inf):
+        x = np.broadcast_to(np.eye(3), (3, 3, 3)).copy()
+        x[2, 1, 0] = bad
+        with pytest.raises(LinAlgError, match=f"^{name}: array must not contain infs or NaNs") \
+                as e:
+            call(to_device(x), eye, ones)
+        assert e.value.index == (2,)
+    fine = eye if name in ("a", "c") else ones
+    result = call(fine, eye, ones)
+    first = result[0] if isinstance(result, tuple) else result
+    assert bool(np.isfinite(np.asarray(cp.asnumpy(cp.from_dlpack(first)))).all())
