@@ -253,11 +253,19 @@ def checked_out(out, like, problem):
     return check_out(out, like, problem.product.shape, problem.dtype)
 
 
-@functools.lru_cache(maxsize=256)
 def host_scalars(dtype, alpha, beta):
     """alpha and beta (checked for ``dtype``) as host scalars of the scale type, and their
     addresses: kept for the next call of the same values (cuBLASLt reads them when it is
-    called, and nothing writes them)."""
+    called, and nothing writes them). An alpha of zero is made anew: 0.0 and -0.0 are one
+    key, and alpha's sign shows in the zeros of the result (beta's does not: a beta of zero
+    reads no c)."""
+    if alpha == 0:
+        return _host_scalars.__wrapped__(dtype, alpha, beta)
+    return _host_scalars(dtype, alpha, beta)
+
+
+@functools.lru_cache(maxsize=256)
+def _host_scalars(dtype, alpha, beta):
     kind = _SCALAR[rules.DTYPES[dtype].scale]
     values = []
     for value in (alpha, beta):

@@ -469,3 +469,15 @@ def test_memo_keeps_no_caller_array(fake_device):
     del da, db
     gc.collect()
     assert all(r() is None for r in refs)
+
+
+def test_host_scalars_are_kept_but_keep_the_sign_of_a_zero_alpha():
+    from accelmath.linalg._matmul_problem import host_scalars
+
+    first, _ = host_scalars("float32", 2, 0)
+    assert host_scalars("float32", 2.0, 0)[0] is first  # one value, kept
+    assert [v.value for v in first] == [2.0, 0.0]
+    assert host_scalars("float64", -0.0, 1)[0][0].value == 0.0
+    assert str(host_scalars("float64", -0.0, 1)[0][0].value) == "-0.0"
+    assert str(host_scalars("float64", 0.0, 1)[0][0].value) == "0.0"
+    assert list(host_scalars("complex128", 1 - 2j, 0)[0][0]) == [1.0, -2.0]
