@@ -40,7 +40,8 @@ class BoundCall(NamedTuple):
         ``fail(status)`` raises the error of a nonzero status.
     slots : tuple
         One entry per argument of ``func``: an int, passed as it is, or one of ``"handle"``,
-        ``"in"``, ``"out"``, ``"stream"``, ``"workspace"`` (see :func:`launcher`).
+        ``"handle1"``, ``"in"`` (or ``"in0"``), ``"in1"`` to ``"in3"``, ``"out"``,
+        ``"stream"``, ``"workspace"`` (see :func:`launcher`).
 
     Examples
     --------

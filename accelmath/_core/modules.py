@@ -39,6 +39,7 @@ STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 
 _log = logging.getLogger("accelmath.modules")
 _lock = threading.RLock()  # loaded() holds it around load(), which takes it too
+_soon_lock = threading.Lock()  # (not _lock: loaded() holds that through a whole compile)
 _images = {}    # (device_id, image digest) -> Module
 _sources = {}   # (device_id, name, extra, source) -> Module
 _soon = {}      # compile key -> the thread of compile_soon
@@ -178,7 +179,7 @@ def compile_soon(source, options, name="kernel.cu"):
     True
     """
     key = _compile_key(source, options, name)
-    with _lock:
+    with _soon_lock:
         thread = _soon.get(key)
         if thread is None:
             thread = _soon[key] = threading.Thread(

@@ -10,7 +10,8 @@ finalizers that free its handles and workspaces when it goes away; use after ``f
 Execution is one path, :meth:`Plan.run`: read the operands (a prepared reader of the plan's
 layout, else the checks), resolve the stream, call the library. A domain describes each way
 its plan runs as a :class:`Call`; where that is a single C call, the call shim
-(:mod:`accelmath._core.hostcall`) makes ``execute(x, out=out)`` in C, along the same path.
+(:mod:`accelmath._core.hostcall`) makes the execute in C, along the same path: of operands
+given or bound to the plan (up to four), into ``out=`` or a result it allocates.
 """
 
 import functools

@@ -5,9 +5,9 @@ kernels) asks :func:`choose` for the fastest. The choice is looked up in the on-
 first, keyed by the problem and by the machine (GPU, driver and library versions), so a later
 process makes it without timing anything, and without even preparing the candidates that lost.
 Where it is not known, each candidate is prepared and timed with CUDA events
-(:func:`device_time`), the fastest kept and written to the store. Where the candidates run
-fast enough to be timed several times, they are timed in rounds, each once a round in turn,
-and each candidate's median counts: a clock that drifts while the candidates are timed
+(:func:`device_time`), the fastest kept and written to the store. Where the caller asks for
+rounds (candidates cheap to time again), they are timed in rounds, each once a round in
+turn, and each candidate's median counts: a clock that drifts while the candidates are timed
 (the GPU warming, its power limit) then moves every candidate alike, instead of favouring
 those timed first. Choices and timings are logged on the ``accelmath`` logger.
 """
@@ -98,8 +98,8 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1):
         One stable label per candidate (the same candidates in a later process have the same
         labels).
     measure : callable
-        ``measure(index)`` prepares candidate ``index`` (the first time) and returns its
-        device time in ms (infinity for a candidate that cannot run). It is called for every
+        ``measure(index)`` prepares candidate ``index`` (where ``rounds`` is more than 1, only
+        the first time it is called for it) and returns its device time in ms (infinity for a candidate that cannot run). It is called for every
         candidate in turn, ``rounds`` times, when the choice is not known, for none when it
         is; a candidate that could not run is not called again.
     device_id : int

@@ -14,9 +14,9 @@ import numpy
 
 from accelmath._core import launch, modules
 from accelmath._core.device import ensure_context
-from accelmath._core.operand import device_name, wrap_operand
+from accelmath._core.operand import check_same_device, wrap_operand
 from accelmath._core.stream import resolve_stream
-from accelmath.errors import DeviceMismatchError, InvalidArgumentError, UnsupportedOperandError
+from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 
 __all__ = ["RawKernel"]
 
@@ -144,13 +144,9 @@ class RawKernel:
         if not operands:
             raise InvalidArgumentError(
                 f"{self.name}: no device array among the arguments, so no device to run on")
+        check_same_device(*operands)
         first = operands[0]
         device = first.device_id
-        for op in operands[1:]:
-            if op.device_id != device:
-                raise DeviceMismatchError(
-                    f"{self.name}: arrays on {device_name(device)} and "
-                    f"{device_name(op.device_id)}: a kernel runs on one device")
         handle = resolve_stream(stream, first)
         for op in operands:
             op.wait_ready(handle)

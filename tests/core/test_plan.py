@@ -245,7 +245,7 @@ def test_the_shim_s_execute_keeps_its_plan_alive_and_the_collector_frees_both(fa
             super().__init__(adapter, template)
             fail = lambda status: None  # noqa: E731
             self.call = Call(self.call.run, hostcall.BoundCall(None, fail, ("in", "out")), None)
-            self._install_shim(self.call, threading.local(), 0)
+            self._install_shim(self.call.direct, threading.local(), 0)
 
     out = ShimPlan(adapter, FakeArray((8,), 1000)).execute(FakeArray((8,), 1234))
     assert out is adapter.allocated[-1]  # a temporary plan's execute ran
