@@ -138,6 +138,24 @@ def device_time_ms(fn, event_factory, repeats=30, warmup=5, calls=10):
     return statistics.median(times)
 
 
+def first_call_ms(fn, event_factory, sync):
+    """Device ms of one call of ``fn`` (called before, or cheap to warm up in it), between
+    two events after a sync."""
+    sync()
+    start, end = event_factory(), event_factory()
+    start.record()
+    fn()
+    end.record()
+    end.synchronize()
+    return _elapsed(start, end)
+
+
+def run_sizes(first):
+    """``(calls, runs)``: how many calls back to back a timed run of a call that took
+    ``first`` ms holds, and how many runs (or rounds) time it."""
+    return (1, 3) if first > 30 else (2, 5) if first > 3 else (5, 10) if first > 0.3 else (10, 20)
+
+
 def device_times_ms(cases, event_factory, rounds, calls):
     """Device time per call of each function of ``cases`` ({label: fn}), in ms, the cases
     timed in turn: in each of ``rounds`` rounds, each case runs ``calls[label]`` calls back

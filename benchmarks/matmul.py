@@ -35,8 +35,8 @@ import sys
 import tempfile
 import time
 
-from _common import (RESULTS, _elapsed, case_parser, device_times_ms, environment, error_text,
-                     host_times_us, run_case, selected, slug, write)
+from _common import (RESULTS, case_parser, device_times_ms, environment, error_text,
+                     first_call_ms, host_times_us, run_case, run_sizes, selected, slug, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -181,10 +181,21 @@ def _accelmath_plan(spec, *args, **kwargs):
     return plan
 
 
-def _autotune(plan):
-    """Autotune ``plan``; which candidate it chose, as a cell."""
-    plan.autotune(iterations=AUTOTUNE_ITERATIONS)
-    return f"{plan.algorithm} of {plan.candidates}"
+def _stateful_pair(spec, *args, **kwargs):
+    """The spec's "accelmath Matmul" and "accelmath autotuned" (last: it runs after the
+    autotune, which follows the other functions' checks): two plans of one product, the
+    second autotuned by the spec's "autotune"; "same algorithm" tells whether they run one."""
+    first = _accelmath_plan(spec, *args, **kwargs)
+    plan = _accelmath_plan(spec, *args, **kwargs)
+
+    def autotune():
+        plan.autotune(iterations=AUTOTUNE_ITERATIONS)
+        return f"{plan.algorithm} of {plan.candidates}"  # (the cell)
+
+    spec["autotune"] = autotune
+    spec["same algorithm"] = lambda: plan.algorithm == first.algorithm
+    return {"accelmath Matmul": lambda: first.execute(),
+            "accelmath autotuned": lambda: plan.execute()}
 
 
 def _nvmath_peer(ctx, spec, a, b, tf32=False, epilog=None, bias=None):
@@ -232,12 +243,8 @@ def plain_case(name, a_shape, b_shape, dtype, tf32):
         spec = {"check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), dtype,
                                      TOLERANCE["tf32" if tf32 else dtype]),
                 "cleanup": []}
-        first = _accelmath_plan(spec, a, b, allow_tf32=tf32)
-        plan = _accelmath_plan(spec, a, b, allow_tf32=tf32)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, allow_tf32=tf32),
-                        "accelmath Matmul": lambda: first.execute(),
-                        "accelmath autotuned": lambda: plan.execute()}
-        spec["autotune"] = lambda: _autotune(plan)
+                        **_stateful_pair(spec, a, b, allow_tf32=tf32)}
         torch.backends.cuda.matmul.allow_tf32 = tf32
         spec["cleanup"].append(lambda: setattr(torch.backends.cuda.matmul, "allow_tf32", False))
         cupy_tf32 = tf32 and xa is not None and _cupy_tf32(True)
@@ -298,16 +305,12 @@ def epilogue_case(name, kind):
                 "along the rows: the same length here)",
                 "eager: torch.relu(a @ b + bias), cupy.maximum(a @ b + bias, 0)" if kind == "relu"
                 else "eager: torch gelu(a @ b + bias, approximate='tanh')"])
-        first = _accelmath_plan(spec, a, b, **kwargs)
-        plan = _accelmath_plan(spec, a, b, **kwargs)
         spec["check"] = ctx.checker(expected, "float16", TOLERANCE["float16"])
         spec["checks"] = {"accelmath plain": ctx.checker(exact - ctx.wide(bias), "float16",
                                                          TOLERANCE["float16"])}
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, **kwargs),
-                        "accelmath Matmul": lambda: first.execute(),
-                        "accelmath autotuned": lambda: plan.execute(),
-                        "accelmath plain": lambda: ALG.matmul(a, b)}
-        spec["autotune"] = lambda: _autotune(plan)
+                        "accelmath plain": lambda: ALG.matmul(a, b),
+                        **_stateful_pair(spec, a, b, **kwargs)}
         spec["peers"] = peers
         return spec
     return name, build
@@ -341,25 +344,12 @@ def all_cases():
 
 # --- running a case ------------------------------------------------------------------------
 
-def calls_and_rounds(fn, event, sync):
-    """How many calls back to back a timed run of ``fn`` (called once before) takes, and how
-    many rounds it wants: from one timed call."""
-    sync()
-    start, end = event(), event()
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    first = _elapsed(start, end)
-    return (1, 3) if first > 30 else (2, 5) if first > 3 else (5, 10) if first > 0.3 else (10, 20)
-
-
 def measure_together(ctx, fns):
     """Device ms per call of each of ``fns`` ({label: fn}, each called once before), timed
     in turn round after round (``device_times_ms``)."""
     calls, rounds = {}, 1
     for label, fn in fns.items():
-        calls[label], wanted = calls_and_rounds(fn, lambda: ctx.event(label), ctx.sync)
+        calls[label], wanted = run_sizes(first_call_ms(fn, lambda: ctx.event(label), ctx.sync))
         rounds = max(rounds, wanted)
     return device_times_ms(fns, ctx.event, rounds, calls)
 
@@ -406,8 +396,7 @@ def _run_spec(ctx, name, spec, row, notes):
     the stateless product's plan is made before a choice is stored)."""
     row["unit"] = spec.get("unit", "device ms")
     errors, wrong, working = [], [], {}
-    ours = sorted(spec["ours"].items(), key=lambda item: item[0] == "accelmath autotuned")
-    for label, fn in ours:
+    for label, fn in spec["ours"].items():
         if label == "accelmath autotuned":
             try:
                 row["autotune choice"] = spec["autotune"]()
@@ -453,7 +442,7 @@ def _ratios(row, spec):
         row["accelmath autotuned / faster peer"] = tuned / faster if faster else None
         # (where autotune kept the first choice, both plans run one algorithm: their times
         # differ by the timing's noise alone)
-        same = str(row.get("autotune choice")).startswith("0 of")
+        same = spec["same algorithm"]()
         met = same or tuned <= (1 + NOISE) * first
         targets.append(f"autotuned <= heuristic: {'met' if met else 'missed'}"
                        + (" (the same algorithm)" if same else ""))

@@ -26,8 +26,8 @@ import sys
 import time
 
 import _common
-from _common import (_elapsed, case_parser, device_time_ms, environment, error_text,
-                     host_times_us, selected, write)
+from _common import (case_parser, device_time_ms, environment, error_text, first_call_ms,
+                     host_times_us, run_sizes, selected, write)
 from _solver_data import (Context, Wrong, check_cholesky, check_eigh, check_qr, check_solve,
                           check_svd, spd, symmetric, tolerance)
 
@@ -308,18 +308,11 @@ def measure(fn, event, sync, warmed=False):
     one untimed call unless ``warmed``): ``(ms, remark)``."""
     if not warmed:
         fn()
-    sync()
-    start, end = event(), event()
-    start.record()
-    fn()
-    end.record()
-    end.synchronize()
-    first = _elapsed(start, end)
+    first = first_call_ms(fn, event, sync)
     if first > 1000:
         return first, "timed once"
-    repeats, warmup, calls = ((3, 0, 1) if first > 30 else (5, 1, 2) if first > 3
-                              else (10, 2, 5) if first > 0.3 else (20, 5, 10))
-    return device_time_ms(fn, event, repeats=repeats, warmup=warmup, calls=calls), None
+    calls, repeats = run_sizes(first)
+    return device_time_ms(fn, event, repeats=repeats, warmup=calls // 2, calls=calls), None
 
 
 def run_case(ctx, name, build, notes, started):
