@@ -30,8 +30,7 @@ def check_finite_on_device(op, core_ndim, name):
     or an infinity (a read back from the device)."""
     if not op.size:
         return
-    x = op.obj
-    bad = ~namespace(x).isfinite(x)
+    bad = _nonfinite(op)
     if not bool(bad.any()):
         return
     batch = tuple(op.shape[:len(op.shape) - core_ndim])
@@ -42,17 +41,22 @@ def check_finite_on_device(op, core_ndim, name):
     raise checks.not_finite_error(name, index)
 
 
+def _nonfinite(op):
+    """Where device operand ``op`` holds a NaN or an infinity, an array of its package."""
+    return ~namespace(op.obj).isfinite(op.obj)
+
+
 def _all_finite_on_device(operands):
-    """Whether several device operands of one array type hold only finite values, read back
-    once (False where there are fewer, or of other types or places: each is checked alone)."""
-    if len(operands) < 2 or len({type(op.obj) for op in operands}) > 1 or not all(
-            op.on_device for op in operands):
+    """Whether several device operands of one array type and one device hold only finite
+    values, read back once (False where there are fewer, or of other types or places: each
+    is checked alone, and operands on two devices meet the device check)."""
+    if (len(operands) < 2 or not all(op.on_device for op in operands)
+            or len({(type(op.obj), op.device_id) for op in operands}) > 1):
         return False
-    xp = namespace(operands[0].obj)
     bad = None
     for op in operands:
         if op.size:
-            flag = (~xp.isfinite(op.obj)).any()
+            flag = _nonfinite(op).any()
             bad = flag if bad is None else bad | flag
     return bad is None or not bool(bad)
 
