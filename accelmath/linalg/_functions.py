@@ -415,8 +415,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
         The device strategy: "auto" (default) takes batches of matrices up to 32 x 32
         through cuSOLVER's batched Jacobi method (``gesvdjBatched``) and other matrices one
         at a time through its Jacobi method (``gesvdj``, torch's default; where it does not
-        converge under ``check``, through ``gesvd``); "cusolver" takes ``gesvd``, its QR
-        iteration, a matrix at a time. Any is accepted on the CPU.
+        converge under ``check``, through ``gesvd``); "batched" takes ``gesvdjBatched``
+        (matrices of at most 32 rows and columns); "cusolver" and "small" take ``gesvd``,
+        its QR iteration, a matrix at a time. Any is accepted on the CPU.
     stream : int or stream object, optional
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional

@@ -65,13 +65,15 @@ def _blocks(count, most):
 
 
 def prepare(*dtypes, device=0, wait=False):
-    """Compile the linear-algebra device path's own kernels for ``dtypes`` on ``device``, or
-    load them from the on-disk store, so that the first solve of a process does not wait
-    for the compiler (about a second per dtype when the store is empty).
+    """Compile the linear-algebra device path's auxiliary kernels (copies, determinants,
+    diagonals) for ``dtypes`` on ``device``, or load them from the on-disk store, so that
+    the first solve of a process does not wait for their compiler (about a second per dtype
+    when the store is empty). The kernels of tiny matrices (``method="small"``, and lone
+    matrices of at most 32 rows) are compiled per order when first used, not here.
 
     Parameters
     ----------
-    *dtypes : str or dtype
+    *dtypes : str or numpy dtype
         Among float32, float64, complex64 and complex128.
     device : int, optional
         The GPU's ordinal (default 0).

@@ -1,6 +1,6 @@
 """LU on the device: ``solve``, ``inv``, ``det``, ``slogdet``, ``lu_factor`` and ``lu_solve``
-(cuSOLVER's ``cusolverDnXgetrf``/``Xgetrs``, or accelmath's own kernels for batches of tiny
-matrices)."""
+(cuSOLVER's ``cusolverDnXgetrf``/``Xgetrs``, or accelmath's own kernels for tiny matrices,
+alone or in batches)."""
 
 import ctypes
 
