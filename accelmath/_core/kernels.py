@@ -7,9 +7,8 @@ caller's stream.
 """
 
 import ctypes
-import functools
 
-from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.launch import config, launch
 from accelmath._core.modules import SourceModules
 from accelmath.errors import InvalidArgumentError
 
@@ -118,11 +117,6 @@ _THREADS = 256
 _kernel_module = SourceModules(SOURCE, "accelmath_kernels.cu")
 
 
-@functools.lru_cache(maxsize=None)
-def _config(blocks):
-    return LaunchConfig(grid=blocks, block=_THREADS)
-
-
 def merge_dims(dims):
     """Merge ``(extent, stride_a, stride_b)`` dimensions, slowest first, into one wherever a
     dimension steps over the next one exactly in both layouts."""
@@ -190,4 +184,4 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
         ndim = ctypes.c_int(len(dims))
         func = module.function("copy_" + dtype)
         args = (src, dst, count, ndim, d, s, flag)
-    launch(func, _config(blocks), args, stream)
+    launch(func, config(blocks, _THREADS), args, stream)

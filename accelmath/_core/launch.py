@@ -4,13 +4,14 @@ with no checks on its path. The kernels come from :mod:`accelmath._core.modules`
 """
 
 import ctypes
+import functools
 import operator
 from dataclasses import dataclass, field
 
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["LaunchConfig", "allow_dynamic_shared", "launch"]
+__all__ = ["LaunchConfig", "allow_dynamic_shared", "config", "launch"]
 
 # What one launch may ask for (every GPU since compute capability 3.0): threads per block in
 # x, y, z and in all, and blocks in x, y, z.
@@ -110,6 +111,20 @@ class LaunchConfig:
                             ("cluster", cluster), ("_dims", (*grid, *block, shared)),
                             ("_attributes", attributes)):
             object.__setattr__(self, name, value)
+
+
+@functools.lru_cache(maxsize=1024)
+def config(grid, block, shared_bytes=0):
+    """``LaunchConfig(grid, block, shared_bytes)``, made and checked once per arguments
+    (hashable ones: ints and tuples), for launches on a per-call path.
+
+    Examples
+    --------
+    >>> from accelmath._core.launch import config
+    >>> config((64, 2), 256) is config((64, 2), 256)
+    True
+    """
+    return LaunchConfig(grid=grid, block=block, shared_bytes=shared_bytes)
 
 
 def launch(function, config, args, stream):

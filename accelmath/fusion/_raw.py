@@ -7,7 +7,6 @@ user writes by hand.
 """
 
 import ctypes
-import functools
 import operator
 
 import numpy
@@ -30,11 +29,6 @@ _SCALARS = {
     numpy.uint32: ctypes.c_uint32, numpy.int64: ctypes.c_int64, numpy.uint64: ctypes.c_uint64,
     numpy.float32: ctypes.c_float, numpy.float64: ctypes.c_double,
 }
-
-
-@functools.lru_cache(maxsize=256)
-def _config(grid, block, shared_bytes):
-    return launch.LaunchConfig(grid=grid, block=block, shared_bytes=shared_bytes)
 
 
 class RawKernel:
@@ -154,7 +148,7 @@ class RawKernel:
             grid = tuple(grid)
         if block.__class__ is list:
             block = tuple(block)
-        config = _config(grid, block, shared_bytes)
+        config = launch.config(grid, block, shared_bytes)
         ensure_context(device)
         launch.launch(self._function(device), config, values, handle)
 

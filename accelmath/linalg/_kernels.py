@@ -13,12 +13,11 @@ Matrices are column-major (Fortran) batches unless a launcher takes strides: ele
 """
 
 import ctypes
-import functools
 
 import numpy
 
 from accelmath._core.kernels import merge_dims
-from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.launch import config, launch
 from accelmath._core.modules import SourceModules
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernel_source import SOURCE
@@ -46,11 +45,6 @@ _MAX_GRID_Y = 65535
 _TILE, _TILE_THREADS, _TILE_FROM = 32, 256, 16
 # the kernels' module on a device, and the most blocks worth launching there
 _module = SourceModules(SOURCE, "accelmath_linalg.cu")
-
-
-@functools.lru_cache(maxsize=None)
-def _config(grid, block):
-    return LaunchConfig(grid=grid, block=block)
 
 
 def _check_dtype(dtype, allowed=DTYPES, name="dtype"):
@@ -106,7 +100,7 @@ def _launch_flat(name, count, args, stream, device_id, dtype=None):
     """Launch kernel ``name`` (of ``dtype``'s module; None: a kernel of no dtype) over
     ``count`` elements (grid-stride, one dimension)."""
     module, most = _module(device_id, dtype)
-    launch(module.function(name), _config(_blocks(count, most), _THREADS), args, stream)
+    launch(module.function(name), config(_blocks(count, most), _THREADS), args, stream)
 
 
 def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype):
@@ -114,7 +108,7 @@ def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype):
     elements: matrices in y (at most 65535, the rest by a loop), their elements in x."""
     module, most = _module(device_id, dtype)
     launch(module.function(name),
-           _config((_blocks(per_matrix, most), min(batch, _MAX_GRID_Y)), _THREADS), args,
+           config((_blocks(per_matrix, most), min(batch, _MAX_GRID_Y)), _THREADS), args,
            stream)
 
 
@@ -195,7 +189,7 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
         args = src_dst + (ctypes.c_longlong(tiles), ctypes.c_longlong(tiles_j),
                           ctypes.c_longlong(per_matrix), ctypes.c_longlong(m),
                           ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch) + strides
-        launch(module.function(name), _config(min(tiles, most * _THREADS // _TILE_THREADS),
+        launch(module.function(name), config(min(tiles, most * _THREADS // _TILE_THREADS),
                                               (_TILE, _TILE_THREADS // _TILE)), args, stream)
         return
     # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
@@ -218,7 +212,7 @@ def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr
     args = (ctypes.c_void_p(lu_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(n),
             ctypes.c_longlong(batch), ctypes.c_void_p(sign_ptr), ctypes.c_void_p(logabs_ptr),
             ctypes.c_void_p(det_ptr))
-    launch(func, _config(min(batch, 2**31 - 1), threads), args, stream)
+    launch(func, config(min(batch, 2**31 - 1), threads), args, stream)
 
 
 def log_det(lu_ptr, ipiv_ptr, n, batch, dtype, sign_ptr, logabs_ptr, stream, device_id,
