@@ -226,8 +226,9 @@ _lock = threading.Lock()
 
 def compiled(device_id, length):
     """Whether the kernel for a length is compiled for a device (kept in the store, or
-    compiled in the background by :func:`compile_soon`): a plan can time it at once."""
-    return is_compiled(SOURCE, device_options(device_id, options(length)), _NAME)
+    compiled in the background by :func:`compile_soon`, or set up in this process already):
+    a plan can time it at once."""
+    return (device_id, length) in _ready or is_compiled(SOURCE, device_options(device_id, options(length)), _NAME)
 
 
 def compile_soon(device_id, length):
