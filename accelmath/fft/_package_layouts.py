@@ -113,15 +113,21 @@ def probe_strides(torch, device, kind, shape, strides, dtype, axes, out_shape):
 
 def _transform(torch, device, kind, sizes, strides, probe_stride, dtype, axes, out_shape):
     """torch's transform of the probe of :func:`probe_strides`."""
-    probe = torch.empty_strided(sizes, [probe_stride[s] if s else 0 for s in strides],
-                                dtype=getattr(torch, dtype), device=device)
-    if kind == "c2c":
-        return torch.fft.fftn(probe, dim=axes)
-    if kind == "r2c":
-        return torch.fft.rfftn(probe, dim=axes)
     last = axes[-1]
-    s = [2 * (sizes[a] - 1) if a == last and out_shape[a] > 1 else sizes[a] for a in axes]
-    return torch.fft.irfftn(probe, s=s, dim=axes)
+    lengths = [2 * (sizes[a] - 1) if a == last and out_shape[a] > 1 else sizes[a] for a in axes]
+    return _torch_fft(torch, kind, sizes, [probe_stride[s] if s else 0 for s in strides], dtype,
+                      axes, lengths, device)
+
+
+def _torch_fft(torch, kind, shape, strides, dtype, axes, s, device):
+    """torch's transform of an empty tensor of this layout on ``device`` (``s``: the
+    inverse real transform's output lengths along ``axes``)."""
+    x = torch.empty_strided(shape, strides, dtype=getattr(torch, dtype), device=device)
+    if kind == "c2c":
+        return torch.fft.fftn(x, dim=axes)
+    if kind == "r2c":
+        return torch.fft.rfftn(x, dim=axes)
+    return torch.fft.irfftn(x, s=s, dim=axes)
 
 
 def _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape):
@@ -130,13 +136,8 @@ def _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape):
     # contiguously: a real transform over axes 0 and 1 comes back transposed, and its inverse
     # in C order. Its meta tensors say how.
     try:
-        meta = torch.empty_strided(shape, strides, dtype=getattr(torch, dtype), device="meta")
-        if kind == "c2c":
-            result = torch.fft.fftn(meta, dim=axes)
-        elif kind == "r2c":
-            result = torch.fft.rfftn(meta, dim=axes)
-        else:
-            result = torch.fft.irfftn(meta, s=[out_shape[a] for a in axes], dim=axes)
+        result = _torch_fft(torch, kind, shape, strides, dtype, axes,
+                            [out_shape[a] for a in axes], "meta")
         return list(result.stride())
     except Exception:  # a layout or dtype meta tensors do not take: the default
         return None
