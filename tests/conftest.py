@@ -2,6 +2,7 @@
 array packages of the GPU tests come as fixtures that skip where a package (or its GPU
 support) is missing."""
 
+import importlib
 import os
 import tempfile
 
@@ -25,17 +26,36 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
 
 
-@pytest.fixture(scope="session")
-def nvrtc():
-    """accelmath's NVRTC binding, its library loaded (skips where NVRTC is not installed)."""
-    from accelmath.bindings import nvrtc as binding
+def _binding(name):
+    """The binding module ``accelmath.bindings.<name>``, its library loaded; skips the test
+    where that library is not installed."""
     from accelmath.errors import LibraryNotFoundError
 
+    binding = importlib.import_module(f"accelmath.bindings.{name}")
     try:
         binding.lib.cdll
     except LibraryNotFoundError as exc:
         pytest.skip(str(exc))
     return binding
+
+
+@pytest.fixture
+def loaded_lib():
+    """A function of a module name of ``accelmath.bindings`` that returns its loaded ``lib``
+    (skips the test where that library is not installed)."""
+    return lambda name: _binding(name).lib
+
+
+@pytest.fixture(scope="session")
+def nvrtc():
+    """accelmath's NVRTC binding, its library loaded (skips where NVRTC is not installed)."""
+    return _binding("nvrtc")
+
+
+@pytest.fixture(scope="session")
+def nvjitlink():
+    """accelmath's nvJitLink binding, its library loaded (skips where it is not installed)."""
+    return _binding("nvjitlink")
 
 
 @pytest.fixture

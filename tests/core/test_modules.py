@@ -15,22 +15,14 @@ import pytest
 from accelmath._core import modules, store
 from accelmath._core.launch import LaunchConfig, launch
 from accelmath._core.modules import CompileOptions, compile_cuda, link, loaded
-from accelmath.bindings import _loader, nvjitlink, nvrtc
-from accelmath.errors import (CompileError, CudaLibraryError, InvalidArgumentError,
-                              LibraryNotFoundError)
+from accelmath.bindings import _loader
+from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 REPO = Path(__file__).resolve().parents[2]
 KERNEL = 'extern "C" __global__ void fill(float *x, float v) { x[threadIdx.x] = v; }'
 TWICE = '__device__ float twice(float x) { return 2 * x; }'
 USES_TWICE = ('__device__ float twice(float x);\n'
               'extern "C" __global__ void double_it(float *x) { x[0] = twice(x[0]); }')
-
-
-def _needs(lib):
-    try:
-        lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
 
 
 @pytest.fixture
@@ -110,22 +102,19 @@ def test_compile_needs_compile_options():
 # -- compile and link, no GPU needed ----------------------------------------------------------
 
 @pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
-def test_compile_to_a_cubin(store_root, arch):
-    _needs(nvrtc.lib)
+def test_compile_to_a_cubin(store_root, arch, nvrtc):
     cubin = compile_cuda(KERNEL, CompileOptions(arch=arch), "fill.cu")
     assert _elf_sm(cubin) in (None, arch[0] * 10 + arch[1])
     assert b"fill" in cubin
 
 
-def test_compile_to_ltoir(store_root):
-    _needs(nvrtc.lib)
+def test_compile_to_ltoir(store_root, nvrtc):
     ltoir = compile_cuda(KERNEL, CompileOptions(arch=(9, 0), lto=True))
     assert ltoir and ltoir[:4] != b"\x7fELF"  # LTO-IR, not machine code
     assert ltoir != compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
 
 
-def test_a_compile_error_carries_the_log(store_root):
-    _needs(nvrtc.lib)
+def test_a_compile_error_carries_the_log(store_root, nvrtc):
     with pytest.raises(CompileError) as info:
         compile_cuda('__global__ void k() { undefined_thing; }',
                      CompileOptions(arch=(9, 0), extra=("-DX=1",)), "broken.cu")
@@ -137,16 +126,13 @@ def test_a_compile_error_carries_the_log(store_root):
     assert error.log in str(error)
 
 
-def test_an_unknown_option_is_a_compile_error(store_root):
-    _needs(nvrtc.lib)
+def test_an_unknown_option_is_a_compile_error(store_root, nvrtc):
     with pytest.raises(CompileError, match="NVRTC_ERROR_INVALID_OPTION"):
         compile_cuda(KERNEL, CompileOptions(arch=(9, 0), extra=("--no-such-option",)))
 
 
 @pytest.mark.parametrize("arch", [(8, 0), (9, 0)])
-def test_link_ltoir_to_a_cubin(store_root, arch):
-    _needs(nvrtc.lib)
-    _needs(nvjitlink.lib)
+def test_link_ltoir_to_a_cubin(store_root, arch, nvrtc, nvjitlink):
     options = CompileOptions(arch=arch, lto=True)
     images = [compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)]
     cubin = link(images, arch)
@@ -154,9 +140,7 @@ def test_link_ltoir_to_a_cubin(store_root, arch):
     assert b"double_it" in cubin
 
 
-def test_a_link_error_carries_the_log(store_root):
-    _needs(nvrtc.lib)
-    _needs(nvjitlink.lib)
+def test_a_link_error_carries_the_log(store_root, nvrtc, nvjitlink):
     alone = compile_cuda(USES_TWICE, CompileOptions(arch=(9, 0), lto=True))
     with pytest.raises(CompileError) as info:
         link([alone], (9, 0))  # twice() is defined nowhere
@@ -168,8 +152,7 @@ def test_a_link_error_carries_the_log(store_root):
     assert "NVJITLINK_ERROR_IN" in str(info.value) and "bad input" in info.value.log
 
 
-def test_link_options_go_to_nvjitlink(store_root):
-    _needs(nvjitlink.lib)
+def test_link_options_go_to_nvjitlink(store_root, nvjitlink):
     with pytest.raises(CudaLibraryError) as info:
         link([b"unused"], (9, 0), extra=("-no-such-option",))
     assert info.value.status_name == "NVJITLINK_ERROR_UNRECOGNIZED_OPTION"
@@ -189,8 +172,7 @@ def test_link_refuses_a_bad_arch():
 
 # -- the store --------------------------------------------------------------------------------
 
-def test_the_second_compile_comes_from_the_store(store_root, counted):
-    _needs(nvrtc.lib)
+def test_the_second_compile_comes_from_the_store(store_root, counted, nvrtc):
     options = CompileOptions(arch=(9, 0))
     first = compile_cuda(KERNEL, options, "fill.cu")
     assert compile_cuda(KERNEL, options, "fill.cu") == first
@@ -205,10 +187,9 @@ def test_the_second_compile_comes_from_the_store(store_root, counted):
     assert counted["nvrtc"] == 6
 
 
-def test_another_nvrtc_file_compiles_again(store_root, counted, monkeypatch, tmp_path):
+def test_another_nvrtc_file_compiles_again(store_root, counted, monkeypatch, tmp_path, nvrtc):
     # the key names NVRTC's file, its size and time: a new NVRTC (another file, or the same
     # file replaced) makes new keys
-    _needs(nvrtc.lib)
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     copy = tmp_path / "libnvrtc-other.so"  # (only named in the key: NVRTC itself compiles)
     copy.write_bytes(b"another NVRTC")
@@ -220,9 +201,8 @@ def test_another_nvrtc_file_compiles_again(store_root, counted, monkeypatch, tmp
     assert counted["nvrtc"] == 3
 
 
-def test_a_remembered_nvrtc_is_not_loaded_to_name_it(store_root, monkeypatch):
+def test_a_remembered_nvrtc_is_not_loaded_to_name_it(store_root, monkeypatch, nvrtc):
     # with the store's memo of library paths, the key needs no NVRTC loaded
-    _needs(nvrtc.lib)
     path = nvrtc.lib.path
     monkeypatch.setattr(_loader, "_loaded", {})
     monkeypatch.setattr(_loader, "_memo", (lambda name: path, None))
@@ -230,8 +210,7 @@ def test_a_remembered_nvrtc_is_not_loaded_to_name_it(store_root, monkeypatch):
     assert "nvrtc" not in _loader._loaded
 
 
-def test_without_the_store_each_compile_runs_nvrtc(store_root, counted, monkeypatch):
-    _needs(nvrtc.lib)
+def test_without_the_store_each_compile_runs_nvrtc(store_root, counted, monkeypatch, nvrtc):
     monkeypatch.setenv("ACCELMATH_CACHE", "0")
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
@@ -239,8 +218,7 @@ def test_without_the_store_each_compile_runs_nvrtc(store_root, counted, monkeypa
     assert not store_root.exists()
 
 
-def test_a_damaged_cubin_in_the_store_is_compiled_again(store_root, counted):
-    _needs(nvrtc.lib)
+def test_a_damaged_cubin_in_the_store_is_compiled_again(store_root, counted, nvrtc):
     good = compile_cuda(KERNEL, CompileOptions(arch=(9, 0)))
     (entry,) = store_root.rglob("*.entry")
     entry.write_bytes(entry.read_bytes()[:-100])
@@ -250,9 +228,7 @@ def test_a_damaged_cubin_in_the_store_is_compiled_again(store_root, counted):
     assert counted["nvrtc"] == 2  # rewritten whole
 
 
-def test_the_second_link_comes_from_the_store(store_root, counted):
-    _needs(nvrtc.lib)
-    _needs(nvjitlink.lib)
+def test_the_second_link_comes_from_the_store(store_root, counted, nvrtc, nvjitlink):
     options = CompileOptions(arch=(9, 0), lto=True)
     images = [compile_cuda(TWICE, options), compile_cuda(USES_TWICE, options)]
     first = link(images, (9, 0))
@@ -264,8 +240,7 @@ def test_the_second_link_comes_from_the_store(store_root, counted):
     assert counted["nvjitlink"] == 4
 
 
-def test_a_new_process_finds_the_code_compiled(store_root):
-    _needs(nvrtc.lib)
+def test_a_new_process_finds_the_code_compiled(store_root, nvrtc):
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)), "fill.cu")
     code = ("from accelmath._core import modules\n"
             "def refuse(*args):\n"
@@ -364,8 +339,7 @@ def background(monkeypatch):
     monkeypatch.setattr(modules, "_done", {})
 
 
-def test_a_background_compile_is_not_done_again(monkeypatch, background, counted):
-    _needs(nvrtc.lib)
+def test_a_background_compile_is_not_done_again(monkeypatch, background, counted, nvrtc):
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (no store: the process keeps the result)
     options = CompileOptions(arch=(9, 0))
     assert not modules.is_compiled(KERNEL, options, "soon.cu")
@@ -377,8 +351,7 @@ def test_a_background_compile_is_not_done_again(monkeypatch, background, counted
     assert not modules.is_compiled(KERNEL, options, "other.cu")
 
 
-def test_a_background_compile_fills_the_store(store_root, background, counted):
-    _needs(nvrtc.lib)
+def test_a_background_compile_fills_the_store(store_root, background, counted, nvrtc):
     options = CompileOptions(arch=(9, 0))
     modules.compile_soon(KERNEL, options, "soon.cu").join()
     modules._done.clear()  # (another process: only the store knows)
@@ -387,8 +360,7 @@ def test_a_background_compile_fills_the_store(store_root, background, counted):
     assert counted["nvrtc"] == 1
 
 
-def test_a_failed_background_compile_is_logged_and_met_again(background, caplog):
-    _needs(nvrtc.lib)
+def test_a_failed_background_compile_is_logged_and_met_again(background, caplog, nvrtc):
     bad = 'extern "C" __global__ void k() { undefined_thing; }'
     with caplog.at_level("INFO", logger="accelmath.modules"):
         modules.compile_soon(bad, CompileOptions(arch=(9, 0)), "bad.cu").join()
@@ -397,9 +369,8 @@ def test_a_failed_background_compile_is_logged_and_met_again(background, caplog)
         compile_cuda(bad, CompileOptions(arch=(9, 0)), "bad.cu")
 
 
-def test_a_process_that_ends_waits_for_its_background_compile(store_root, counted):
+def test_a_process_that_ends_waits_for_its_background_compile(store_root, counted, nvrtc):
     # (NVRTC unloaded under a running compile crashes the process at exit)
-    _needs(nvrtc.lib)
     code = ("from accelmath._core.modules import CompileOptions, compile_soon; "
             f"compile_soon({KERNEL!r} + '// exit', CompileOptions(arch=(9, 0)), 'exit.cu')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -6,7 +6,6 @@ import pytest
 
 import accelmath.fft as afft
 from accelmath._core import modules
-from accelmath.errors import LibraryNotFoundError
 from accelmath.fft import _columns
 from accelmath.fft._layout import Step, plan_steps
 
@@ -26,14 +25,9 @@ def test_configurations_cover_the_transform(length):
 
 
 @pytest.mark.parametrize("length", _columns.LENGTHS)
-def test_the_kernel_compiles(length, monkeypatch):
+def test_the_kernel_compiles(length, monkeypatch, nvrtc):
     from accelmath._core.modules import CompileOptions, compile_cuda
-    from accelmath.bindings import nvrtc
 
-    try:
-        nvrtc.lib.cdll
-    except LibraryNotFoundError as exc:
-        pytest.skip(str(exc))
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # compile here, not from an earlier run's store
     options = CompileOptions(arch=(9, 0), extra=_columns.options(length))
     assert compile_cuda(_columns.SOURCE, options, "columns.cu")[:4] == b"\x7fELF"
