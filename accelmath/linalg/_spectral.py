@@ -212,16 +212,26 @@ def _svd_jacobi(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
     typed(cusolver.lib, ctx.dtype, "gesvdj_batched")(
         handles[0], jobz, m, n, scratch, m, s_ptr, uw, m, vw, n, work, wbytes // isz,
         ws + solver.offsets["info"], _jacobi_params("gesvdj"), count)
-    failed = [(s_ptr, k, real_dtype(ctx.dtype))]
+    ucols, vrows = (m, n) if full_matrices else (k, k)
+    failed = _svd_vectors(ctx, batch, (m, n), (ucols, vrows), (m * m, n * n), compute_uv,
+                          (s_ptr, u_ptr, vh_ptr), (uw, vw))
+    finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
+
+
+def _svd_vectors(ctx, batch, shape, kept, steps, compute_uv, results, work):
+    """Copy the Jacobi methods' U and V (column-major, ``steps`` elements a matrix apart in
+    ``work``) to the results ``u`` (U's first ``kept[0]`` columns) and ``vh`` (V^H's first
+    ``kept[1]`` rows: V read in C order is V^T, conjugated V^H) where ``compute_uv``; the
+    results' ``(pointer, elements a matrix, dtype)``, to fill with NaN where one failed."""
+    (m, n), (ucols, vrows), (s_ptr, u_ptr, vh_ptr), (uw, vw) = shape, kept, results, work
+    failed = [(s_ptr, min(m, n), real_dtype(ctx.dtype))]
     if compute_uv:
-        ucols, vrows = (m, n) if full_matrices else (k, k)
-        # u: U's first ucols columns; vh: V^H's first vrows rows (V read in C order is V^T)
-        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, m * m) + (1, m),
+        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, steps[0]) + (1, m),
                  c_strides(batch, m, ucols))
-        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, n * n) + (n, 1),
+        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, steps[1]) + (n, 1),
                  c_strides(batch, vrows, n), conj=True)
         failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
-    finish_info(solver, ctx, ws, batch, check, SVD_DID_NOT_CONVERGE, failed)
+    return failed
 
 
 def _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, vh_ptr):
@@ -261,14 +271,8 @@ def _svd_gesvdj(ctx, a, batch, compute_uv, full_matrices, check, s_ptr, u_ptr, v
             info + 4 * i, params)
     if check and read_info(info, count, ctx.stream).any():
         return False
-    failed = [(s_ptr, k, real_dtype(ctx.dtype))]
-    if compute_uv:
-        # u: U, column-major; vh: V^H (V read in C order is V^T, conjugated V^H)
-        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, m * ucols) + (1, m),
-                 c_strides(batch, m, ucols))
-        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, n * vrows) + (n, 1),
-                 c_strides(batch, vrows, n), conj=True)
-        failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
+    failed = _svd_vectors(ctx, batch, (m, n), (ucols, vrows), (m * ucols, n * vrows),
+                          compute_uv, (s_ptr, u_ptr, vh_ptr), (uw, vw))
     if not check:
         finish_info(solver, ctx, ws, batch, False, SVD_DID_NOT_CONVERGE, failed)
     return True
