@@ -167,12 +167,13 @@ class Spectra:
     # --- the planes and their transforms ---------------------------------------------------
 
     def fill(self, convolved, other, mask):
-        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given, a
-        C-contiguous bool image); returns the count of the mask's true pixels as a 0-d
-        array of this kind (no read back), or None without a mask."""
+        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given, a bool
+        image); returns the count of the mask's true pixels as a 0-d array of this kind (no
+        read back), or None without a mask."""
         kind, stack = self.kind, self.stack
-        if self.kind.on_gpu:
+        if self.kind.on_gpu:  # (the kernel reads the mask in C order)
             selected = None if mask is None else kind.zeros((), "int64")
+            mask = None if mask is None else kind.contiguous(mask)
             _kernels.planes(convolved, other, mask, self._x, self._y, self._exponents, stack,
                             selected)
             return selected
