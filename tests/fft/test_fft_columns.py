@@ -148,6 +148,7 @@ def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
     monkeypatch.delenv("ACCELMATH_COLUMNS", raising=False)
     monkeypatch.setattr(modules, "_soon", {})
     monkeypatch.setattr(modules, "_done", {})
+    monkeypatch.setattr(_columns, "_ready", set())  # (as in a process that set up none)
     device_id = cp.cuda.Device().id
     assert not _columns.compiled(device_id, N)
     with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
