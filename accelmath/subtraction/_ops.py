@@ -170,6 +170,12 @@ class ArrayKind:
             return a.contiguous()
         return self.module.ascontiguousarray(a)
 
+    def element_strides(self, a):
+        """The strides of ``a`` in elements."""
+        if self.package == "torch":
+            return tuple(a.stride())
+        return tuple(s // a.itemsize for s in a.strides)
+
     def is_bool(self, a):
         """Whether ``a`` holds booleans."""
         return str(a.dtype).rpartition(".")[2] in ("bool", "bool_")

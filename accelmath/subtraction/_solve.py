@@ -163,11 +163,9 @@ def _scale(configuration, diagonal):
 
 
 def _diagonal(kind, a):
-    """The diagonal of square matrix ``a`` of ``kind``, dense in C or Fortran order (a factor
-    the solvers made: its diagonal steps n + 1 elements either way), as NumPy (a read
-    back)."""
+    """The diagonal of square matrix ``a`` of ``kind``, as NumPy (a read back)."""
     if not kind.on_gpu:
         return kind.to_numpy(a.diagonal())
     out = kind.empty((a.shape[0],))
-    _kernels.diagonal(a, a.shape[0] + 1, out)
+    _kernels.diagonal(a, sum(kind.element_strides(a)), out)
     return kind.to_numpy(out)

@@ -124,8 +124,9 @@ class Spectra:
         self.maps = len(rules.pairs[0]) + fij  # kernel-plane pairs, then each plane with J
         planes = fij + 1
         self.batch = planes if planes * n0 * n1 * 8 <= BATCH_BYTES else 1
+        self.on_gpu = kind.on_gpu
         with kind.active():
-            if kind.on_gpu:  # the kernels compile (or load) while the plans are made
+            if self.on_gpu:  # the kernels compile (or load) while the plans are made
                 _kernels.prepare(kind.ordinal)
                 linalg.prepare("float64", device=kind.ordinal)
             # the plans first, on small templates: their trial runs (when the store holds no
@@ -138,11 +139,8 @@ class Spectra:
             self.spectra = kind.empty((planes, n0, m), "complex128")
             self.rows = max(1, min(n0, chunk_bytes // (self.maps * m * 16)))
             self._products = kind.empty((self.maps * self.rows * m,), "complex128")
-            if not kind.on_gpu:
+            if not self.on_gpu:
                 self._conjugates = kind.empty((fij * self.rows * m,), "complex128")
-                # the maps' pairs of planes, in the order the rules number them
-                self._pairs = ([(int(a), int(b)) for a, b in zip(*rules.pairs)]
-                               + [(a, fij) for a in range(fij)])
             self._spectrum = kind.empty((n0, m), "complex128")
             self.ones = kind.asarray(numpy.ones(max(n0, n1)))  # (for kind.total)
             e1t, e2 = lag_matrices(configuration.shape, rules.lags)
@@ -153,8 +151,7 @@ class Spectra:
             self._w0, self._w1t = kind.asarray(w0), kind.asarray(w1t)
             x, y = coordinates(configuration.shape)
             self._x, self._y = kind.asarray(x[:, None]), kind.asarray(y[None, :])
-            if kind.on_gpu:
-                self._exponents = kind.asarray(numpy.array(self.kernel_terms, numpy.int64))
+            self._exponents = kind.asarray(numpy.array(self.kernel_terms, dtype=numpy.int64))
             order = configuration.background_order
             self._u = kind.asarray(shifted_polynomials(n0, order, w))
             self._vt = kind.asarray(shifted_polynomials(n1, order, w).T.copy())
@@ -167,13 +164,12 @@ class Spectra:
     # --- the planes and their transforms ---------------------------------------------------
 
     def fill(self, convolved, other, mask):
-        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given, a bool
-        image); returns the count of the mask's true pixels as a 0-d array of this kind (no
-        read back), or None without a mask."""
+        """The planes ``I x^i y^j`` and J into the stack (times ``mask`` where given, a
+        C-contiguous bool image); returns the count of the mask's true pixels as a 0-d
+        array of this kind (no read back), or None without a mask."""
         kind, stack = self.kind, self.stack
-        if self.kind.on_gpu:  # (the kernel reads the mask in C order)
+        if self.on_gpu:
             selected = None if mask is None else kind.zeros((), "int64")
-            mask = None if mask is None else kind.contiguous(mask)
             _kernels.planes(convolved, other, mask, self._x, self._y, self._exponents, stack,
                             selected)
             return selected
@@ -227,13 +223,14 @@ class Spectra:
         """``products`` (rows, maps, m): ``conj(S_a) S_b`` of the rows [start, stop) for
         the pairs of kernel planes a <= b, then for each kernel plane with J."""
         kind, spectra, fij = self.kind, self.spectra, self.fij
-        if kind.on_gpu:
+        if self.on_gpu:
             _kernels.pair_products(spectra, start, stop - start, products)
             return
         rows, m = stop - start, spectra.shape[2]
         conjugates = self._conjugates[:fij * rows * m].reshape(fij, rows, m)
         kind.conj(spectra[:fij, start:stop], out=conjugates)
-        for k, (a, b) in enumerate(self._pairs):
+        pairs = [(a, b) for a in range(fij) for b in range(a, fij)]
+        for k, (a, b) in enumerate(pairs + [(a, fij) for a in range(fij)]):
             kind.multiply(conjugates[a], spectra[b, start:stop], out=products[:, k])
 
     def polynomial_correlations(self):
@@ -273,7 +270,7 @@ class Spectra:
             left = kind.matmul(self._w0[start:stop], kernels)  # [r, ij, b]
             kind.matmul(left.reshape(rows * fij, -1), self._w1t,
                         out=khat.reshape(rows * fij, m))
-            if self.kind.on_gpu:
+            if self.on_gpu:
                 _kernels.difference_spectrum(spectra, start, rows, khat, flip, fd)
                 continue
             khat = khat.swapaxes(0, 1)

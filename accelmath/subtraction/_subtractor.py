@@ -225,6 +225,8 @@ class Subtractor:
         configuration = self.configuration
         clock = _Clock(kind, bool(timings))
         reference, science = kind.float64(reference), kind.float64(science)
+        if mask is not None:
+            mask = kind.contiguous(mask)
         flip = configuration.convolve == "science"
         convolved, other = (science, reference) if flip else (reference, science)
         ones = spectra.ones
