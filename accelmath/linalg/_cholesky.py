@@ -65,9 +65,10 @@ def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
                                      ctypes.addressof(_ONE[dtype]), a, lda, b, ldb)
 
 
-def cholesky(a, *, upper, check, method, stream):
+def cholesky(a, *, upper, check, method, stream, call=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
-    triangle), or upper (``U^H U = a``, from its upper triangle)."""
+    triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
+    remember (:func:`~accelmath.linalg._context.run_small`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -79,7 +80,8 @@ def cholesky(a, *, upper, check, method, stream):
         def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id):
             _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
 
-        run_small(ctx, kernel, (a,), out_ptr, batch, check, NOT_POSITIVE_DEFINITE, n, count)
+        run_small(ctx, kernel, (a,), (out, out_ptr), batch, check, NOT_POSITIVE_DEFINITE, n,
+                  count, call=call)
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits(method, n, count)

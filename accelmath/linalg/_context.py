@@ -11,7 +11,6 @@ copy; elsewhere it transposes.
 import math
 from typing import Any, NamedTuple
 
-from accelmath._core.dispatch import Dispatcher
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
@@ -19,14 +18,12 @@ from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _kernels, _small
 from accelmath.linalg._cusolver import check_info
+from accelmath.linalg._memo import dispatcher
 
-__all__ = ["Context", "ITEMSIZE", "dispatcher", "batch_of", "batch_strides", "count_of",
-           "item_strides", "c_strides", "gather", "scatter_f", "plan", "small_fits",
-           "run_small", "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes", "finish_info"]
-
-#: The plan caches of the stateless solvers, per device.
-dispatcher = Dispatcher()
-
+__all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
+           "c_strides", "gather", "scatter_f", "plan", "small_fits", "run_small", "SmallCall",
+           "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes",
+           "finish_info"]
 
 class Context:
     """One call's device, package, stream and allocations.
@@ -168,16 +165,62 @@ def _dense_c(ctx, op, batch):
     return ptr, array
 
 
-def run_small(ctx, kernel, operands, out_ptr, batch, check, message, *args):
+def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=None):
     """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``,
-    each read as a dense C-ordered batch: ``kernel(*operand addresses, out_ptr, info, *args,
-    dtype, stream, device_id)``; with ``check``, raise for the matrices that failed."""
+    each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
+    address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
+    device_id)``; with ``check``, raise for the matrices that failed. ``call``
+    (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
+    :class:`SmallCall` where the kernel read the operands where they lie."""
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
-    kernel(*(ptr for ptr, _ in copies), out_ptr, info_ptr, *args, ctx.dtype, ctx.stream,
+    kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id)
+    if (call is not None and not ctx.adapter.immutable
+            and call[1] == tuple(ptr for ptr, _ in copies)):
+        shape = tuple(result[0].shape)
+        adapter, device_id = ctx.adapter, ctx.device_id
+        dispatcher.remember(call[0], SmallCall(
+            kernel, args, ctx.dtype, adapter, device_id,
+            adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
+            adapter.allocator(info.shape, (1,), "int32", device_id),
+            adapter.stream_getter(device_id), check, batch, message))
     if check:
         check_info(info_ptr, batch, ctx.stream, message)
+
+
+class SmallCall(NamedTuple):
+    """What the call memo keeps of a call :func:`run_small` ran on its operands where they
+    lie: the kernel and its arguments, how to allocate the result and the info codes, and
+    the check (no caller's array)."""
+
+    kernel: Any
+    args: tuple
+    dtype: str
+    adapter: Any
+    device_id: int
+    allocate: Any  # () -> (result, address)
+    allocate_info: Any  # () -> (info codes, address)
+    current_stream: Any  # () -> the package's current stream on the device
+    check: bool
+    batch: tuple
+    message: str
+
+    def run(self, addresses, stream):
+        """The call again, on the operands at ``addresses``, on ``stream`` (None: the
+        package's current one): the new result."""
+        handle = self.current_stream() if stream is None else stream_handle(stream)
+        if stream is not None and handle != self.current_stream():
+            with self.adapter.stream_scope(handle, self.device_id):  # (the pool follows it)
+                (x, x_ptr), (info, info_ptr) = self.allocate(), self.allocate_info()
+        else:
+            (x, x_ptr), (info, info_ptr) = self.allocate(), self.allocate_info()
+        self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
+                    self.device_id)
+        del info  # (kept until the kernel was enqueued: the pools reuse it in stream order)
+        if self.check:
+            check_info(info_ptr, self.batch, handle, self.message)
+        return x
 
 
 def solution(ctx, batch, n, k, vector):

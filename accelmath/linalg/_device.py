@@ -7,7 +7,7 @@ stream. Solvers are cached per device by problem (:data:`dispatcher`).
 """
 
 from accelmath.linalg._cholesky import cho_factor, cho_solve, cholesky, solve_triangular
-from accelmath.linalg._context import dispatcher
+from accelmath.linalg._memo import dispatcher
 from accelmath.linalg._lstsq import lstsq
 from accelmath.linalg._lu import det, inv, lu_factor, lu_solve, slogdet, solve
 from accelmath.linalg._spectral import eigh, qr, svd

@@ -19,6 +19,7 @@ import numpy
 from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
+from accelmath.linalg._memo import call_key, recalled
 from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read,
                                         read_stack, runs_on_host, to_caller)
 
@@ -125,6 +126,10 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     >>> solve(a, np.array([9.0, 8.0]))
     array([2., 3.])
     """
+    call = call_key("solve", (a, b), check, method, execution)
+    x = recalled(call, stream)
+    if x is not None:
+        return x
     check, method, execution = _checked_options(check, method, execution)
     a, b = read(a, "a"), read(b, "b")
     dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
@@ -134,7 +139,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
         x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
         return to_caller(x, b)
     return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
-                       check=check, method=method, stream=stream)
+                       check=check, method=method, stream=stream, call=call)
 
 
 def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
@@ -166,12 +171,16 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
+    call = call_key("inv", (a,), check, method, execution)
+    x = recalled(call, stream)
+    if x is not None:
+        return x
     check, method, execution = _checked_options(check, method, execution)
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
         return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
-                       stream=stream)
+                       stream=stream, call=call)
 
 
 def det(a, *, stream=None, execution="auto"):
@@ -273,13 +282,17 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     array([[2., 0.],
            [1., 2.]])
     """
+    call = call_key("cholesky", (a,), upper, check, method, execution)
+    factor = recalled(call, stream)
+    if factor is not None:
+        return factor
     check, method, execution = _checked_options(check, method, execution)
     upper = checks.check_flag(upper, "upper")
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution):
         return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
-                       method=method, stream=stream)
+                       method=method, stream=stream, call=call)
 
 
 def qr(a, mode="reduced", *, stream=None, execution="auto"):

@@ -87,13 +87,15 @@ def getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, dtype):
                             ws + solver.offsets["info2"])
 
 
-def solve(a, b, *, vector, check, method, stream):
-    """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k)."""
+def solve(a, b, *, vector, check, method, stream, call=None):
+    """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k). ``call``: the
+    call key to remember (:func:`~accelmath.linalg._context.run_small`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     if small_fits(method, n):
-        run_small(ctx, _small.solve, (a, b), x_ptr, batch, check, SINGULAR, n, k, count)
+        run_small(ctx, _small.solve, (a, b), (x, x_ptr), batch, check, SINGULAR, n, k, count,
+                  call=call)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, k, count, batched)
@@ -106,8 +108,8 @@ def solve(a, b, *, vector, check, method, stream):
     return ctx.finish(x)
 
 
-def inv(a, *, check, method, stream):
-    """The inverse of each matrix of ``a``."""
+def inv(a, *, check, method, stream, call=None):
+    """The inverse of each matrix of ``a`` (``call``: as :func:`solve`'s)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -116,7 +118,7 @@ def inv(a, *, check, method, stream):
     if count == 0 or n == 0:
         return ctx.finish(x)
     if small_fits(method, n):
-        run_small(ctx, _small.inv, (a,), x_ptr, batch, check, SINGULAR, n, count)
+        run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count, call=call)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, 1, count, batched)

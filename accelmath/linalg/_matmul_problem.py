@@ -13,13 +13,14 @@ import numpy
 
 from accelmath._core.arguments import check_execution
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import adapter_for, check_same_device, device_name, wrap_operand
+from accelmath._core.operand import check_same_device, device_name, wrap_operand
 from accelmath._core.plan import check_out
 from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._epilogue import check_epilogue_dtype, epilogue_named
 from accelmath.linalg._matmul_cublaslt import Layout, Spec
+from accelmath.linalg._operands import keyed_reader
 
 __all__ = ["Problem", "CallKey", "read", "prepare", "call_key", "checked_out", "scalar_of",
            "host_scalars", "spec_of", "alignment_of"]
@@ -139,26 +140,6 @@ class CallKey(NamedTuple):
 # refuse them).
 _SCALARS = frozenset((int, float, complex, numpy.float16, numpy.float32, numpy.float64,
                       numpy.int32, numpy.int64, numpy.complex64, numpy.complex128))
-# Packages whose arrays a key describes: their layout keys hold shape, strides, dtype and
-# device, and torch's the lazy conjugation and negation bits; an array of theirs is read
-# where it lies, and its address is where the product reads it (no array's work to wait for).
-_KEYED = ("cupy", "torch")
-_READERS = {}  # array type -> (layout_key, data_ptr), or None where its calls are not keyed
-
-
-def _reader(x):
-    """The layout-key and address readers of arrays of ``x``'s type (None where there are
-    none), found once per type."""
-    try:
-        adapter = adapter_for(x)
-    except TypeError:  # not an array: prepare says why
-        adapter = None
-    reader = (adapter.layout_key, adapter.data_ptr) if adapter is not None and \
-        adapter.package in _KEYED else None
-    _READERS[type(x)] = reader
-    return reader
-
-
 def call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf32):
     """The call memo key of ``matmul``'s arguments, or None for a call not to remember.
 
@@ -192,9 +173,7 @@ def call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf
             key.append(None)
             ptrs.append(0)
             continue
-        reader = _READERS.get(x.__class__, False)
-        if reader is False:
-            reader = _reader(x)
+        reader = keyed_reader(x)
         if reader is None:
             return None
         layout = reader[0](x)

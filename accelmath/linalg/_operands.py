@@ -8,13 +8,19 @@ import importlib
 import numpy
 
 from accelmath._core.dispatch import to_device, to_host
-from accelmath._core.operand import (Operand, adapter_named, check_same_device, device_name,
-                                     wrap_operand)
+from accelmath._core.operand import (Operand, adapter_for, adapter_named, check_same_device,
+                                     device_name, wrap_operand)
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.linalg import _checks as checks
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
-           "column", "device_call", "namespace", "hermitian_svd"]
+           "column", "device_call", "namespace", "hermitian_svd", "keyed_reader"]
+
+# Packages whose arrays a call key describes (:func:`keyed_reader`): their layout keys hold
+# shape, strides, dtype and device, and torch's the lazy conjugation and negation bits; an
+# array of theirs is read where it lies (no array's work to wait for).
+_KEYED = ("cupy", "torch")
+_READERS = {}  # array type -> (layout_key, data_ptr), or None where its calls are not keyed
 
 
 def read(x, name):
@@ -114,6 +120,22 @@ def _device_function(name):
     from accelmath.linalg import _device
 
     return getattr(_device, name)
+
+
+def keyed_reader(x):
+    """``(layout_key, data_ptr)``: the functions that read the call-key part and the address
+    of arrays of ``x``'s type (CuPy and torch arrays), found once per type; None for other
+    types (their calls are not remembered)."""
+    reader = _READERS.get(x.__class__, False)
+    if reader is False:
+        try:
+            adapter = adapter_for(x)
+        except TypeError:  # not an array: the slow path says why
+            adapter = None
+        reader = ((adapter.layout_key, adapter.data_ptr)
+                  if adapter is not None and adapter.package in _KEYED else None)
+        _READERS[x.__class__] = reader
+    return reader
 
 
 def namespace(x):

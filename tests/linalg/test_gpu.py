@@ -1012,7 +1012,7 @@ def test_integers_and_mixed_dtypes_promote(cupy):
                                   "lu", "cho", "solve_triangular"])
 def test_plan_cache_reuses_the_solver(cp, name):
     """A second call of the same shapes is served by the cached solver (cuSOLVER's sizes)."""
-    from accelmath.linalg._context import dispatcher
+    from accelmath.linalg._memo import dispatcher
 
     operands, call, _ = case(name, "float64", "large")
     given = [cp.asarray(o) for o in operands]

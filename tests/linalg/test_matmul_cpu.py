@@ -370,10 +370,11 @@ def fake_device(monkeypatch):
     from accelmath._core import operand
     from accelmath.linalg import _matmul
     from accelmath.linalg import _matmul_problem as problems
+    from accelmath.linalg import _operands
 
     monkeypatch.setitem(operand._adapters, _DeviceArray, _device_adapter())
-    monkeypatch.setattr(problems, "_KEYED", ("fake",))
-    monkeypatch.setattr(problems, "_READERS", {})
+    monkeypatch.setattr(_operands, "_KEYED", ("fake",))
+    monkeypatch.setattr(_operands, "_READERS", {})
     monkeypatch.setattr(_matmul, "LtPlan", _FakeLt)
     prepared = []
     prepare = problems.prepare

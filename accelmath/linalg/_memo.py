@@ -1,0 +1,62 @@
+"""The plan caches and the call memo of the stateless solvers (:data:`dispatcher`).
+
+A device call that ran accelmath's own small-matrix kernels on its operands where they lie
+(no copy, no conversion: CuPy or torch arrays of the result's dtype, dense and C-ordered) is
+remembered under its *call key* (:func:`call_key`): the function's name, its options as
+given, and each operand's type and layout key (shape, strides, dtype, device; torch's lazy
+conjugation and negation bits). An identical later call skips reading, checking and
+normalizing its arguments, whose every rule depends on nothing else: :func:`recalled` reads
+the operands' addresses, allocates the results and launches the kernel
+(:class:`~accelmath.linalg._context.SmallCall`).
+"""
+
+from accelmath._core.dispatch import Dispatcher
+from accelmath.linalg._operands import keyed_reader
+
+__all__ = ["dispatcher", "call_key", "recalled"]
+
+#: The plan caches and call memo of the stateless solvers, per device.
+dispatcher = Dispatcher()
+
+# The option types a key holds, by exact type: a bool, a str, None (1 would equal True in a
+# dict, so an int option is not remembered: the slow path checks it)
+_OPTIONS = (bool, str, type(None))
+
+
+def call_key(name, operands, *options):
+    """``(key, addresses)`` of a call of solver ``name`` on ``operands`` with ``options``,
+    or None for a call not to remember (an option of another type, an operand that is not a
+    CuPy or torch array, a torch tensor that records gradients).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._memo import call_key
+    >>> call_key("solve", (np.eye(2), np.ones(2)), True, "auto", "auto") is None
+    True
+    """
+    for option in options:
+        if option.__class__ not in _OPTIONS:
+            return None
+    key = [name, *options]
+    addresses = []
+    for x in operands:
+        reader = keyed_reader(x)
+        if reader is None:
+            return None
+        layout = reader[0](x)
+        if layout is None:
+            return None
+        key.append(x.__class__)
+        key.append(layout)
+        addresses.append(reader[1](x))
+    return tuple(key), tuple(addresses)
+
+
+def recalled(call, stream):
+    """The result of call ``call`` (:func:`call_key`'s, or None) where an identical one was
+    remembered, else None."""
+    if call is None:
+        return None
+    entry = dispatcher.recall(call[0])
+    return None if entry is None else entry.run(call[1], stream)

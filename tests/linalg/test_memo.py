@@ -1,0 +1,179 @@
+"""The call memo of the stateless solvers (accelmath.linalg._memo): which calls get a key
+(CPU), and, on a GPU, that a remembered call of solve, inv or cholesky on CuPy and torch
+arrays skips the checks yet computes right on fresh data, raises for failures with the
+batch index, follows an explicit stream, and that other layouts take the slow path."""
+
+import numpy as np
+import pytest
+
+from accelmath import linalg as la
+from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedOperandError
+from accelmath.linalg import _functions, _memo
+
+
+def test_call_key_takes_cupy_and_torch_arrays_and_plain_options_only():
+    torch = pytest.importorskip("torch")
+    a, b = torch.eye(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    key, addresses = _memo.call_key("solve", (a, b), True, "auto", "auto")
+    assert addresses == (a.data_ptr(), b.data_ptr())
+    assert key == _memo.call_key("solve", (a.clone(), b.clone()), True, "auto", "auto")[0]
+    assert key != _memo.call_key("solve", (a, b), False, "auto", "auto")[0]
+    assert key != _memo.call_key("solve", (a.mT, b), True, "auto", "auto")[0]
+    assert key != _memo.call_key("solve", (a.float(), b), True, "auto", "auto")[0]
+    # an option that would equal another in a dict (1 == True), a NumPy array, an array-like,
+    # a tensor that records gradients: no key
+    assert _memo.call_key("solve", (a, b), 1, "auto", "auto") is None
+    assert _memo.call_key("solve", (a.numpy(), b), True, "auto", "auto") is None
+    assert _memo.call_key("solve", ([[1.0]], b), True, "auto", "auto") is None
+    assert _memo.call_key("solve", (a.requires_grad_(), b), True, "auto", "auto") is None
+
+
+def test_host_calls_are_not_remembered():
+    torch = pytest.importorskip("torch")
+    a, b = torch.eye(3, dtype=torch.float64) * 2, torch.ones(3, dtype=torch.float64)
+    _memo.dispatcher.clear_cache()
+    np.testing.assert_allclose(la.solve(a, b).numpy(), np.full(3, 0.5))
+    key, _ = _memo.call_key("solve", (a, b), True, "auto", "auto")
+    assert _memo.dispatcher.recall(key) is None
+
+
+# ---- on a GPU ----
+
+def _spd(rng, shape, dtype):
+    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                      if dtype.startswith("complex") else 0)
+    n = shape[-1]
+    return (g @ np.conj(np.swapaxes(g, -1, -2)) / n + 2 * np.eye(n)).astype(dtype)
+
+
+def _well(rng, shape, dtype):
+    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                      if dtype.startswith("complex") else 0)
+    return (np.eye(shape[-1]) * 4 + g / shape[-1]).astype(dtype)
+
+
+TOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-11, "complex128": 1e-11}
+
+# name -> (make operands (rng, dtype), call, NumPy's result)
+CASES = {
+    "solve": (lambda r, d: (_well(r, (5, 8, 8), d), _well(r, (5, 8, 3), d)),
+              lambda a, b, **k: la.solve(a, b, **k), np.linalg.solve),
+    "solve, vector": (lambda r, d: (_well(r, (8, 8), d), _well(r, (8, 8), d)[0]),
+                      lambda a, b, **k: la.solve(a, b, **k), np.linalg.solve),
+    "inv": (lambda r, d: (_well(r, (2, 3, 6, 6), d),),
+            lambda a, **k: la.inv(a, **k), np.linalg.inv),
+    "cholesky": (lambda r, d: (_spd(r, (4, 7, 7), d),),
+                 lambda a, **k: la.cholesky(a, **k), np.linalg.cholesky),
+    "cholesky, upper": (lambda r, d: (_spd(r, (4, 7, 7), d),),
+                        lambda a, **k: la.cholesky(a, upper=True, **k),
+                        lambda a: np.linalg.cholesky(a, upper=True)),
+}
+
+
+@pytest.fixture(params=["cupy", "torch"])
+def device_package(request):
+    """``(put, get)`` for CuPy arrays or torch CUDA tensors."""
+    if request.param == "cupy":
+        cp = request.getfixturevalue("cp")
+        return cp.asarray, cp.asnumpy
+    torch = request.getfixturevalue("torch_cuda")
+    return (lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda(),
+            lambda r: r.cpu().numpy())
+
+
+@pytest.fixture
+def slow_calls(monkeypatch):
+    """A list that grows by one for each call that was read and checked (not recalled)."""
+    calls = []
+    original = _functions._checked_options
+
+    def counted(*args):
+        calls.append(len(args))  # (not the arguments: arrays must be free to go)
+        return original(*args)
+
+    monkeypatch.setattr(_functions, "_checked_options", counted)
+    _memo.dispatcher.clear_cache()
+    yield calls
+    _memo.dispatcher.clear_cache()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("name", list(CASES))
+def test_repeated_calls_are_recalled_and_right(device_package, slow_calls, name, dtype):
+    put, get = device_package
+    make, call, expected = CASES[name]
+    rng = np.random.default_rng()
+    for _ in range(3):  # fresh values, one layout
+        host = make(rng, dtype)
+        result = get(call(*(put(x) for x in host)))
+        assert result.dtype == dtype
+        np.testing.assert_allclose(result, expected(*host), rtol=TOL[dtype], atol=TOL[dtype])
+    assert len(slow_calls) == 1
+
+
+@pytest.mark.gpu
+def test_a_recalled_call_raises_for_the_failing_matrix(device_package, slow_calls):
+    put, _ = device_package
+    rng = np.random.default_rng()
+    a, b = _well(rng, (3, 4, 4), "float64"), rng.standard_normal((3, 4, 2))
+    la.solve(put(a), put(b))
+    a[2, 1] = a[2, 0]
+    with pytest.raises(LinAlgError) as caught:
+        la.solve(put(a), put(b))
+    assert caught.value.index == (2,)
+    spd = _spd(rng, (2, 5, 5), "float64")
+    la.cholesky(put(spd))
+    spd[1, 3, 3] = -1.0
+    with pytest.raises(LinAlgError) as caught:
+        la.cholesky(put(spd))
+    assert caught.value.index == (1,)
+    assert len(slow_calls) == 2
+
+
+@pytest.mark.gpu
+def test_a_recalled_unchecked_call_leaves_nan(device_package, slow_calls):
+    put, get = device_package
+    rng = np.random.default_rng()
+    a, b = _well(rng, (3, 4, 4), "float64"), rng.standard_normal((3, 4, 2))
+    la.solve(put(a), put(b), check=False)
+    a[0, 2] = 0.0
+    a[0, :, 2] = 0.0
+    x = get(la.solve(put(a), put(b), check=False))
+    assert np.isnan(x[0]).all()
+    np.testing.assert_allclose(x[1:], np.linalg.solve(a[1:], b[1:]), rtol=1e-11)
+    assert len(slow_calls) == 1
+
+
+@pytest.mark.gpu
+def test_other_layouts_and_conversions_take_the_slow_path(device_package, slow_calls):
+    put, get = device_package
+    rng = np.random.default_rng()
+    a, b = _well(rng, (2, 6, 6), "float64"), rng.standard_normal((2, 6, 2))
+    expected = np.linalg.solve(a, b)
+    transposed = put(np.ascontiguousarray(a.swapaxes(-1, -2))).swapaxes(-1, -2)
+    for operands, slow, rtol in [((put(a), put(b)), 1, 1e-11),  # read where they lie
+                                 ((transposed, put(b)), 2, 1e-11),  # copied: never kept
+                                 ((put(a.astype("float32")), put(b)), 2, 1e-6)]:  # converted
+        before = len(slow_calls)
+        for _ in range(2):
+            np.testing.assert_allclose(get(la.solve(*operands)), expected, rtol=rtol)
+        assert len(slow_calls) - before == slow
+
+
+@pytest.mark.gpu
+def test_a_recalled_call_follows_an_explicit_stream_and_checks_it(cp, slow_calls):
+    rng = np.random.default_rng()
+    a, b = _well(rng, (64, 8, 8), "float64"), rng.standard_normal((64, 8, 1))
+    da, db = cp.asarray(a), cp.asarray(b)
+    la.solve(da, db)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        x = la.solve(da, db, stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(x), np.linalg.solve(a, b), rtol=1e-11)
+    assert len(slow_calls) == 1
+    with pytest.raises(UnsupportedOperandError):
+        la.solve(da, db, stream="nope")
+    with pytest.raises(InvalidArgumentError):
+        la.solve(da, db, method="nope")
