@@ -10,7 +10,7 @@ in C order.
 import ctypes
 
 from accelmath.bindings import cublas, cusolver
-from accelmath.linalg import _batched, _kernels, _small
+from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
                                        columns_out, count_of, finish_info, gather, item_strides,
@@ -65,11 +65,13 @@ def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
                                      ctypes.addressof(_ONE[dtype]), a, lda, b, ldb)
 
 
-def cholesky(a, *, upper, check, method, stream, call=None):
+def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
-    remember (:func:`~accelmath.linalg._context.run_small`)."""
+    remember (:func:`~accelmath.linalg._context.run_small`); ``finite``: a's name where NaN
+    and Inf raise (:func:`accelmath.linalg._finite.enqueue`)."""
     ctx = Context(a, stream)
+    finite = _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
@@ -81,7 +83,7 @@ def cholesky(a, *, upper, check, method, stream, call=None):
             _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
 
         run_small(ctx, kernel, (a,), (out, out_ptr), batch, check, NOT_POSITIVE_DEFINITE, n,
-                  count, call=call)
+                  count, call=call, finite=finite)
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits(method, n, count)
@@ -107,20 +109,25 @@ def cholesky(a, *, upper, check, method, stream, call=None):
                            (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
                            ctx.device_id, conj=upper)
     finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
-                [(out_ptr, n * n, ctx.dtype)])
+                [(out_ptr, n * n, ctx.dtype)], finite)
     return ctx.finish(out)
 
 
-def cho_factor(a, *, lower, check, stream):
+def cho_factor(a, *, lower, check, stream, finite=None):
     """SciPy's ``cho_factor``: the factor in the ``lower`` (else upper) triangle, zeros in
     the other."""
-    return cholesky(a, upper=not lower, check=check, method="auto", stream=stream)
+    return cholesky(a, upper=not lower, check=check, method="auto", stream=stream,
+                    finite=finite)
 
 
-def cho_solve(c, b, *, lower, vector, stream):
-    """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper)."""
+def cho_solve(c, b, *, lower, vector, stream, finite=None):
+    """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper);
+    ``finite``: the names of c and b where NaN and Inf raise (see
+    :func:`accelmath.linalg._finite.enqueue`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(c, b, stream, vector)
+    finite = _finite.enqueue(ctx, (c, b), finite)
     if count == 0 or n == 0 or k == 0:
+        _finite.check(finite)
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits("auto", n, count)
@@ -139,14 +146,17 @@ def cho_solve(c, b, *, lower, vector, stream):
     else:
         potrs(solver, handles, ws, factor, rhs, n, k, count, LOWER, ctx.dtype)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
+    _finite.check(finite)
     return ctx.finish(x)
 
 
-def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream):
+def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finite=None):
     """Solve ``op(a) x = b`` for triangular ``a`` (``op`` by ``trans``: 0 itself, 1 its
-    transpose, 2 its conjugate transpose)."""
+    transpose, 2 its conjugate transpose); ``finite`` as :func:`cho_solve`'s."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
+    finite = _finite.enqueue(ctx, (a, b), finite)
     if count == 0 or n == 0 or k == 0:
+        _finite.check(finite)
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("trsm", n, k, count), lambda: Solver(
@@ -165,4 +175,5 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream):
         trsm(handles[2], ctx.dtype, fill, op, diag, n, k, matrix + i * n * n * isz, n,
              rhs + i * n * k * isz, n)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
+    _finite.check(finite)
     return ctx.finish(x)

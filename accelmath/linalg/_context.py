@@ -16,7 +16,7 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _kernels, _small
+from accelmath.linalg import _finite, _kernels, _small
 from accelmath.linalg._cusolver import check_info
 from accelmath.linalg._memo import dispatcher
 
@@ -165,11 +165,13 @@ def _dense_c(ctx, op, batch):
     return ptr, array
 
 
-def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=None):
+def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=None,
+              finite=None):
     """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``,
     each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
     address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
-    device_id)``; with ``check``, raise for the matrices that failed. ``call``
+    device_id)``; with ``check``, raise for the matrices that failed (after the pending
+    finiteness check ``finite`` of :mod:`accelmath.linalg._finite`, where given). ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
     :class:`SmallCall` where the kernel read the operands where they lie."""
     copies = [_dense_c(ctx, op, batch) for op in operands]
@@ -186,6 +188,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
             adapter.allocator(info.shape, (1,), "int32", device_id),
             adapter.stream_getter(device_id), check, batch, message))
     if check:
+        _finite.check(finite)
         check_info(info_ptr, batch, ctx.stream, message)
 
 
@@ -276,12 +279,14 @@ def columns_out(ctx, rhs, x_ptr, batch, n, k, ld=None):
         scatter_f(ctx, rhs, x_ptr, batch, n, k, ld=ld)
 
 
-def finish_info(solver, ctx, ws, batch, check, message, results):
+def finish_info(solver, ctx, ws, batch, check, message, results, finite=None):
     """After a factorization: with ``check``, raise for the matrices whose info code (the
-    solver's ``"info"`` part) says they failed; else fill their ``results`` (``(address,
-    elements per matrix, dtype)``) with NaN, reading nothing back."""
+    solver's ``"info"`` part) says they failed, after the pending finiteness check
+    ``finite`` (:mod:`accelmath.linalg._finite`) where given; else fill their ``results``
+    (``(address, elements per matrix, dtype)``) with NaN, reading nothing back."""
     info = ws + solver.offsets["info"]
     if check:
+        _finite.check(finite)
         check_info(info, batch, ctx.stream, message)
         return
     for ptr, per_matrix, dtype in results:

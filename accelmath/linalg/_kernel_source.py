@@ -1,7 +1,8 @@
 """The CUDA C++ source of the linear-algebra device path's auxiliary kernels (launched by
 :mod:`accelmath.linalg._kernels`): strided batched matrix copies (element-wise, and through
 shared-memory tiles), determinants from LU factorizations, pivot conversions, NaN for failed
-factorizations, identities and the arrays of matrix addresses that batched routines take.
+factorizations, flags of the matrices that hold a NaN or an infinity, identities and the
+arrays of matrix addresses that batched routines take.
 
 Kernels are templated on the element type, with ``extern "C"`` entry points per dtype
 (``<kernel>_<dtype>``), each dtype's behind ``#ifdef ACCELMATH_<dtype>`` (see
@@ -33,6 +34,10 @@ __device__ __forceinline__ float conj_of(float v) { return v; }
 __device__ __forceinline__ double conj_of(double v) { return v; }
 __device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
 __device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
+__device__ __forceinline__ bool finite_of(float v) { return isfinite(v); }
+__device__ __forceinline__ bool finite_of(double v) { return isfinite(v); }
+__device__ __forceinline__ bool finite_of(float2 v) { return isfinite(v.x) && isfinite(v.y); }
+__device__ __forceinline__ bool finite_of(double2 v) { return isfinite(v.x) && isfinite(v.y); }
 __device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
 __device__ __forceinline__ double abs_of(double v) { return fabs(v); }
 __device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
@@ -209,6 +214,20 @@ __device__ void fail_to_nan(const int* info, T* data, long long count, long long
     }
 }
 
+// matrices in y, elements in x: each block writes whether its part of matrix b holds a NaN
+// or an infinity to flags[b * gridDim.x + blockIdx.x] (every flag written: nothing to zero)
+template <typename T>
+__device__ void flag_nonfinite(const T* data, long long count, long long batch, int* flags) {
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+        int bad = 0;
+        for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
+             e += (long long)blockDim.x * gridDim.x)
+            bad |= !finite_of(data[b * count + e]);
+        bad = __syncthreads_or(bad);
+        if (threadIdx.x == 0) flags[b * gridDim.x + blockIdx.x] = bad;
+    }
+}
+
 template <typename T>
 __device__ void identity(T* dst, unsigned n, long long batch) {
     const unsigned nn = n * n;
@@ -269,6 +288,8 @@ DEFINE_LU_DET(NAME, T, int32, int) \
 DEFINE_LU_DET(NAME, T, int64, long long) \
 extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
         long long batch) { fail_to_nan<T>(info, data, count, batch); } \
+extern "C" __global__ void flag_nonfinite_##NAME(const T* data, long long count, \
+        long long batch, int* flags) { flag_nonfinite<T>(data, count, batch, flags); } \
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
     identity<T>(dst, n, batch); }
 

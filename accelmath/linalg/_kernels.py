@@ -23,7 +23,7 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernel_source import SOURCE
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
-           "fail_to_nan", "identity", "log_det", "pivots_from_scipy",
+           "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det", "pivots_from_scipy",
            "pivots_to_scipy", "pointer_array", "prepare"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -283,6 +283,52 @@ def fail_to_nan(info_ptr, data_ptr, count_per_matrix, batch, dtype, stream, devi
             ctypes.c_longlong(count_per_matrix), ctypes.c_longlong(batch))
     _launch_rows("fail_to_nan_" + dtype, count_per_matrix, batch, args, stream, device_id,
                  dtype)
+
+
+def nonfinite_blocks(count_per_matrix):
+    """The flags :func:`flag_nonfinite` writes per matrix of ``count_per_matrix`` elements:
+    its blocks per matrix (enough threads to read at the memory's pace, each block looping
+    over a part of the matrix).
+
+    Examples
+    --------
+    >>> from accelmath.linalg._kernels import nonfinite_blocks
+    >>> nonfinite_blocks(64), nonfinite_blocks(2162 * 2162)
+    (1, 1024)
+    """
+    return _blocks(count_per_matrix, 1024)
+
+
+def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, device_id):
+    """Enqueue: flag each matrix that holds a NaN or an infinity (either part of a complex
+    value), for SciPy's ``check_finite`` without a read back of its own.
+
+    Parameters
+    ----------
+    data_ptr : int
+        Device address of ``batch`` runs of ``count_per_matrix`` contiguous elements.
+    count_per_matrix, batch : int
+        Elements per matrix and matrices.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    flags_ptr : int
+        Device address of ``batch * nonfinite_blocks(count_per_matrix)`` int32, all written:
+        matrix ``b``'s are ``flags[b * blocks:(b + 1) * blocks]``, any of them 1 where it
+        holds one, else all 0.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    if batch == 0 or count_per_matrix == 0:
+        return
+    module, _ = _module(device_id, dtype)
+    args = (ctypes.c_void_p(data_ptr), ctypes.c_longlong(count_per_matrix),
+            ctypes.c_longlong(batch), ctypes.c_void_p(flags_ptr))
+    launch(module.function("flag_nonfinite_" + dtype),
+           config((nonfinite_blocks(count_per_matrix), min(batch, _MAX_GRID_Y)), _THREADS),
+           args, stream)
 
 
 def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):

@@ -7,7 +7,7 @@ import ctypes
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _batched, _kernels, _small
+from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
                                        count_of, finish_info, gather, plan, rhs_bytes, run_small,
@@ -165,13 +165,15 @@ def slogdet(a, *, stream):
     return _determinant(a, stream, True)
 
 
-def lu_factor(a, *, check, stream):
+def lu_factor(a, *, check, stream, finite=None):
     """SciPy's ``lu_factor``: ``(lu, piv)``, L and U of ``P a = L U`` in one matrix and the
-    0-based row interchanges (int32)."""
+    0-based row interchanges (int32); ``finite``: a's name where NaN and Inf raise (see
+    :func:`accelmath.linalg._finite.enqueue`)."""
     if a.shape[-2] != a.shape[-1]:
         raise InvalidArgumentError(
             f"lu_factor on the GPU takes square matrices; a has shape {tuple(a.shape)}")
     ctx = Context(a, stream)
+    finite = _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
@@ -186,14 +188,19 @@ def lu_factor(a, *, check, stream):
     getrf(solver, handles, ws, scratch, ipiv, n, count, ctx.dtype)
     scatter_f(ctx, scratch, lu_ptr, batch, n, n)
     _kernels.pivots_to_scipy(ipiv, piv_ptr, count * n, ctx.stream, ctx.device_id)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)])
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)],
+                finite)
     return ctx.finish(lu), ctx.finish(piv)
 
 
-def lu_solve(lu, piv, b, *, trans, vector, stream):
-    """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``."""
+def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None):
+    """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``;
+    ``finite``: the names of lu, piv and b where NaN and Inf raise (None for one not
+    checked; see :func:`accelmath.linalg._finite.enqueue`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
+    finite = _finite.enqueue(ctx, (lu, piv, b), finite)
     if count == 0 or n == 0 or k == 0:
+        _finite.check(finite)
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("getrs", n, k, count), lambda: Solver(
@@ -209,6 +216,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream):
     getrs(solver, handles, ws, (_N, _T, _C)[trans], scratch, ipiv, rhs, n, k, count,
           ctx.dtype)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
+    _finite.check(finite)
     return ctx.finish(x)
 
 

@@ -12,93 +12,44 @@ index; a factorization called with ``check=False`` checks nothing (it reads noth
 from a GPU) and leaves NaN where it failed.
 """
 
-import numpy
-
 from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
-from accelmath.linalg._operands import (device_call, host_array, namespace, read,
-                                        read_stack, runs_on_host, to_caller)
+from accelmath.linalg._operands import (device_call, host_array, read, read_stack,
+                                        runs_on_host, to_caller)
 
-__all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular",
-           "check_finite_on_device"]
-
-
-def check_finite_on_device(op, core_ndim, name):
-    """SciPy's ``check_finite`` for device operand ``op`` (its last ``core_ndim`` axes a
-    matrix or vector): LinAlgError naming the batch index of the first matrix holding a NaN
-    or an infinity (a read back from the device)."""
-    if not op.size:
-        return
-    bad = _nonfinite(op)
-    if not bool(bad.any()):
-        return
-    batch = tuple(op.shape[:len(op.shape) - core_ndim])
-    # the first matrix with any (argmax of 0/1 flags: the first 1; torch has no bool argmax)
-    flags = (bad.reshape(int(numpy.prod(batch)), -1).sum(-1) > 0) * 1
-    first = int(flags.argmax()) if batch else 0
-    index = tuple(int(i) for i in numpy.unravel_index(first, batch)) if batch else ()
-    raise checks.not_finite_error(name, index)
+__all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
 
 
-def _nonfinite(op):
-    """Where device operand ``op`` holds a NaN or an infinity, an array of its package."""
-    return ~namespace(op.obj).isfinite(op.obj)
-
-
-def _all_finite_on_device(operands):
-    """Whether several device operands of one array type and one device hold only finite
-    values, read back once (False where there are fewer, or of other types or places: each
-    is checked alone, and operands on two devices meet the device check)."""
-    if (len(operands) < 2 or not all(op.on_device for op in operands)
-            or len({(type(op.obj), op.device_id) for op in operands}) > 1):
-        return False
-    bad = None
-    for op in operands:
-        if op.size:
-            flag = _nonfinite(op).any()
-            bad = flag if bad is None else bad | flag
-    return bad is None or not bool(bad)
-
-
-def _finite(operands, cores, names, check_finite, execution, when=True):
-    """SciPy's finiteness check of device operands (host ones are checked by the CPU path,
-    which ``check_finite`` is then passed to), if ``check_finite`` and ``when``. Returns
-    whether it applies: ``check_finite``, checked, and ``when``."""
-    check_finite = checks.check_flag(check_finite, "check_finite") and when
-    if check_finite and not runs_on_host(operands, execution):
-        if _all_finite_on_device(operands):  # (one read back for them all)
-            return check_finite
-        for op, core, name in zip(operands, cores, names):
-            if op.on_device:
-                check_finite_on_device(op, core, name)
-            else:  # (host data bound for the GPU)
-                checks.check_finite(op.adapter.to_numpy(op.obj), core, name)
-    return check_finite
-
-
-def _triangular_system(a, b, names, check_finite, execution):
+def _triangular_system(a, b, names):
     """Arguments ``a`` (square triangular matrices) and ``b`` (their right-hand sides),
-    named ``names``, read and checked by SciPy's rules, both checked for finiteness as
-    :func:`_finite` checks them: ``(a, b, dtype of the results, vector, check_finite)``."""
+    named ``names``, read and checked by SciPy's rules: ``(a, b, dtype of the results,
+    vector)``."""
     a, b = read(a, names[0]), read(b, names[1])
     dtype = checks.result_dtype((names[0], a.dtype), (names[1], b.dtype))
     checks.check_stacked_square(a.shape, names[0])
     vector, _ = checks.scipy_rhs(a.shape, b.shape, names)
-    check_finite = _finite((a, b), (2, 1 if vector else 2), names, check_finite, execution)
-    return a, b, dtype, vector, check_finite
+    return a, b, dtype, vector
 
 
-def _solve(name, operands, dtypes, names, execution, check_finite, vector, stream,
-           **options):
+def _check_finite(check_finite, when=True):
+    """SciPy's ``check_finite``, checked: whether it applies (it and ``when``). The CPU path
+    is given it; the device path checks the names given as ``finite=`` (see
+    :mod:`accelmath.linalg._finite`)."""
+    return checks.check_flag(check_finite, "check_finite") and when
+
+
+def _solve(name, operands, dtypes, names, execution, finite, vector, stream, **options):
     """Solver ``name`` (cho_solve, lu_solve, solve_triangular) with ``options``, on the CPU
-    or the device, on ``operands`` (b last) converted to ``dtypes``: x in b's package."""
+    or the device, on ``operands`` (b last) converted to ``dtypes``: x in b's package.
+    ``finite``: the names of the operands to check for NaN and Inf (None where an operand
+    is not checked), or None."""
     if runs_on_host(operands, execution):
         arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
-        x = getattr(_cpu, name)(*arrays, check_finite=check_finite, **options)
+        x = getattr(_cpu, name)(*arrays, check_finite=finite is not None, **options)
         return to_caller(x, operands[-1])
     return device_call(name, operands, dtypes, names, execution, vector=vector,
-                       stream=stream, **options)
+                       stream=stream, finite=finite, **options)
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=True,
@@ -144,13 +95,14 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     a, dtype = read_stack(a, "a")
-    check_finite = _finite((a,), (2,), ("a",), check_finite, execution, when=check)
+    check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution):
         c = _cpu.cho_factor(host_array(a, dtype), lower=lower, check_finite=check_finite,
                             check=check)
         return to_caller(c, a), lower
     return device_call("cho_factor", [a], (dtype,), ("a",), execution, lower=lower,
-                       check=check, stream=stream), lower
+                       check=check, stream=stream,
+                       finite=("a",) if check_finite else None), lower
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=None,
@@ -189,10 +141,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     c, lower = c_and_lower
     execution = check_execution(execution)
     lower = checks.check_flag(lower, "lower")
-    c, b, dtype, vector, check_finite = _triangular_system(c, b, ("c", "b"), check_finite,
-                                                           execution)
-    return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution, check_finite,
-                  vector, stream, lower=lower)
+    check_finite = _check_finite(check_finite)
+    c, b, dtype, vector = _triangular_system(c, b, ("c", "b"))
+    return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution,
+                  ("c", "b") if check_finite else None, vector, stream, lower=lower)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=None,
@@ -234,12 +186,12 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     """
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     a, dtype = read_stack(a, "a", square=False)
-    check_finite = _finite((a,), (2,), ("a",), check_finite, execution, when=check)
+    check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution):
         return to_caller(_cpu.lu_factor(host_array(a, dtype), check_finite=check_finite,
                                         check=check), a)
     return device_call("lu_factor", [a], (dtype,), ("a",), execution, check=check,
-                       stream=stream)
+                       stream=stream, finite=("a",) if check_finite else None)
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, stream=None,
@@ -284,9 +236,10 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     dtype = checks.result_dtype(("lu", lu.dtype), ("b", b.dtype))
     checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
     vector, _ = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
-    check_finite = _finite((b,), (1 if vector else 2,), ("b",), check_finite, execution)
+    check_finite = _check_finite(check_finite)
     return _solve("lu_solve", (lu, piv, b), (dtype, "int32", dtype), ("lu", "piv", "b"),
-                  execution, check_finite, vector, stream, trans=trans)
+                  execution, (None, None, "b") if check_finite else None, vector, stream,
+                  trans=trans)
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
@@ -336,8 +289,8 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     trans = checks.check_trans(trans)
     lower = checks.check_flag(lower, "lower")
     unit_diagonal = checks.check_flag(unit_diagonal, "unit_diagonal")
-    a, b, dtype, vector, check_finite = _triangular_system(a, b, ("a", "b"), check_finite,
-                                                           execution)
+    check_finite = _check_finite(check_finite)
+    a, b, dtype, vector = _triangular_system(a, b, ("a", "b"))
     return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,
-                  check_finite, vector, stream, trans=trans, lower=lower,
-                  unit_diagonal=unit_diagonal)
+                  ("a", "b") if check_finite else None, vector, stream, trans=trans,
+                  lower=lower, unit_diagonal=unit_diagonal)

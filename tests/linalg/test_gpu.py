@@ -1067,3 +1067,24 @@ def test_nan_and_inf_with_check_finite_on_the_gpu(cp, call, name, package):
     result = call(fine, eye, ones)
     first = result[0] if isinstance(result, tuple) else result
     assert bool(np.isfinite(np.asarray(cp.asnumpy(cp.from_dlpack(first)))).all())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_check_finite_on_the_gpu_in_many_blocks_and_other_layouts(cupy, dtype):
+    # flagged by accelmath's kernel (dense operands: a matrix over many blocks, the bad value
+    # at its last element, or in a complex value's imaginary part) or through the package
+    # (a transposed view); the first operand of two bad ones is named
+    n = 300
+    a = np.broadcast_to(np.eye(n, dtype=dtype) * 2, (3, n, n)).copy()
+    b = np.ones((3, n, 2), dtype)
+    bad = a.copy()
+    bad[1, n - 1, n - 1] = np.nan if dtype == "float32" else complex(1, np.inf)
+    for call, name in [(lambda: la.cho_factor(cupy.put(bad)), "a"),
+                       (lambda: la.lu_factor(cupy.put(bad).swapaxes(-1, -2)), "a"),
+                       (lambda: la.cho_solve((cupy.put(bad), True), cupy.put(b * np.nan)), "c"),
+                       (lambda: la.solve_triangular(cupy.put(a), cupy.put(bad[..., :2])), "b")]:
+        with pytest.raises(LinAlgError, match=f"^{name}: array must not contain") as e:
+            call()
+        assert e.value.index == (1,)
+    x = cupy.get(la.cho_solve(la.cho_factor(cupy.put(a)), cupy.put(b)))
+    close(x, b / 2, dtype)

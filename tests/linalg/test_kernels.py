@@ -9,12 +9,13 @@ from accelmath._core.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _kernels
 from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
-                                       identity, log_det, pivots_to_scipy)
+                                       flag_nonfinite, identity, log_det, nonfinite_blocks,
+                                       pivots_to_scipy)
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
     return ([f"{k}_{dtype}" for k in ("copy", "copy32", "tiles", "tiles32", "fail_to_nan",
-                                          "identity")]
+                                          "flag_nonfinite", "identity")]
             + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
 
 
@@ -79,6 +80,7 @@ def test_bad_dtypes_are_refused(no_device):
     with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='float64'"):
         pivots_to_scipy(0, 0, 4, 0, 0, pivot_dtype="float64")
     for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
+                 lambda: flag_nonfinite(0, 4, 2, "bool", 0, 0, 0),
                  lambda: identity(0, 4, 2, "bool", 0, 0)):
         with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
             call()
@@ -143,6 +145,8 @@ def test_small_matrices_are_not_tiled(launches):
 def test_empty_work_launches_nothing(no_device):
     gather(0, 0, (0, 3), (9, 9), 3, 3, 3, 1, "float64", 0, 0)
     fail_to_nan(0, 0, 9, 0, "float64", 0, 0)
+    flag_nonfinite(0, 9, 0, "float64", 0, 0, 0)
+    flag_nonfinite(0, 0, 4, "float64", 0, 0, 0)
     identity(0, 0, 5, "float64", 0, 0)
     pivots_to_scipy(0, 0, 0, 0, 0)
     log_det(0, 0, 3, 0, "float64", 0, 0, 0, 0)
@@ -308,6 +312,27 @@ def test_fail_to_nan(cp, dtype):
     result = data.get()
     assert np.isnan(result[[1, 3]]).all()
     np.testing.assert_array_equal(result[[0, 2]], host[[0, 2]])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("per_matrix", [6, 70000])
+def test_flag_nonfinite(cp, dtype, per_matrix):
+    rng = np.random.default_rng()
+    host = _random(rng, (5, per_matrix), dtype)
+    host[1, -1] = np.inf
+    host[3, per_matrix // 2] = np.nan
+    if dtype.startswith("complex"):
+        host[4, 0] = complex(0, np.nan)
+    blocks = nonfinite_blocks(per_matrix)
+    flags = cp.full(5 * blocks, 7, np.int32)  # (every flag written)
+    flag_nonfinite(cp.asarray(host).data.ptr, per_matrix, 5, dtype, flags.data.ptr,
+                   _stream(cp), 0)
+    _synchronize(cp)
+    result = flags.get().reshape(5, blocks)
+    assert set(result.ravel()) <= {0, 1}
+    expected = [False, True, False, True, dtype.startswith("complex")]
+    assert list(result.any(axis=1)) == expected
 
 
 @pytest.mark.gpu

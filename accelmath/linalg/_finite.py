@@ -1,0 +1,98 @@
+"""SciPy's ``check_finite`` on the device, enqueued with a call's work and read back with its
+other results, so that a checked call waits for the GPU once.
+
+:func:`enqueue` launches, for each dense C-ordered operand, a kernel that flags its matrices
+holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`); the
+:class:`Pending` check it returns reads the flags back once the call's work is enqueued, and
+raises LinAlgError naming the operand and the batch index of its first matrix flagged, as
+the check before the work would have. Operands of other layouts (broadcast or strided
+views) are checked at once through their own package (a read back of their own).
+"""
+
+import math
+
+import numpy
+
+from accelmath._core.layout import contiguous_strides
+from accelmath.linalg import _checks as checks
+from accelmath.linalg import _kernels
+from accelmath.linalg._cusolver import read_info
+from accelmath.linalg._operands import namespace
+
+__all__ = ["enqueue", "Pending", "check", "check_with_package"]
+
+
+def enqueue(ctx, operands, names):
+    """Enqueue the finiteness check of ``operands`` (each a stack of matrices: the device
+    path's right-hand sides are (..., n, k)) named ``names`` (None: not checked) on the
+    call's stream; ``names`` None checks none. Returns a :class:`Pending` check, or None
+    where nothing is left to read back."""
+    if names is None:
+        return None
+    entries = []
+    total = 0
+    for op, name in zip(operands, names):
+        if name is None or not op.size:
+            continue
+        batch = tuple(op.shape[:-2])
+        if (tuple(op.strides) != contiguous_strides(op.shape)
+                or op.dtype not in _kernels.DTYPES):
+            check_with_package(op, 2, name)
+            continue
+        per_matrix = op.shape[-2] * op.shape[-1]
+        entries.append((op, name, batch, per_matrix, total))
+        total += math.prod(batch) * _kernels.nonfinite_blocks(per_matrix)
+    if not entries:
+        return None
+    flags, flags_ptr = ctx.empty((total,), "int32")
+    for op, _, batch, per_matrix, offset in entries:
+        _kernels.flag_nonfinite(op.ptr, per_matrix, math.prod(batch), op.dtype,
+                                flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
+    return Pending(flags, flags_ptr, total, [e[1:] for e in entries], ctx.stream)
+
+
+class Pending:
+    """A finiteness check enqueued by :func:`enqueue`, read back by :meth:`check`."""
+
+    __slots__ = ("flags", "flags_ptr", "total", "entries", "stream")
+
+    def __init__(self, flags, flags_ptr, total, entries, stream):
+        self.flags, self.flags_ptr, self.total = flags, flags_ptr, total
+        self.entries, self.stream = entries, stream
+
+    def check(self):
+        """Wait for the flags and raise LinAlgError for the first operand (in the order
+        given) holding a NaN or an infinity, naming its batch index."""
+        flags = read_info(self.flags_ptr, self.total, self.stream)
+        if not flags.any():
+            return
+        for name, batch, per_matrix, offset in self.entries:
+            count = math.prod(batch)
+            mine = flags[offset:offset + count * _kernels.nonfinite_blocks(per_matrix)]
+            bad = numpy.flatnonzero(mine.reshape(count, -1).any(axis=1))
+            if bad.size:
+                raise checks.not_finite_error(
+                    name, tuple(int(i) for i in numpy.unravel_index(int(bad[0]), batch)))
+
+
+def check(pending):
+    """:meth:`Pending.check` of ``pending``, where there is one."""
+    if pending is not None:
+        pending.check()
+
+
+def check_with_package(op, core_ndim, name):
+    """SciPy's ``check_finite`` for device operand ``op`` (its last ``core_ndim`` axes a
+    matrix or vector) through its own package: LinAlgError naming the batch index of the
+    first matrix holding a NaN or an infinity (a read back from the device)."""
+    if not op.size:
+        return
+    bad = ~namespace(op.obj).isfinite(op.obj)
+    if not bool(bad.any()):
+        return
+    batch = tuple(op.shape[:len(op.shape) - core_ndim])
+    # the first matrix with any (argmax of 0/1 flags: the first 1; torch has no bool argmax)
+    flags = (bad.reshape(int(numpy.prod(batch)), -1).sum(-1) > 0) * 1
+    first = int(flags.argmax()) if batch else 0
+    index = tuple(int(i) for i in numpy.unravel_index(first, batch)) if batch else ()
+    raise checks.not_finite_error(name, index)
