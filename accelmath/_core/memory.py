@@ -1,4 +1,5 @@
-"""Device workspaces from the caller's package pool.
+"""Memory accelmath owns: device workspaces from the caller's package pool, and the
+page-locked host buffer through which small results are read back (:func:`read_back`).
 
 A workspace is allocated for one stream and used only on it, so that a plan run from several
 streams never shares scratch memory between them, and freeing it back to a stream-ordered pool
@@ -6,12 +7,16 @@ is safe. CuPy's pool and PyTorch's caching allocator are used when the caller's 
 from them; otherwise CuPy, then PyTorch.
 """
 
+import ctypes
 import importlib
+import threading
+
+import numpy
 
 from accelmath._core.stream import cupy_stream
-from accelmath.errors import UnsupportedOperandError
+from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
-__all__ = ["Workspace", "allocate_workspace"]
+__all__ = ["Workspace", "allocate_workspace", "read_back"]
 
 
 class Workspace:
@@ -82,3 +87,57 @@ def allocate_workspace(nbytes, device_id, stream, package):
             continue
         return _ALLOCATORS[name](nbytes, device_id, stream)
     raise UnsupportedOperandError("device workspaces need CuPy or PyTorch installed")
+
+
+_PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: page-locked for every context, so every device
+_local = threading.local()  # .buffer: this thread's _PageLocked
+
+
+class _PageLocked:
+    """Page-locked host memory (freed with its last reference)."""
+
+    __slots__ = ("ptr", "nbytes", "_free")
+
+    def __init__(self, nbytes):
+        from accelmath.bindings import driver
+
+        ptr = ctypes.c_void_p()
+        driver.lib.mem_host_alloc(ctypes.byref(ptr), nbytes, _PORTABLE)
+        self.ptr, self.nbytes, self._free = ptr.value, nbytes, driver.lib.mem_free_host
+
+    def __del__(self):
+        try:
+            self._free(self.ptr)
+        except Exception:  # (at exit the driver may be gone; the process frees it anyway)
+            pass
+
+
+def read_back(ptr, count, dtype, stream):
+    """``count`` values of ``dtype`` at device address ``ptr``, read once the work enqueued
+    on ``stream`` so far is done: a new NumPy array.
+
+    The copy goes through a page-locked buffer of the calling thread (grown as needed, kept
+    for the next read), which the driver copies into directly, without staging pageable
+    memory: the read that ends a checked call (its info codes) costs less. Where page-locked
+    memory cannot be had, the copy goes to the array itself.
+    """
+    from accelmath.bindings import driver
+
+    out = numpy.empty(count, dtype)
+    nbytes = out.nbytes
+    if not nbytes:
+        return out
+    buffer = getattr(_local, "buffer", None)
+    if buffer is None or buffer.nbytes < nbytes:
+        try:
+            buffer = _local.buffer = _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
+        except CudaLibraryError:
+            buffer = None
+    if buffer is None:
+        driver.lib.memcpy_async(out.ctypes.data, ptr, nbytes, stream)
+        driver.lib.stream_synchronize(stream)
+        return out
+    driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
+    driver.lib.stream_synchronize(stream)
+    ctypes.memmove(out.ctypes.data, buffer.ptr, nbytes)
+    return out

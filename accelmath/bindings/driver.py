@@ -106,6 +106,10 @@ FUNCTIONS = (
     Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),
     # CUresult cuStreamSynchronize(CUstream hStream);
     Function("stream_synchronize", ("cuStreamSynchronize",), (_p,)),
+    # CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+    Function("mem_host_alloc", ("cuMemHostAlloc",), (POINTER(_p), c_size_t, c_uint)),
+    # CUresult cuMemFreeHost(void *p);
+    Function("mem_free_host", ("cuMemFreeHost",), (_p,)),
     # CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N);
     Function("memset_d8", ("cuMemsetD8_v2",), (c_ulonglong, c_uint, c_size_t)),
     # CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);

@@ -14,9 +14,10 @@ import math
 import numpy
 
 from accelmath._core.device import ensure_context
+from accelmath._core.memory import read_back
 from accelmath._core.plan import Plan
 from accelmath._core.resources import HandleDestroyer, Resources
-from accelmath.bindings import cublas, cusolver, driver
+from accelmath.bindings import cublas, cusolver
 from accelmath.errors import LinAlgError
 
 __all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
@@ -153,11 +154,7 @@ class Solver(Plan):
 def read_info(info_ptr, count, stream):
     """The ``count`` int32 info codes at ``info_ptr``, read back once the work enqueued
     on ``stream`` so far is done (the one synchronization of a checked call)."""
-    host = numpy.empty(count, numpy.int32)
-    if count:
-        driver.lib.memcpy_async(host.ctypes.data, info_ptr, 4 * count, stream)
-        driver.lib.stream_synchronize(stream)
-    return host
+    return read_back(info_ptr, count, numpy.int32, stream)
 
 
 def check_info(info_ptr, batch_shape, stream, message):
@@ -165,6 +162,8 @@ def check_info(info_ptr, batch_shape, stream, message):
     raise LinAlgError naming the first matrix whose code is positive (``message``
     describes the failure; negative codes are accelmath's own errors)."""
     info = read_info(info_ptr, math.prod(batch_shape), stream)
+    if not info.any():
+        return
     bad = numpy.flatnonzero(info)
     if bad.size:
         first = int(bad[0])

@@ -1,5 +1,7 @@
-"""Device workspaces (accelmath._core.memory): lifetime and the choice of pool."""
+"""Memory accelmath owns (accelmath._core.memory): device workspaces' lifetime and the
+choice of pool, and, on a GPU, reading results back through the page-locked buffer."""
 
+import numpy as np
 import pytest
 
 from accelmath._core import memory
@@ -39,3 +41,26 @@ def test_no_pool_installed_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(memory.importlib, "import_module", missing)
     with pytest.raises(UnsupportedOperandError, match="need CuPy or PyTorch"):
         allocate_workspace(64, 0, 0, "numpy")
+
+
+@pytest.mark.gpu
+def test_read_back_copies_device_values_of_any_size_on_any_thread(cp):
+    import concurrent.futures
+
+    from accelmath._core.memory import read_back
+
+    stream = cp.cuda.get_current_stream()
+    for count in (0, 1, 1000, 100000, 3):  # (the buffer grows, then serves a smaller read)
+        values = cp.arange(count, dtype=cp.int32) * 3 - 7
+        out = read_back(values.data.ptr, count, np.int32, stream.ptr)
+        assert out.dtype == np.int32 and out.shape == (count,)
+        np.testing.assert_array_equal(out, values.get())
+    values = cp.asarray(np.random.default_rng().standard_normal(257))
+
+    def read():
+        cp.cuda.Device(0).use()
+        return read_back(values.data.ptr, 257, np.float64, 0)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for out in pool.map(lambda _: read(), range(8)):
+            np.testing.assert_array_equal(out, values.get())

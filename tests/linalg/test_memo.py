@@ -52,13 +52,19 @@ def _well(rng, shape, dtype):
     return (np.eye(shape[-1]) * 4 + g / shape[-1]).astype(dtype)
 
 
+def _random(rng, shape, dtype):
+    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                      if dtype.startswith("complex") else 0)
+    return g.astype(dtype)
+
+
 TOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-11, "complex128": 1e-11}
 
 # name -> (make operands (rng, dtype), call, NumPy's result)
 CASES = {
-    "solve": (lambda r, d: (_well(r, (5, 8, 8), d), _well(r, (5, 8, 3), d)),
+    "solve": (lambda r, d: (_well(r, (5, 8, 8), d), _random(r, (5, 8, 3), d)),
               lambda a, b, **k: la.solve(a, b, **k), np.linalg.solve),
-    "solve, vector": (lambda r, d: (_well(r, (8, 8), d), _well(r, (8, 8), d)[0]),
+    "solve, vector": (lambda r, d: (_well(r, (8, 8), d), _random(r, (8,), d)),
                       lambda a, b, **k: la.solve(a, b, **k), np.linalg.solve),
     "inv": (lambda r, d: (_well(r, (2, 3, 6, 6), d),),
             lambda a, **k: la.inv(a, **k), np.linalg.inv),
