@@ -1082,7 +1082,8 @@ def test_check_finite_on_the_gpu_in_many_blocks_and_other_layouts(cupy, dtype):
     for call, name in [(lambda: la.cho_factor(cupy.put(bad)), "a"),
                        (lambda: la.lu_factor(cupy.put(bad).swapaxes(-1, -2)), "a"),
                        (lambda: la.cho_solve((cupy.put(bad), True), cupy.put(b * np.nan)), "c"),
-                       (lambda: la.solve_triangular(cupy.put(a), cupy.put(bad[..., :2])), "b")]:
+                       (lambda: la.solve_triangular(
+                           cupy.put(a), cupy.put(np.ascontiguousarray(bad[..., -2:]))), "b")]:
         with pytest.raises(LinAlgError, match=f"^{name}: array must not contain") as e:
             call()
         assert e.value.index == (1,)
