@@ -68,8 +68,13 @@ class _FakeDriver:
     def __init__(self):
         self.calls = []
 
+    status = 0
+    count = 0  # the kernel parameters to copy (their array lives only through the call)
+
     def launch_kernel(self, function, *rest):
-        self.calls.append(("cuLaunchKernel", function, rest))
+        parameters = _parameter_addresses(rest[8], self.count)
+        self.calls.append(("cuLaunchKernel", function, rest[:8] + (parameters,) + rest[9:]))
+        return self.status
 
     def launch_kernel_ex(self, config, function, parameters, extra):
         native = ctypes.cast(config, ctypes.POINTER(driver.CUlaunchConfig)).contents
@@ -86,9 +91,12 @@ class _FakeDriver:
 
 @pytest.fixture
 def fake_driver(monkeypatch):
+    from accelmath._core import launch as launch_module
+
     fake = _FakeDriver()
-    # Set in the instance's dict, where a bound function is kept: no driver is loaded.
-    monkeypatch.setitem(vars(driver.lib), "launch_kernel", fake.launch_kernel)
+    # cuLaunchKernel as launch() binds it once; cuLaunchKernelEx set in the instance's dict,
+    # where a bound function is kept: no driver is loaded
+    monkeypatch.setattr(launch_module, "_launch_kernel", [(fake.launch_kernel, "cuLaunchKernel")])
     monkeypatch.setitem(vars(driver.lib), "launch_kernel_ex", fake.launch_kernel_ex)
     return fake
 
@@ -99,12 +107,23 @@ def _parameter_addresses(parameters, count):
 
 def test_launch_without_a_cluster(fake_driver):
     args = (ctypes.c_void_p(0x1000), ctypes.c_float(2.0))
-    launch("kernel", LaunchConfig(grid=(3, 2), block=(32, 4), shared_bytes=512), args, 77)
+    fake_driver.count = 2
+    launch(ctypes.c_void_p(0xF00), LaunchConfig(grid=(3, 2), block=(32, 4), shared_bytes=512),
+           args, 77)
     ((name, function, rest),) = fake_driver.calls
-    assert (name, function) == ("cuLaunchKernel", "kernel")
+    assert (name, function) == ("cuLaunchKernel", 0xF00)
     assert rest[:8] == (3, 2, 1, 32, 4, 1, 512, 77)
-    assert _parameter_addresses(rest[8], 2) == [ctypes.addressof(a) for a in args]
+    assert rest[8] == [ctypes.addressof(a) for a in args]
     assert rest[9] is None
+
+
+def test_a_failed_launch_raises_the_driver_status(fake_driver, monkeypatch):
+    from accelmath.errors import CudaLibraryError
+
+    monkeypatch.setitem(vars(driver.lib), "status_names", {719: "CUDA_ERROR_LAUNCH_FAILED"})
+    fake_driver.status = 719
+    with pytest.raises(CudaLibraryError, match="cuLaunchKernel.*CUDA_ERROR_LAUNCH_FAILED"):
+        launch(ctypes.c_void_p(1), LaunchConfig(grid=1, block=32), (), 0)
 
 
 def test_launch_with_a_cluster(fake_driver):
