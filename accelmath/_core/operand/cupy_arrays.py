@@ -119,6 +119,12 @@ class CupyAdapter(Adapter):
         with cp.cuda.Device(device_id):
             return cp.empty(shape, dtype)
 
+    def empty_strided(self, shape, strides, dtype, device_id):
+        if device_id is not None and tuple(strides) == contiguous_strides(shape):
+            array = self.empty(shape, dtype, device_id)  # (C order: no permutation to undo)
+            return array, array.data.ptr
+        return super().empty_strided(shape, strides, dtype, device_id)
+
     def current_stream(self, device_id):
         return self.stream_getter(device_id)()
 

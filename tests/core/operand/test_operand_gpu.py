@@ -130,6 +130,13 @@ def test_device_adapter_allocates_on_the_gpu():
     assert wrap_operand(a).device_id == 0
 
 
+@pytest.mark.parametrize("strides", [(12, 4, 1), (1, 2, 6), (3, 1, 6)])
+def test_cupy_allocations_of_any_strides(cp, strides):
+    array, ptr = adapter_named("cupy").empty_strided((2, 3, 4), strides, "float64", 0)
+    assert isinstance(array, cp.ndarray) and array.shape == (2, 3, 4)
+    assert tuple(s // 8 for s in array.strides) == strides and ptr == array.data.ptr
+
+
 def test_cuda_core_stream():
     pytest.importorskip("cuda.core")  # (not a dependency: its streams are taken when given)
     from cuda.core import Device
