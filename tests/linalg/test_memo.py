@@ -156,14 +156,15 @@ def test_other_layouts_and_conversions_take_the_slow_path(device_package, slow_c
     put, get = device_package
     rng = np.random.default_rng()
     a, b = _well(rng, (2, 6, 6), "float64"), rng.standard_normal((2, 6, 2))
-    expected = np.linalg.solve(a, b)
     transposed = put(np.ascontiguousarray(a.swapaxes(-1, -2))).swapaxes(-1, -2)
-    for operands, slow, rtol in [((put(a), put(b)), 1, 1e-11),  # read where they lie
-                                 ((transposed, put(b)), 2, 1e-11),  # copied: never kept
-                                 ((put(a.astype("float32")), put(b)), 2, 1e-6)]:  # converted
+    a32 = a.astype("float32")
+    for operands, slow, values in [((put(a), put(b)), 1, a),  # read where they lie
+                                   ((transposed, put(b)), 2, a),  # copied: never remembered
+                                   ((put(a32), put(b)), 2, a32)]:  # converted: never either
         before = len(slow_calls)
+        expected = np.linalg.solve(values.astype("float64"), b)
         for _ in range(2):
-            np.testing.assert_allclose(get(la.solve(*operands)), expected, rtol=rtol)
+            np.testing.assert_allclose(get(la.solve(*operands)), expected, rtol=1e-10)
         assert len(slow_calls) - before == slow
 
 
