@@ -1,5 +1,6 @@
 """Memory accelmath owns: device workspaces from the caller's package pool, and the
-page-locked host buffer through which small results are read back (:func:`read_back`).
+page-locked host buffers through which small results are read back (:func:`read_back`, and
+:func:`read_back_later`, which lets more work be enqueued before waiting for the values).
 
 A workspace is allocated for one stream and used only on it, so that a plan run from several
 streams never shares scratch memory between them, and freeing it back to a stream-ordered pool
@@ -16,7 +17,7 @@ import numpy
 from accelmath._core.stream import cupy_stream
 from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
-__all__ = ["Workspace", "allocate_workspace", "read_back"]
+__all__ = ["Workspace", "allocate_workspace", "read_back", "read_back_later", "Later"]
 
 
 class Workspace:
@@ -90,7 +91,9 @@ def allocate_workspace(nbytes, device_id, stream, package):
 
 
 _PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: page-locked for every context, so every device
-_local = threading.local()  # .buffer: this thread's _PageLocked
+_EVENT_DISABLE_TIMING = 2
+# .buffer: this thread's _PageLocked for read_back; .spares: those free for read_back_later
+_local = threading.local()
 
 
 class _PageLocked:
@@ -141,3 +144,85 @@ def read_back(ptr, count, dtype, stream):
     driver.lib.stream_synchronize(stream)
     ctypes.memmove(out.ctypes.data, buffer.ptr, nbytes)
     return out
+
+
+def read_back_later(ptr, count, dtype, stream):
+    """Enqueue on ``stream`` the read back of ``count`` values of ``dtype`` at device
+    address ``ptr`` (once the work enqueued so far is done), for a :class:`Later` that waits
+    for it: work enqueued in between keeps the GPU busy while the caller waits for the
+    values alone, so the values can be checked without the GPU going idle.
+
+    Examples
+    --------
+    >>> import numpy
+    >>> from accelmath._core.memory import read_back_later
+    >>> read_back_later(0, 0, numpy.int32, 0).result()
+    array([], dtype=int32)
+    """
+    from accelmath.bindings import driver
+
+    nbytes = count * numpy.dtype(dtype).itemsize
+    if not nbytes:
+        return Later(count, dtype, values=numpy.empty(count, dtype))
+    spares = _spares()
+    buffer = next((b for b in spares if b.nbytes >= nbytes), None)
+    if buffer is not None:
+        spares.remove(buffer)
+    else:
+        try:
+            buffer = _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
+        except CudaLibraryError:  # (no page-locked memory: read now)
+            return Later(count, dtype, values=read_back(ptr, count, dtype, stream))
+    driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
+    event = ctypes.c_void_p()
+    driver.lib.event_create(ctypes.byref(event), _EVENT_DISABLE_TIMING)
+    driver.lib.event_record(event, stream)
+    return Later(count, dtype, buffer, event.value)
+
+
+def _spares():
+    spares = getattr(_local, "spares", None)
+    if spares is None:
+        spares = _local.spares = []
+    return spares
+
+
+class Later:
+    """A read back :func:`read_back_later` enqueued: :meth:`result` waits for its values."""
+
+    __slots__ = ("count", "dtype", "_buffer", "_event", "_values")
+
+    def __init__(self, count, dtype, buffer=None, event=None, values=None):
+        self.count, self.dtype = count, dtype
+        self._buffer, self._event, self._values = buffer, event, values
+
+    def result(self):
+        """The values: a NumPy array, once the copy is done (the first call waits)."""
+        if self._values is None:
+            out = numpy.empty(self.count, self.dtype)
+            self._wait()
+            ctypes.memmove(out.ctypes.data, self._buffer.ptr, out.nbytes)
+            self._release()
+            self._values = out
+        return self._values
+
+    def _wait(self):
+        from accelmath.bindings import driver
+
+        driver.lib.event_synchronize(self._event)
+
+    def _release(self):
+        from accelmath.bindings import driver
+
+        event, self._event = self._event, None
+        buffer, self._buffer = self._buffer, None
+        driver.lib.event_destroy(event)
+        _spares().append(buffer)  # (its copy is done: free for the next read)
+
+    def __del__(self):
+        if self._event is not None:
+            try:  # never waited for (an error in between): the copy ends before reuse
+                self._wait()
+                self._release()
+            except Exception:
+                pass

@@ -13,8 +13,9 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
-                                       columns_out, count_of, finish_info, gather, item_strides,
-                                       plan, rhs_bytes, run_small, small_fits, systems)
+                                       columns_out, count_of, finish_info, gather, info_later,
+                                       item_strides, plan, rhs_bytes, run_small, small_fits,
+                                       systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
@@ -105,11 +106,12 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
         _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
     else:
         potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
+    later = info_later(solver, ctx, ws, count, check)
     _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n,
                            (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
                            ctx.device_id, conj=upper)
     finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
-                [(out_ptr, n * n, ctx.dtype)], finite)
+                [(out_ptr, n * n, ctx.dtype)], finite, later)
     return ctx.finish(out)
 
 

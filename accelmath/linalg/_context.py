@@ -11,19 +11,22 @@ copy; elsewhere it transposes.
 import math
 from typing import Any, NamedTuple
 
+import numpy
+
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.memory import read_back_later
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _finite, _kernels, _small
-from accelmath.linalg._cusolver import check_info
+from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
            "c_strides", "gather", "scatter_f", "plan", "small_fits", "run_small", "SmallCall",
            "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes",
-           "finish_info"]
+           "info_later", "finish_info"]
 
 class Context:
     """One call's device, package, stream and allocations.
@@ -279,15 +282,28 @@ def columns_out(ctx, rhs, x_ptr, batch, n, k, ld=None):
         scatter_f(ctx, rhs, x_ptr, batch, n, k, ld=ld)
 
 
-def finish_info(solver, ctx, ws, batch, check, message, results, finite=None):
+def info_later(solver, ctx, ws, count, check):
+    """With ``check``, the read back of a factorization's info codes (the solver's
+    ``"info"`` part, ``count`` of them), enqueued right after it, for :func:`finish_info` to
+    wait for once the rest of the call's work is enqueued (the GPU busy with it meanwhile);
+    else None."""
+    if not check:
+        return None
+    return read_back_later(ws + solver.offsets["info"], count, numpy.int32, ctx.stream)
+
+
+def finish_info(solver, ctx, ws, batch, check, message, results, finite=None, later=None):
     """After a factorization: with ``check``, raise for the matrices whose info code (the
-    solver's ``"info"`` part) says they failed, after the pending finiteness check
-    ``finite`` (:mod:`accelmath.linalg._finite`) where given; else fill their ``results``
-    (``(address, elements per matrix, dtype)``) with NaN, reading nothing back."""
+    solver's ``"info"`` part, or its read back ``later`` of :func:`info_later`) says they
+    failed, after the pending finiteness check ``finite`` (:mod:`accelmath.linalg._finite`)
+    where given; else fill their ``results`` (``(address, elements per matrix, dtype)``)
+    with NaN, reading nothing back."""
     info = ws + solver.offsets["info"]
     if check:
         _finite.check(finite)
-        check_info(info, batch, ctx.stream, message)
+        codes = (later.result() if later is not None
+                 else read_info(info, count_of(batch), ctx.stream))
+        check_codes(codes, batch, message)
         return
     for ptr, per_matrix, dtype in results:
         _kernels.fail_to_nan(info, ptr, per_matrix, count_of(batch), dtype, ctx.stream,

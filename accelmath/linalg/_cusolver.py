@@ -21,7 +21,7 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.errors import LinAlgError
 
 __all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
-           "check_info"]
+           "check_info", "check_codes"]
 
 #: cudaDataType of each dtype.
 DATA_TYPE = cusolver.DATA_TYPE
@@ -159,15 +159,17 @@ def read_info(info_ptr, count, stream):
 
 def check_info(info_ptr, batch_shape, stream, message):
     """Read the info codes of a batch (one per matrix, C order over ``batch_shape``) and
-    raise LinAlgError naming the first matrix whose code is positive (``message``
-    describes the failure; negative codes are accelmath's own errors)."""
-    info = read_info(info_ptr, math.prod(batch_shape), stream)
+    raise as :func:`check_codes` says."""
+    check_codes(read_info(info_ptr, math.prod(batch_shape), stream), batch_shape, message)
+
+
+def check_codes(info, batch_shape, message):
+    """Raise LinAlgError naming the first matrix whose info code (``info``, host int32 in C
+    order over ``batch_shape``) is positive (``message`` describes the failure; negative
+    codes are accelmath's own errors)."""
     if not info.any():
         return
-    bad = numpy.flatnonzero(info)
-    if bad.size:
-        first = int(bad[0])
-        if info[first] < 0:
-            raise RuntimeError(f"cuSOLVER reported an invalid argument {-info[first]}")
-        index = tuple(int(i) for i in numpy.unravel_index(first, batch_shape))
-        raise LinAlgError(message, index)
+    first = int(numpy.flatnonzero(info)[0])
+    if info[first] < 0:
+        raise RuntimeError(f"cuSOLVER reported an invalid argument {-info[first]}")
+    raise LinAlgError(message, tuple(int(i) for i in numpy.unravel_index(first, batch_shape)))

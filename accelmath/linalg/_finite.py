@@ -1,12 +1,14 @@
-"""SciPy's ``check_finite`` on the device, enqueued with a call's work and read back with its
-other results, so that a checked call waits for the GPU once.
+"""SciPy's ``check_finite`` on the device, enqueued ahead of a call's work and waited for
+after it is enqueued, so that the GPU never waits for the check.
 
 :func:`enqueue` launches, for each dense C-ordered operand, a kernel that flags its matrices
-holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`); the
-:class:`Pending` check it returns reads the flags back once the call's work is enqueued, and
-raises LinAlgError naming the operand and the batch index of its first matrix flagged, as
-the check before the work would have. Operands of other layouts (broadcast or strided
-views) are checked at once through their own package (a read back of their own).
+holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the
+read back of the flags (:func:`~accelmath._core.memory.read_back_later`); the
+:class:`Pending` check it returns waits for them once the call's work is enqueued (the
+GPU busy with it meanwhile), and raises LinAlgError naming the operand and the batch index of
+its first matrix flagged, as the check before the work would have. Operands of other
+layouts (broadcast or strided views) are checked at once through their own package (a read
+back of their own).
 """
 
 import math
@@ -14,9 +16,9 @@ import math
 import numpy
 
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.memory import read_back_later
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _kernels
-from accelmath.linalg._cusolver import read_info
 from accelmath.linalg._operands import namespace
 
 __all__ = ["enqueue", "Pending", "check", "check_with_package"]
@@ -48,22 +50,24 @@ def enqueue(ctx, operands, names):
     for op, _, batch, per_matrix, offset in entries:
         _kernels.flag_nonfinite(op.ptr, per_matrix, math.prod(batch), op.dtype,
                                 flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
-    return Pending(flags, flags_ptr, total, [e[1:] for e in entries], ctx.stream)
+    return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream),
+                   [e[1:] for e in entries])
 
 
 class Pending:
-    """A finiteness check enqueued by :func:`enqueue`, read back by :meth:`check`."""
+    """A finiteness check enqueued by :func:`enqueue`: ``flags`` (the device array, kept
+    until read), their read back ``later``, and per operand checked ``(name, batch, elements
+    per matrix, offset of its flags)``."""
 
-    __slots__ = ("flags", "flags_ptr", "total", "entries", "stream")
+    __slots__ = ("flags", "later", "entries")
 
-    def __init__(self, flags, flags_ptr, total, entries, stream):
-        self.flags, self.flags_ptr, self.total = flags, flags_ptr, total
-        self.entries, self.stream = entries, stream
+    def __init__(self, flags, later, entries):
+        self.flags, self.later, self.entries = flags, later, entries
 
     def check(self):
         """Wait for the flags and raise LinAlgError for the first operand (in the order
         given) holding a NaN or an infinity, naming its batch index."""
-        flags = read_info(self.flags_ptr, self.total, self.stream)
+        flags = self.later.result()
         if not flags.any():
             return
         for name, batch, per_matrix, offset in self.entries:

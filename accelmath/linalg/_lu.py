@@ -10,8 +10,8 @@ from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
-                                       count_of, finish_info, gather, plan, rhs_bytes, run_small,
-                                       scatter_f, small_fits, systems)
+                                       count_of, finish_info, gather, info_later, plan,
+                                       rhs_bytes, run_small, scatter_f, small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, Solver
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
@@ -53,17 +53,21 @@ def _lu_plan(ctx, n, k, count, batched=False):
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"b": rhs}, batched=batched))
 
 
-def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched):
+def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched, check):
     """Enqueue the LU of the matrices in the solver's ``"lu"`` part, then ``op(a) x = b``
-    for the right-hand sides at ``rhs``, in place."""
+    for the right-hand sides at ``rhs``, in place; with ``check``, the read back of the
+    info codes in between: returns :func:`info_later`'s."""
     lu = ws + solver.offsets["lu"]
     if batched:
         _batched.getrf(ctx, solver, handles, ws, lu, n, count)
+        later = info_later(solver, ctx, ws, count, check)
         _batched.getrs(ctx, solver, handles, ws, op, n, k, rhs, count)
-        return
+        return later
     ipiv = ws + solver.offsets["ipiv"]
     getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
+    later = info_later(solver, ctx, ws, count, check)
     getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, ctx.dtype)
+    return later
 
 
 def getrf(solver, handles, ws, lu, ipiv, n, count, dtype):
@@ -102,9 +106,10 @@ def solve(a, b, *, vector, check, method, stream, call=None):
     handles, ws = solver.state(ctx.stream)
     gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T, column-major: trans="T"
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched)
+    later = _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched, check)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)])
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)],
+                later=later)
     return ctx.finish(x)
 
 
@@ -126,8 +131,9 @@ def inv(a, *, check, method, stream, call=None):
     gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T
     _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
     # A^T X = I gives X = inv(A)^T column-major: inv(A) in C order
-    _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)])
+    later = _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched, check)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)],
+                later=later)
     return ctx.finish(x)
 
 
@@ -186,10 +192,11 @@ def lu_factor(a, *, check, stream, finite=None):
     scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
     gather(ctx, a, batch, scratch, "F")
     getrf(solver, handles, ws, scratch, ipiv, n, count, ctx.dtype)
+    later = info_later(solver, ctx, ws, count, check)
     scatter_f(ctx, scratch, lu_ptr, batch, n, n)
     _kernels.pivots_to_scipy(ipiv, piv_ptr, count * n, ctx.stream, ctx.device_id)
     finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)],
-                finite)
+                finite, later)
     return ctx.finish(lu), ctx.finish(piv)
 
 

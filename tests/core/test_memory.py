@@ -64,3 +64,23 @@ def test_read_back_copies_device_values_of_any_size_on_any_thread(cp):
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         for out in pool.map(lambda _: read(), range(8)):
             np.testing.assert_array_equal(out, values.get())
+
+
+@pytest.mark.gpu
+def test_read_back_later_gives_the_values_as_they_were_when_enqueued(cp):
+    import gc
+
+    from accelmath._core.memory import read_back_later
+
+    stream = cp.cuda.get_current_stream()
+    values = cp.arange(5000, dtype=cp.int32)
+    first = read_back_later(values.data.ptr, 5000, np.int32, stream.ptr)
+    values *= 2  # (enqueued after the copy: not seen by it)
+    second = read_back_later(values.data.ptr, 3, np.int32, stream.ptr)
+    dropped = read_back_later(values.data.ptr, 10, np.int32, stream.ptr)
+    del dropped  # never waited for: its buffer comes back once its copy is done
+    gc.collect()
+    np.testing.assert_array_equal(first.result(), np.arange(5000))
+    np.testing.assert_array_equal(second.result(), [0, 2, 4])
+    assert first.result() is first.result()
+    assert read_back_later(0, 0, np.float64, stream.ptr).result().shape == (0,)
