@@ -97,20 +97,31 @@ _local = threading.local()
 
 
 class _PageLocked:
-    """Page-locked host memory (freed with its last reference)."""
+    """Page-locked host memory, freed with its last reference once the copy into it that
+    ``event`` (a CUDA event handle, or None) marks is done."""
 
-    __slots__ = ("ptr", "nbytes", "_free")
+    __slots__ = ("ptr", "nbytes", "event", "_driver")
 
     def __init__(self, nbytes):
         from accelmath.bindings import driver
 
         ptr = ctypes.c_void_p()
         driver.lib.mem_host_alloc(ctypes.byref(ptr), nbytes, _PORTABLE)
-        self.ptr, self.nbytes, self._free = ptr.value, nbytes, driver.lib.mem_free_host
+        self.ptr, self.nbytes, self.event, self._driver = ptr.value, nbytes, None, driver.lib
+
+    def wait(self):
+        """Wait for the copy into the buffer, if any, and forget its event."""
+        event, self.event = self.event, None
+        if event is not None:
+            try:
+                self._driver.event_synchronize(event)
+            finally:
+                self._driver.event_destroy(event)
 
     def __del__(self):
         try:
-            self._free(self.ptr)
+            self.wait()  # (a copy never waited for, as after an error: no DMA into freed memory)
+            self._driver.mem_free_host(self.ptr)
         except Exception:  # (at exit the driver may be gone; the process frees it anyway)
             pass
 
@@ -176,8 +187,9 @@ def read_back_later(ptr, count, dtype, stream):
     driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
     event = ctypes.c_void_p()
     driver.lib.event_create(ctypes.byref(event), _EVENT_DISABLE_TIMING)
+    buffer.event = event.value
     driver.lib.event_record(event, stream)
-    return Later(count, dtype, buffer, event.value)
+    return Later(count, dtype, buffer)
 
 
 def _spares():
@@ -188,41 +200,23 @@ def _spares():
 
 
 class Later:
-    """A read back :func:`read_back_later` enqueued: :meth:`result` waits for its values."""
+    """A read back :func:`read_back_later` enqueued: :meth:`result` waits for its values.
 
-    __slots__ = ("count", "dtype", "_buffer", "_event", "_values")
+    A Later dropped unread keeps its buffer out of reuse; the buffer waits for its copy
+    before it is freed."""
 
-    def __init__(self, count, dtype, buffer=None, event=None, values=None):
-        self.count, self.dtype = count, dtype
-        self._buffer, self._event, self._values = buffer, event, values
+    __slots__ = ("count", "dtype", "_buffer", "_values")
+
+    def __init__(self, count, dtype, buffer=None, values=None):
+        self.count, self.dtype, self._buffer, self._values = count, dtype, buffer, values
 
     def result(self):
         """The values: a NumPy array, once the copy is done (the first call waits)."""
         if self._values is None:
+            buffer, self._buffer = self._buffer, None
+            buffer.wait()
             out = numpy.empty(self.count, self.dtype)
-            self._wait()
-            ctypes.memmove(out.ctypes.data, self._buffer.ptr, out.nbytes)
-            self._release()
+            ctypes.memmove(out.ctypes.data, buffer.ptr, out.nbytes)
+            _spares().append(buffer)  # (its copy is done: free for the next read)
             self._values = out
         return self._values
-
-    def _wait(self):
-        from accelmath.bindings import driver
-
-        driver.lib.event_synchronize(self._event)
-
-    def _release(self):
-        from accelmath.bindings import driver
-
-        event, self._event = self._event, None
-        buffer, self._buffer = self._buffer, None
-        driver.lib.event_destroy(event)
-        _spares().append(buffer)  # (its copy is done: free for the next read)
-
-    def __del__(self):
-        if self._event is not None:
-            try:  # never waited for (an error in between): the copy ends before reuse
-                self._wait()
-                self._release()
-            except Exception:
-                pass

@@ -78,7 +78,7 @@ def test_read_back_later_gives_the_values_as_they_were_when_enqueued(cp):
     values *= 2  # (enqueued after the copy: not seen by it)
     second = read_back_later(values.data.ptr, 3, np.int32, stream.ptr)
     dropped = read_back_later(values.data.ptr, 10, np.int32, stream.ptr)
-    del dropped  # never waited for: its buffer comes back once its copy is done
+    del dropped  # never waited for: its buffer waits for its copy before it is freed
     gc.collect()
     np.testing.assert_array_equal(first.result(), np.arange(5000))
     np.testing.assert_array_equal(second.result(), [0, 2, 4])
