@@ -9,6 +9,7 @@ in C order.
 
 import ctypes
 
+from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
@@ -88,28 +89,31 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits(method, n, count)
-    extra = {"a": count * n * n * isz, **(_batched.parts(count, n) if batched else {})}
-    solver = plan(ctx, ("potrf", n, count, batched), lambda: cholesky_solver(
+    # upper=True: a's upper triangle (zeros below) copied into the result as it lies, read
+    # column-major as the lower triangle of its transpose (conjugate, for complex values)
+    # and factored there in place as L (cuSOLVER's fast lower path): the result read in C
+    # order is then U = L^T (A = U^H U). Otherwise the lower triangle, column-major, zeros
+    # above, is factored as L in scratch space and copied out in C order.
+    extra = {} if upper else {"a": count * n * n * isz}
+    if batched:
+        extra.update(_batched.parts(count, n))
+    solver = plan(ctx, ("potrf", n, count, batched, upper), lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     handles, ws = solver.state(ctx.stream)
-    scratch = ws + solver.offsets["a"]
+    scratch = out_ptr if upper else ws + solver.offsets["a"]
     dense = item_strides(batch, n * n)
-    # the matrix's lower triangle, column-major, zeros above (for upper=True: its upper
-    # triangle's conjugate transpose), factored in place as L (cuSOLVER's lower path is the
-    # fast one), then copied out in C order: L, or U = L^H (the buffer read in C order,
-    # conjugated)
     src = batch_strides(a, batch)
-    _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:], (1, n),
-                           ctx.dtype, ctx.stream, ctx.device_id, triangle="U" if upper else "L",
-                           conj=upper, transpose=upper)
+    _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:],
+                           (n, 1) if upper else (1, n), ctx.dtype, ctx.stream, ctx.device_id,
+                           triangle="U" if upper else "L")
     if batched:
         _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
     else:
         potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
     later = info_later(solver, ctx, ws, count, check)
-    _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n,
-                           (n, 1) if upper else (1, n), (n, 1), ctx.dtype, ctx.stream,
-                           ctx.device_id, conj=upper)
+    if not upper:
+        _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n, (1, n), (n, 1),
+                               ctx.dtype, ctx.stream, ctx.device_id)
     finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
                 [(out_ptr, n * n, ctx.dtype)], finite, later)
     return ctx.finish(out)
@@ -133,20 +137,27 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None):
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits("auto", n, count)
-    solver = plan(ctx, ("potrs", n, k, count, batched), lambda: Solver(
+    # a real factor, dense in C order (not broadcast), is read where it lies: C-ordered L
+    # read column-major is L^T, an upper factor, and U read so is U^T, a lower one; others
+    # are copied as the lower factor, column-major: L itself, or U^H (U's buffer read
+    # column-major is U^T, conjugated U^H)
+    in_place = (not ctx.dtype.startswith("complex") and tuple(c.shape) == batch + (n, n)
+                and tuple(c.strides) == contiguous_strides(c.shape))
+    solver = plan(ctx, ("potrs", n, k, count, batched, in_place), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"c": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4,
-         **(_batched.parts(count, n) if batched else {})}))
+        {"c": 0 if in_place else count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype),
+         "info2": 4, **(_batched.parts(count, n) if batched else {})}))
     handles, ws = solver.state(ctx.stream)
-    factor = ws + solver.offsets["c"]
-    # the lower factor, column-major (cuSOLVER's fast path): L itself, or U^H (U's buffer
-    # read column-major is U^T, conjugated U^H)
-    gather(ctx, c, batch, factor, "F" if lower else "C", conj=not lower)
+    if in_place:
+        factor, fill = c.ptr, UPPER if lower else LOWER
+    else:
+        factor, fill = ws + solver.offsets["c"], LOWER
+        gather(ctx, c, batch, factor, "F" if lower else "C", conj=not lower)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     if batched:
-        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, LOWER)
+        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, fill)
     else:
-        potrs(solver, handles, ws, factor, rhs, n, k, count, LOWER, ctx.dtype)
+        potrs(solver, handles, ws, factor, rhs, n, k, count, fill, ctx.dtype)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     _finite.check(finite)
     return ctx.finish(x)

@@ -520,6 +520,7 @@ def test_cho_factor_cho_solve(cupy, dtype, c_shape, b_shape, lower):
     reference = np.linalg.cholesky(a.astype(wide(dtype)))
     close(np.tril(factor) if lower else np.triu(factor), reference if lower else mT(reference),
           dtype, 10)
+    np.testing.assert_array_equal(np.triu(factor, 1) if lower else np.tril(factor, -1), 0)
     assert x.dtype == np.dtype(dtype)
     residual(a, x, b, len(b_shape) == 1, dtype)
 
