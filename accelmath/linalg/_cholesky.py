@@ -137,11 +137,13 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None):
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits("auto", n, count)
-    # a real factor, dense in C order (not broadcast), is read where it lies: C-ordered L
-    # read column-major is L^T, an upper factor, and U read so is U^T, a lower one; others
-    # are copied as the lower factor, column-major: L itself, or U^H (U's buffer read
-    # column-major is U^T, conjugated U^H)
-    in_place = (not ctx.dtype.startswith("complex") and tuple(c.shape) == batch + (n, n)
+    # a real factor, dense in C order (not broadcast), is read where it lies by potrs:
+    # C-ordered L read column-major is L^T, an upper factor, and U read so is U^T, a lower
+    # one; others, and every factor of the batched route (potrsBatched writes into the
+    # other triangle), are copied as the lower factor, column-major: L itself, or U^H (U's
+    # buffer read column-major is U^T, conjugated U^H)
+    in_place = (not batched and not ctx.dtype.startswith("complex")
+                and tuple(c.shape) == batch + (n, n)
                 and tuple(c.strides) == contiguous_strides(c.shape))
     solver = plan(ctx, ("potrs", n, k, count, batched, in_place), lambda: Solver(
         ctx.device_id, ctx.adapter.package,

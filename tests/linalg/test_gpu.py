@@ -512,10 +512,11 @@ def test_lstsq_rank_deficient_single_precision(cupy, dtype):
 @pytest.mark.parametrize("lower", [False, True])
 def test_cho_factor_cho_solve(cupy, dtype, c_shape, b_shape, lower):
     a, b = spd(c_shape, dtype), random(b_shape, dtype)
-    factor, low = la.cho_factor(cupy.put(a), lower=lower)
+    dev_factor, low = la.cho_factor(cupy.put(a), lower=lower)
     assert low is lower
-    x = cupy.get(la.cho_solve((factor, low), cupy.put(b)))
-    factor = cupy.get(factor)
+    factor = cupy.get(dev_factor)
+    x = cupy.get(la.cho_solve((dev_factor, low), cupy.put(b)))
+    np.testing.assert_array_equal(cupy.get(dev_factor), factor)  # (read, never written)
     assert factor.shape == c_shape and factor.dtype == np.dtype(dtype)
     reference = np.linalg.cholesky(a.astype(wide(dtype)))
     close(np.tril(factor) if lower else np.triu(factor), reference if lower else mT(reference),
