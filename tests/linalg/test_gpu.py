@@ -222,8 +222,10 @@ def case(name, dtype, size="small"):
                 lambda a, **k: tuple(la.svd(a, hermitian=True, **k)),
                 lambda u, s, vh: (s, (c(u) * s[..., None, :]) @ c(vh)))
     if name == "lstsq":
-        return ((random((n + 3, n), dtype), random((n + 3, 2), dtype)),
-                lambda a, b, **k: tuple(la.lstsq(a, b, **k)), same)
+        tall = random((n + 3, n), dtype)
+        tall[:n] += 4 * np.eye(n, dtype=dtype)  # (well conditioned: float32 agrees to 1e-4)
+        return ((tall, random((n + 3, 2), dtype)), lambda a, b, **k: tuple(la.lstsq(a, b, **k)),
+                same)
     if name == "cho":
         def cho(a, b, **k):
             factor, lower = la.cho_factor(a, lower=True, **k)
