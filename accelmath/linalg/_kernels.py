@@ -103,12 +103,14 @@ def _launch_flat(name, count, args, stream, device_id, dtype=None):
     launch(module.function(name), config(_blocks(count, most), _THREADS), args, stream)
 
 
-def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype):
+def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype, blocks=None):
     """Launch kernel ``name`` of ``dtype``'s module over ``batch`` matrices of ``per_matrix``
-    elements: matrices in y (at most 65535, the rest by a loop), their elements in x."""
+    elements: matrices in y (at most 65535, the rest by a loop), their elements in x
+    (``blocks`` blocks, default as many as the device runs at once, fewer for small
+    matrices)."""
     module, most = _module(device_id, dtype)
-    launch(module.function(name),
-           config((_blocks(per_matrix, most), min(batch, _MAX_GRID_Y)), _THREADS), args,
+    blocks = _blocks(per_matrix, most) if blocks is None else blocks
+    launch(module.function(name), config((blocks, min(batch, _MAX_GRID_Y)), _THREADS), args,
            stream)
 
 
@@ -323,12 +325,10 @@ def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, 
     _check_dtype(dtype)
     if batch == 0 or count_per_matrix == 0:
         return
-    module, _ = _module(device_id, dtype)
     args = (ctypes.c_void_p(data_ptr), ctypes.c_longlong(count_per_matrix),
             ctypes.c_longlong(batch), ctypes.c_void_p(flags_ptr))
-    launch(module.function("flag_nonfinite_" + dtype),
-           config((nonfinite_blocks(count_per_matrix), min(batch, _MAX_GRID_Y)), _THREADS),
-           args, stream)
+    _launch_rows("flag_nonfinite_" + dtype, count_per_matrix, batch, args, stream, device_id,
+                 dtype, blocks=nonfinite_blocks(count_per_matrix))
 
 
 def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):

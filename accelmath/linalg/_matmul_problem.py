@@ -20,7 +20,7 @@ from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
 from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._epilogue import check_epilogue_dtype, epilogue_named
 from accelmath.linalg._matmul_cublaslt import Layout, Spec
-from accelmath.linalg._operands import keyed_reader
+from accelmath.linalg._operands import read_keys
 
 __all__ = ["Problem", "CallKey", "read", "prepare", "call_key", "checked_out", "scalar_of",
            "host_scalars", "spec_of", "alignment_of"]
@@ -168,20 +168,8 @@ def call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf
     key = [alpha.__class__, alpha.imag != 0, beta.__class__, beta.imag != 0, beta != 0,
            epilogue, execution, allow_tf32]
     ptrs = []
-    for x in (a, b, c, bias, aux, out):
-        if x is None:
-            key.append(None)
-            ptrs.append(0)
-            continue
-        reader = keyed_reader(x)
-        if reader is None:
-            return None
-        layout = reader[0](x)
-        if layout is None:
-            return None
-        key.append(x.__class__)
-        key.append(layout)
-        ptrs.append(reader[1](x))
+    if not read_keys((a, b, c, bias, aux, out), key, ptrs):
+        return None
     word = ptrs[0] | ptrs[1] | ptrs[5] | (ptrs[2] if beta != 0 else 0)
     key.append(256 if not word & 255 else 16 if not word & 15 else word & 15)
     return CallKey(tuple(key), tuple(ptrs))

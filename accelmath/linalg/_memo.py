@@ -11,7 +11,7 @@ the operands' addresses, allocates the results and launches the kernel
 """
 
 from accelmath._core.dispatch import Dispatcher
-from accelmath.linalg._operands import keyed_reader
+from accelmath.linalg._operands import read_keys
 
 __all__ = ["dispatcher", "call_key", "recalled"]
 
@@ -38,18 +38,9 @@ def call_key(name, operands, *options):
     for option in options:
         if option.__class__ not in _OPTIONS:
             return None
-    key = [name, *options]
-    addresses = []
-    for x in operands:
-        reader = keyed_reader(x)
-        if reader is None:
-            return None
-        layout = reader[0](x)
-        if layout is None:
-            return None
-        key.append(x.__class__)
-        key.append(layout)
-        addresses.append(reader[1](x))
+    key, addresses = [name, *options], []
+    if not read_keys(operands, key, addresses):
+        return None
     return tuple(key), tuple(addresses)
 
 

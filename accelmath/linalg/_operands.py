@@ -14,7 +14,7 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, Unsupp
 from accelmath.linalg import _checks as checks
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
-           "column", "device_call", "namespace", "hermitian_svd", "keyed_reader"]
+           "column", "device_call", "namespace", "hermitian_svd", "keyed_reader", "read_keys"]
 
 # Packages whose arrays a call key describes (:func:`keyed_reader`): their layout keys hold
 # shape, strides, dtype and device, and torch's the lazy conjugation and negation bits; an
@@ -136,6 +136,27 @@ def keyed_reader(x):
                   if adapter is not None and adapter.package in _KEYED else None)
         _READERS[x.__class__] = reader
     return reader
+
+
+def read_keys(operands, key, addresses):
+    """Append to ``key`` each operand's type and layout key and to ``addresses`` its address
+    (None and 0 for an operand that is None), for a call key; False where an operand has no
+    key (see :func:`keyed_reader`), else True."""
+    for x in operands:
+        if x is None:
+            key.append(None)
+            addresses.append(0)
+            continue
+        reader = keyed_reader(x)
+        if reader is None:
+            return False
+        layout = reader[0](x)
+        if layout is None:
+            return False
+        key.append(x.__class__)
+        key.append(layout)
+        addresses.append(reader[1](x))
+    return True
 
 
 def namespace(x):
