@@ -7,6 +7,7 @@ caller's stream.
 """
 
 import ctypes
+import functools
 
 from accelmath._core.launch import config, launch
 from accelmath._core.modules import SourceModules
@@ -159,29 +160,37 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
     conj : bool
         Conjugate the values (complex dtypes).
     """
+    prepared = _copy_scale_launch(tuple(shape), tuple(src_strides), tuple(dst_strides), dtype,
+                                  scale, device_id, bool(conj))
+    if prepared is not None:
+        function, launch_config, args = prepared
+        launch(function, launch_config,
+               (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr)) + args, stream)
+
+
+@functools.lru_cache(maxsize=512)
+def _copy_scale_launch(shape, src_strides, dst_strides, dtype, scale, device_id, conj):
+    """What :func:`copy_scale` launches for its arguments but the addresses and the stream,
+    checked and made once: ``(kernel, launch configuration, the arguments after the two
+    addresses)``, or None for an empty copy. (The ctypes values are only read.)"""
     n = 1
     for extent in shape:
         n *= extent
     if n == 0:
-        return
-    module, most = _kernel_module(device_id, dtype)
+        return None
     dims = _merge(shape, src_strides, dst_strides)
+    if len(dims) > MAX_DIMS:
+        raise InvalidArgumentError(
+            f"a strided copy over {len(dims)} non-mergeable dimensions exceeds {MAX_DIMS}")
+    module, most = _kernel_module(device_id, dtype)
     do_scale = (0 if scale is None or scale == 1 else 1) | (2 if conj else 0)
     s = ctypes.c_double(1.0 if scale is None else scale)
-    blocks = min((n + _THREADS - 1) // _THREADS, most)
-    src, dst, count, flag = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr),
-                             ctypes.c_longlong(n), ctypes.c_int(do_scale))
+    launch_config = config(min((n + _THREADS - 1) // _THREADS, most), _THREADS)
+    count, flag = ctypes.c_longlong(n), ctypes.c_int(do_scale)
     if not dims or (len(dims) == 1 and dims[0][1] == 1 and dims[0][2] == 1):
-        func = module.function("flat_" + dtype)
-        args = (src, dst, count, s, flag)
-    else:
-        if len(dims) > MAX_DIMS:
-            raise InvalidArgumentError(
-                f"a strided copy over {len(dims)} non-mergeable dimensions exceeds {MAX_DIMS}")
-        d = _Dims()
-        for k, (extent, a, b) in enumerate(dims):
-            d.shape[k], d.src[k], d.dst[k] = extent, a, b
-        ndim = ctypes.c_int(len(dims))
-        func = module.function("copy_" + dtype)
-        args = (src, dst, count, ndim, d, s, flag)
-    launch(func, config(blocks, _THREADS), args, stream)
+        return module.function("flat_" + dtype), launch_config, (count, s, flag)
+    d = _Dims()
+    for k, (extent, a, b) in enumerate(dims):
+        d.shape[k], d.src[k], d.dst[k] = extent, a, b
+    return (module.function("copy_" + dtype), launch_config,
+            (count, ctypes.c_int(len(dims)), d, s, flag))

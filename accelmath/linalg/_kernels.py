@@ -13,6 +13,7 @@ Matrices are column-major (Fortran) batches unless a launcher takes strides: ele
 """
 
 import ctypes
+import functools
 
 import numpy
 
@@ -148,6 +149,22 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
     transpose : bool
         Write source element ``(i, j)`` at destination ``(j, i)``.
     """
+    prepared = _copy_launch(tuple(batch_shape), tuple(src_batch_strides),
+                            tuple(dst_batch_strides), m, n, tuple(src_strides),
+                            tuple(dst_strides), dtype, device_id, triangle, bool(conj),
+                            bool(transpose))
+    if prepared is not None:
+        function, launch_config, args = prepared
+        launch(function, launch_config,
+               (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr)) + args, stream)
+
+
+@functools.lru_cache(maxsize=512)
+def _copy_launch(batch_shape, src_batch_strides, dst_batch_strides, m, n, src_strides,
+                 dst_strides, dtype, device_id, triangle, conj, transpose):
+    """What :func:`copy_matrices` launches for its arguments but the addresses and the
+    stream, checked and made once: ``(kernel, launch configuration, the arguments after
+    the two addresses)``, or None for an empty copy. (The ctypes values are only read.)"""
     _check_dtype(dtype)
     if triangle not in _TRIANGLES:
         raise InvalidArgumentError(f"triangle={triangle!r} is not one of None, 'L' or 'U'")
@@ -165,7 +182,7 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
     for extent, _, _ in dims:
         count *= extent
     if count == 0:
-        return
+        return None
     batch = _Batch()
     for k, (extent, s, d) in enumerate(dims):
         batch.shape[k], batch.src[k], batch.dst[k] = extent, s, d
@@ -180,25 +197,24 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
     mode = triangle | (4 if conj else 0)
     strides = (ctypes.c_longlong(s_i), ctypes.c_longlong(s_j), ctypes.c_longlong(d_i),
                ctypes.c_longlong(d_j), ctypes.c_int(mode))
-    src_dst = (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr))
+    module, most = _module(device_id, dtype)
     if abs(s_j) < abs(s_i) and min(m, n) >= _TILE_FROM:
         # the source runs along j: through shared-memory tiles
         tiles_j = -(-n // _TILE)
         per_matrix = -(-m // _TILE) * tiles_j
         tiles = per_matrix * (count // (m * n))
         name = ("tiles32_" if count < 2**32 else "tiles_") + dtype
-        module, most = _module(device_id, dtype)
-        args = src_dst + (ctypes.c_longlong(tiles), ctypes.c_longlong(tiles_j),
-                          ctypes.c_longlong(per_matrix), ctypes.c_longlong(m),
-                          ctypes.c_longlong(n), ctypes.c_int(len(dims)), batch) + strides
-        launch(module.function(name), config(min(tiles, most * _THREADS // _TILE_THREADS),
-                                              (_TILE, _TILE_THREADS // _TILE)), args, stream)
-        return
+        args = (ctypes.c_longlong(tiles), ctypes.c_longlong(tiles_j),
+                ctypes.c_longlong(per_matrix), ctypes.c_longlong(m), ctypes.c_longlong(n),
+                ctypes.c_int(len(dims)), batch) + strides
+        return (module.function(name),
+                config(min(tiles, most * _THREADS // _TILE_THREADS),
+                       (_TILE, _TILE_THREADS // _TILE)), args)
     # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
     name = ("copy32_" if count < 2**32 else "copy_") + dtype
-    args = src_dst + (ctypes.c_longlong(count), ctypes.c_longlong(m), ctypes.c_longlong(n),
-                      ctypes.c_int(len(dims)), batch) + strides
-    _launch_flat(name, count, args, stream, device_id, dtype)
+    args = (ctypes.c_longlong(count), ctypes.c_longlong(m), ctypes.c_longlong(n),
+            ctypes.c_int(len(dims)), batch) + strides
+    return module.function(name), config(_blocks(count, most), _THREADS), args
 
 
 def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,

@@ -68,6 +68,9 @@ def no_device(monkeypatch):
     """Fail if a launcher gets as far as loading its module."""
     monkeypatch.setattr(_kernels, "_module",
                         lambda *args: pytest.fail("module loaded"))
+    _kernels._copy_launch.cache_clear()  # (copies prepared with another module)
+    yield
+    _kernels._copy_launch.cache_clear()
 
 
 def test_bad_dtypes_are_refused(no_device):
@@ -111,7 +114,9 @@ def launches(monkeypatch):
     monkeypatch.setattr(_kernels, "_module", lambda device_id, dtype: (Module(), 132 * 16))
     monkeypatch.setattr(_kernels, "launch", lambda func, config, args, stream: seen.append(
         (func, config, [getattr(a, "value", None) for a in args])))
-    return seen
+    _kernels._copy_launch.cache_clear()  # (copies prepared with another module)
+    yield seen
+    _kernels._copy_launch.cache_clear()
 
 
 @pytest.mark.parametrize("src, dst, kernel, swapped", [
