@@ -110,13 +110,13 @@ class _PageLocked:
         self.ptr, self.nbytes, self.event, self._driver = ptr.value, nbytes, None, driver.lib
 
     def wait(self):
-        """Wait for the copy into the buffer, if any, and forget its event."""
-        event, self.event = self.event, None
+        """Wait for the copy into the buffer, if any, and forget its event (kept where the
+        wait fails, so the buffer is neither read nor freed as if the copy were done)."""
+        event = self.event
         if event is not None:
-            try:
-                self._driver.event_synchronize(event)
-            finally:
-                self._driver.event_destroy(event)
+            self._driver.event_synchronize(event)
+            self.event = None
+            self._driver.event_destroy(event)
 
     def __del__(self):
         try:
@@ -184,11 +184,18 @@ def read_back_later(ptr, count, dtype, stream):
             buffer = _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
         except CudaLibraryError:  # (no page-locked memory: read now)
             return Later(count, dtype, values=read_back(ptr, count, dtype, stream))
-    driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
     event = ctypes.c_void_p()
     driver.lib.event_create(ctypes.byref(event), _EVENT_DISABLE_TIMING)
-    buffer.event = event.value
-    driver.lib.event_record(event, stream)
+    buffer.event = event.value  # (from here the buffer waits for it before it is freed)
+    try:
+        driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
+        driver.lib.event_record(event, stream)
+    except BaseException:
+        try:  # (a copy enqueued, no event recorded after it: wait for the stream instead)
+            driver.lib.stream_synchronize(stream)
+        finally:
+            buffer.wait()
+        raise
     return Later(count, dtype, buffer)
 
 
@@ -213,10 +220,10 @@ class Later:
     def result(self):
         """The values: a NumPy array, once the copy is done (the first call waits)."""
         if self._values is None:
-            buffer, self._buffer = self._buffer, None
+            buffer = self._buffer
             buffer.wait()
             out = numpy.empty(self.count, self.dtype)
             ctypes.memmove(out.ctypes.data, buffer.ptr, out.nbytes)
+            self._buffer, self._values = None, out
             _spares().append(buffer)  # (its copy is done: free for the next read)
-            self._values = out
         return self._values

@@ -2,9 +2,11 @@
 (cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``; for batches of small matrices its
 ``potrfBatched``/``potrsBatched``, or accelmath's own kernels for tiny ones) and ``solve_triangular`` (cuBLAS's ``trsm``).
 
-cuSOLVER factors the lower triangle of a column-major matrix fastest: the caller's triangle is
-copied there (transposed, and conjugated for an upper one), factored in place, and copied out
-in C order.
+cuSOLVER factors the lower triangle of a column-major matrix fastest. A lower factor: the
+caller's lower triangle is copied there (transposed), factored in place, and copied out in C
+order. An upper one: the caller's upper triangle is copied into the result as it lies, whose
+buffer read column-major is the lower triangle of its transpose (conjugate, for complex
+values), factored there in place: read in C order, that is U.
 """
 
 import ctypes

@@ -223,9 +223,9 @@ class SmallCall(NamedTuple):
             (x, x_ptr), (info, info_ptr) = self.allocate(), self.allocate_info()
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id)
-        del info  # (kept until the kernel was enqueued: the pools reuse it in stream order)
         if self.check:
             check_info(info_ptr, self.batch, handle, self.message)
+        del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 
 

@@ -6,9 +6,9 @@ holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`)
 read back of the flags (:func:`~accelmath._core.memory.read_back_later`); the
 :class:`Pending` check it returns waits for them once the call's work is enqueued (the
 GPU busy with it meanwhile), and raises LinAlgError naming the operand and the batch index of
-its first matrix flagged, as the check before the work would have. Operands of other
-layouts (broadcast or strided views) are checked at once through their own package (a read
-back of their own).
+its first matrix flagged, as the check before the work would have. Where an operand has
+another layout (a broadcast or strided view), the call's operands are checked at once
+through their own package instead (a read back of their own).
 """
 
 import math
@@ -31,16 +31,18 @@ def enqueue(ctx, operands, names):
     where nothing is left to read back."""
     if names is None:
         return None
+    checked = [(op, name) for op, name in zip(operands, names)
+               if name is not None and op.size]
+    if any(tuple(op.strides) != contiguous_strides(op.shape) or op.dtype not in _kernels.DTYPES
+           for op, _ in checked):
+        # (all of them so, in order, so that the first bad operand is the one named)
+        for op, name in checked:
+            check_with_package(op, 2, name)
+        return None
     entries = []
     total = 0
-    for op, name in zip(operands, names):
-        if name is None or not op.size:
-            continue
+    for op, name in checked:
         batch = tuple(op.shape[:-2])
-        if (tuple(op.strides) != contiguous_strides(op.shape)
-                or op.dtype not in _kernels.DTYPES):
-            check_with_package(op, 2, name)
-            continue
         per_matrix = op.shape[-2] * op.shape[-1]
         entries.append((op, name, batch, per_matrix, total))
         total += math.prod(batch) * _kernels.nonfinite_blocks(per_matrix)

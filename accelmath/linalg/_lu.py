@@ -216,9 +216,13 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None):
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}))
     handles, ws = solver.state(ctx.stream)
     scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
+    try:
+        piv_ptr = _pivots(piv, batch, n)
+    except InvalidArgumentError:
+        _finite.check(finite)  # (SciPy's check_finite of b comes first)
+        raise
     gather(ctx, lu, batch, scratch, "F")
-    _kernels.pivots_from_scipy(_pivots(piv, batch, n), ipiv, count * n, ctx.stream,
-                               ctx.device_id)
+    _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     getrs(solver, handles, ws, (_N, _T, _C)[trans], scratch, ipiv, rhs, n, k, count,
           ctx.dtype)

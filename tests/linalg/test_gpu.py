@@ -1093,3 +1093,28 @@ def test_check_finite_on_the_gpu_in_many_blocks_and_other_layouts(cupy, dtype):
         assert e.value.index == (1,)
     x = cupy.get(la.cho_solve(la.cho_factor(cupy.put(a)), cupy.put(b)))
     close(x, b / 2, dtype)
+
+
+def test_lu_solve_checks_b_before_the_pivots_layout(cupy):
+    # SciPy's check_finite of b comes first, as before the work was enqueued
+    a = well((4, 4), "float64")
+    lu, piv = la.lu_factor(cupy.put(a))
+    spaced = cupy.cp.zeros(8, np.int32)
+    spaced[::2] = piv
+    b = np.ones(4)
+    b[2] = np.nan
+    with pytest.raises(LinAlgError, match="^b: array must not contain"):
+        la.lu_solve((lu, spaced[::2]), cupy.put(b))
+    with pytest.raises(InvalidArgumentError, match="piv must be lu_factor's pivots"):
+        la.lu_solve((lu, spaced[::2]), cupy.put(np.ones(4)))
+
+
+def test_check_finite_names_the_first_bad_operand_of_mixed_layouts(cupy):
+    # a dense c (the kernel's) and a transposed b (its package's): both bad, c is named
+    c = np.eye(5)
+    c[1, 1] = np.inf
+    b = np.ones((2, 5)) * np.nan
+    with pytest.raises(LinAlgError, match="^c: array must not contain"):
+        la.cho_solve((cupy.put(c), True), cupy.put(b).T)
+    with pytest.raises(LinAlgError, match="^b: array must not contain"):
+        la.cho_solve((cupy.put(np.eye(5)), True), cupy.put(b).T)

@@ -1,0 +1,50 @@
+"""SciPy's check_finite on the device (accelmath.linalg._finite): which operands go to the
+kernel and which through their package, in the order given (CPU, with stand-ins for the
+device); the kernel and its read back are covered by the GPU tests of test_gpu.py and
+test_kernels.py."""
+
+import pytest
+
+from accelmath.linalg import _finite
+
+
+class _Op:
+    def __init__(self, shape, strides, name, dtype="float64"):
+        self.shape, self.strides, self.dtype, self.name = shape, strides, dtype, name
+        self.size = 1
+        for extent in shape:
+            self.size *= extent
+
+
+def _package_checks(monkeypatch, bad=()):
+    """Record the operands checked through their package; those named in ``bad`` raise."""
+    seen = []
+
+    def check(op, core, name):
+        seen.append(name)
+        if name in bad:
+            raise ValueError(name)
+
+    monkeypatch.setattr(_finite, "check_with_package", check)
+    monkeypatch.setattr(_finite._kernels, "flag_nonfinite",
+                        lambda *args: pytest.fail("kernel launched"))
+    return seen
+
+
+def test_another_layout_sends_every_operand_through_its_package_in_order(monkeypatch):
+    seen = _package_checks(monkeypatch, bad=("c", "b"))
+    c = _Op((3, 4, 4), (16, 4, 1), "c")  # dense: the kernel's, were it alone
+    b = _Op((3, 4, 2), (8, 1, 4), "b")  # column-major matrices: the package's
+    with pytest.raises(ValueError, match="^c$"):  # the first bad operand is named
+        _finite.enqueue(None, (c, b), ("c", "b"))
+    assert seen == ["c"]
+
+
+def test_unnamed_and_empty_operands_are_not_checked(monkeypatch):
+    seen = _package_checks(monkeypatch)
+    lu = _Op((4, 4), (1, 4), "lu")
+    piv = _Op((4,), (1,), "piv", "int32")
+    b = _Op((0, 4), (1, 1), "b")
+    assert _finite.enqueue(None, (lu, piv, b), (None, None, "b")) is None
+    assert _finite.enqueue(None, (lu, piv, b), None) is None
+    assert seen == []
