@@ -28,6 +28,7 @@ __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item
            "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes",
            "info_later", "finish_info"]
 
+
 class Context:
     """One call's device, package, stream and allocations.
 

@@ -33,33 +33,32 @@ def enqueue(ctx, operands, names):
         return None
     checked = [(op, name) for op, name in zip(operands, names)
                if name is not None and op.size]
+    if not checked:
+        return None
     if any(tuple(op.strides) != contiguous_strides(op.shape) or op.dtype not in _kernels.DTYPES
            for op, _ in checked):
         # (all of them so, in order, so that the first bad operand is the one named)
         for op, name in checked:
             check_with_package(op, 2, name)
         return None
-    entries = []
+    entries = []  # (name, batch, flags per matrix, offset of the first)
     total = 0
     for op, name in checked:
         batch = tuple(op.shape[:-2])
-        per_matrix = op.shape[-2] * op.shape[-1]
-        entries.append((op, name, batch, per_matrix, total))
-        total += math.prod(batch) * _kernels.nonfinite_blocks(per_matrix)
-    if not entries:
-        return None
+        blocks = _kernels.nonfinite_blocks(op.shape[-2] * op.shape[-1])
+        entries.append((name, batch, blocks, total))
+        total += math.prod(batch) * blocks
     flags, flags_ptr = ctx.empty((total,), "int32")
-    for op, _, batch, per_matrix, offset in entries:
-        _kernels.flag_nonfinite(op.ptr, per_matrix, math.prod(batch), op.dtype,
-                                flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
-    return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream),
-                   [e[1:] for e in entries])
+    for (op, _), (_, batch, _, offset) in zip(checked, entries):
+        _kernels.flag_nonfinite(op.ptr, op.shape[-2] * op.shape[-1], math.prod(batch),
+                                op.dtype, flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
+    return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream), entries)
 
 
 class Pending:
     """A finiteness check enqueued by :func:`enqueue`: ``flags`` (the device array, kept
-    until read), their read back ``later``, and per operand checked ``(name, batch, elements
-    per matrix, offset of its flags)``."""
+    until read), their read back ``later``, and per operand checked ``(name, batch, flags
+    per matrix, offset of its first flag)``."""
 
     __slots__ = ("flags", "later", "entries")
 
@@ -72,10 +71,10 @@ class Pending:
         flags = self.later.result()
         if not flags.any():
             return
-        for name, batch, per_matrix, offset in self.entries:
+        for name, batch, blocks, offset in self.entries:
             count = math.prod(batch)
-            mine = flags[offset:offset + count * _kernels.nonfinite_blocks(per_matrix)]
-            bad = numpy.flatnonzero(mine.reshape(count, -1).any(axis=1))
+            mine = flags[offset:offset + count * blocks].reshape(count, blocks)
+            bad = numpy.flatnonzero(mine.any(axis=1))
             if bad.size:
                 raise checks.not_finite_error(
                     name, tuple(int(i) for i in numpy.unravel_index(int(bad[0]), batch)))

@@ -24,8 +24,8 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernel_source import SOURCE
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
-           "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det", "pivots_from_scipy",
-           "pivots_to_scipy", "pointer_array", "prepare"]
+           "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det",
+           "pivots_from_scipy", "pivots_to_scipy", "pointer_array", "prepare"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")

@@ -48,3 +48,32 @@ def test_unnamed_and_empty_operands_are_not_checked(monkeypatch):
     assert _finite.enqueue(None, (lu, piv, b), (None, None, "b")) is None
     assert _finite.enqueue(None, (lu, piv, b), None) is None
     assert seen == []
+
+
+class _Read:
+    """A read back already done: its values."""
+
+    def __init__(self, values):
+        self.values = values
+
+    def result(self):
+        return self.values
+
+
+def test_pending_check_names_the_first_operand_and_matrix_flagged():
+    import numpy as np
+
+    from accelmath.errors import LinAlgError
+
+    # c: a batch (2, 3) of matrices, 2 flags each; b: a batch (2,), 1 flag each
+    entries = [("c", (2, 3), 2, 0), ("b", (2,), 1, 12)]
+    flags = np.zeros(14, np.int32)
+    _finite.Pending(None, _Read(flags), entries).check()  # all finite
+    flags[13] = 1  # b's second matrix
+    with pytest.raises(LinAlgError, match=r"^b: .* \(batch index \(1,\)\)"):
+        _finite.Pending(None, _Read(flags), entries).check()
+    flags[2 * 4 + 1] = 1  # c's matrix (1, 1), its second block: c comes first
+    with pytest.raises(LinAlgError, match=r"^c: .* \(batch index \(1, 1\)\)"):
+        _finite.Pending(None, _Read(flags), entries).check()
+    with pytest.raises(LinAlgError, match=r"^a: .* \(batch index \(\)\)"):
+        _finite.Pending(None, _Read(np.array([0, 1], np.int32)), [("a", (), 2, 0)]).check()
