@@ -92,8 +92,7 @@ def allocate_workspace(nbytes, device_id, stream, package):
 
 _PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: page-locked for every context, so every device
 _EVENT_DISABLE_TIMING = 2
-# .buffer: this thread's _PageLocked for read_back; .spares: those free for read_back_later
-_local = threading.local()
+_local = threading.local()  # .spares: this thread's _PageLocked buffers free for a read
 
 
 class _PageLocked:
@@ -126,14 +125,27 @@ class _PageLocked:
             pass
 
 
+def _take(nbytes):
+    """A page-locked buffer of at least ``nbytes`` from this thread's spares, else a new one
+    (sized to a power of two, at least 4 KiB); None where page-locked memory cannot be had."""
+    spares = _spares()
+    for i, buffer in enumerate(spares):
+        if buffer.nbytes >= nbytes:
+            return spares.pop(i)
+    try:
+        return _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
+    except CudaLibraryError:
+        return None
+
+
 def read_back(ptr, count, dtype, stream):
     """``count`` values of ``dtype`` at device address ``ptr``, read once the work enqueued
     on ``stream`` so far is done: a new NumPy array.
 
-    The copy goes through a page-locked buffer of the calling thread (grown as needed, kept
-    for the next read), which the driver copies into directly, without staging pageable
-    memory: the read that ends a checked call (its info codes) costs less. Where page-locked
-    memory cannot be had, the copy goes to the array itself.
+    The copy goes through a page-locked buffer of the calling thread (kept for the next
+    read), which the driver copies into directly, without staging pageable memory: the read
+    that ends a checked call (its info codes) costs less. Where page-locked memory cannot be
+    had, the copy goes to the array itself.
     """
     from accelmath.bindings import driver
 
@@ -141,19 +153,13 @@ def read_back(ptr, count, dtype, stream):
     nbytes = out.nbytes
     if not nbytes:
         return out
-    buffer = getattr(_local, "buffer", None)
-    if buffer is None or buffer.nbytes < nbytes:
-        try:
-            buffer = _local.buffer = _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
-        except CudaLibraryError:
-            buffer = None
-    if buffer is None:
-        driver.lib.memcpy_async(out.ctypes.data, ptr, nbytes, stream)
-        driver.lib.stream_synchronize(stream)
-        return out
-    driver.lib.memcpy_async(buffer.ptr, ptr, nbytes, stream)
+    buffer = _take(nbytes)
+    driver.lib.memcpy_async(out.ctypes.data if buffer is None else buffer.ptr, ptr, nbytes,
+                            stream)
     driver.lib.stream_synchronize(stream)
-    ctypes.memmove(out.ctypes.data, buffer.ptr, nbytes)
+    if buffer is not None:
+        ctypes.memmove(out.ctypes.data, buffer.ptr, nbytes)
+        _spares().append(buffer)
     return out
 
 
@@ -173,17 +179,9 @@ def read_back_later(ptr, count, dtype, stream):
     from accelmath.bindings import driver
 
     nbytes = count * numpy.dtype(dtype).itemsize
-    if not nbytes:
-        return Later(count, dtype, values=numpy.empty(count, dtype))
-    spares = _spares()
-    buffer = next((b for b in spares if b.nbytes >= nbytes), None)
-    if buffer is not None:
-        spares.remove(buffer)
-    else:
-        try:
-            buffer = _PageLocked(max(4096, 1 << (nbytes - 1).bit_length()))
-        except CudaLibraryError:  # (no page-locked memory: read now)
-            return Later(count, dtype, values=read_back(ptr, count, dtype, stream))
+    buffer = _take(nbytes) if nbytes else None
+    if buffer is None:  # (nothing to read, or no page-locked memory: read now)
+        return Later(count, dtype, values=read_back(ptr, count, dtype, stream))
     event = ctypes.c_void_p()
     driver.lib.event_create(ctypes.byref(event), _EVENT_DISABLE_TIMING)
     buffer.event = event.value  # (from here the buffer waits for it before it is freed)

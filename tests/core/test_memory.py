@@ -84,3 +84,94 @@ def test_read_back_later_gives_the_values_as_they_were_when_enqueued(cp):
     np.testing.assert_array_equal(second.result(), [0, 2, 4])
     assert first.result() is first.result()
     assert read_back_later(0, 0, np.float64, stream.ptr).result().shape == (0,)
+
+
+class _HostDriver:
+    """The driver calls of the read backs, on host memory: ``memcpy_async`` copies at once;
+    records the calls."""
+
+    def __init__(self):
+        import ctypes
+
+        self.ctypes, self.calls, self.blocks, self.events = ctypes, [], {}, 0
+        self.fail_copy = False
+
+    def mem_host_alloc(self, pointer, nbytes, flags):
+        block = self.ctypes.create_string_buffer(nbytes)
+        self.blocks[self.ctypes.addressof(block)] = block
+        pointer._obj.value = self.ctypes.addressof(block)
+        self.calls.append(("alloc", nbytes))
+
+    def mem_free_host(self, ptr):
+        del self.blocks[ptr]
+        self.calls.append(("free",))
+
+    def memcpy_async(self, dst, src, nbytes, stream):
+        if self.fail_copy:
+            raise RuntimeError("copy failed")
+        self.ctypes.memmove(dst, src, nbytes)
+        self.calls.append(("copy", nbytes, dst in self.blocks))
+
+    def stream_synchronize(self, stream):
+        self.calls.append(("sync stream",))
+
+    def event_create(self, pointer, flags):
+        self.events += 1
+        pointer._obj.value = self.events
+
+    def event_record(self, event, stream):
+        self.calls.append(("record", event.value))
+
+    def event_synchronize(self, event):
+        self.calls.append(("wait event", event))
+
+    def event_destroy(self, event):
+        self.calls.append(("destroy event", event))
+
+
+@pytest.fixture
+def host_driver(monkeypatch):
+    from accelmath.bindings import driver
+
+    fake = _HostDriver()
+    for name in ("mem_host_alloc", "mem_free_host", "memcpy_async", "stream_synchronize",
+                 "event_create", "event_record", "event_synchronize", "event_destroy"):
+        monkeypatch.setitem(vars(driver.lib), name, getattr(fake, name))
+    monkeypatch.setattr(memory._local, "spares", [], raising=False)
+    return fake
+
+
+def test_read_backs_share_one_pool_of_page_locked_buffers(host_driver):
+    values = np.arange(3000, dtype=np.int32)
+    np.testing.assert_array_equal(
+        memory.read_back(values.ctypes.data, 3000, np.int32, 7), values)
+    later = memory.read_back_later(values.ctypes.data, 10, np.int32, 7)
+    np.testing.assert_array_equal(later.result(), values[:10])
+    assert later.result() is later.result()
+    # one buffer, 16 KiB: taken, copied into, waited for, given back, taken again
+    assert host_driver.calls[0] == ("alloc", 16384)
+    assert [c for c in host_driver.calls if c[0] == "alloc"] == [("alloc", 16384)]
+    assert host_driver.calls[1:] == [("copy", 12000, True), ("sync stream",),
+                                     ("copy", 40, True), ("record", 1), ("wait event", 1),
+                                     ("destroy event", 1)]
+    assert len(memory._local.spares) == 1
+    memory.read_back(values.ctypes.data, 3000, np.int64, 7)  # larger: a second buffer
+    assert [c for c in host_driver.calls if c[0] == "alloc"][-1] == ("alloc", 32768)
+    assert len(memory._local.spares) == 2
+
+
+def test_a_read_back_later_dropped_or_failed_keeps_its_buffer_out_of_reuse(host_driver):
+    import gc
+
+    values = np.arange(8, dtype=np.float64)
+    dropped = memory.read_back_later(values.ctypes.data, 8, np.float64, 3)
+    assert memory._local.spares == []
+    del dropped
+    gc.collect()  # the buffer waits for its copy, then is freed, never reused
+    assert host_driver.calls[-3:] == [("wait event", 1), ("destroy event", 1), ("free",)]
+    assert memory._local.spares == []
+    host_driver.fail_copy = True
+    with pytest.raises(RuntimeError, match="copy failed"):
+        memory.read_back_later(values.ctypes.data, 8, np.float64, 3)
+    gc.collect()
+    assert ("sync stream",) in host_driver.calls[-4:] and memory._local.spares == []
