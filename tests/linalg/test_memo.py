@@ -39,23 +39,23 @@ def test_host_calls_are_not_remembered():
 
 # ---- on a GPU ----
 
+def _normal(rng, shape, dtype):
+    """Standard normal values, float64, or complex128 for a complex ``dtype``."""
+    return rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
+                                         if dtype.startswith("complex") else 0)
+
+
 def _spd(rng, shape, dtype):
-    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
-                                      if dtype.startswith("complex") else 0)
-    n = shape[-1]
+    g, n = _normal(rng, shape, dtype), shape[-1]
     return (g @ np.conj(np.swapaxes(g, -1, -2)) / n + 2 * np.eye(n)).astype(dtype)
 
 
 def _well(rng, shape, dtype):
-    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
-                                      if dtype.startswith("complex") else 0)
-    return (np.eye(shape[-1]) * 4 + g / shape[-1]).astype(dtype)
+    return (np.eye(shape[-1]) * 4 + _normal(rng, shape, dtype) / shape[-1]).astype(dtype)
 
 
 def _random(rng, shape, dtype):
-    g = rng.standard_normal(shape) + (1j * rng.standard_normal(shape)
-                                      if dtype.startswith("complex") else 0)
-    return g.astype(dtype)
+    return _normal(rng, shape, dtype).astype(dtype)
 
 
 TOL = {"float32": 1e-4, "complex64": 1e-4, "float64": 1e-11, "complex128": 1e-11}
