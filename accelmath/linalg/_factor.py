@@ -140,7 +140,7 @@ class _Factorization(Plan):
         scratch, scratch_ptr = (None, 0) if k == 1 else ctx.empty(self.batch + (k, n))
         rhs = columns_in(ctx, op, self.batch, x_ptr, scratch_ptr)
         handles, ws = self._solver.state(ctx.stream)
-        self._solve_columns(handles, ws, rhs, n, k)
+        self._solve_columns(ctx, handles, ws, rhs, n, k)
         columns_out(ctx, rhs, x_ptr, self.batch, n, k)
         return ctx.finish(x)
 
@@ -224,7 +224,7 @@ class Cholesky(_Factorization):
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
                        NOT_POSITIVE_DEFINITE)
 
-    def _solve_columns(self, handles, ws, rhs, n, k):
+    def _solve_columns(self, ctx, handles, ws, rhs, n, k):
         potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, LOWER,
               self.dtype)
 
@@ -286,9 +286,9 @@ class LU(_Factorization):
         if self.check:
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
 
-    def _solve_columns(self, handles, ws, rhs, n, k):
+    def _solve_columns(self, ctx, handles, ws, rhs, n, k):
         getrs(self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr, self._ipiv_ptr,
-              rhs, n, k, self.count, self.dtype)
+              rhs, n, k, self.count, self.dtype, ctx.stream, ctx.device_id)
 
     def _factor_host(self, a):
         self._factors = _cpu.lu_factor(a, check_finite=False, check=self.check)

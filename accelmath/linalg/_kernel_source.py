@@ -1,7 +1,7 @@
 """The CUDA C++ source of the linear-algebra device path's auxiliary kernels (launched by
 :mod:`accelmath.linalg._kernels`): strided batched matrix copies (element-wise, and through
-shared-memory tiles), determinants from LU factorizations, pivot conversions, NaN for failed
-factorizations, flags of the matrices that hold a NaN or an infinity, identities and the
+shared-memory tiles), determinants from LU factorizations, pivot conversions, the row
+interchanges of LU factorizations on their right-hand sides, NaN for failed factorizations, flags of the matrices that hold a NaN or an infinity, identities and the
 arrays of matrix addresses that batched routines take.
 
 Kernels are templated on the element type, with ``extern "C"`` entry points per dtype
@@ -201,6 +201,37 @@ __device__ void lu_det(const T* lu, const P* ipiv, long long n, long long batch,
     }
 }
 
+// -- the row interchanges of an LU factorization, on its right-hand sides ------------------
+// getrf's 1-based pivots (row i swapped with row ipiv[i] - 1), applied to each n-row column of
+// the batch's dense n x k right-hand sides: in order (reverse = 0: P^T x) or in reverse order
+// (P x). A block takes a column at a time into shared memory with the pivots (dynamic shared
+// memory: n * (sizeof(T) + 4) bytes), where one thread swaps; columns in x, matrices in y.
+template <typename T>
+__device__ void swap_rows(T* x, const long long* ipiv, int n, long long k, long long batch,
+                          int reverse) {
+    extern __shared__ __align__(16) unsigned char swap_shared[];
+    T* col = reinterpret_cast<T*>(swap_shared);
+    int* piv = reinterpret_cast<int*>(col + n);
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+        for (int i = threadIdx.x; i < n; i += blockDim.x) piv[i] = (int)ipiv[b * n + i] - 1;
+        for (long long c = blockIdx.x; c < k; c += gridDim.x) {
+            T* v = x + (b * k + c) * n;
+            for (int i = threadIdx.x; i < n; i += blockDim.x) col[i] = v[i];
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                for (int s = 0; s < n; ++s) {
+                    const int i = reverse ? n - 1 - s : s;
+                    const int j = piv[i];
+                    if (j != i) { const T t = col[i]; col[i] = col[j]; col[j] = t; }
+                }
+            }
+            __syncthreads();
+            for (int i = threadIdx.x; i < n; i += blockDim.x) v[i] = col[i];
+            __syncthreads();  // the shared column is rewritten for the next one
+        }
+    }
+}
+
 // -- small element-wise kernels -----------------------------------------------------------
 // matrices in y, elements in x: a block reads its matrix's info once, and most blocks
 // (info == 0) write nothing
@@ -291,7 +322,9 @@ extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long lon
 extern "C" __global__ void flag_nonfinite_##NAME(const T* data, long long count, \
         long long batch, int* flags) { flag_nonfinite<T>(data, count, batch, flags); } \
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
-    identity<T>(dst, n, batch); }
+    identity<T>(dst, n, batch); } \
+extern "C" __global__ void swap_rows_##NAME(T* x, const long long* ipiv, int n, long long k, \
+        long long batch, int reverse) { swap_rows<T>(x, ipiv, n, k, batch, reverse); }
 
 #ifdef ACCELMATH_float32
 DEFINE(float32, float)

@@ -25,7 +25,8 @@ from accelmath.linalg._kernel_source import SOURCE
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
            "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det",
-           "pivots_from_scipy", "pivots_to_scipy", "pointer_array", "prepare"]
+           "pivots_from_scipy", "pivots_to_scipy", "pointer_array", "prepare", "swap_rows",
+           "swap_rows_fit"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")
@@ -41,6 +42,10 @@ class _Batch(ctypes.Structure):
 
 _THREADS = 256
 _MAX_GRID_Y = 65535
+# swap_rows holds a column and its pivots in the dynamic shared memory a kernel may take
+# without opting in
+_SWAP_SHARED = 48 * 1024
+_ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
 # copies whose two sides run along different axes go through tiles of _TILE x _TILE elements
 # (blocks of _TILE_THREADS threads) where both matrix sides are at least _TILE_FROM
 _TILE, _TILE_THREADS, _TILE_FROM = 32, 256, 16
@@ -395,6 +400,49 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
         return
     args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count))
     _launch_flat("pivots_from_scipy", count, args, stream, device_id)
+
+
+def swap_rows_fit(n, dtype):
+    """Whether :func:`swap_rows` takes columns of ``n`` rows of ``dtype``."""
+    return n * (_ITEMSIZE[dtype] + 4) <= _SWAP_SHARED
+
+
+def swap_rows(x_ptr, ipiv_ptr, n, k, batch, dtype, reverse, stream, device_id):
+    """Enqueue the row interchanges of LU factorizations on their right-hand sides: for each
+    of ``batch`` dense column-major n x k blocks at ``x_ptr`` and its n pivots at ``ipiv_ptr``
+    (``getrf``'s: 1-based int64, row i swapped with row ``ipiv[i] - 1``), the swaps in order
+    (``P^T x``, before the triangular solves of ``a x = b``) or, where ``reverse``, in reverse
+    order (``P x``, after those of ``a^T x = b``). cuSOLVER's ``getrs`` makes these swaps one
+    kernel per pivot block; here each column is swapped in shared memory by one thread.
+
+    Parameters
+    ----------
+    x_ptr, ipiv_ptr : int
+        Device addresses of ``batch * n * k`` elements and ``batch * n`` int64 pivots.
+    n, k, batch : int
+        Rows (see :func:`swap_rows_fit`), columns and blocks.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    reverse : bool
+        Swap from the last pivot to the first.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    if not swap_rows_fit(n, dtype):
+        raise InvalidArgumentError(f"swap_rows takes columns of at most "
+                                   f"{_SWAP_SHARED // (_ITEMSIZE[dtype] + 4)} rows of {dtype}; "
+                                   f"got n={n}")
+    if batch == 0 or n == 0 or k == 0:
+        return
+    module, most = _module(device_id, dtype)
+    args = (ctypes.c_void_p(x_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_int(n),
+            ctypes.c_longlong(k), ctypes.c_longlong(batch), ctypes.c_int(1 if reverse else 0))
+    launch(module.function("swap_rows_" + dtype),
+           config((min(k, most), min(batch, _MAX_GRID_Y)), _THREADS,
+                  n * (_ITEMSIZE[dtype] + 4)), args, stream)
 
 
 def identity(dst_ptr, n, batch, dtype, stream, device_id):

@@ -10,12 +10,12 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _kernels
 from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
                                        flag_nonfinite, identity, log_det, nonfinite_blocks,
-                                       pivots_to_scipy)
+                                       pivots_to_scipy, swap_rows, swap_rows_fit)
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
     return ([f"{k}_{dtype}" for k in ("copy", "copy32", "tiles", "tiles32", "fail_to_nan",
-                                          "flag_nonfinite", "identity")]
+                                          "flag_nonfinite", "identity", "swap_rows")]
             + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
 
 
@@ -84,7 +84,8 @@ def test_bad_dtypes_are_refused(no_device):
         pivots_to_scipy(0, 0, 4, 0, 0, pivot_dtype="float64")
     for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
                  lambda: flag_nonfinite(0, 4, 2, "bool", 0, 0, 0),
-                 lambda: identity(0, 4, 2, "bool", 0, 0)):
+                 lambda: identity(0, 4, 2, "bool", 0, 0),
+                 lambda: swap_rows(0, 0, 4, 1, 1, "bool", False, 0, 0)):
         with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
             call()
 
@@ -100,6 +101,13 @@ def test_bad_copies_are_refused(no_device):
         copy_matrices(0, 0, shape, strides, strides, 3, 3, (3, 1), (1, 3), "float64", 0, 0)
     with pytest.raises(InvalidArgumentError, match="n=65536"):
         identity(0, 65536, 1, "float64", 0, 0)
+
+
+def test_swap_rows_takes_what_shared_memory_holds(no_device):
+    assert swap_rows_fit(4096, "float64") and not swap_rows_fit(4097, "float64")
+    assert swap_rows_fit(2457, "complex128") and not swap_rows_fit(2458, "complex128")
+    with pytest.raises(InvalidArgumentError, match="at most 4096 rows of float64; got n=5000"):
+        swap_rows(0, 0, 5000, 1, 1, "float64", False, 0, 0)
 
 
 @pytest.fixture
@@ -351,6 +359,37 @@ def test_pivots_to_scipy(cp, pivot_dtype):
     _synchronize(cp)
     np.testing.assert_array_equal(out.get(), piv - 1)
     assert out.get().dtype == np.int32
+
+
+def _interchanged(x, ipiv, reverse):
+    """NumPy's reference of swap_rows: LAPACK's row interchanges (1-based pivots) on each
+    block of the batch, in order or in reverse."""
+    x = x.copy()
+    for block, pivots in zip(x, ipiv):
+        order = range(len(pivots))
+        for i in (reversed(order) if reverse else order):
+            j = pivots[i] - 1
+            block[[i, j]] = block[[j, i]]
+    return x
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, k, batch", [(1, 1, 1), (9, 1, 3), (2162, 1, 1), (300, 70, 2)])
+@pytest.mark.parametrize("reverse", [False, True])
+def test_swap_rows_against_numpy(cp, dtype, n, k, batch, reverse):
+    rng = np.random.default_rng(n * k + batch)
+    x = (rng.standard_normal((batch, n, k)) + (1j if "complex" in dtype else 0)
+         * rng.standard_normal((batch, n, k))).astype(dtype)
+    # pivots as getrf makes them: row i swapped with a row at or below it, often itself
+    ipiv = np.array([[rng.integers(i, n) + 1 if rng.random() < 0.7 else i + 1
+                      for i in range(n)] for _ in range(batch)], np.int64)
+    # the kernel reads dense column-major n x k blocks: each column's n rows contiguous
+    dev, pivots = cp.asarray(np.ascontiguousarray(x.transpose(0, 2, 1))), cp.asarray(ipiv)
+    swap_rows(dev.data.ptr, pivots.data.ptr, n, k, batch, dtype, reverse, _stream(cp), 0)
+    _synchronize(cp)
+    np.testing.assert_array_equal(dev.get().transpose(0, 2, 1),
+                                  _interchanged(x, ipiv, reverse))
 
 
 @pytest.mark.gpu
