@@ -9,7 +9,8 @@ Where it is not known, each candidate is prepared and timed with CUDA events
 rounds (candidates cheap to time again), they are timed in rounds, each once a round in
 turn, and each candidate's median counts: a clock that drifts while the candidates are timed
 (the GPU warming, its power limit) then moves every candidate alike, instead of favouring
-those timed first. Choices and timings are logged on the ``accelmath`` logger.
+those timed first; a candidate to keep (a library's own first choice) loses only to one that
+stays faster head to head. Choices and timings are logged on the ``accelmath`` logger.
 """
 
 import ctypes
@@ -86,7 +87,7 @@ def device_time(enqueue, stream=0, repeats=4):
             driver.lib.event_destroy(event)
 
 
-def choose(problem, labels, measure, device_id, libraries=(), rounds=1):
+def choose(problem, labels, measure, device_id, libraries=(), rounds=1, keep=None, margin=0.0):
     """The fastest of several candidates, from the store or timed now.
 
     Parameters
@@ -108,6 +109,13 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1):
         The libraries whose versions the choice depends on (``device.library_info`` names).
     rounds : int, optional
         How many times each candidate is timed, in turn with the others; its median counts.
+    keep : int, optional
+        A candidate to keep unless another is clearly faster (a library's own first choice):
+        where another has the lowest median, the two are timed in turn for ``rounds`` more
+        rounds, who goes first alternating, and the other is chosen only where the median of
+        its time over ``keep``'s, round by round, is below ``1 - margin``.
+    margin : float, optional
+        See ``keep``.
 
     Returns
     -------
@@ -127,12 +135,28 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1):
                 kept.append(measure(i))
     times = {label: statistics.median(kept) for label, kept in zip(labels, runs)}
     index = min(range(len(labels)), key=lambda i: times[labels[i]])
+    if keep is not None and index != keep and math.isfinite(times[labels[keep]]):
+        index = _head_to_head(runs, measure, keep, index, rounds, margin)
     _log.info("timing: %s: chose %s of %s", problem, labels[index],
               ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()))
     # (a candidate that could not run has no time: None, as JSON holds no infinity)
     kept = {label: ms if math.isfinite(ms) else None for label, ms in times.items()}
     store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": kept})
     return Choice(index, times, False)
+
+
+def _head_to_head(runs, measure, keep, other, rounds, margin):
+    """``other`` where it stays faster than ``keep`` by more than ``margin`` over the rounds
+    of ``runs`` and ``rounds`` more of the two alone; else ``keep``."""
+    ratios = [b / a for a, b in zip(runs[keep], runs[other])]
+    for r in range(rounds):
+        first, second = (keep, other) if r % 2 else (other, keep)
+        ms = {first: measure(first)}
+        ms[second] = measure(second)
+        ratios.append(ms[other] / ms[keep])
+    ratio = statistics.median(ratios)
+    _log.info("timing: head to head, candidate %d over %d: %.4f", other, keep, ratio)
+    return other if ratio < 1 - margin else keep
 
 
 def known(problem, labels, device_id, libraries=()):

@@ -37,10 +37,9 @@ _HEURISTIC = "cublaslt-heuristic"  # the store's namespace of the heuristic's an
 # Autotuning times each candidate over runs of a few calls back to back (the throughput of a
 # loop, not of one launch), the candidates in turn round after round (their medians count:
 # see timing.choose), and the heuristic's first choice keeps its place unless another
-# candidate is faster by more than the timing's noise: a timed choice is never slower. (The
-# time kept for the first choice is its measured time times the head start.)
+# candidate stays faster than it head to head by more than the timing's noise (_MARGIN).
 _BACK_TO_BACK = 5
-_HEAD_START = 0.97
+_MARGIN = 0.01
 _ALIGN = 256
 _DESC = cublaslt.MATMUL_DESC_ATTRIBUTE
 _LAYOUT = cublaslt.MATRIX_LAYOUT_ATTRIBUTE
@@ -398,10 +397,10 @@ class LtPlan:
             except CudaLibraryError as exc:
                 _log.info("matmul candidate %d of %s failed: %s", i, self.problem, exc)
                 return float("inf")
-            return ms * _HEAD_START if i == 0 else ms
+            return ms
 
         choice = timing.choose(self.problem, self.labels, measure, self.device_id,
-                               ("cublasLt",), rounds)
+                               ("cublasLt",), rounds, keep=0, margin=_MARGIN)
         self.choose(choice.index)
         self.stored = choice.stored
         return choice

@@ -105,3 +105,28 @@ def test_a_candidate_that_cannot_run_is_timed_once(fresh_store):
 
     choice = timing.choose("failing", ["fails", "runs"], measure, 0, rounds=3)
     assert choice.index == 1 and measured == [0, 1, 1, 1]
+
+
+def test_a_kept_candidate_loses_only_head_to_head(fresh_store):
+    # "b" has the lowest median of the rounds, but timed against "a" alone it is not 1%
+    # faster: "a" stays; the extra rounds alternate who goes first
+    measured = []
+    times = {0: iter([2.0] * 4), 1: iter([1.95, 1.97, 2.0, 2.0]), 2: iter([5.0, 5.0])}
+
+    def measure(i):
+        measured.append(i)
+        return next(times[i])
+
+    choice = timing.choose("kept", ["a", "b", "c"], measure, 0, rounds=2, keep=0, margin=0.01)
+    assert measured == [0, 1, 2, 0, 1, 2, 1, 0, 0, 1]
+    assert choice.index == 0 and choice.times == {"a": 2.0, "b": 1.96, "c": 5.0}
+
+
+def test_a_kept_candidate_loses_to_one_that_stays_faster(fresh_store):
+    times = {0: iter([2.0] * 4), 1: iter([1.8] * 4)}
+    choice = timing.choose("beaten", ["a", "b"], lambda i: next(times[i]), 0, rounds=2, keep=0,
+                           margin=0.01)
+    assert choice.index == 1
+    again = timing.choose("beaten", ["a", "b"], lambda i: pytest.fail("timed"), 0, rounds=2,
+                          keep=0)
+    assert again.index == 1 and again.stored
