@@ -24,7 +24,7 @@ from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
-           "c_strides", "gather", "scatter_f", "plan", "small_fits", "run_small", "SmallCall",
+           "c_strides", "f_strides", "gather", "scatter_f", "plan", "small_fits", "run_small", "SmallCall",
            "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes",
            "info_later", "finish_info"]
 
@@ -51,11 +51,12 @@ class Context:
                        else op.adapter.current_stream(op.device_id))
         op.wait_ready(self.stream)
 
-    def empty(self, shape, dtype=None):
-        """A new C-ordered array of the caller's package and its address."""
+    def empty(self, shape, dtype=None, strides=None):
+        """A new array of the caller's package (C order, or dense with element ``strides``)
+        and its address."""
         shape = tuple(shape)
         dtype = self.dtype if dtype is None else dtype
-        strides = contiguous_strides(shape)
+        strides = contiguous_strides(shape) if strides is None else strides
         if self.explicit:
             with self.adapter.stream_scope(self.stream, self.device_id):
                 return self.adapter.empty_strided(shape, strides, dtype, self.device_id)
@@ -119,6 +120,11 @@ def item_strides(batch, size):
 def c_strides(batch, rows, cols):
     """Element strides of a dense C-ordered batch of rows x cols matrices."""
     return item_strides(batch, rows * cols) + (cols, 1)
+
+
+def f_strides(batch, rows, cols):
+    """Element strides of a dense C-ordered batch of column-major rows x cols matrices."""
+    return item_strides(batch, rows * cols) + (1, rows)
 
 
 def gather(ctx, op, batch, dst, order, conj=False):

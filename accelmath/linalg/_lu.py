@@ -9,9 +9,10 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, columns_in, columns_out,
-                                       count_of, finish_info, gather, info_later, plan,
-                                       rhs_bytes, run_small, scatter_f, small_fits, systems)
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, c_strides, columns_in,
+                                       columns_out, count_of, f_strides, finish_info, gather,
+                                       info_later, plan, rhs_bytes, run_small, scatter_f,
+                                       small_fits, systems)
 from accelmath.linalg._cholesky import trsm
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
 
@@ -194,7 +195,8 @@ def slogdet(a, *, stream):
 def lu_factor(a, *, check, stream, finite=None):
     """SciPy's ``lu_factor``: ``(lu, piv)``, L and U of ``P a = L U`` in one matrix and the
     0-based row interchanges (int32); ``finite``: a's name where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.enqueue`)."""
+    :func:`accelmath.linalg._finite.enqueue`). ``lu`` has SciPy's layout, each matrix
+    column-major (C order for JAX), where cuSOLVER factors it and :func:`lu_solve` reads it."""
     if a.shape[-2] != a.shape[-1]:
         raise InvalidArgumentError(
             f"lu_factor on the GPU takes square matrices; a has shape {tuple(a.shape)}")
@@ -203,17 +205,24 @@ def lu_factor(a, *, check, stream, finite=None):
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
-    lu, lu_ptr = ctx.empty(batch + (n, n))
+    # (JAX arrays are C-ordered: theirs is factored in scratch space and copied out)
+    scratch = ctx.adapter.immutable
+    lu, lu_ptr = ctx.empty(batch + (n, n), strides=(c_strides if scratch else f_strides)(
+        batch, n, n))
     piv, piv_ptr = ctx.empty(batch + (n,), "int32")
     if count == 0 or n == 0:
         return ctx.finish(lu), ctx.finish(piv)
-    solver = _lu_plan(ctx, n, 1, count)
+    solver = plan(ctx, ("lu_factor", n, count, scratch), lambda: lu_solver(
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
+        {} if scratch else {"ipiv": count * n * 8}, scratch=scratch))
     handles, ws = solver.state(ctx.stream)
-    scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
-    gather(ctx, a, batch, scratch, "F")
-    getrf(solver, handles, ws, scratch, ipiv, n, count, ctx.dtype)
+    ipiv = ws + solver.offsets["ipiv"]
+    factors = ws + solver.offsets["lu"] if scratch else lu_ptr
+    gather(ctx, a, batch, factors, "F")
+    getrf(solver, handles, ws, factors, ipiv, n, count, ctx.dtype)
     later = info_later(solver, ctx, ws, count, check)
-    scatter_f(ctx, scratch, lu_ptr, batch, n, n)
+    if scratch:
+        scatter_f(ctx, factors, lu_ptr, batch, n, n)
     _kernels.pivots_to_scipy(ipiv, piv_ptr, count * n, ctx.stream, ctx.device_id)
     finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)],
                 finite, later)
@@ -230,21 +239,29 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None):
         _finite.check(finite)
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
-    solver = plan(ctx, ("getrs", n, k, count), lambda: Solver(
+    # lu_factor's layout (dense, each matrix column-major, not broadcast) is read where it
+    # lies; others are copied so
+    in_place = (tuple(lu.shape) == batch + (n, n)
+                and tuple(lu.strides) == f_strides(batch, n, n))
+    solver = plan(ctx, ("getrs", n, k, count, in_place), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"lu": count * n * n * isz, "ipiv": count * n * 8,
+        {"lu": 0 if in_place else count * n * n * isz, "ipiv": count * n * 8,
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}, blas=True))
     handles, ws = solver.state(ctx.stream)
-    scratch, ipiv = ws + solver.offsets["lu"], ws + solver.offsets["ipiv"]
+    ipiv = ws + solver.offsets["ipiv"]
     try:
         piv_ptr = _pivots(piv, batch, n)
     except InvalidArgumentError:
         _finite.check(finite)  # (SciPy's check_finite of b comes first)
         raise
-    gather(ctx, lu, batch, scratch, "F")
+    if in_place:
+        factors = lu.ptr
+    else:
+        factors = ws + solver.offsets["lu"]
+        gather(ctx, lu, batch, factors, "F")
     _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    getrs(solver, handles, ws, (_N, _T, _C)[trans], scratch, ipiv, rhs, n, k, count,
+    getrs(solver, handles, ws, (_N, _T, _C)[trans], factors, ipiv, rhs, n, k, count,
           ctx.dtype, ctx.stream, ctx.device_id)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     _finite.check(finite)
