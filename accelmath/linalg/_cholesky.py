@@ -16,9 +16,9 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
-                                       columns_out, count_of, finish_info, gather, info_later,
-                                       item_strides, plan, rhs_bytes, run_small, small_fits,
-                                       systems)
+                                       columns_out, count_of, f_strides, finish_info, gather,
+                                       info_later, item_strides, plan, rhs_bytes, run_small,
+                                       small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
@@ -79,10 +79,19 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
-    out, out_ptr = ctx.empty(batch + (n, n))
+    small = small_fits(method, n)
+    # cuSOLVER factors the lower triangle of column-major matrices fast, in the result
+    # itself: a lower factor is made column-major (torch's layout; JAX's, C-ordered, is made
+    # in scratch space and copied out); an upper one from a's upper triangle copied as it
+    # lies, read column-major as the lower triangle of its transpose (conjugate, for complex
+    # values), factored there as L: the result read in C order is then U = L^H (A = U^H U)
+    in_place = upper or not ctx.adapter.immutable
+    column_major = in_place and not upper and not small
+    out, out_ptr = ctx.empty(batch + (n, n),
+                             strides=f_strides(batch, n, n) if column_major else None)
     if count == 0 or n == 0:
         return ctx.finish(out)
-    if small_fits(method, n):
+    if small:
         def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id):
             _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
 
@@ -91,18 +100,13 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits(method, n, count)
-    # upper=True: a's upper triangle (zeros below) copied into the result as it lies, read
-    # column-major as the lower triangle of its transpose (conjugate, for complex values)
-    # and factored there in place as L (cuSOLVER's fast lower path): the result read in C
-    # order is then U = L^T (A = U^H U). Otherwise the lower triangle, column-major, zeros
-    # above, is factored as L in scratch space and copied out in C order.
-    extra = {} if upper else {"a": count * n * n * isz}
+    extra = {} if in_place else {"a": count * n * n * isz}
     if batched:
         extra.update(_batched.parts(count, n))
-    solver = plan(ctx, ("potrf", n, count, batched, upper), lambda: cholesky_solver(
+    solver = plan(ctx, ("potrf", n, count, batched, upper, in_place), lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     handles, ws = solver.state(ctx.stream)
-    scratch = out_ptr if upper else ws + solver.offsets["a"]
+    scratch = out_ptr if in_place else ws + solver.offsets["a"]
     dense = item_strides(batch, n * n)
     src = batch_strides(a, batch)
     _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:],
@@ -113,7 +117,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     else:
         potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
     later = info_later(solver, ctx, ws, count, check)
-    if not upper:
+    if not in_place:
         _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n, (1, n), (n, 1),
                                ctx.dtype, ctx.stream, ctx.device_id)
     finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
@@ -139,21 +143,24 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None):
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits("auto", n, count)
-    # a real factor, dense in C order (not broadcast), is read where it lies by potrs:
-    # C-ordered L read column-major is L^T, an upper factor, and U read so is U^T, a lower
-    # one; others, and every factor of the batched route (potrsBatched writes into the
-    # other triangle), are copied as the lower factor, column-major: L itself, or U^H (U's
-    # buffer read column-major is U^T, conjugated U^H)
-    in_place = (not batched and not ctx.dtype.startswith("complex")
-                and tuple(c.shape) == batch + (n, n)
-                and tuple(c.strides) == contiguous_strides(c.shape))
+    # a dense factor (not broadcast) is read where it lies by potrs: column-major (as
+    # cholesky makes L), as it is; a real one in C order too, since C-ordered L read
+    # column-major is L^T, an upper factor, and U read so is U^T, a lower one. Others, and
+    # every factor of the batched route (potrsBatched writes into the other triangle), are
+    # copied as the lower factor, column-major: L itself, or U^H (U's buffer read
+    # column-major is U^T, conjugated U^H)
+    dense = not batched and tuple(c.shape) == batch + (n, n)
+    column_major = dense and tuple(c.strides) == f_strides(batch, n, n)
+    in_place = column_major or (dense and not ctx.dtype.startswith("complex")
+                                and tuple(c.strides) == contiguous_strides(c.shape))
     solver = plan(ctx, ("potrs", n, k, count, batched, in_place), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
         {"c": 0 if in_place else count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype),
          "info2": 4, **(_batched.parts(count, n) if batched else {})}))
     handles, ws = solver.state(ctx.stream)
     if in_place:
-        factor, fill = c.ptr, UPPER if lower else LOWER
+        factor, fill = c.ptr, (LOWER if lower else UPPER) if column_major else (
+            UPPER if lower else LOWER)
     else:
         factor, fill = ws + solver.offsets["c"], LOWER
         gather(ctx, c, batch, factor, "F" if lower else "C", conj=not lower)
