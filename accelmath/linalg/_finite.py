@@ -35,8 +35,7 @@ def enqueue(ctx, operands, names):
                if name is not None and op.size]
     if not checked:
         return None
-    if any(tuple(op.strides) != contiguous_strides(op.shape) or op.dtype not in _kernels.DTYPES
-           for op, _ in checked):
+    if any(not _dense(op) or op.dtype not in _kernels.DTYPES for op, _ in checked):
         # (all of them so, in order, so that the first bad operand is the one named)
         for op, name in checked:
             check_with_package(op, 2, name)
@@ -53,6 +52,16 @@ def enqueue(ctx, operands, names):
         _kernels.flag_nonfinite(op.ptr, op.shape[-2] * op.shape[-1], math.prod(batch),
                                 op.dtype, flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
     return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream), entries)
+
+
+def _dense(op):
+    """Whether ``op``'s matrices lie one after another, each in C or column-major order: the
+    flag kernel reads each as one run of elements."""
+    strides = tuple(op.strides)
+    if strides == contiguous_strides(op.shape):
+        return True
+    m, n = op.shape[-2:]
+    return strides == contiguous_strides(op.shape[:-2] + (m * n,))[:-1] + (1, m)
 
 
 class Pending:

@@ -34,10 +34,30 @@ def _package_checks(monkeypatch, bad=()):
 def test_another_layout_sends_every_operand_through_its_package_in_order(monkeypatch):
     seen = _package_checks(monkeypatch, bad=("c", "b"))
     c = _Op((3, 4, 4), (16, 4, 1), "c")  # dense: the kernel's, were it alone
-    b = _Op((3, 4, 2), (8, 1, 4), "b")  # column-major matrices: the package's
+    b = _Op((3, 4, 2), (16, 4, 2), "b")  # every other column: the package's
     with pytest.raises(ValueError, match="^c$"):  # the first bad operand is named
         _finite.enqueue(None, (c, b), ("c", "b"))
     assert seen == ["c"]
+
+
+def test_matrices_in_either_order_go_to_the_kernel(monkeypatch):
+    launched = []
+    monkeypatch.setattr(_finite._kernels, "flag_nonfinite",
+                        lambda ptr, count, batch, *rest: launched.append((ptr, count, batch)))
+    monkeypatch.setattr(_finite, "read_back_later", lambda *args: "later")
+    monkeypatch.setattr(_finite, "check_with_package", lambda *args: pytest.fail("package"))
+
+    class Context:
+        stream = device_id = 0
+
+        def empty(self, shape, dtype):
+            return None, 1000
+
+    c = _Op((3, 4, 4), (16, 1, 4), "c")  # column-major matrices, one after another
+    b = _Op((3, 4, 2), (8, 2, 1), "b")  # C order
+    c.ptr, b.ptr = 10, 20
+    pending = _finite.enqueue(Context(), (c, b), ("c", "b"))
+    assert launched == [(10, 16, 3), (20, 8, 3)] and pending.later == "later"
 
 
 def test_unnamed_and_empty_operands_are_not_checked(monkeypatch):
