@@ -136,6 +136,13 @@ class PlanCache:
                              sum(_nbytes(v) for v, _ in self._entries.values()),
                              self.max_size, self.max_bytes)
 
+    def drop_if(self, predicate):
+        """Drop the entries whose value ``predicate`` holds for (only dropped, as evicted
+        ones are); the statistics stay."""
+        with self._lock:
+            for key in [k for k, (v, _) in self._entries.items() if predicate(v)]:
+                del self._entries[key]
+
     def clear(self):
         """Drop every entry and reset the statistics."""
         with self._lock:

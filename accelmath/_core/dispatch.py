@@ -83,6 +83,12 @@ class Dispatcher:
             self.remember(call, CachedPlan(cache, key))
         return plan
 
+    def drop_if(self, predicate):
+        """Drop the cached plans, on every device, that ``predicate`` holds for: the calls
+        remembered to lead to them plan again."""
+        for cache in list(self._caches.values()):
+            cache.drop_if(predicate)
+
     def recall(self, call):
         """What call key ``call`` led to before: its plan, if still cached, or the value
         remembered for it; None otherwise."""

@@ -33,6 +33,7 @@ from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 __all__ = ["STANDARDS", "CompileOptions", "Module", "SourceModules", "compile_cuda",
+           "wait_for_compiles",
            "compile_soon", "device_options", "is_compiled", "link", "load", "loaded"]
 
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
@@ -187,6 +188,14 @@ def compile_soon(source, options, name="kernel.cu"):
                 name=f"accelmath-compile-{name}")
             thread.start()
     return thread
+
+
+def wait_for_compiles():
+    """Wait for every compile :func:`compile_soon` started in this process."""
+    with _soon_lock:
+        threads = list(_soon.values())
+    for thread in threads:
+        thread.join()
 
 
 def is_compiled(source, options, name="kernel.cu"):

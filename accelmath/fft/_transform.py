@@ -379,6 +379,8 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
         plan = FFT(bound, axes=axes, kind=kind, norm=norm, last_axis_size=last,
                    conjugate=conjugate, out_strides=out_strides)
         plan._unbind()  # (cached: it holds no caller's array)
+        if _without_columns(plan):
+            _drop_when_compiled()
         return plan
 
     remembered = call if direct and given is None else None
@@ -387,6 +389,27 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
     if gapped is None:
         return result
     return _write_out(result, op, gapped.obj, stream)
+
+
+def _without_columns(plan):
+    """Whether ``plan`` was made without the column kernel while it compiled (see
+    ``CudaExecutor._with_columns``)."""
+    executor = plan._executor
+    return executor is not None and executor.without_columns
+
+
+_watching = []
+
+
+def _drop_when_compiled():
+    """Have the cache drop the plans made without the column kernel each time one of its
+    background compiles ends: the calls that led to them plan again, with it among their
+    candidates (a plan kept for thousands of calls would otherwise go without it)."""
+    if not _watching:
+        from accelmath.fft import _columns
+
+        _watching.append(True)
+        _columns.on_compiled(lambda: dispatcher.drop_if(_without_columns))
 
 
 def _package_strides(kind, op, axes, last_axis_size):

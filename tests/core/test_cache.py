@@ -100,3 +100,12 @@ def test_hits_are_exact_under_threads():
         thread.join()
     info = cache.info()
     assert (info.hits, info.misses, info.size) == (8 * 5000, 4, 4)
+
+
+def test_drop_if_drops_the_values_it_names():
+    cache = PlanCache()
+    a = cache.get_or_create("a", Plan)
+    b = cache.get_or_create("b", lambda: Plan(nbytes=2))
+    cache.drop_if(lambda plan: plan.nbytes == 2)
+    assert cache.get("a") is a and cache.get("b") is None and b.nbytes == 2
+    assert cache.info().misses == 2

@@ -122,3 +122,12 @@ def test_dispatch_names_no_domain():
     source = Path(dispatch.__file__).read_text().lower()
     for word in ("fft", "cufft", "matmul", "cublas", "cusolver"):
         assert word not in source, word
+
+
+def test_drop_if_sends_the_memo_to_plan_again():
+    d = Dispatcher()
+    a = d.plan(0, "a", Plan, call=("call", "a"))
+    b = d.plan(1, "b", lambda: Plan(nbytes=2), call=("call", "b"))
+    d.drop_if(lambda plan: plan is b)
+    assert d.recall(("call", "a")) is a and d.recall(("call", "b")) is None
+    assert d.plan(1, "b", Plan, call=("call", "b")) is not b

@@ -351,6 +351,13 @@ def test_a_background_compile_is_not_done_again(monkeypatch, background, counted
     assert not modules.is_compiled(KERNEL, options, "other.cu")
 
 
+def test_wait_for_compiles_joins_the_background_ones(monkeypatch, background, counted, nvrtc):
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    thread = modules.compile_soon(KERNEL + "// waited", CompileOptions(arch=(9, 0)), "w.cu")
+    modules.wait_for_compiles()
+    assert not thread.is_alive() and counted["nvrtc"] == 1
+
+
 def test_a_background_compile_fills_the_store(store_root, background, counted, nvrtc):
     options = CompileOptions(arch=(9, 0))
     modules.compile_soon(KERNEL, options, "soon.cu").join()

@@ -1,6 +1,9 @@
 """accelmath's column FFT kernel: its configurations, the steps it takes, its code (compiled
 with NVRTC, no GPU needed) and, on a GPU, its results against numpy.fft in float64."""
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -162,3 +165,64 @@ def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
     with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
         assert any(step.engine == "columns" for step in plan._executor.steps)
         assert any(step.engine == "columns" for steps in timed for step in steps)
+
+
+def test_hooks_run_once_per_background_compile(monkeypatch):
+    compiles, called = [], []
+
+    def compile_soon(*args):
+        thread = threading.Thread(target=lambda: None)
+        thread.start()
+        compiles.append(thread)
+        return compiles[0]  # (the same compile asked for twice: one thread)
+
+    monkeypatch.setattr(_columns, "modules_compile_soon", compile_soon)
+    monkeypatch.setattr(_columns, "device_options", lambda device_id, options: options)
+    monkeypatch.setattr(_columns, "_hooks", [])
+    monkeypatch.setattr(_columns, "_watched", set())
+    done = threading.Event()
+    _columns.on_compiled(lambda: (called.append(1), done.set()))
+    _columns.compile_soon(0, N)
+    _columns.compile_soon(0, N)
+    assert done.wait(10)
+    time.sleep(0.05)  # (a second watcher, were there one, would call again)
+    assert called == [1]
+
+
+@pytest.mark.gpu
+def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypatch, tmp_path):
+    """A stateless transform planned while the kernel compiles goes without it; once the
+    compile ends the cache drops that plan, and the next call plans with the kernel."""
+    from accelmath.fft import _transform
+
+    cp = _cupy_on_hopper()
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.delenv("ACCELMATH_COLUMNS", raising=False)
+    monkeypatch.setattr(modules, "_soon", {})
+    monkeypatch.setattr(modules, "_done", {})
+    monkeypatch.setattr(_columns, "_ready", set())
+    monkeypatch.setattr(_columns, "_watched", set())
+    device_id = cp.cuda.Device().id
+    _transform.dispatcher.clear_cache()
+    x = cp.zeros((N, N), np.float32)
+    try:
+        afft.rfft2(x)
+        cache = _transform.dispatcher.cache(device_id)
+
+        def plans():
+            return [plan for plan, _ in list(cache._entries.values())]
+
+        assert any(_transform._without_columns(plan) for plan in plans())
+        _columns.compile_soon(device_id, N).join()  # (the thread the plan started)
+        deadline = time.monotonic() + 10
+        while (any(_transform._without_columns(plan) for plan in plans())
+               and time.monotonic() < deadline):
+            time.sleep(0.01)
+        assert not any(_transform._without_columns(plan) for plan in plans())
+        _prefer_columns(monkeypatch)
+        afft.rfft2(x)
+        assert any(step.engine == "columns" for plan in plans()
+                   for step in plan._executor.steps)
+    finally:
+        _transform.dispatcher.clear_cache()
