@@ -26,6 +26,7 @@ class CupyAdapter(Adapter):
                                    lambda: get_stream().ptr)
         self._layouts = Layouts()
         self._dtypes = self._layouts.dtypes
+        self._stream_getters = {}  # device id -> stream_getter(device id), made once
 
     def wrap(self, x):
         # Layouts.lookup, inlined: this is the wrap of arrays in a GPU loop
@@ -126,7 +127,10 @@ class CupyAdapter(Adapter):
         return super().empty_strided(shape, strides, dtype, device_id)
 
     def current_stream(self, device_id):
-        return self.stream_getter(device_id)()
+        getter = self._stream_getters.get(device_id)
+        if getter is None:
+            getter = self._stream_getters[device_id] = self.stream_getter(device_id)
+        return getter()
 
     def from_dlpack(self, x):
         if hasattr(x, "__dlpack__"):

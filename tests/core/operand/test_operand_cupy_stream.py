@@ -16,6 +16,7 @@ def _adapter(current_device, streams):
     adapter = CupyAdapter.__new__(CupyAdapter)
     adapter._cp = SimpleNamespace(cuda=cuda)
     adapter._stream_ptr = lambda: streams[current_device[0]]
+    adapter._stream_getters = {}
     return adapter
 
 
@@ -26,6 +27,8 @@ def test_each_device_reads_its_own_current_stream(current):
     assert adapter.stream_getter(1)() == 200
     assert adapter.current_stream(1) == 200
     assert adapter.current_stream(None) == (100, 200)[current]
+    assert adapter.current_stream(1) == 200  # (the getter made by the first call)
+    assert set(adapter._stream_getters) == {1, None}
 
 
 def test_the_getter_follows_a_change_of_current_device():
