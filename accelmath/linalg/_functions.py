@@ -272,7 +272,9 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     Returns
     -------
     (..., n, n) array
-        Triangular, zero elsewhere.
+        Triangular, zero elsewhere. A lower factor made by cuSOLVER (on the GPU, past 32
+        rows or with ``method`` "cusolver" or "batched") is column-major, each matrix
+        (torch's layout: cuSOLVER factors it there); others are C order.
 
     Examples
     --------
