@@ -141,18 +141,25 @@ def test_switched_off(monkeypatch):
         assert all(step.engine == "cufft" for step in plan._executor.steps)
 
 
-@pytest.mark.gpu
-def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
-    """With an empty store a plan goes without the kernel and compiles it in the background;
-    the plans made after it time it."""
+def _new_machine(monkeypatch, tmp_path):
+    """CuPy on a Hopper GPU, and accelmath as on a new machine: an empty store, nothing
+    compiled, set up or watched in this process. Returns cupy and the device id."""
     cp = _cupy_on_hopper()
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
     monkeypatch.delenv("ACCELMATH_COLUMNS", raising=False)
     monkeypatch.setattr(modules, "_soon", {})
     monkeypatch.setattr(modules, "_done", {})
-    monkeypatch.setattr(_columns, "_ready", set())  # (as in a process that set up none)
-    device_id = cp.cuda.Device().id
+    monkeypatch.setattr(_columns, "_ready", set())
+    monkeypatch.setattr(_columns, "_watched", set())
+    return cp, cp.cuda.Device().id
+
+
+@pytest.mark.gpu
+def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
+    """With an empty store a plan goes without the kernel and compiles it in the background;
+    the plans made after it time it."""
+    cp, device_id = _new_machine(monkeypatch, tmp_path)
     assert not _columns.compiled(device_id, N)
     with afft.FFT(cp.zeros((N, N), np.float32)) as plan:
         assert all(step.engine == "cufft" for step in plan._executor.steps)
@@ -195,15 +202,7 @@ def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypa
     compile ends the cache drops that plan, and the next call plans with the kernel."""
     from accelmath.fft import _transform
 
-    cp = _cupy_on_hopper()
-    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
-    monkeypatch.delenv("ACCELMATH_COLUMNS", raising=False)
-    monkeypatch.setattr(modules, "_soon", {})
-    monkeypatch.setattr(modules, "_done", {})
-    monkeypatch.setattr(_columns, "_ready", set())
-    monkeypatch.setattr(_columns, "_watched", set())
-    device_id = cp.cuda.Device().id
+    cp, device_id = _new_machine(monkeypatch, tmp_path)
     _transform.dispatcher.clear_cache()
     x = cp.zeros((N, N), np.float32)
     try:
