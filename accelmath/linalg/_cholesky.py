@@ -3,26 +3,31 @@
 ``potrfBatched``/``potrsBatched``, or accelmath's own kernels for tiny ones) and ``solve_triangular`` (cuBLAS's ``trsm``).
 
 cuSOLVER factors the lower triangle of a column-major matrix fastest. A lower factor: the
-caller's lower triangle is copied there (transposed), factored in place, and copied out in C
-order. An upper one: the caller's upper triangle is copied into the result as it lies, whose
-buffer read column-major is the lower triangle of its transpose (conjugate, for complex
-values), factored there in place: read in C order, that is U.
+caller's lower triangle is copied column-major into the result, factored there (JAX's result,
+C-ordered, is factored in scratch space and copied out). An upper one: the caller's upper
+triangle is copied into the result as it lies, whose buffer read column-major is the lower
+triangle of its transpose (conjugate, for complex values), factored there in place: read in
+C order, that is U. A stateless call on an operand read where it lies is remembered
+(:class:`FactorCall`): an identical one allocates, copies and factors, and reads nothing else.
 """
 
 import ctypes
+from typing import Any, NamedTuple
 
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.stream import stream_handle
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, columns_in,
-                                       columns_out, count_of, f_strides, finish_info, gather,
-                                       info_later, item_strides, plan, rhs_bytes, run_small,
-                                       small_fits, systems)
+from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
+                                       columns_in, columns_out, count_of, f_strides,
+                                       finish_info, gather, info_later, item_strides, plan,
+                                       rhs_bytes, run_small, small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
+from accelmath.linalg._memo import dispatcher
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
-           "cholesky_solver", "trsm"]
+           "cholesky_solver", "trsm", "FactorCall"]
 
 _ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
         "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
@@ -72,8 +77,9 @@ def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
 def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
-    remember (:func:`~accelmath.linalg._context.run_small`); ``finite``: a's name where NaN
-    and Inf raise (:func:`accelmath.linalg._finite.enqueue`)."""
+    remember (a :class:`~accelmath.linalg._context.SmallCall` or a :class:`FactorCall`,
+    where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise
+    (:func:`accelmath.linalg._finite.enqueue`)."""
     ctx = Context(a, stream)
     finite = _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
@@ -86,9 +92,9 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     # lies, read column-major as the lower triangle of its transpose (conjugate, for complex
     # values), factored there as L: the result read in C order is then U = L^H (A = U^H U)
     in_place = upper or not ctx.adapter.immutable
-    column_major = in_place and not upper and not small
-    out, out_ptr = ctx.empty(batch + (n, n),
-                             strides=f_strides(batch, n, n) if column_major else None)
+    shape = batch + (n, n)
+    strides = (f_strides if in_place and not upper and not small else c_strides)(batch, n, n)
+    out, out_ptr = ctx.empty(shape, strides=strides)
     if count == 0 or n == 0:
         return ctx.finish(out)
     if small:
@@ -103,26 +109,82 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     extra = {} if in_place else {"a": count * n * n * isz}
     if batched:
         extra.update(_batched.parts(count, n))
-    solver = plan(ctx, ("potrf", n, count, batched, upper, in_place), lambda: cholesky_solver(
+    key = ("potrf", n, count, batched, upper, in_place)
+    solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
-    handles, ws = solver.state(ctx.stream)
-    scratch = out_ptr if in_place else ws + solver.offsets["a"]
-    dense = item_strides(batch, n * n)
-    src = batch_strides(a, batch)
-    _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], dense, n, n, src[-2:],
-                           (n, 1) if upper else (1, n), ctx.dtype, ctx.stream, ctx.device_id,
-                           triangle="U" if upper else "L")
-    if batched:
-        _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
-    else:
-        potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
-    later = info_later(solver, ctx, ws, count, check)
-    if not in_place:
-        _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n, (1, n), (n, 1),
-                               ctx.dtype, ctx.stream, ctx.device_id)
-    finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
-                [(out_ptr, n * n, ctx.dtype)], finite, later)
+    layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched)
+    layout.factor(ctx, solver, a.ptr, out_ptr, check, finite)
+    if call is not None and finite is None and not ctx.adapter.immutable and call[1] == (a.ptr,):
+        adapter, device_id = ctx.adapter, ctx.device_id
+        dispatcher.remember(call[0], FactorCall(
+            dispatcher.cache(device_id), key + (ctx.dtype,), layout, ctx.dtype, adapter,
+            device_id, adapter.allocator(shape, strides, ctx.dtype, device_id),
+            adapter.stream_getter(device_id), check))
     return ctx.finish(out)
+
+
+class _Layout(NamedTuple):
+    """A Cholesky factorization by cuSOLVER of operands of one layout: their ``batch`` of
+    n x n matrices at element strides ``src`` (batch, then matrix), and the route."""
+
+    batch: tuple
+    n: int
+    src: tuple
+    upper: bool
+    in_place: bool  # factored in the result itself (else in scratch space, copied out)
+    batched: bool  # potrfBatched (else one potrf a matrix)
+
+    def factor(self, ctx, solver, a_ptr, out_ptr, check, finite=None):
+        """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
+        ``out_ptr`` on the call's stream, and raise for those that failed with ``check``
+        (see :func:`~accelmath.linalg._context.finish_info`)."""
+        batch, n, count = self.batch, self.n, count_of(self.batch)
+        handles, ws = solver.state(ctx.stream)
+        scratch = out_ptr if self.in_place else ws + solver.offsets["a"]
+        dense = item_strides(batch, n * n)
+        _kernels.copy_matrices(a_ptr, scratch, batch, self.src[:-2], dense, n, n,
+                               self.src[-2:], (n, 1) if self.upper else (1, n), ctx.dtype,
+                               ctx.stream, ctx.device_id, triangle="U" if self.upper else "L")
+        if self.batched:
+            _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
+        else:
+            potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
+        later = info_later(solver, ctx, ws, count, check)
+        if not self.in_place:
+            _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n, (1, n), (n, 1),
+                                   ctx.dtype, ctx.stream, ctx.device_id)
+        finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
+                    [(out_ptr, n * n, ctx.dtype)], finite, later)
+
+
+class FactorCall(NamedTuple):
+    """What the call memo keeps of a stateless ``cholesky`` that cuSOLVER factored on its
+    operand where it lies: where its solver is cached, the layout, how to allocate the
+    result (no caller's array)."""
+
+    cache: Any  # the device's plan cache
+    key: tuple  # the solver's key there
+    layout: _Layout
+    dtype: str
+    adapter: Any
+    device_id: int
+    allocate: Any  # () -> (result, address)
+    current_stream: Any  # () -> the package's current stream on the device
+    check: bool
+
+    def run(self, addresses, stream):
+        """The call again on the operand at ``addresses[0]``, on ``stream`` (None: the
+        package's current one): the new factor, or None where the solver has left the
+        cache (the call then runs as a new one)."""
+        solver = self.cache.get(self.key)
+        if solver is None:
+            return None
+        explicit = stream is not None
+        handle = stream_handle(stream) if explicit else self.current_stream()
+        ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
+        out, out_ptr = ctx.allocate(self.allocate)
+        self.layout.factor(ctx, solver, addresses[0], out_ptr, self.check)
+        return out
 
 
 def cho_factor(a, *, lower, check, stream, finite=None):

@@ -51,6 +51,23 @@ class Context:
                        else op.adapter.current_stream(op.device_id))
         op.wait_ready(self.stream)
 
+    @classmethod
+    def on(cls, adapter, device_id, stream, explicit, dtype):
+        """The context of a call whose stream handle is resolved already (a plan's execute,
+        a remembered call): ``explicit`` where the caller named it."""
+        ctx = cls.__new__(cls)
+        ctx.adapter, ctx.device_id, ctx.stream = adapter, device_id, stream
+        ctx.explicit, ctx.dtype = explicit, dtype
+        return ctx
+
+    def allocate(self, allocate):
+        """``allocate()`` (a package's allocator of one layout: () -> (array, address)) in
+        the order of the call's stream."""
+        if self.explicit:
+            with self.adapter.stream_scope(self.stream, self.device_id):
+                return allocate()
+        return allocate()
+
     def empty(self, shape, dtype=None, strides=None):
         """A new array of the caller's package (C order, or dense with element ``strides``)
         and its address."""
@@ -222,12 +239,11 @@ class SmallCall(NamedTuple):
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
         package's current one): the new result."""
-        handle = self.current_stream() if stream is None else stream_handle(stream)
-        if stream is not None and handle != self.current_stream():
-            with self.adapter.stream_scope(handle, self.device_id):  # (the pool follows it)
-                (x, x_ptr), (info, info_ptr) = self.allocate(), self.allocate_info()
-        else:
-            (x, x_ptr), (info, info_ptr) = self.allocate(), self.allocate_info()
+        explicit = stream is not None
+        handle = stream_handle(stream) if explicit else self.current_stream()
+        ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
+        (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate), ctx.allocate(
+            self.allocate_info)
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id)
         if self.check:

@@ -181,7 +181,7 @@ def _recalled(entry, call, out, alpha, beta, stream):
         plan.run(pa, pb, pc if entry.spec.c is not None else 0, pd, pbias, paux, palpha, pbeta,
                  handle)
         return d
-    ctx = _StreamContext(entry.adapter, entry.device_id, handle, explicit, entry.problem.dtype)
+    ctx = Context.on(entry.adapter, entry.device_id, handle, explicit, entry.problem.dtype)
     return _launch(plan, entry.problem, ctx, d,
                    (pa, pb, pc if entry.spec.c is not None else 0, pd, pbias, paux), alpha, beta)
 
@@ -289,11 +289,3 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
         out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(results[0])
         results = (out,) + results[1:]
     return results if isinstance(result, tuple) else results[0]
-
-
-class _StreamContext(Context):
-    """A :class:`Context` for a stream already resolved (the plan's execute)."""
-
-    def __init__(self, adapter, device_id, stream, explicit, dtype):
-        self.adapter, self.device_id, self.stream = adapter, device_id, stream
-        self.explicit, self.dtype = explicit, dtype

@@ -9,8 +9,9 @@ from accelmath._core.plan import Plan, template_operand
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_problem as problems
+from accelmath.linalg._context import Context
 from accelmath.linalg._epilogue import aux_shape, epilogue_named
-from accelmath.linalg._matmul import _check_zero_k, _finish, _host, _outputs, _StreamContext
+from accelmath.linalg._matmul import _check_zero_k, _finish, _host, _outputs
 from accelmath.linalg._matmul_cublaslt import LtPlan
 from accelmath.linalg._matmul_rules import product as product_of
 
@@ -265,7 +266,7 @@ class Matmul(Plan):
         epilogue = problem.epilogue
         extra, pextra = None, 0
         if epilogue.returns == 2:
-            ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
+            ctx = Context.on(self._adapter, self.device_id, handle, explicit, self.dtype)
             extra, pextra = _outputs(ctx, problem)
         if self._lt is not None:
             self._lt.run(pa, pb, pc if self._uses_c else 0, pd,
@@ -277,7 +278,7 @@ class Matmul(Plan):
                 d[...] = 0
         if epilogue.returns == 1 and not self._adapter.immutable:
             return d
-        ctx = _StreamContext(self._adapter, self.device_id, handle, explicit, self.dtype)
+        ctx = Context.on(self._adapter, self.device_id, handle, explicit, self.dtype)
         return _finish(ctx, problem, d, extra)
 
     def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=5,

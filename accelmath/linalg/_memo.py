@@ -7,7 +7,9 @@ given, and each operand's type and layout key (shape, strides, dtype, device; to
 conjugation and negation bits). An identical later call skips reading, checking and
 normalizing its arguments, whose every rule depends on nothing else: :func:`recalled` reads
 the operands' addresses, allocates the results and launches the kernel
-(:class:`~accelmath.linalg._context.SmallCall`).
+(:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
+operand read where it lies is remembered the same way: an identical call allocates, copies
+and factors (:class:`~accelmath.linalg._cholesky.FactorCall`).
 """
 
 from accelmath._core.dispatch import Dispatcher

@@ -73,6 +73,14 @@ CASES = {
     "cholesky, upper": (lambda r, d: (_spd(r, (4, 7, 7), d),),
                         lambda a, **k: la.cholesky(a, upper=True, **k),
                         lambda a: np.linalg.cholesky(a, upper=True)),
+    # past the small kernels: cuSOLVER's potrf, and potrfBatched for a batch
+    "cholesky, potrf": (lambda r, d: (_spd(r, (40, 40), d),),
+                        lambda a, **k: la.cholesky(a, **k), np.linalg.cholesky),
+    "cholesky, potrfBatched, upper": (lambda r, d: (_spd(r, (3, 40, 40), d),),
+                                      lambda a, **k: la.cholesky(a, upper=True, **k),
+                                      lambda a: np.linalg.cholesky(a, upper=True)),
+    "cholesky, potrfBatched": (lambda r, d: (_spd(r, (3, 40, 40), d),),
+                               lambda a, **k: la.cholesky(a, **k), np.linalg.cholesky),
 }
 
 
@@ -184,3 +192,45 @@ def test_a_recalled_call_follows_an_explicit_stream_and_checks_it(cp, slow_calls
         la.solve(da, db, stream="nope")
     with pytest.raises(InvalidArgumentError):
         la.solve(da, db, method="nope")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(48, 48), (2, 48, 48)])
+def test_a_recalled_cusolver_cholesky_raises_and_checks_and_replans(device_package, slow_calls,
+                                                                    shape):
+    put, get = device_package
+    rng = np.random.default_rng()
+    spd = _spd(rng, shape, "float64")
+    la.cholesky(put(spd))
+    last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix fails
+    bad = spd.copy()
+    bad[last + (5, 5)] = -1.0
+    with pytest.raises(LinAlgError) as caught:
+        la.cholesky(put(bad))
+    assert caught.value.index == last
+    unchecked = get(la.cholesky(put(bad), check=False))
+    assert np.isnan(unchecked[last]).all()
+    if last:
+        np.testing.assert_allclose(unchecked[0], np.linalg.cholesky(spd[0]), rtol=1e-11,
+                                   atol=1e-11)
+    assert len(slow_calls) == 2  # (check=False: a call of its own)
+    for cache in list(_memo.dispatcher._caches.values()):
+        cache.clear()  # the solver leaves the cache: the next call plans again
+    np.testing.assert_allclose(get(la.cholesky(put(spd))), np.linalg.cholesky(spd),
+                               rtol=1e-11, atol=1e-11)
+    assert len(slow_calls) == 3
+
+
+@pytest.mark.gpu
+def test_a_recalled_cusolver_cholesky_follows_an_explicit_stream(cp, slow_calls):
+    rng = np.random.default_rng()
+    spd = _spd(rng, (5, 40, 40), "float64")
+    da = cp.asarray(spd)
+    la.cholesky(da)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        factor = la.cholesky(da, stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(factor), np.linalg.cholesky(spd), rtol=1e-11,
+                                   atol=1e-11)
+    assert len(slow_calls) == 1
