@@ -194,11 +194,12 @@ def cho_solve(c, b, *, lower, check_finite):
 
 
 def lu_factor(a, *, check_finite, check):
-    """``scipy.linalg.lu_factor(a)``: ``(lu, piv)``, piv 0-based int32, matrix by matrix.
-    An exactly singular matrix (a zero pivot), which SciPy only warns of, fails."""
+    """``scipy.linalg.lu_factor(a)``: ``(lu, piv)``, piv 0-based int32, matrix by matrix,
+    ``lu`` in SciPy's layout (each matrix column-major). An exactly singular matrix (a zero
+    pivot), which SciPy only warns of, fails."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    lu = numpy.empty(a.shape, a.dtype)
+    lu = numpy.empty(a.shape[:-2] + a.shape[:-3:-1], a.dtype).swapaxes(-1, -2)
     piv = numpy.empty(a.shape[:-2] + (min(a.shape[-2:]),), numpy.int32)
     _factor_each("getrf", a, checks.SINGULAR, check, (lu, piv))
     return lu, piv

@@ -173,7 +173,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     -------
     lu : (..., m, n) array
         U in the upper triangle, L below it (its unit diagonal not stored). Each matrix
-        column-major, as SciPy returns it (C order for JAX arrays and host arrays).
+        column-major, as SciPy returns it (C order for JAX arrays).
     piv : (..., min(m, n)) array of int32
         0-based pivots: row i was interchanged with row ``piv[i]``.
 

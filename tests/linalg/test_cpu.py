@@ -70,6 +70,19 @@ def test_lu_factor_pivots_are_scipys():
         np.testing.assert_array_equal(lu[i], elu)
 
 
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 4, 4)])
+def test_lu_factor_has_scipys_layout(shape):
+    a = np.random.default_rng().standard_normal(shape)
+    lu, _ = _cpu.lu_factor(a, check_finite=True, check=True)
+    for index in np.ndindex(shape[:-2]):  # each matrix as SciPy factors it alone
+        expected = scipy.linalg.lu_factor(a[index])[0]
+        assert lu[index].strides == expected.strides and expected.flags.f_contiguous
+        np.testing.assert_array_equal(lu[index], expected)
+    # the matrices one after another, in C order over the batch
+    assert lu.strides[:-2] == tuple(s * shape[-2] * shape[-1]
+                                    for s in np.empty(shape[:-2], lu.dtype).strides)
+
+
 def test_scipy_functions_broadcast_and_zero_size_batches():
     rng = np.random.default_rng()
     a = _batch(rng, (3, 1, 4, 4))
