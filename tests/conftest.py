@@ -4,15 +4,29 @@ support) is missing."""
 
 import importlib
 import os
+import shutil
+import sys
 import tempfile
 
 import pytest
+
+
+_STORES = []  # the stores made for a run, removed at its end
 
 
 def pytest_configure(config):
     # the tests' own on-disk store (choices and compiled code), not the user's
     if not os.environ.get("ACCELMATH_CACHE_DIR"):
         os.environ["ACCELMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelmath-tests-")
+        _STORES.append(os.environ["ACCELMATH_CACHE_DIR"])
+
+
+def pytest_unconfigure(config):
+    modules = sys.modules.get("accelmath._core.modules")
+    if modules is not None:
+        modules.wait_for_compiles()  # (background compiles write to the store)
+    for path in _STORES:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):
