@@ -14,7 +14,8 @@ import threading
 
 import numpy
 
-from accelmath._core.stream import cupy_stream
+from accelmath._core.stream import _EVENT_DISABLE_TIMING, cupy_stream
+from accelmath.bindings import driver
 from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
 __all__ = ["Workspace", "allocate_workspace", "read_back", "read_back_later", "Later"]
@@ -91,7 +92,6 @@ def allocate_workspace(nbytes, device_id, stream, package):
 
 
 _PORTABLE = 1  # CU_MEMHOSTALLOC_PORTABLE: page-locked for every context, so every device
-_EVENT_DISABLE_TIMING = 2
 _local = threading.local()  # .spares: this thread's _PageLocked buffers free for a read
 
 
@@ -102,8 +102,6 @@ class _PageLocked:
     __slots__ = ("ptr", "nbytes", "event", "_driver")
 
     def __init__(self, nbytes):
-        from accelmath.bindings import driver
-
         ptr = ctypes.c_void_p()
         driver.lib.mem_host_alloc(ctypes.byref(ptr), nbytes, _PORTABLE)
         self.ptr, self.nbytes, self.event, self._driver = ptr.value, nbytes, None, driver.lib
@@ -147,8 +145,6 @@ def read_back(ptr, count, dtype, stream):
     that ends a checked call (its info codes) costs less. Where page-locked memory cannot be
     had, the copy goes to the array itself.
     """
-    from accelmath.bindings import driver
-
     out = numpy.empty(count, dtype)
     nbytes = out.nbytes
     if not nbytes:
@@ -176,8 +172,6 @@ def read_back_later(ptr, count, dtype, stream):
     >>> read_back_later(0, 0, numpy.int32, 0).result()
     array([], dtype=int32)
     """
-    from accelmath.bindings import driver
-
     nbytes = count * numpy.dtype(dtype).itemsize
     buffer = _take(nbytes) if nbytes else None
     if buffer is None:  # (nothing to read, or no page-locked memory: read now)
