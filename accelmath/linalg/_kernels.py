@@ -20,6 +20,7 @@ import numpy
 from accelmath._core.kernels import merge_dims
 from accelmath._core.launch import config, launch
 from accelmath._core.modules import SourceModules
+from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernel_source import SOURCE
 
@@ -45,7 +46,6 @@ _MAX_GRID_Y = 65535
 # swap_rows holds a column and its pivots in the dynamic shared memory a kernel may take
 # without opting in
 _SWAP_SHARED = 48 * 1024
-_ITEMSIZE = {"float32": 4, "float64": 8, "complex64": 8, "complex128": 16}
 # copies whose two sides run along different axes go through tiles of _TILE x _TILE elements
 # (blocks of _TILE_THREADS threads) where both matrix sides are at least _TILE_FROM
 _TILE, _TILE_THREADS, _TILE_FROM = 32, 256, 16
@@ -404,7 +404,7 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
 
 def swap_rows_fit(n, dtype):
     """Whether :func:`swap_rows` takes columns of ``n`` rows of ``dtype``."""
-    return n * (_ITEMSIZE[dtype] + 4) <= _SWAP_SHARED
+    return n * (ITEMSIZE[dtype] + 4) <= _SWAP_SHARED
 
 
 def swap_rows(x_ptr, ipiv_ptr, n, k, batch, dtype, reverse, stream, device_id):
@@ -433,7 +433,7 @@ def swap_rows(x_ptr, ipiv_ptr, n, k, batch, dtype, reverse, stream, device_id):
     _check_dtype(dtype)
     if not swap_rows_fit(n, dtype):
         raise InvalidArgumentError(f"swap_rows takes columns of at most "
-                                   f"{_SWAP_SHARED // (_ITEMSIZE[dtype] + 4)} rows of {dtype}; "
+                                   f"{_SWAP_SHARED // (ITEMSIZE[dtype] + 4)} rows of {dtype}; "
                                    f"got n={n}")
     if batch == 0 or n == 0 or k == 0:
         return
@@ -442,7 +442,7 @@ def swap_rows(x_ptr, ipiv_ptr, n, k, batch, dtype, reverse, stream, device_id):
             ctypes.c_longlong(k), ctypes.c_longlong(batch), ctypes.c_int(1 if reverse else 0))
     launch(module.function("swap_rows_" + dtype),
            config((min(k, most), min(batch, _MAX_GRID_Y)), _THREADS,
-                  n * (_ITEMSIZE[dtype] + 4)), args, stream)
+                  n * (ITEMSIZE[dtype] + 4)), args, stream)
 
 
 def identity(dst_ptr, n, batch, dtype, stream, device_id):
