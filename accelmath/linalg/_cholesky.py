@@ -109,7 +109,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     extra = {} if in_place else {"a": count * n * n * isz}
     if batched:
         extra.update(_batched.parts(count, n))
-    key = ("potrf", n, count, batched, upper, in_place)
+    key = ("potrf", n, count, batched, in_place)
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched)

@@ -25,10 +25,12 @@ _N = cublas.OPERATION["N"]
 _C = cublas.OPERATION["C"]
 
 
-def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=False):
+def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=False,
+              blas=True):
     """A solver for the LU factorization of ``count`` n x n matrices: their info codes, where
     ``scratch`` a scratch copy of the matrices and their pivots, and the parts of
-    ``extra``; where ``batched``, for cuBLAS's batched routes (:mod:`._batched`)."""
+    ``extra``; where ``batched``, for cuBLAS's batched routes (:mod:`._batched`); with
+    ``blas``, a cuBLAS handle for :func:`getrs`'s triangular solves."""
     isz = ITEMSIZE[dtype]
     if batched:
         return Solver(device_id, package, {"info": count * 4, "lu": count * n * n * isz,
@@ -44,8 +46,7 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=
     parts = {"info": count * 4, "info2": 4, **extra}
     if scratch:
         parts.update(lu=count * n * n * isz, ipiv=count * n * 8)
-    # (the cuBLAS handle: getrs's triangular solves)
-    return Solver(device_id, package, parts, query, blas=True)
+    return Solver(device_id, package, parts, query, blas=blas)
 
 
 def _lu_plan(ctx, n, k, count, batched=False):
@@ -212,9 +213,10 @@ def lu_factor(a, *, check, stream, finite=None):
     piv, piv_ptr = ctx.empty(batch + (n,), "int32")
     if count == 0 or n == 0:
         return ctx.finish(lu), ctx.finish(piv)
-    solver = plan(ctx, ("lu_factor", n, count, scratch), lambda: lu_solver(
-        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
-        {} if scratch else {"ipiv": count * n * 8}, scratch=scratch))
+    solver = _lu_plan(ctx, n, 1, count) if scratch else plan(
+        ctx, ("lu_factor", n, count), lambda: lu_solver(
+            ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
+            {"ipiv": count * n * 8}, scratch=False, blas=False))
     handles, ws = solver.state(ctx.stream)
     ipiv = ws + solver.offsets["ipiv"]
     factors = ws + solver.offsets["lu"] if scratch else lu_ptr
