@@ -122,13 +122,13 @@ def host_times_us(cases, calls=2000, repeats=7, sync=None):
 def settle(fn):
     """Call ``fn`` once and wait for the compiles accelmath started in the background: on a
     new machine its FFT column kernel compiles while the first plans go without it, and the
-    stateless cache plans again once it is compiled (a hook on a thread of its own). What is
+    stateless cache drops those plans once it is compiled (on a thread of its own). What is
     timed after this is what a long-running process gets."""
     from accelmath._core.modules import wait_for_compiles
 
     fn()
     wait_for_compiles()
-    time.sleep(0.1)  # (the cache's hook)
+    time.sleep(0.1)  # (the thread that drops them)
 
 
 def device_time_ms(fn, event_factory, repeats=30, warmup=5, calls=10):

@@ -17,7 +17,6 @@ Lengths: powers of two from 512 to 16384.
 """
 
 import ctypes
-import logging
 import threading
 
 from accelmath._core.device import compute_capability
@@ -27,9 +26,7 @@ from accelmath._core.modules import compile_soon as modules_compile_soon
 from accelmath.bindings import driver
 
 __all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
-           "on_compiled", "options"]
-
-_log = logging.getLogger("accelmath")
+           "options"]
 
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
@@ -234,37 +231,10 @@ def compiled(device_id, length):
     return (device_id, length) in _ready or is_compiled(SOURCE, device_options(device_id, options(length)), _NAME)
 
 
-_hooks = []  # called when a compile started by compile_soon ends
-_watched = set()  # the compile threads watched for it
-
-
-def on_compiled(hook):
-    """Call ``hook()`` (on a thread of its own) each time a compile that
-    :func:`compile_soon` started ends: the plans made without the kernel meanwhile may go."""
-    _hooks.append(hook)
-
-
 def compile_soon(device_id, length):
     """Start compiling the kernel for a length for a device in the background (about a
-    second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``).
-    The hooks of :func:`on_compiled` run when it ends."""
-    thread = modules_compile_soon(SOURCE, device_options(device_id, options(length)), _NAME)
-    with _lock:
-        if thread in _watched:
-            return thread
-        _watched.add(thread)
-    threading.Thread(target=_after, args=(thread,), name="accelmath-columns-compiled",
-                     daemon=True).start()
-    return thread
-
-
-def _after(thread):
-    thread.join()
-    for hook in list(_hooks):
-        try:
-            hook()
-        except Exception:  # (a hook's failure must not stop the others)
-            _log.exception("FFT column kernel: a hook after its compile failed")
+    second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
+    return modules_compile_soon(SOURCE, device_options(device_id, options(length)), _NAME)
 
 
 def _kernel(device_id, length):

@@ -174,7 +174,8 @@ class CudaExecutor:
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of the executor of misaligned operands
         self.resources = Resources(self, cufft.lib.destroy, device_id, package)
-        self.without_columns = False  # made without the column kernel while it compiled
+        # the column kernel's compiles this plan went without (see _with_columns)
+        self.without_columns = ()
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -242,10 +243,9 @@ class CudaExecutor:
         if waiting:
             # not compiled yet (a new machine): this plan goes without it rather than wait
             # about a second for NVRTC, and it compiles in the background for the next ones
-            # (a cache drops this one then: see _columns.on_compiled)
-            self.without_columns = True
-            for length in sorted(waiting):
-                _columns.compile_soon(self.device_id, length)
+            # (the stateless functions' cache drops this plan once they end)
+            self.without_columns += tuple(_columns.compile_soon(self.device_id, length)
+                                          for length in sorted(waiting))
             _log.info("FFT column kernel for lengths %s compiling in the background",
                       sorted(waiting))
             return None

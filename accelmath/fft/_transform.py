@@ -16,6 +16,7 @@ the functions pass ``conjugate=True`` and the swapped norm.
 """
 
 import contextlib
+import threading
 from typing import NamedTuple, Optional
 
 import numpy
@@ -379,12 +380,14 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
         plan = FFT(bound, axes=axes, kind=kind, norm=norm, last_axis_size=last,
                    conjugate=conjugate, out_strides=out_strides)
         plan._unbind()  # (cached: it holds no caller's array)
-        if _without_columns(plan):
-            _drop_when_compiled()
+        made.append(plan)
         return plan
 
+    made = []
     remembered = call if direct and given is None else None
     plan = dispatcher.plan(op.device_id, key, create, remembered)
+    if made and made[0] is plan and _without_columns(plan):
+        _drop_when_compiled(plan)
     result = plan.execute(op, out=out, direction=_DIRECTIONS[inverse], stream=stream)
     if gapped is None:
         return result
@@ -395,21 +398,22 @@ def _without_columns(plan):
     """Whether ``plan`` was made without the column kernel while it compiled (see
     ``CudaExecutor._with_columns``)."""
     executor = plan._executor
-    return executor is not None and executor.without_columns
+    return executor is not None and bool(executor.without_columns)
 
 
-_watching = []
+def _drop_when_compiled(plan):
+    """Drop ``plan``, cached, from the cache once the column kernel's compiles it went
+    without end (on a thread of its own): the calls that led to it plan again, with the
+    kernel among their candidates (a plan kept for thousands of calls would otherwise go
+    without it). A compile that ended already is joined at once."""
+    compiles = plan._executor.without_columns
 
+    def drop():
+        for thread in compiles:
+            thread.join()
+        dispatcher.drop_if(lambda cached: cached is plan)
 
-def _drop_when_compiled():
-    """Have the cache drop the plans made without the column kernel each time one of its
-    background compiles ends: the calls that led to them plan again, with it among their
-    candidates (a plan kept for thousands of calls would otherwise go without it)."""
-    if not _watching:
-        from accelmath.fft import _columns
-
-        _watching.append(True)
-        _columns.on_compiled(lambda: dispatcher.drop_if(_without_columns))
+    threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True).start()
 
 
 def _package_strides(kind, op, axes, last_axis_size):

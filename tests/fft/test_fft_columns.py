@@ -3,6 +3,7 @@ with NVRTC, no GPU needed) and, on a GPU, its results against numpy.fft in float
 
 import threading
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -151,7 +152,6 @@ def _new_machine(monkeypatch, tmp_path):
     monkeypatch.setattr(modules, "_soon", {})
     monkeypatch.setattr(modules, "_done", {})
     monkeypatch.setattr(_columns, "_ready", set())
-    monkeypatch.setattr(_columns, "_watched", set())
     return cp, cp.cuda.Device().id
 
 
@@ -174,26 +174,32 @@ def test_a_plan_does_not_wait_for_the_kernel_to_compile(monkeypatch, tmp_path):
         assert any(step.engine == "columns" for steps in timed for step in steps)
 
 
-def test_hooks_run_once_per_background_compile(monkeypatch):
-    compiles, called = [], []
+def test_a_cached_plan_made_without_the_kernel_goes_once_its_compiles_end(monkeypatch):
+    from accelmath._core.dispatch import Dispatcher
+    from accelmath.fft import _transform
 
-    def compile_soon(*args):
-        thread = threading.Thread(target=lambda: None)
-        thread.start()
-        compiles.append(thread)
-        return compiles[0]  # (the same compile asked for twice: one thread)
-
-    monkeypatch.setattr(_columns, "modules_compile_soon", compile_soon)
-    monkeypatch.setattr(_columns, "device_options", lambda device_id, options: options)
-    monkeypatch.setattr(_columns, "_hooks", [])
-    monkeypatch.setattr(_columns, "_watched", set())
-    done = threading.Event()
-    _columns.on_compiled(lambda: (called.append(1), done.set()))
-    _columns.compile_soon(0, N)
-    _columns.compile_soon(0, N)
-    assert done.wait(10)
-    time.sleep(0.05)  # (a second watcher, were there one, would call again)
-    assert called == [1]
+    dispatcher = Dispatcher()
+    monkeypatch.setattr(_transform, "dispatcher", dispatcher)
+    gate = threading.Event()
+    compiling = threading.Thread(target=gate.wait)
+    compiling.start()
+    done = threading.Thread(target=lambda: None)
+    done.start()  # (a compile that ended before the plan was cached)
+    plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(without_columns=(done,
+                                                                                compiling)))
+    other = SimpleNamespace(nbytes=0, _executor=None)
+    assert _transform._without_columns(plan) and not _transform._without_columns(other)
+    dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
+    dispatcher.plan(0, "other", lambda: other, call=("call", "other"))
+    _transform._drop_when_compiled(plan)
+    time.sleep(0.05)
+    assert dispatcher.recall(("call", "plan")) is plan  # (still compiling: kept)
+    gate.set()
+    deadline = time.monotonic() + 10
+    while dispatcher.recall(("call", "plan")) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert dispatcher.recall(("call", "plan")) is None
+    assert dispatcher.recall(("call", "other")) is other
 
 
 @pytest.mark.gpu
