@@ -113,7 +113,8 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1, keep=Non
         A candidate to keep unless another is clearly faster (a library's own first choice):
         where another has the lowest median, the two are timed in turn for ``rounds`` more
         rounds, who goes first alternating, and the other is chosen only where the median of
-        its time over ``keep``'s, round by round, is below ``1 - margin``.
+        its time over ``keep``'s, round by round, is below ``1 - margin`` (``measure`` is
+        then called again for both, even where ``rounds`` is 1).
     margin : float, optional
         See ``keep``.
 
