@@ -31,6 +31,15 @@ from _common import (case_parser, device_time_ms, environment, error_text, first
 from _solver_data import (Context, Wrong, check_cholesky, check_eigh, check_qr, check_solve,
                           check_svd, spd, symmetric, tolerance)
 
+
+def small_max():
+    """The largest order method="small" takes (0 where accelmath does not import)."""
+    try:
+        from accelmath.linalg._small import MAX_N
+    except Exception:
+        return 0
+    return MAX_N
+
 DENSE = [(op, n, dtype) for n in (1024, 4096) for dtype in ("float32", "float64")
          for op in ("cholesky", "solve", "qr", "eigh", "svd")]
 GEMM_N = 4096  # the GEMM ceiling's size, and the size whose rows report a fraction of it
@@ -40,7 +49,6 @@ BATCHED = [(op, BATCH, n) for n in (8, 32) for op in ("solve", "cholesky")] + [
     (op, 500, n) for n in (64, 100) for op in ("solve", "cholesky")]
 EIGH_BATCHED = (500, 100)
 CROSSOVER_N = (2, 4, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-SMALL_MAX = 32  # method="small" is defined for n <= 32
 # flops of one factorization of an n x n matrix (the count named in the notes)
 FLOPS = {"cholesky": (lambda n: n ** 3 / 3, "n^3/3"),
          "solve": (lambda n: 2 * n ** 3 / 3 + 2 * n ** 2, "2n^3/3 + 2n^2 (one rhs)"),
@@ -230,7 +238,7 @@ def batched_case(op, batch, n, methods=("small", "batched", "cusolver"), no_chec
         if no_check:
             ours["accelmath check=False"] = lambda: func(check=False)
         for m in methods:
-            if m != "small" or n <= SMALL_MAX:
+            if m != "small" or n <= small_max():
                 ours[f"method={m}"] = (lambda m=m: func(method=m))
         spec = {"dtype": "float64", "tol": tolerance(n, "float64"), "ours": ours}
         if op == "solve":
@@ -533,7 +541,7 @@ def main(argv=None):
         print(write("solvers-crossover", env, xrows, CROSSOVER_COLUMNS,
                     f"Batched float64 solve (b (batch, n, 1)) and cholesky, batch {BATCH}: device "
                     "ms per call of each accelmath method forced (small only for n <= "
-                    f"{SMALL_MAX}), of method='auto' ('accelmath'), and of the peers; timed as "
+                    f"{small_max()}), of method='auto' ('accelmath'), and of the peers; timed as "
                     "in the solvers table. 'check' covers every accelmath method."
                     + ("\n\nNotes and failures:\n" + failures if notes else "")))
     print(f"solvers: {time.perf_counter() - started:.0f} s")

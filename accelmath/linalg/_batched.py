@@ -1,5 +1,5 @@
 """cuSOLVER's and cuBLAS's batched routes, for batches of matrices past the reach of
-accelmath's own kernels (more than 32 rows) yet small enough that one call per matrix would
+accelmath's own kernels (more than 64 rows) yet small enough that one call per matrix would
 cost more in launches than in arithmetic: ``potrfBatched``/``potrsBatched`` for Cholesky, and
 cuBLAS's ``getrfBatched``/``getrsBatched`` for LU solves and inverses.
 

@@ -9,39 +9,17 @@ Kernels are templated on the element type, with ``extern "C"`` entry points per 
 ``SourceModules``); the dtype-free ones are in every variant.
 """
 
+from accelmath.linalg._arithmetic import ARITHMETIC
+
 __all__ = ["SOURCE"]
 
-SOURCE = r"""
+SOURCE = ARITHMETIC + r"""
 struct Batch { long long shape[6]; long long src[6]; long long dst[6]; };
 
 template <typename T> struct Real { typedef T type; };
 template <> struct Real<float2> { typedef float type; };
 template <> struct Real<double2> { typedef double type; };
 
-__device__ __forceinline__ float zero_of(float) { return 0.f; }
-__device__ __forceinline__ double zero_of(double) { return 0.; }
-__device__ __forceinline__ float2 zero_of(float2) { return make_float2(0.f, 0.f); }
-__device__ __forceinline__ double2 zero_of(double2) { return make_double2(0., 0.); }
-__device__ __forceinline__ float one_of(float) { return 1.f; }
-__device__ __forceinline__ double one_of(double) { return 1.; }
-__device__ __forceinline__ float2 one_of(float2) { return make_float2(1.f, 0.f); }
-__device__ __forceinline__ double2 one_of(double2) { return make_double2(1., 0.); }
-__device__ __forceinline__ float nan_of(float) { return __int_as_float(0x7fc00000); }
-__device__ __forceinline__ double nan_of(double) { return __longlong_as_double(0x7ff8000000000000ll); }
-__device__ __forceinline__ float2 nan_of(float2) { return make_float2(nan_of(0.f), nan_of(0.f)); }
-__device__ __forceinline__ double2 nan_of(double2) { return make_double2(nan_of(0.), nan_of(0.)); }
-__device__ __forceinline__ float conj_of(float v) { return v; }
-__device__ __forceinline__ double conj_of(double v) { return v; }
-__device__ __forceinline__ float2 conj_of(float2 v) { return make_float2(v.x, -v.y); }
-__device__ __forceinline__ double2 conj_of(double2 v) { return make_double2(v.x, -v.y); }
-__device__ __forceinline__ bool finite_of(float v) { return isfinite(v); }
-__device__ __forceinline__ bool finite_of(double v) { return isfinite(v); }
-__device__ __forceinline__ bool finite_of(float2 v) { return isfinite(v.x) && isfinite(v.y); }
-__device__ __forceinline__ bool finite_of(double2 v) { return isfinite(v.x) && isfinite(v.y); }
-__device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
-__device__ __forceinline__ double abs_of(double v) { return fabs(v); }
-__device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
-__device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
 
 // -- strided batched matrix copy ------------------------------------------------------------
 // Logical source element (b, i, j) of m x n matrices goes to dst offset i*d_i + j*d_j (+ the

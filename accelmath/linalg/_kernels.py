@@ -69,7 +69,7 @@ def prepare(*dtypes, device=0, wait=False):
     diagonals) for ``dtypes`` on ``device``, or load them from the on-disk store, so that
     the first solve of a process does not wait for their compiler (about a second per dtype
     when the store is empty). The kernels of tiny matrices (``method="small"``, and lone
-    matrices of at most 32 rows) are compiled per order when first used, not here.
+    matrices of at most 64 rows) are compiled per order when first used, not here.
 
     Parameters
     ----------

@@ -1,7 +1,8 @@
-"""The small-matrix kernels (accelmath.linalg._small): every instantiation compiles with NVRTC
-for sm_90 (no GPU needed), the launchers refuse what they cannot do before touching a device,
-and, on a GPU, solve / inv / cholesky against NumPy in float64 on fresh random data,
-including singular and not positive-definite systems."""
+"""The small-matrix kernels (accelmath.linalg._small, and past 32 rows
+accelmath.linalg._medium): every instantiation compiles with NVRTC for sm_90 (no GPU needed),
+the launchers refuse what they cannot do before touching a device, and, on a GPU, solve / inv
+/ cholesky against NumPy in float64 on fresh random data, including singular and not
+positive-definite systems."""
 
 import concurrent.futures
 
@@ -10,14 +11,22 @@ import pytest
 
 from accelmath._core.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _small
+from accelmath.linalg import _medium, _small
 
-ORDERS = (1, 2, 3, 8, 17, 32)
+ORDERS = (1, 2, 3, 8, 17, 32)  # the warp kernels'
+MEDIUM_ORDERS = (33, 48, 63, 64)  # the block kernels'
 DTYPES = tuple(_small.DTYPES)
-# every (op, n, dtype, kb) the launchers may ask for at these orders
+# (op, n, dtype, kb) the launchers may ask for at these orders (kb < 0: a block kernel's -kb)
 INSTANCES = ([("solve", n, d, kb) for n in ORDERS for d in DTYPES for kb in (1, 2, 4, 8)]
              + [("inv", n, d, _small._block_width(n)) for n in ORDERS for d in DTYPES]
-             + [("cholesky", n, d, 1) for n in ORDERS for d in DTYPES])
+             + [("cholesky", n, d, 1) for n in ORDERS for d in DTYPES]
+             + [("solve", n, d, -kb) for n in (33, 64) for d in DTYPES for kb in (4, 64)]
+             + [("inv", n, d, -64) for n in (33, 64) for d in DTYPES]
+             + [("cholesky", n, d, -4) for n in (33, 64) for d in DTYPES])
+# (n, batch) of the GPU tests: past a warp's systems for the warp kernels, past one system
+# a block for the block kernels
+SIZES = ([(n, batch) for n in ORDERS for batch in (1, 7, 10000)]
+         + [(n, batch) for n in MEDIUM_ORDERS for batch in (1, 7, 300)])
 
 
 # -- compiling (CPU) --------------------------------------------------------------------------
@@ -30,9 +39,11 @@ def compiled(request):
 
     def build(instance):
         op, n, dtype, kb = instance
-        extra, _ = _small.compile_options(op, n, dtype, kb)
+        module = _small if kb > 0 else _medium
+        extra = (_small.compile_options(op, n, dtype, kb)[0] if kb > 0
+                 else _medium.compile_options(op, n, dtype, -kb))
         try:
-            return compile_cuda(_small.SOURCE, CompileOptions(arch=(9, 0), extra=extra),
+            return compile_cuda(module.SOURCE, CompileOptions(arch=(9, 0), extra=extra),
                                 "accelmath_linalg_small.cu")
         except Exception as exc:  # reported by the test of that instance
             return exc
@@ -47,7 +58,24 @@ def test_every_instance_compiles_for_sm_90(compiled, instance):
     if isinstance(cubin, Exception):
         raise cubin
     assert cubin[:4] == b"\x7fELF"
-    assert _small._KERNEL[instance[0]].encode() in cubin
+    module = _small if instance[3] > 0 else _medium
+    assert module._KERNEL[instance[0]].encode() in cubin
+
+
+def test_block_kernels_shared_memory():
+    # the matrix at an odd row stride; LU's two published rows, pivots and permutation
+    assert _medium.shared_bytes("cholesky", 64, "float64") == 64 * 65 * 8 + 64 * 8
+    assert _medium.shared_bytes("cholesky", 33, "complex64") == 33 * 33 * 8 + 33 * 4
+    assert _medium.shared_bytes("solve", 48, "complex128", 8) == (48 * 49 * 16 + 2 * 8 * 16
+                                                                   + 48 * 16 + 48 * 4)
+    # every order and dtype fits what a block may opt in to on Hopper (227 KiB)
+    assert max(_medium.shared_bytes(op, 64, d, 64) for op in _medium._OPS
+               for d in _medium.DTYPES) <= 227 * 1024
+
+
+def test_block_kernels_block_width():
+    assert [_medium.block_width(k) for k in (1, 4, 5, 9, 33, 64, 100)] == [4, 4, 8, 16, 64,
+                                                                           64, 64]
 
 
 def test_warps_per_block_fit_static_shared_memory():
@@ -69,8 +97,8 @@ def test_block_width():
     lambda n, d: _small.cholesky(0, 0, 0, n, 4, d, False, 0, 0),
 ])
 def test_bad_arguments_are_refused(call):
-    with pytest.raises(InvalidArgumentError, match=r"n=33 .*1 <= n <= 32"):
-        call(33, "float64")
+    with pytest.raises(InvalidArgumentError, match=r"n=65 .*1 <= n <= 64"):
+        call(65, "float64")
     with pytest.raises(InvalidArgumentError, match="n=0"):
         call(0, "float64")
     with pytest.raises(UnsupportedDTypeError, match="dtype='float16'.*'float32'"):
@@ -84,11 +112,13 @@ def test_bad_counts_are_refused():
         _small.inv(0, 0, 0, 8, -2, "float64", 0, 0)
 
 
-def test_empty_batch_launches_nothing(monkeypatch):
-    monkeypatch.setattr(_small, "_kernel", lambda *args: pytest.fail("a kernel was wanted"))
-    _small.solve(0, 0, 0, 0, 8, 1, 0, "float64", 0, 0)
-    _small.inv(0, 0, 0, 8, 0, "float64", 0, 0)
-    _small.cholesky(0, 0, 0, 8, 0, "float64", True, 0, 0)
+@pytest.mark.parametrize("n", [8, 40])
+def test_empty_batch_launches_nothing(monkeypatch, n):
+    for module in (_small, _medium):
+        monkeypatch.setattr(module, "_kernel", lambda *args: pytest.fail("a kernel was wanted"))
+    _small.solve(0, 0, 0, 0, n, 1, 0, "float64", 0, 0)
+    _small.inv(0, 0, 0, n, 0, "float64", 0, 0)
+    _small.cholesky(0, 0, 0, n, 0, "float64", True, 0, 0)
 
 
 # -- on a GPU, against NumPy ----------------------------------------------------------------------
@@ -133,8 +163,7 @@ def _run(cp, function, *args):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
-@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("n, batch", SIZES)
 @pytest.mark.parametrize("k", [1, 9])
 def test_solve_against_numpy(cp, dtype, n, batch, k):
     rng = np.random.default_rng()
@@ -152,10 +181,11 @@ def test_solve_against_numpy(cp, dtype, n, batch, k):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("k", [0, 2, 3, 5, 17])
-def test_solve_other_counts_of_right_hand_sides(cp, dtype, k):
+@pytest.mark.parametrize("k", [0, 2, 3, 5, 17, 70])
+@pytest.mark.parametrize("n", [8, 40])
+def test_solve_other_counts_of_right_hand_sides(cp, dtype, k, n):
     rng = np.random.default_rng()
-    n, batch = 8, 33
+    batch = 33
     a = _well_conditioned(rng, batch, n, dtype)
     b = _random(rng, (batch, n, k), dtype)
     a_dev, b_dev = cp.asarray(a), cp.asarray(b)
@@ -171,9 +201,10 @@ def test_solve_other_counts_of_right_hand_sides(cp, dtype, k):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
-def test_solve_in_place(cp, dtype):
+@pytest.mark.parametrize("n", [17, 50])
+def test_solve_in_place(cp, dtype, n):
     rng = np.random.default_rng()
-    n, k, batch = 17, 3, 100
+    k, batch = 6, 100
     a = _well_conditioned(rng, batch, n, dtype)
     b = _random(rng, (batch, n, k), dtype)
     a_dev, b_dev = cp.asarray(a), cp.asarray(b)
@@ -186,8 +217,7 @@ def test_solve_in_place(cp, dtype):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
-@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("n, batch", SIZES)
 def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
     rng = np.random.default_rng()
     a = _well_conditioned(rng, batch, n, dtype)
@@ -212,8 +242,7 @@ def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
-@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("n, batch", SIZES)
 def test_inv_against_numpy(cp, dtype, n, batch):
     rng = np.random.default_rng()
     a = _well_conditioned(rng, batch, n, dtype)
@@ -226,19 +255,19 @@ def test_inv_against_numpy(cp, dtype, n, batch):
 
 
 @pytest.mark.gpu
-def test_inv_in_place(cp):
+@pytest.mark.parametrize("n", [8, 40])
+def test_inv_in_place(cp, n):
     rng = np.random.default_rng()
-    a = _well_conditioned(rng, 50, 8, "float64")
+    a = _well_conditioned(rng, 50, n, "float64")
     a_dev = cp.asarray(a)
     info = cp.full(50, -1, dtype=cp.int32)
-    _run(cp, _small.inv, a_dev.data.ptr, a_dev.data.ptr, info.data.ptr, 8, 50, "float64")
+    _run(cp, _small.inv, a_dev.data.ptr, a_dev.data.ptr, info.data.ptr, n, 50, "float64")
     _close(a_dev.get(), np.linalg.inv(a), "float64")
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
-@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("n, batch", SIZES)
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
     rng = np.random.default_rng()
@@ -262,8 +291,7 @@ def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("n", ORDERS)
-@pytest.mark.parametrize("batch", [1, 7, 10000])
+@pytest.mark.parametrize("n, batch", SIZES)
 def test_not_positive_definite_gives_its_order_and_nan(cp, dtype, n, batch):
     rng = np.random.default_rng()
     a = _positive_definite(rng, batch, n, dtype)
