@@ -1,6 +1,7 @@
-"""Memory accelmath owns: device workspaces from the caller's package pool, and the
-page-locked host buffers through which small results are read back (:func:`read_back`, and
-:func:`read_back_later`, which lets more work be enqueued before waiting for the values).
+"""Memory accelmath owns: device workspaces from the caller's package pool, the page-locked
+host buffers through which small results are read back (:func:`read_back`, and
+:func:`read_back_later`, which lets more work be enqueued before waiting for the values), and
+a page-locked flag per thread that kernels raise without a copy (:func:`host_flag`).
 
 A workspace is allocated for one stream and used only on it, so that a plan run from several
 streams never shares scratch memory between them, and freeing it back to a stream-ordered pool
@@ -18,7 +19,8 @@ from accelmath._core.stream import _EVENT_DISABLE_TIMING, cupy_stream
 from accelmath.bindings import driver
 from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
-__all__ = ["Workspace", "allocate_workspace", "read_back", "read_back_later", "Later"]
+__all__ = ["HostFlag", "Workspace", "allocate_workspace", "host_flag", "read_back",
+           "read_back_later", "Later"]
 
 
 class Workspace:
@@ -219,3 +221,45 @@ class Later:
             self._buffer, self._values = None, out
             _spares().append(buffer)  # (its copy is done: free for the next read)
         return self._values
+
+
+class HostFlag:
+    """An int32 of page-locked host memory that kernels write at its host address (memory
+    from ``cuMemHostAlloc`` is reachable so from every device, under the unified addressing
+    of 64-bit platforms): a kernel raises it, and the host reads it once the stream is done,
+    with no copy enqueued and nothing to scan. :func:`host_flag` gives the calling thread's.
+    """
+
+    __slots__ = ("ptr", "_buffer", "_word")
+
+    def __init__(self):
+        self._buffer = _PageLocked(4)
+        self.ptr = self._buffer.ptr
+        self._word = ctypes.c_int32.from_address(self.ptr)
+
+    def lower(self):
+        """Set the flag to 0, before the work that may raise it is enqueued."""
+        self._word.value = 0
+
+    def raised_after(self, stream):
+        """Whether the flag was raised once the work enqueued on ``stream`` so far is done
+        (this waits for it)."""
+        driver.lib.stream_synchronize(stream)
+        return self._word.value != 0
+
+
+def host_flag():
+    """The calling thread's :class:`HostFlag`, lowered; None where page-locked memory cannot
+    be had. One thread's checks run one at a time, each waiting for its stream, so a
+    thread's flag serves them all."""
+    flag = getattr(_local, "flag", None)
+    if flag is None:
+        try:
+            flag = HostFlag()
+        except CudaLibraryError:
+            flag = False  # (not tried again)
+        _local.flag = flag
+    if not flag:
+        return None
+    flag.lower()
+    return flag

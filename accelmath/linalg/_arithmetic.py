@@ -2,7 +2,8 @@
 ``float2``, ``double2``: float32, float64, complex64, complex128), as CUDA C++ overloads that
 every linear-algebra kernel source starts with (:data:`ARITHMETIC`): zero, one and NaN of a
 type, conjugates, products, fused ``acc - a * b``, reciprocals (Smith's method for complex),
-finiteness, magnitudes and the pivot-search key of LU kernels.
+finiteness, magnitudes and the pivot-search key of LU kernels; and ``report``, which the
+solvers' kernels end each system with.
 """
 
 __all__ = ["ARITHMETIC"]
@@ -102,4 +103,11 @@ __device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
 __device__ __forceinline__ double abs_of(double v) { return fabs(v); }
 __device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
 __device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
+// a system's info code, and where it failed the caller's flag raised: a word of page-locked
+// host memory (at its host address: unified addressing), read once the stream is done
+// without a copy; null for none
+__device__ __forceinline__ void report(int* info, int* flag, long long b, int failed) {
+    info[b] = failed;
+    if (failed && flag) *(volatile int*)flag = 1;
+}
 """

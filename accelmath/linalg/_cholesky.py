@@ -98,8 +98,9 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     if count == 0 or n == 0:
         return ctx.finish(out)
     if small:
-        def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id):
-            _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id)
+        def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id, flag_ptr=0):
+            _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id,
+                            flag_ptr)
 
         run_small(ctx, kernel, (a,), (out, out_ptr), batch, check, NOT_POSITIVE_DEFINITE, n,
                   count, call=call, finite=finite)

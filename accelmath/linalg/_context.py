@@ -15,7 +15,7 @@ import numpy
 
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import read_back_later
+from accelmath._core.memory import host_flag, read_back_later
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
@@ -198,14 +198,16 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``,
     each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
     address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
-    device_id)``; with ``check``, raise for the matrices that failed (after the pending
-    finiteness check ``finite`` of :mod:`accelmath.linalg._finite`, where given). ``call``
+    device_id, flag_ptr=)``; with ``check``, raise for the matrices that failed (after the
+    pending finiteness check ``finite`` of :mod:`accelmath.linalg._finite`, where given),
+    which the kernel flags in the thread's :func:`~accelmath._core.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
     :class:`SmallCall` where the kernel read the operands where they lie."""
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
+    flag = host_flag() if check else None
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
-           ctx.device_id)
+           ctx.device_id, flag_ptr=flag.ptr if flag else 0)
     if (call is not None and not ctx.adapter.immutable
             and call[1] == tuple(ptr for ptr, _ in copies)):
         shape = tuple(result[0].shape)
@@ -217,7 +219,14 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
             adapter.stream_getter(device_id), check, batch, message))
     if check:
         _finite.check(finite)
-        check_info(info_ptr, batch, ctx.stream, message)
+        _check_flagged(flag, info_ptr, batch, ctx.stream, message)
+
+
+def _check_flagged(flag, info_ptr, batch, stream, message):
+    """Once the work on ``stream`` is done, raise for the matrices that failed: their info
+    codes are read back only where the kernel raised ``flag`` (or where there is none)."""
+    if flag is None or flag.raised_after(stream):
+        check_info(info_ptr, batch, stream, message)
 
 
 class SmallCall(NamedTuple):
@@ -245,10 +254,11 @@ class SmallCall(NamedTuple):
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate), ctx.allocate(
             self.allocate_info)
+        flag = host_flag() if self.check else None
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
-                    self.device_id)
+                    self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
-            check_info(info_ptr, self.batch, handle, self.message)
+            _check_flagged(flag, info_ptr, self.batch, handle, self.message)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 

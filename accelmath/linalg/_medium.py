@@ -87,7 +87,7 @@ __device__ __forceinline__ void load(T* sa, const T* src, int t, bool transpose)
 #if SMALL_OP != 2
 // LU with partial pivoting, then X = A^-1 B (OP 0) or X = A^-1 (OP 1), KB columns at a time.
 extern "C" __global__ void __launch_bounds__(THREADS)
-medium_lu(const T* A, const T* B, T* X, int* info, long long batch, int k) {
+medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, int k) {
     T* sa = reinterpret_cast<T*>(shared_raw);
     T* sx = sa + N * S;             // two published rows of right-hand sides, KB each
     T* sr = sx + 2 * KB;            // 1 / a_kk per step (0 where a_kk is zero)
@@ -189,12 +189,12 @@ medium_lu(const T* A, const T* B, T* X, int* info, long long batch, int k) {
 #pragma unroll
                 for (int q = 0; q < PER; ++q) {
                     const int c = c0 + slot + SLOTS * q;
-                    if (c < cols)
-                        X[(b * N + i) * (long long)cols + c] = failed ? nan_of(zero) : mul(x[q], sr[i]);
+                    if (c < cols) X[(b * N + i) * (long long)cols + c] =
+                        failed ? nan_of(zero) : mul(x[q], sr[i]);
                 }
             }
         }
-        if (t == 0) info[b] = failed;
+        if (t == 0) report(info, flag, b, failed);
         __syncthreads();  // (the next system reuses sa)
     }
 }
@@ -202,7 +202,7 @@ medium_lu(const T* A, const T* B, T* X, int* info, long long batch, int k) {
 #else
 // Cholesky, right-looking: A = L L^H (upper == 0) or A = U^H U (upper != 0).
 extern "C" __global__ void __launch_bounds__(THREADS)
-medium_cholesky(const T* A, T* L, int* info, long long batch, int upper) {
+medium_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upper) {
     T* sa = reinterpret_cast<T*>(shared_raw);
     R* root = reinterpret_cast<R*>(sa + N * S);  // 1 / sqrt(a_kk)
     const int t = threadIdx.x, col = t & 63, slot = t >> 6;
@@ -235,7 +235,7 @@ medium_cholesky(const T* A, T* L, int* info, long long batch, int upper) {
             if (failed) v = nan_of(zero);
             dst[e] = upper ? conj_of(v) : v;
         }
-        if (t == 0) info[b] = failed;
+        if (t == 0) report(info, flag, b, failed);
         __syncthreads();  // (the next system reuses sa)
     }
 }
@@ -309,26 +309,30 @@ def _launch(device_id, op, n, dtype, kb, batch, args, stream):
     launch(function, config(min(batch, _MAX_GRID), THREADS, nbytes), args, stream)
 
 
-def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id):
+def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
+          flag_ptr=0):
     """Enqueue ``X = A^-1 B`` for ``batch`` systems of order ``n`` (:data:`MIN_N` to
     :data:`MAX_N`); the arguments are :func:`accelmath.linalg._small.solve`'s, checked
     there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(b_ptr), ctypes.c_void_p(x_ptr),
-            ctypes.c_void_p(info_ptr), ctypes.c_longlong(batch), ctypes.c_int(k))
+            ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int(k))
     _launch(device_id, "solve", n, dtype, block_width(k), batch, args, stream)
 
 
-def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id):
+def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0):
     """Enqueue ``out = A^-1`` for ``batch`` matrices of order ``n``; the arguments are
     :func:`accelmath.linalg._small.inv`'s, checked there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(0), ctypes.c_void_p(out_ptr),
-            ctypes.c_void_p(info_ptr), ctypes.c_longlong(batch), ctypes.c_int(n))
+            ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int(n))
     _launch(device_id, "inv", n, dtype, block_width(n), batch, args, stream)
 
 
-def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id):
+def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
+             flag_ptr=0):
     """Enqueue the Cholesky factors of ``batch`` matrices of order ``n``; the arguments are
     :func:`accelmath.linalg._small.cholesky`'s, checked there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(l_ptr), ctypes.c_void_p(info_ptr),
-            ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
+            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
     _launch(device_id, "cholesky", n, dtype, 4, batch, args, stream)

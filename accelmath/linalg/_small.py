@@ -127,7 +127,7 @@ __device__ __forceinline__ void stage_store(T* dst, const T* st, int count, int 
 #if SMALL_OP != 2
 // LU with partial pivoting, then X = A^-1 B (OP 0) or X = A^-1 (OP 1), KB columns at a time.
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-small_lu(const T* A, const T* B, T* X, int* info, long long batch, int k) {
+small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, int k) {
     WARP_SETUP
     stage_load(sh.stage, A + first * N * N, systems * N * N, lane);
     __syncwarp();
@@ -247,13 +247,13 @@ small_lu(const T* A, const T* B, T* X, int* info, long long batch, int k) {
     __syncwarp();
     stage_store(X + first * N * N, sh.stage, systems * N * N, lane);
 #endif
-    if (i == 0 && b < batch) info[b] = failed;
+    if (i == 0 && b < batch) report(info, flag, b, failed);
 }
 
 #else
 // Cholesky, right-looking: A = L L^H (upper == 0) or A = U^H U (upper != 0).
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-small_cholesky(const T* A, T* L, int* info, long long batch, int upper) {
+small_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upper) {
     WARP_SETUP
     stage_load(sh.stage, A + first * N * N, systems * N * N, lane);
     __syncwarp();
@@ -306,7 +306,7 @@ small_cholesky(const T* A, T* L, int* info, long long batch, int upper) {
     }
     __syncwarp();
     stage_store(L + first * N * N, sh.stage, systems * N * N, lane);
-    if (i == 0 && b < batch) info[b] = failed;
+    if (i == 0 && b < batch) report(info, flag, b, failed);
 }
 #endif
 """
@@ -403,7 +403,8 @@ def _launch(function, warps, per_block, batch, args, stream):
     launch(function, config, args, stream)
 
 
-def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id):
+def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
+          flag_ptr=0):
     """Enqueue ``X = A^-1 B`` for a batch of small systems (LU with partial pivoting).
 
     Parameters
@@ -429,6 +430,9 @@ def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id):
         The stream handle.
     device_id : int
         The device the data lives on.
+    flag_ptr : int, optional
+        Address of an int32 set to 1 where any system failed (left as it is otherwise), in
+        memory the kernel can write (page-locked host memory at its host address); 0: none.
     """
     _check(n, dtype, batch)
     if not isinstance(k, int) or k < 0:
@@ -437,14 +441,15 @@ def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id):
         return
     if n > WARP_N:
         return _medium.solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream,
-                             device_id)
+                             device_id, flag_ptr)
     function, warps, per_block = _kernel(device_id, "solve", n, dtype, _block_width(max(k, 1)))
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(b_ptr), ctypes.c_void_p(x_ptr),
-            ctypes.c_void_p(info_ptr), ctypes.c_longlong(batch), ctypes.c_int(k))
+            ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int(k))
     _launch(function, warps, per_block, batch, args, stream)
 
 
-def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id):
+def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0):
     """Enqueue ``out = A^-1`` for a batch of small matrices (LU with partial pivoting,
     solved against identity columns made in registers).
 
@@ -465,19 +470,25 @@ def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id):
         The stream handle.
     device_id : int
         The device the data lives on.
+    flag_ptr : int, optional
+        Address of an int32 set to 1 where any system failed (left as it is otherwise), in
+        memory the kernel can write (page-locked host memory at its host address); 0: none.
     """
     _check(n, dtype, batch)
     if batch == 0:
         return
     if n > WARP_N:
-        return _medium.inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id)
+        return _medium.inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id,
+                           flag_ptr)
     function, warps, per_block = _kernel(device_id, "inv", n, dtype, _block_width(n))
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(0), ctypes.c_void_p(out_ptr),
-            ctypes.c_void_p(info_ptr), ctypes.c_longlong(batch), ctypes.c_int(n))
+            ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int(n))
     _launch(function, warps, per_block, batch, args, stream)
 
 
-def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id):
+def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
+             flag_ptr=0):
     """Enqueue the Cholesky factors of a batch of small Hermitian positive-definite
     matrices.
 
@@ -504,14 +515,17 @@ def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id):
         The stream handle.
     device_id : int
         The device the data lives on.
+    flag_ptr : int, optional
+        Address of an int32 set to 1 where any system failed (left as it is otherwise), in
+        memory the kernel can write (page-locked host memory at its host address); 0: none.
     """
     _check(n, dtype, batch)
     if batch == 0:
         return
     if n > WARP_N:
         return _medium.cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream,
-                                device_id)
+                                device_id, flag_ptr)
     function, warps, per_block = _kernel(device_id, "cholesky", n, dtype, 1)
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(l_ptr), ctypes.c_void_p(info_ptr),
-            ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
+            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
     _launch(function, warps, per_block, batch, args, stream)

@@ -74,12 +74,12 @@ CASES = {
                         lambda a, **k: la.cholesky(a, upper=True, **k),
                         lambda a: np.linalg.cholesky(a, upper=True)),
     # past the small kernels: cuSOLVER's potrf, and potrfBatched for a batch
-    "cholesky, potrf": (lambda r, d: (_spd(r, (40, 40), d),),
+    "cholesky, potrf": (lambda r, d: (_spd(r, (80, 80), d),),
                         lambda a, **k: la.cholesky(a, **k), np.linalg.cholesky),
-    "cholesky, potrfBatched, upper": (lambda r, d: (_spd(r, (3, 40, 40), d),),
+    "cholesky, potrfBatched, upper": (lambda r, d: (_spd(r, (3, 80, 80), d),),
                                       lambda a, **k: la.cholesky(a, upper=True, **k),
                                       lambda a: np.linalg.cholesky(a, upper=True)),
-    "cholesky, potrfBatched": (lambda r, d: (_spd(r, (3, 40, 40), d),),
+    "cholesky, potrfBatched": (lambda r, d: (_spd(r, (3, 80, 80), d),),
                                lambda a, **k: la.cholesky(a, **k), np.linalg.cholesky),
 }
 
@@ -195,7 +195,7 @@ def test_a_recalled_call_follows_an_explicit_stream_and_checks_it(cp, slow_calls
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(48, 48), (2, 48, 48)])
+@pytest.mark.parametrize("shape", [(80, 80), (2, 80, 80)])
 def test_a_recalled_cusolver_cholesky_raises_and_checks_and_replans(device_package, slow_calls,
                                                                     shape):
     put, get = device_package
@@ -224,7 +224,7 @@ def test_a_recalled_cusolver_cholesky_raises_and_checks_and_replans(device_packa
 @pytest.mark.gpu
 def test_a_recalled_cusolver_cholesky_follows_an_explicit_stream(cp, slow_calls):
     rng = np.random.default_rng()
-    spd = _spd(rng, (5, 40, 40), "float64")
+    spd = _spd(rng, (5, 80, 80), "float64")
     da = cp.asarray(spd)
     la.cholesky(da)
     stream = cp.cuda.Stream(non_blocking=True)
