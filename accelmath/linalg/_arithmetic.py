@@ -3,10 +3,31 @@
 every linear-algebra kernel source starts with (:data:`ARITHMETIC`): zero, one and NaN of a
 type, conjugates, products, fused ``acc - a * b``, reciprocals (Smith's method for complex),
 finiteness, magnitudes and the pivot-search key of LU kernels; and ``report``, which the
-solvers' kernels end each system with.
+solvers' kernels end each system with. The solvers' kernels of small matrices are compiled
+once per element type: :data:`ELEMENT_TYPES` names it ``T`` (its real type ``R``, the
+pivot-search key's ``Key``) from ``-DSMALL_DTYPE``, the code :data:`DTYPES` gives, and
+once per operation, ``-DSMALL_OP`` the code :data:`OPS` gives.
 """
 
-__all__ = ["ARITHMETIC"]
+__all__ = ["ARITHMETIC", "DTYPES", "ELEMENT_TYPES", "OPS"]
+
+# operation -> SMALL_OP's code (inv solves against identity columns made in registers)
+OPS = {"solve": 0, "inv": 1, "cholesky": 2}
+
+# dtype -> (SMALL_DTYPE's code, bytes per element)
+DTYPES = {"float32": (0, 4), "float64": (1, 8), "complex64": (2, 8), "complex128": (3, 16)}
+
+ELEMENT_TYPES = r"""
+#if SMALL_DTYPE == 0
+typedef float T; typedef float R; typedef unsigned int Key;
+#elif SMALL_DTYPE == 1
+typedef double T; typedef double R; typedef unsigned long long Key;
+#elif SMALL_DTYPE == 2
+typedef float2 T; typedef float R; typedef unsigned int Key;
+#else
+typedef double2 T; typedef double R; typedef unsigned long long Key;
+#endif
+"""
 
 ARITHMETIC = r"""
 __device__ __forceinline__ float zero_of(float) { return 0.f; }

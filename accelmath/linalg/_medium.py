@@ -38,7 +38,7 @@ import ctypes
 
 from accelmath._core.launch import allow_dynamic_shared, config, launch
 from accelmath._core.modules import loaded
-from accelmath.linalg._arithmetic import ARITHMETIC
+from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
 __all__ = ["MAX_N", "MIN_N", "SOURCE", "THREADS", "block_width", "cholesky",
            "compile_options", "inv", "shared_bytes", "solve"]
@@ -47,22 +47,9 @@ MIN_N, MAX_N = 33, 64
 THREADS = 256
 _SLOTS = THREADS // 64  # rows of threads in an update
 _MAX_GRID = 2**31 - 1
-# dtype -> (code in the source, bytes per element)
-DTYPES = {"float32": (0, 4), "float64": (1, 8), "complex64": (2, 8), "complex128": (3, 16)}
-_OPS = {"solve": 0, "inv": 1, "cholesky": 2}
 _KERNEL = {"solve": "medium_lu", "inv": "medium_lu", "cholesky": "medium_cholesky"}
 
-SOURCE = ARITHMETIC + r"""
-#if SMALL_DTYPE == 0
-typedef float T; typedef float R; typedef unsigned int Key;
-#elif SMALL_DTYPE == 1
-typedef double T; typedef double R; typedef unsigned long long Key;
-#elif SMALL_DTYPE == 2
-typedef float2 T; typedef float R; typedef unsigned int Key;
-#else
-typedef double2 T; typedef double R; typedef unsigned long long Key;
-#endif
-
+SOURCE = ARITHMETIC + ELEMENT_TYPES + r"""
 constexpr int N = SMALL_N;          // 33 to 64
 constexpr int S = N | 1;            // odd row stride in shared memory
 constexpr int THREADS = 256;
@@ -282,7 +269,7 @@ def compile_options(op, n, dtype, kb=4):
     -------
     tuple of str
     """
-    return (f"-DSMALL_OP={_OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
+    return (f"-DSMALL_OP={OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
             f"-DSMALL_DTYPE={DTYPES[dtype][0]}")
 
 

@@ -53,29 +53,16 @@ from accelmath._core.launch import LaunchConfig, launch
 from accelmath._core.modules import loaded
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _medium
-from accelmath.linalg._arithmetic import ARITHMETIC
+from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
 __all__ = ["DTYPES", "MAX_N", "SOURCE", "WARP_N", "cholesky", "compile_options", "inv",
            "solve"]
 
 WARP_N, MAX_N = 32, _medium.MAX_N
-# dtype -> (code in the source, bytes per element)
-DTYPES = {"float32": (0, 4), "float64": (1, 8), "complex64": (2, 8), "complex128": (3, 16)}
-_OPS = {"solve": 0, "inv": 1, "cholesky": 2}
 _KERNEL = {"solve": "small_lu", "inv": "small_lu", "cholesky": "small_cholesky"}
 _STATIC_SHARED = 48 * 1024  # what a block may hold without opting in
 
-SOURCE = ARITHMETIC + r"""
-#if SMALL_DTYPE == 0
-typedef float T; typedef float R; typedef unsigned int Key;
-#elif SMALL_DTYPE == 1
-typedef double T; typedef double R; typedef unsigned long long Key;
-#elif SMALL_DTYPE == 2
-typedef float2 T; typedef float R; typedef unsigned int Key;
-#else
-typedef double2 T; typedef double R; typedef unsigned long long Key;
-#endif
-
+SOURCE = ARITHMETIC + ELEMENT_TYPES + r"""
 constexpr int N = SMALL_N;
 constexpr int KB = SMALL_KB;
 constexpr int WARPS = SMALL_WARPS;
@@ -362,7 +349,7 @@ def compile_options(op, n, dtype, kb=1):
         The ``-D`` options and the warps per block.
     """
     warps = _warps_per_block(n, dtype, kb)
-    return (f"-DSMALL_OP={_OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
+    return (f"-DSMALL_OP={OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
             f"-DSMALL_WARPS={warps}", f"-DSMALL_DTYPE={DTYPES[dtype][0]}"), warps
 
 

@@ -69,7 +69,7 @@ def test_block_kernels_shared_memory():
     assert _medium.shared_bytes("solve", 48, "complex128", 8) == (48 * 49 * 16 + 2 * 8 * 16
                                                                    + 48 * 16 + 48 * 4)
     # every order and dtype fits what a block may opt in to on Hopper (227 KiB)
-    assert max(_medium.shared_bytes(op, 64, d, 64) for op in _medium._OPS
+    assert max(_medium.shared_bytes(op, 64, d, 64) for op in _medium.OPS
                for d in _medium.DTYPES) <= 227 * 1024
 
 
