@@ -26,6 +26,7 @@ from accelmath.bindings import LIBRARIES, _loader, driver
 from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, NoDeviceError
 
 __all__ = [
+    "block_shared_memory",
     "compute_capability",
     "devices",
     "driver_version",
@@ -40,6 +41,7 @@ _lock = threading.Lock()
 _probe = None
 _handles = {}       # device ordinal -> CUdevice
 _capabilities = {}  # device ordinal -> (major, minor)
+_shared = {}        # device ordinal -> the shared memory a block may opt in to, bytes
 _primary = {}       # device ordinal -> retained primary CUcontext (an int)
 
 
@@ -183,6 +185,34 @@ def compute_capability(device_id):
                   _attribute(handle, "compute_capability_minor"))
     _capabilities[device_id] = capability
     return capability
+
+
+def block_shared_memory(device_id):
+    """The shared memory a block of a kernel may take on a GPU, once it opts in past
+    48 KiB (227 KiB on Hopper); cached per device.
+
+    Parameters
+    ----------
+    device_id : int
+        The device ordinal.
+
+    Returns
+    -------
+    int
+        Bytes.
+
+    Examples
+    --------
+    >>> from accelmath._core.device import block_shared_memory, gpu_available
+    >>> not gpu_available() or block_shared_memory(0) >= 48 * 1024
+    True
+    """
+    found = _shared.get(device_id)
+    if found is None:
+        _check_device_id(device_id)
+        found = _shared[device_id] = _attribute(_handle(device_id),
+                                                "max_shared_memory_per_block_optin")
+    return found
 
 
 def devices():

@@ -14,7 +14,8 @@ __all__ = ["lib", "FUNCTIONS", "STATUS_NAMES", "ATTRIBUTE", "LAUNCH_ATTRIBUTE",
 
 # CUdevice_attribute values used by accelmath
 ATTRIBUTE = {"multiprocessor_count": 16, "compute_capability_major": 75,
-             "compute_capability_minor": 76, "pci_bus_id": 33}
+             "compute_capability_minor": 76, "pci_bus_id": 33,
+             "max_shared_memory_per_block_optin": 97}
 
 # CUpointer_attribute values used by accelmath
 POINTER_ATTRIBUTE = {"memory_type": 2, "device_ordinal": 9}

@@ -105,12 +105,16 @@ __device__ __forceinline__ float2 recip(float2 z) { return recip_complex<float2,
 __device__ __forceinline__ double2 recip(double2 z) { return recip_complex<double2, double>(z); }
 
 // the pivot search key: the magnitude's bits (non-negative floats order as unsigned ints,
-// NaN above everything) with the low 6 bits replaced by 63 - row, so that the maximum is
-// one value every lane agrees on and ties go to the first row; 0 for rows not candidates
+// NaN above everything) with the low BITS bits replaced by 2^BITS - 1 - row (rows below
+// 2^BITS), so that the maximum is one value every lane agrees on and ties go to the first
+// row; 0 for rows not candidates
+template <int BITS = 6>
 __device__ __forceinline__ unsigned int key_of(float m, int row) {
-    return (__float_as_uint(m) & ~63u) | (unsigned)(63 - row); }
+    return (__float_as_uint(m) & ~((1u << BITS) - 1u)) | (unsigned)((1 << BITS) - 1 - row); }
+template <int BITS = 6>
 __device__ __forceinline__ unsigned long long key_of(double m, int row) {
-    return ((unsigned long long)__double_as_longlong(m) & ~63ull) | (unsigned long long)(63 - row); }
+    return ((unsigned long long)__double_as_longlong(m) & ~((1ull << BITS) - 1ull))
+           | (unsigned long long)((1 << BITS) - 1 - row); }
 __device__ __forceinline__ float one_of(float) { return 1.f; }
 __device__ __forceinline__ double one_of(double) { return 1.; }
 __device__ __forceinline__ float2 one_of(float2) { return make_float2(1.f, 0.f); }

@@ -85,7 +85,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
-    small = small_fits(method, n)
+    small = small_fits(ctx, method, "cholesky", n, count)
     # cuSOLVER factors the lower triangle of column-major matrices fast, in the result
     # itself: a lower factor is made column-major (torch's layout; JAX's, C-ordered, is made
     # in scratch space and copied out); an upper one from a's upper triangle copied as it

@@ -19,7 +19,7 @@ from accelmath._core.memory import host_flag, read_back_later
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _finite, _kernels, _small
+from accelmath.linalg import _finite, _kernels, _medium, _small
 from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
@@ -168,18 +168,42 @@ def plan(ctx, key, create):
     return dispatcher.plan(ctx.device_id, key + (ctx.dtype,), create)
 
 
-def small_fits(method, n):
-    """Whether accelmath's own kernels take n x n matrices for ``method``: with
-    "auto", every batch of matrices of at most 64 rows, one matrix included (measured on an
-    H100: a lone 8 x 8 solve costs 53 us a call on them, 151 us on cuSOLVER's getrf and
-    getrs; 32 x 32, 77 against 192; on an H200, 64 x 64, 96 against 218, and a batch of
-    500 64 x 64 Cholesky factorizations 0.107 ms against 0.136 on ``potrfBatched``)."""
+def small_fits(ctx, method, op, n, count):
+    """Whether accelmath's own kernels take ``count`` n x n matrices of the call's dtype for
+    ``op`` ("solve", "inv" or "cholesky") under ``method``: "small" up to
+    :data:`accelmath.linalg._small.MAX_N` rows, as the GPU's shared memory allows; "auto"
+    up to :func:`_auto_n` rows, where they measured faster:
+
+    Measured on an H100: a lone 8 x 8 solve costs 53 us a call on them, 151 us on cuSOLVER's
+    getrf and getrs; 32 x 32, 77 against 192. On an H200 (device ms, float64, on them
+    against cuSOLVER's and cuBLAS's batched routes; at 80 and 100 rows the kernels alone
+    against the routes with check=False): a lone 64 x 64 solve 0.096 against 0.218;
+    500 x 64 x 64 solve 0.112 against 0.326, cholesky 0.080 against 0.135, inv 0.224
+    against 0.318; at 80 rows, batches of 500, 2000 and 10000, solve 0.14, 0.57 and 2.66
+    against 0.30, 0.91 and 3.56, cholesky 0.12, 0.48 and 2.28 against 0.14, 0.43 and 2.17;
+    at 100 rows, solve 0.35, 1.39 and 6.56 against 0.48, 1.45 and 6.02, cholesky 0.33
+    against 0.22 for 500; 10000 96 x 96 solves 4.44 against 6.94, cholesky 4.29 against
+    2.50.
+    """
     if method == "small":
-        if n > _small.MAX_N:
+        if n > _small.MAX_N or (n > _small.WARP_N and not _medium.fits(op, n, ctx.dtype,
+                                                                       ctx.device_id)):
+            most = max(_small.WARP_N, _medium.largest(op, ctx.dtype, ctx.device_id))
             raise InvalidArgumentError(
-                f'method="small" takes matrices of at most {_small.MAX_N} rows, got {n}')
+                f'method="small" takes {ctx.dtype} matrices of at most {most} rows on this '
+                f"GPU, got {n}")
         return True
-    return method == "auto" and n <= _small.MAX_N
+    return (method == "auto" and n <= _auto_n(op, count)
+            and (n <= _small.WARP_N or _medium.fits(op, n, ctx.dtype, ctx.device_id)))
+
+
+def _auto_n(op, count):
+    """The most rows at which method="auto" takes accelmath's own kernels for ``count``
+    matrices (as :func:`small_fits` measured): 64, and for solves 96, or 100 for batches of
+    up to 1000."""
+    if op != "solve":
+        return 64
+    return 100 if count <= 1000 else 96
 
 
 def _dense_c(ctx, op, batch):

@@ -69,7 +69,8 @@ def prepare(*dtypes, device=0, wait=False):
     diagonals) for ``dtypes`` on ``device``, or load them from the on-disk store, so that
     the first solve of a process does not wait for their compiler (about a second per dtype
     when the store is empty). The kernels of tiny matrices (``method="small"``, and lone
-    matrices of at most 64 rows) are compiled per order when first used, not here.
+    matrices of up to 64 rows, 100 for solves) are compiled per order when first used, not
+    here.
 
     Parameters
     ----------

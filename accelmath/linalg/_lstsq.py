@@ -1,7 +1,9 @@
-"""Least squares on the device: NumPy's ``lstsq`` through accelmath's SVD, the rest (a
-pseudo-inverse product and the residuals) in the caller's package."""
+"""Least squares on the device: NumPy's ``lstsq`` through accelmath's SVD and matrix
+products (in the operands' precision: a package's own product may take less, as JAX's
+float32 ``@`` on a GPU does), the rest in the caller's package."""
 
 from accelmath._core.stream import resolve_stream
+from accelmath.linalg._matmul import matmul
 from accelmath.linalg._operands import namespace
 from accelmath.linalg._spectral import svd
 
@@ -21,10 +23,11 @@ def lstsq(a, b, *, vector, rcond, stream):
         keep = s > rcond * s.max() if s.shape[0] else s > 0
         rank = int(keep.sum())
         inverse = xp.where(keep, 1 / xp.where(keep, s, 1), 0 * s)
-        x = xp.swapaxes(vh, 0, 1).conj() @ (inverse[:, None] * (xp.swapaxes(u, 0, 1).conj()
-                                                                @ rhs))
+        x = matmul(xp.swapaxes(vh, 0, 1).conj(),
+                   inverse[:, None] * matmul(xp.swapaxes(u, 0, 1).conj(), rhs, stream=stream),
+                   stream=stream)
         if rank == n and m > n:
-            residuals = (abs(rhs - a.obj @ x) ** 2).sum(axis=0)
+            residuals = (abs(rhs - matmul(a.obj, x, stream=stream)) ** 2).sum(axis=0)
         else:
             residuals = s[:0]
         if vector:

@@ -119,7 +119,7 @@ def solve(a, b, *, vector, check, method, stream, call=None):
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
-    if small_fits(method, n):
+    if small_fits(ctx, method, "solve", n, count):
         run_small(ctx, _small.solve, (a, b), (x, x_ptr), batch, check, SINGULAR, n, k, count,
                   call=call)
         return ctx.finish(x)
@@ -144,7 +144,7 @@ def inv(a, *, check, method, stream, call=None):
     x, x_ptr = ctx.empty(batch + (n, n))
     if count == 0 or n == 0:
         return ctx.finish(x)
-    if small_fits(method, n):
+    if small_fits(ctx, method, "inv", n, count):
         run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count, call=call)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)

@@ -1,14 +1,15 @@
 """accelmath's own batched solvers for matrices of 33 to :data:`MAX_N` rows: LU solve,
-inverse and Cholesky, one thread block per system, the matrix in shared memory. The
-launchers of :mod:`accelmath.linalg._small` (which hold each matrix of up to 32 rows in a
-warp's registers) hand these orders here, with the same arguments, layouts and results.
+inverse and Cholesky, one thread block per system, the matrix in shared memory (as much as
+the GPU gives a block: :func:`fits`). The launchers of :mod:`accelmath.linalg._small` (which
+hold each matrix of up to 32 rows in a warp's registers) hand these orders here, with the
+same arguments, layouts and results.
 
 Design
 ------
 A block of :data:`THREADS` threads loads its matrix, row-major at an odd row stride, into
 dynamic shared memory with consecutive threads on consecutive addresses (coalesced). Thread
-``t`` owns column ``t % 64`` and the rows ``t // 64 + 4 r`` of every update, so the threads of
-a warp run along a row (shared-memory accesses free of bank conflicts) and read the pivot
+``t`` owns column ``t % C`` and the rows ``t // C + (256 / C) r`` of every update (``C`` 64, or
+128 past 64 rows), so the threads of a warp run along a row (shared-memory accesses free of bank conflicts) and read the pivot
 column's element of their row as one broadcast. A block takes systems ``blockIdx.x``,
 ``blockIdx.x + gridDim.x``, ... (one each, but for batches past the grid's reach).
 
@@ -36,24 +37,27 @@ Every launcher enqueues on ``stream``; none synchronizes or allocates.
 
 import ctypes
 
+from accelmath._core.device import block_shared_memory
 from accelmath._core.launch import allow_dynamic_shared, config, launch
 from accelmath._core.modules import loaded
+from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
 __all__ = ["MAX_N", "MIN_N", "SOURCE", "THREADS", "block_width", "cholesky",
-           "compile_options", "inv", "shared_bytes", "solve"]
+           "compile_options", "fits", "inv", "largest", "shared_bytes", "solve"]
 
-MIN_N, MAX_N = 33, 64
+MIN_N, MAX_N = 33, 128
 THREADS = 256
-_SLOTS = THREADS // 64  # rows of threads in an update
 _MAX_GRID = 2**31 - 1
 _KERNEL = {"solve": "medium_lu", "inv": "medium_lu", "cholesky": "medium_cholesky"}
 
 SOURCE = ARITHMETIC + ELEMENT_TYPES + r"""
-constexpr int N = SMALL_N;          // 33 to 64
+constexpr int N = SMALL_N;          // 33 to 128
 constexpr int S = N | 1;            // odd row stride in shared memory
 constexpr int THREADS = 256;
-constexpr int SLOTS = THREADS / 64; // rows of threads in an update
+constexpr int COLS = N <= 64 ? 64 : 128;  // threads along a row
+constexpr int SLOTS = THREADS / COLS;     // rows of threads in an update
+constexpr int KEY_BITS = N <= 64 ? 6 : 7; // a row's bits in the pivot-search key
 constexpr int KB = SMALL_KB;        // right-hand-side columns a pass, a multiple of SLOTS
 constexpr int PER = KB / SLOTS;     // of them, a thread's
 constexpr unsigned FULL = 0xffffffffu;
@@ -79,7 +83,7 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
     T* sx = sa + N * S;             // two published rows of right-hand sides, KB each
     T* sr = sx + 2 * KB;            // 1 / a_kk per step (0 where a_kk is zero)
     int* perm = reinterpret_cast<int*>(sr + N);
-    const int t = threadIdx.x, lane = t & 31, col = t & 63, slot = t >> 6;
+    const int t = threadIdx.x, lane = t & 31, col = t % COLS, slot = t / COLS;
     const T zero = zero_of(T());
 #if SMALL_OP == 1
     const int cols = N;
@@ -95,7 +99,7 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
             if (t < 32) {
                 Key key = 0;
                 for (int i = lane; i < N; i += 32) {
-                    const Key c = i >= kk ? key_of(mag1(sa[i * S + kk]), i) : Key(0);
+                    const Key c = i >= kk ? key_of<KEY_BITS>(mag1(sa[i * S + kk]), i) : Key(0);
                     key = c > key ? c : key;
                 }
 #pragma unroll
@@ -103,7 +107,7 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
                     const Key other = __shfl_xor_sync(FULL, key, off);
                     key = other > key ? other : key;
                 }
-                const int p = 63 - (int)(key & 63);
+                const int p = (1 << KEY_BITS) - 1 - (int)(key & ((1 << KEY_BITS) - 1));
                 if (p != kk) {
                     for (int c = lane; c < N; c += 32) {
                         const T u = sa[kk * S + c];
@@ -192,7 +196,7 @@ extern "C" __global__ void __launch_bounds__(THREADS)
 medium_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upper) {
     T* sa = reinterpret_cast<T*>(shared_raw);
     R* root = reinterpret_cast<R*>(sa + N * S);  // 1 / sqrt(a_kk)
-    const int t = threadIdx.x, col = t & 63, slot = t >> 6;
+    const int t = threadIdx.x, col = t % COLS, slot = t / COLS;
     const T zero = zero_of(T());
     for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
         load(sa, A + b * N * N, t, upper != 0);
@@ -250,6 +254,21 @@ def shared_bytes(op, n, dtype, kb=4):
     return matrix + 2 * kb * size + n * size + n * 4
 
 
+def fits(op, n, dtype, device_id):
+    """Whether a block of the kernel of ``op`` for n x n matrices of ``dtype`` (and up to
+    64 right-hand sides a pass) gets its shared memory on the device."""
+    kb = 4 if op == "cholesky" else 64
+    return shared_bytes(op, n, dtype, kb) <= block_shared_memory(device_id)
+
+
+def largest(op, dtype, device_id):
+    """The largest order :func:`fits`, at most :data:`MAX_N` (``MIN_N - 1`` where none)."""
+    n = MAX_N
+    while n >= MIN_N and not fits(op, n, dtype, device_id):
+        n -= 1
+    return n
+
+
 def compile_options(op, n, dtype, kb=4):
     """The NVRTC defines that instantiate :data:`SOURCE` for an operation, order, dtype and
     right-hand-side block width.
@@ -282,6 +301,11 @@ def _kernel(device_id, op, n, dtype, kb):
     key = (device_id, op, n, dtype, kb)
     found = _kernels.get(key)
     if found is None:
+        if not fits(op, n, dtype, device_id):
+            raise InvalidArgumentError(
+                f"n={n} is too large for the block kernels on this GPU: its blocks take "
+                f"{dtype} matrices of at most {largest(op, dtype, device_id)} rows in shared "
+                f"memory ({block_shared_memory(device_id)} bytes)")
         module = loaded(device_id, SOURCE, "accelmath_linalg_medium.cu",
                         compile_options(op, n, dtype, kb))
         function = module.function(_KERNEL[op])

@@ -176,7 +176,7 @@ def package(request):
 
 # ---- one call per function with well-defined results, for the cross-cutting tests ----
 
-SIZES = {"small": (6, (3,)), "large": (80, (2,))}  # (n, batch): own kernels / cuSOLVER
+SIZES = {"small": (6, (3,)), "large": (110, (2,))}  # (n, batch): own kernels / cuSOLVER
 CASES = ["solve", "solve_vector", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "svd",
          "svd_hermitian", "lstsq", "cho", "lu", "solve_triangular"]
 
@@ -276,7 +276,8 @@ def check_case(name, dtype, size, xp, put=None, **options):
 @pytest.mark.parametrize("a_shape, b_shape", [
     ((6, 6), (6,)), ((6, 6), (6, 3)), ((4, 5, 5), (5,)), ((4, 5, 5), (4, 5, 2)),
     ((5, 5), (3, 5, 2)), ((3, 1, 5, 5), (4, 5, 2)), ((40, 40), (40, 3)), ((3, 40, 40), (40,)),
-    ((2, 1, 40, 40), (3, 40, 2)), ((70, 70), (70, 3)), ((3, 70, 70), (70,))])
+    ((2, 1, 40, 40), (3, 40, 2)), ((90, 90), (90, 3)), ((110, 110), (110, 3)),
+    ((3, 110, 110), (110,))])
 def test_solve(cupy, dtype, a_shape, b_shape):
     a, b = well(a_shape, dtype), random(b_shape, dtype)
     x = cupy.get(la.solve(cupy.put(a), cupy.put(b)))
@@ -817,11 +818,24 @@ def test_svd_batched_refuses_large_matrices(cupy):
 
 
 def test_small_method_refuses_large_matrices(cupy):
-    a = cupy.put(well((2, 65, 65), "float64"))
+    a = cupy.put(well((2, 129, 129), "float64"))
     for call in (lambda: la.solve(a, a, method="small"), lambda: la.inv(a, method="small"),
                  lambda: la.cholesky(a, method="small")):
         with pytest.raises(InvalidArgumentError):
             call()
+
+
+def test_small_method_names_the_largest_order_the_gpu_takes(cupy):
+    from accelmath.linalg import _medium
+
+    if _medium.fits("solve", 128, "complex128", 0):
+        pytest.skip("this GPU's blocks take complex128 matrices of 128 rows")
+    most = _medium.largest("solve", "complex128", 0)
+    a = cupy.put(well((2, most + 1, most + 1), "complex128"))
+    with pytest.raises(InvalidArgumentError, match=f"at most {most} rows on this GPU"):
+        la.solve(a, a, method="small")
+    a = well((2, most, most), "complex128")
+    close(cupy.get(la.inv(cupy.put(a), method="small")), np.linalg.inv(a), "complex128", 10)
 
 
 def test_small_method_single_matrix(cupy):
@@ -1054,7 +1068,7 @@ def test_plan_cache_reuses_the_solver(cp, name):
 
 # (last: a plan shared by mistake would write past its workspace)
 @pytest.mark.parametrize("first", ["inv", "det", "lu_factor"])
-@pytest.mark.parametrize("n, method", [(80, "auto"), (6, "cusolver")])
+@pytest.mark.parametrize("n, method", [(110, "auto"), (6, "cusolver")])
 def test_solve_after_other_lu_calls_of_the_same_sizes(cupy, first, n, method):
     """solve with n right-hand sides after inv, det or lu_factor of the same matrices (one
     cuSOLVER problem size): right results."""

@@ -14,15 +14,16 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _medium, _small
 
 ORDERS = (1, 2, 3, 8, 17, 32)  # the warp kernels'
-MEDIUM_ORDERS = (33, 48, 63, 64)  # the block kernels'
+MEDIUM_ORDERS = (33, 48, 63, 64, 65, 100, 128)  # the block kernels'
 DTYPES = tuple(_small.DTYPES)
 # (op, n, dtype, kb) the launchers may ask for at these orders (kb < 0: a block kernel's -kb)
 INSTANCES = ([("solve", n, d, kb) for n in ORDERS for d in DTYPES for kb in (1, 2, 4, 8)]
              + [("inv", n, d, _small._block_width(n)) for n in ORDERS for d in DTYPES]
              + [("cholesky", n, d, 1) for n in ORDERS for d in DTYPES]
-             + [("solve", n, d, -kb) for n in (33, 64) for d in DTYPES for kb in (4, 64)]
-             + [("inv", n, d, -64) for n in (33, 64) for d in DTYPES]
-             + [("cholesky", n, d, -4) for n in (33, 64) for d in DTYPES])
+             + [("solve", n, d, -kb) for n in (33, 64, 65, 128) for d in DTYPES
+                for kb in (4, 64)]
+             + [("inv", n, d, -64) for n in (33, 64, 65, 128) for d in DTYPES]
+             + [("cholesky", n, d, -4) for n in (33, 64, 65, 128) for d in DTYPES])
 # (n, batch) of the GPU tests: past a warp's systems for the warp kernels, past one system
 # a block for the block kernels
 SIZES = ([(n, batch) for n in ORDERS for batch in (1, 7, 10000)]
@@ -68,9 +69,23 @@ def test_block_kernels_shared_memory():
     assert _medium.shared_bytes("cholesky", 33, "complex64") == 33 * 33 * 8 + 33 * 4
     assert _medium.shared_bytes("solve", 48, "complex128", 8) == (48 * 49 * 16 + 2 * 8 * 16
                                                                    + 48 * 16 + 48 * 4)
-    # every order and dtype fits what a block may opt in to on Hopper (227 KiB)
-    assert max(_medium.shared_bytes(op, 64, d, 64) for op in _medium.OPS
-               for d in _medium.DTYPES) <= 227 * 1024
+    # on Hopper a block may opt in to 227 KiB: every order of float64, complex128 to 119
+    hopper = 227 * 1024
+    assert max(_medium.shared_bytes(op, 128, "float64", 64) for op in _medium.OPS) <= hopper
+    assert max(_medium.shared_bytes(op, 119, "complex128", 64) for op in _medium.OPS) <= hopper
+    assert _medium.shared_bytes("cholesky", 120, "complex128") > hopper
+
+
+def test_block_kernels_fit_the_gpus_shared_memory(monkeypatch):
+    monkeypatch.setattr(_medium, "block_shared_memory", lambda device_id: 227 * 1024)
+    assert _medium.fits("solve", 128, "float64", 0)
+    assert not _medium.fits("solve", 128, "complex128", 0)
+    assert _medium.largest("cholesky", "complex128", 0) == 119
+    monkeypatch.setattr(_medium, "block_shared_memory", lambda device_id: 99 * 1024)
+    assert _medium.largest("solve", "float64", 0) == 111
+    monkeypatch.setattr(_small, "_kernel", lambda *args: pytest.fail("a warp kernel was wanted"))
+    with pytest.raises(InvalidArgumentError, match=r"n=120 .* at most 111 rows"):
+        _small.solve(0, 0, 0, 0, 120, 1, 4, "float64", 0, 0)
 
 
 def test_block_kernels_block_width():
@@ -97,8 +112,8 @@ def test_block_width():
     lambda n, d: _small.cholesky(0, 0, 0, n, 4, d, False, 0, 0),
 ])
 def test_bad_arguments_are_refused(call):
-    with pytest.raises(InvalidArgumentError, match=r"n=65 .*1 <= n <= 64"):
-        call(65, "float64")
+    with pytest.raises(InvalidArgumentError, match=r"n=129 .*1 <= n <= 128"):
+        call(129, "float64")
     with pytest.raises(InvalidArgumentError, match="n=0"):
         call(0, "float64")
     with pytest.raises(UnsupportedDTypeError, match="dtype='float16'.*'float32'"):
@@ -155,6 +170,13 @@ def _close(actual, expected, dtype):
                                atol=tol * max(1.0, float(np.abs(expected).max())))
 
 
+def _skip_unless_fits(n, dtype, *ops):
+    """Skip where a block kernel of ``ops`` does not get its shared memory on this GPU (the
+    largest complex128 orders)."""
+    if n > _small.WARP_N and not all(_medium.fits(op, n, dtype, 0) for op in ops):
+        pytest.skip(f"{dtype} at n={n} is past this GPU's shared memory a block")
+
+
 def _run(cp, function, *args):
     stream = cp.cuda.get_current_stream()
     function(*args, stream.ptr, 0)
@@ -166,6 +188,7 @@ def _run(cp, function, *args):
 @pytest.mark.parametrize("n, batch", SIZES)
 @pytest.mark.parametrize("k", [1, 9])
 def test_solve_against_numpy(cp, dtype, n, batch, k):
+    _skip_unless_fits(n, dtype, "solve")
     rng = np.random.default_rng()
     a = _well_conditioned(rng, batch, n, dtype)
     b = _random(rng, (batch, n, k), dtype)
@@ -219,6 +242,7 @@ def test_solve_in_place(cp, dtype, n):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", SIZES)
 def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
+    _skip_unless_fits(n, dtype, "solve", "inv")
     rng = np.random.default_rng()
     a = _well_conditioned(rng, batch, n, dtype)
     bad, column = batch // 2, n // 2
@@ -244,6 +268,7 @@ def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", SIZES)
 def test_inv_against_numpy(cp, dtype, n, batch):
+    _skip_unless_fits(n, dtype, "inv")
     rng = np.random.default_rng()
     a = _well_conditioned(rng, batch, n, dtype)
     a_dev = cp.asarray(a)
@@ -270,6 +295,7 @@ def test_inv_in_place(cp, n):
 @pytest.mark.parametrize("n, batch", SIZES)
 @pytest.mark.parametrize("upper", [False, True])
 def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
+    _skip_unless_fits(n, dtype, "cholesky")
     rng = np.random.default_rng()
     a = _positive_definite(rng, batch, n, dtype)
     expected = np.linalg.cholesky(a.astype(np.complex128))
@@ -293,6 +319,7 @@ def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", SIZES)
 def test_not_positive_definite_gives_its_order_and_nan(cp, dtype, n, batch):
+    _skip_unless_fits(n, dtype, "cholesky")
     rng = np.random.default_rng()
     a = _positive_definite(rng, batch, n, dtype)
     bad, order = batch // 2, n // 2 + 1
