@@ -8,10 +8,11 @@ Design
 ------
 A block of :data:`THREADS` threads loads its matrix, row-major at an odd row stride, into
 dynamic shared memory with consecutive threads on consecutive addresses (coalesced). Thread
-``t`` owns column ``t % C`` and the rows ``t // C + (256 / C) r`` of every update (``C`` 64, or
-128 past 64 rows), so the threads of a warp run along a row (shared-memory accesses free of bank conflicts) and read the pivot
-column's element of their row as one broadcast. A block takes systems ``blockIdx.x``,
-``blockIdx.x + gridDim.x``, ... (one each, but for batches past the grid's reach).
+``t`` owns column ``t % C`` and the rows ``t // C + (256 / C) r`` of every update (``C`` 64,
+or 128 past 64 rows), so the threads of a warp run along a row (shared-memory accesses free
+of bank conflicts) and read the pivot column's element of their row as one broadcast. A
+block takes systems ``blockIdx.x``, ``blockIdx.x + gridDim.x``, ... (one each, but for
+batches past the grid's reach).
 
 * LU (solve, inv): right-looking, partial pivoting. At step k the first warp finds the
   largest ``|a_ik|`` (``|re| + |im|`` for complex, as LAPACK's ``i?amax``; ties to the first
