@@ -175,7 +175,7 @@ class CudaExecutor:
         self._lock = threading.Lock()  # guards the making of the executor of misaligned operands
         self.resources = Resources(self, cufft.lib.destroy, device_id, package)
         # the column kernel's compiles this plan went without (see _with_columns)
-        self.without_columns = ()
+        self.without_columns = frozenset()  # lengths whose kernel was compiling
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -244,8 +244,9 @@ class CudaExecutor:
             # not compiled yet (a new machine): this plan goes without it rather than wait
             # about a second for NVRTC, and it compiles in the background for the next ones
             # (the stateless functions' cache drops this plan once they end)
-            self.without_columns += tuple(_columns.compile_soon(self.device_id, length)
-                                          for length in sorted(waiting))
+            for length in sorted(waiting):
+                _columns.compile_soon(self.device_id, length)
+            self.without_columns |= waiting
             _log.info("FFT column kernel for lengths %s compiling in the background",
                       sorted(waiting))
             return None

@@ -29,6 +29,7 @@ from accelmath._core.plan import check_out
 from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
+from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout, plan_steps
@@ -403,15 +404,17 @@ def _without_columns(plan):
 
 def _drop_when_compiled(plan):
     """Drop ``plan``, cached, from the cache once the column kernel's compiles it went
-    without end (on a thread of its own): the calls that led to it plan again, with the
-    kernel among their candidates (a plan kept for thousands of calls would otherwise go
-    without it). A compile that ended already is joined at once."""
-    compiles = plan._executor.without_columns
+    without end (on a thread of its own), where one of them succeeded: the calls that led
+    to it plan again, with the kernel among their candidates (a plan kept for thousands of
+    calls would otherwise go without it). A compile that ended already is joined at once;
+    one that failed leaves the plan cached (planning again would go without it again)."""
+    device_id, lengths = plan._executor.device_id, plan._executor.without_columns
 
     def drop():
-        for thread in compiles:
-            thread.join()
-        dispatcher.drop_if(lambda cached: cached is plan)
+        for length in lengths:
+            _columns.compile_soon(device_id, length).join()  # (the thread already started)
+        if any(_columns.compiled(device_id, length) for length in lengths):
+            dispatcher.drop_if(lambda cached: cached is plan)
 
     threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True).start()
 

@@ -181,12 +181,20 @@ def test_a_cached_plan_made_without_the_kernel_goes_once_its_compiles_end(monkey
     dispatcher = Dispatcher()
     monkeypatch.setattr(_transform, "dispatcher", dispatcher)
     gate = threading.Event()
-    compiling = threading.Thread(target=gate.wait)
-    compiling.start()
-    done = threading.Thread(target=lambda: None)
-    done.start()  # (a compile that ended before the plan was cached)
-    plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(without_columns=(done,
-                                                                                compiling)))
+    compiled = {1: True, 2: False}
+
+    def compile_two():
+        gate.wait()
+        compiled[2] = True
+
+    threads = {1: threading.Thread(target=lambda: None),  # (ended before the plan was cached)
+               2: threading.Thread(target=compile_two)}
+    for thread in threads.values():
+        thread.start()
+    monkeypatch.setattr(_columns, "compile_soon", lambda device_id, n: threads[n])
+    monkeypatch.setattr(_columns, "compiled", lambda device_id, n: compiled[n])
+    plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(
+        device_id=0, without_columns=frozenset({1, 2})))
     other = SimpleNamespace(nbytes=0, _executor=None)
     assert _transform._without_columns(plan) and not _transform._without_columns(other)
     dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
@@ -200,6 +208,26 @@ def test_a_cached_plan_made_without_the_kernel_goes_once_its_compiles_end(monkey
         time.sleep(0.01)
     assert dispatcher.recall(("call", "plan")) is None
     assert dispatcher.recall(("call", "other")) is other
+
+
+def test_a_cached_plan_stays_where_its_compile_failed(monkeypatch):
+    from accelmath._core.dispatch import Dispatcher
+    from accelmath.fft import _transform
+
+    dispatcher = Dispatcher()
+    monkeypatch.setattr(_transform, "dispatcher", dispatcher)
+    failed = threading.Thread(target=lambda: None)  # (ended, its kernel not compiled)
+    failed.start()
+    monkeypatch.setattr(_columns, "compile_soon", lambda device_id, n: failed)
+    monkeypatch.setattr(_columns, "compiled", lambda device_id, n: False)
+    plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(
+        device_id=0, without_columns=frozenset({7})))
+    dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
+    _transform._drop_when_compiled(plan)
+    for thread in threading.enumerate():
+        if thread.name == "accelmath-columns-compiled":
+            thread.join(10)
+    assert dispatcher.recall(("call", "plan")) is plan  # (planning again gains nothing)
 
 
 @pytest.mark.gpu
