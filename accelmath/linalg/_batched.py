@@ -1,6 +1,7 @@
 """cuSOLVER's and cuBLAS's batched routes, for batches of matrices past the reach of
-accelmath's own kernels (more than 64 rows) yet small enough that one call per matrix would
-cost more in launches than in arithmetic: ``potrfBatched``/``potrsBatched`` for Cholesky, and
+accelmath's own kernels (``_context.small_fits``) yet small enough that one call per
+matrix would cost more in launches than in arithmetic: ``potrfBatched``/``potrsBatched``
+for Cholesky, and
 cuBLAS's ``getrfBatched``/``getrsBatched`` for LU solves and inverses.
 
 They take device arrays of matrix addresses, which :func:`accelmath.linalg._kernels.pointer_array`

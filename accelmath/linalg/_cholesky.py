@@ -15,14 +15,14 @@ import ctypes
 from typing import Any, NamedTuple
 
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.stream import stream_handle
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
                                        columns_in, columns_out, count_of, f_strides,
                                        finish_info, gather, info_later, item_strides, plan,
-                                       rhs_bytes, run_small, small_fits, systems)
+                                       recalled_stream, rhs_bytes, run_small, small_fits,
+                                       systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 from accelmath.linalg._memo import dispatcher
 
@@ -180,10 +180,9 @@ class FactorCall(NamedTuple):
         solver = self.cache.get(self.key)
         if solver is None:
             return None
-        explicit = stream is not None
-        handle = stream_handle(stream) if explicit else self.current_stream()
+        handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
-        out, out_ptr = ctx.allocate(self.allocate)
+        (out, out_ptr), = ctx.allocate(self.allocate)
         self.layout.factor(ctx, solver, addresses[0], out_ptr, self.check)
         return out
 

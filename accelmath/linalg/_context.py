@@ -24,9 +24,9 @@ from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
-           "c_strides", "f_strides", "gather", "scatter_f", "plan", "small_fits", "run_small", "SmallCall",
-           "Systems", "systems", "solution", "columns_in", "columns_out", "rhs_bytes",
-           "info_later", "finish_info"]
+           "c_strides", "f_strides", "gather", "scatter_f", "plan", "recalled_stream",
+           "small_fits", "run_small", "SmallCall", "Systems", "systems", "solution",
+           "columns_in", "columns_out", "rhs_bytes", "info_later", "finish_info"]
 
 
 class Context:
@@ -60,13 +60,13 @@ class Context:
         ctx.explicit, ctx.dtype = explicit, dtype
         return ctx
 
-    def allocate(self, allocate):
-        """``allocate()`` (a package's allocator of one layout: () -> (array, address)) in
-        the order of the call's stream."""
+    def allocate(self, *allocators):
+        """Each ``allocate()`` (a package's allocator of one layout: () -> (array,
+        address)) in the order of the call's stream, in one scope: their pairs, in order."""
         if self.explicit:
             with self.adapter.stream_scope(self.stream, self.device_id):
-                return allocate()
-        return allocate()
+                return [allocate() for allocate in allocators]
+        return [allocate() for allocate in allocators]
 
     def empty(self, shape, dtype=None, strides=None):
         """A new array of the caller's package (C order, or dense with element ``strides``)
@@ -129,6 +129,17 @@ def batch_strides(op, batch):
 count_of = math.prod
 
 
+def recalled_stream(stream, current_stream):
+    """``(handle, explicit)`` of a remembered call: the stream named (``explicit`` where it
+    is not the package's current one, in whose order the package's pool allocates already),
+    else the package's current one (``current_stream()``)."""
+    current = current_stream()
+    if stream is None:
+        return current, False
+    handle = stream_handle(stream)
+    return handle, handle != current
+
+
 def item_strides(batch, size):
     """Element strides of a dense C-ordered batch of items of ``size`` elements each."""
     return tuple(s * size for s in contiguous_strides(batch))
@@ -185,16 +196,15 @@ def small_fits(ctx, method, op, n, count):
     against 0.22 for 500; 10000 96 x 96 solves 4.44 against 6.94, cholesky 4.29 against
     2.50.
     """
-    if method == "small":
-        if n > _small.MAX_N or (n > _small.WARP_N and not _medium.fits(op, n, ctx.dtype,
-                                                                       ctx.device_id)):
-            most = max(_small.WARP_N, _medium.largest(op, ctx.dtype, ctx.device_id))
-            raise InvalidArgumentError(
-                f'method="small" takes {ctx.dtype} matrices of at most {most} rows on this '
-                f"GPU, got {n}")
-        return True
-    return (method == "auto" and n <= _auto_n(op, count)
-            and (n <= _small.WARP_N or _medium.fits(op, n, ctx.dtype, ctx.device_id)))
+    if method != "small" and (method != "auto" or n > _auto_n(op, count)):
+        return False
+    takes = n <= _small.WARP_N or (n <= _small.MAX_N
+                                   and _medium.fits(op, n, ctx.dtype, ctx.device_id))
+    if method == "small" and not takes:
+        raise InvalidArgumentError(
+            f'method="small" takes {ctx.dtype} matrices of at most '
+            f"{_medium.largest(op, ctx.dtype, ctx.device_id)} rows on this GPU, got {n}")
+    return takes
 
 
 def _auto_n(op, count):
@@ -273,11 +283,9 @@ class SmallCall(NamedTuple):
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
         package's current one): the new result."""
-        explicit = stream is not None
-        handle = stream_handle(stream) if explicit else self.current_stream()
+        handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
-        (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate), ctx.allocate(
-            self.allocate_info)
+        (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         flag = host_flag() if self.check else None
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)

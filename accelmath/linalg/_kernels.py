@@ -68,9 +68,9 @@ def prepare(*dtypes, device=0, wait=False):
     """Compile the linear-algebra device path's auxiliary kernels (copies, determinants,
     diagonals) for ``dtypes`` on ``device``, or load them from the on-disk store, so that
     the first solve of a process does not wait for their compiler (about a second per dtype
-    when the store is empty). The kernels of tiny matrices (``method="small"``, and lone
-    matrices of up to 64 rows, 100 for solves) are compiled per order when first used, not
-    here.
+    when the store is empty). The kernels of small matrices (``method="small"``, and the
+    orders ``method="auto"`` gives them: ``_context.small_fits``) are compiled per order
+    when first used, not here.
 
     Parameters
     ----------

@@ -94,7 +94,7 @@ def getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, dtype, stream, de
     where the kernel takes n rows, else ``cusolverDnXgetrs`` (whose interchanges after a
     transposed solve cost about 0.3 ms at n = 2162, one kernel per pivot block)."""
     isz = ITEMSIZE[dtype]
-    if handles[2] is None or not _kernels.swap_rows_fit(n, dtype):
+    if not _kernels.swap_rows_fit(n, dtype):
         dt = DATA_TYPE[dtype]
         for i in range(count):
             cusolver.lib.xgetrs(handles[0], handles[1], op, n, k, dt, lu + i * n * n * isz, n,

@@ -8,11 +8,10 @@ from accelmath._core.cache import PlanCache
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_cpu as cpu
 from accelmath.linalg import _matmul_problem as problems
-from accelmath.linalg._context import Context
+from accelmath.linalg._context import Context, recalled_stream
 from accelmath.linalg._epilogue import aux_shape
 from accelmath.linalg._matmul_cublaslt import LtPlan, Spec
 
@@ -166,12 +165,11 @@ def _recalled(entry, call, out, alpha, beta, stream):
     plan = entry.cache.get(entry.spec)
     if plan is None:
         return None
-    explicit = stream is not None
-    handle = stream_handle(stream) if explicit else entry.current_stream()
+    handle, explicit = recalled_stream(stream, entry.current_stream)
     pa, pb, pc, pbias, paux, pd = call.ptrs
     if out is not None:
         d = out
-    elif explicit and handle != entry.current_stream():  # (the pool follows that stream)
+    elif explicit:  # (the pool follows that stream)
         with entry.adapter.stream_scope(handle, entry.device_id):
             d, pd = entry.allocate()
     else:
