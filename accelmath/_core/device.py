@@ -201,6 +201,13 @@ def block_shared_memory(device_id):
     int
         Bytes.
 
+    Raises
+    ------
+    NoDeviceError
+        If no GPU is usable.
+    InvalidArgumentError
+        If ``device_id`` is not the ordinal of a GPU of this machine.
+
     Examples
     --------
     >>> from accelmath._core.device import block_shared_memory, gpu_available

@@ -19,8 +19,8 @@ from accelmath._core.stream import _EVENT_DISABLE_TIMING, cupy_stream
 from accelmath.bindings import driver
 from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
-__all__ = ["HostFlag", "Workspace", "allocate_workspace", "host_flag", "read_back",
-           "read_back_later", "Later"]
+__all__ = ["Workspace", "allocate_workspace", "host_flag", "read_back", "read_back_later",
+           "Later"]
 
 
 class Workspace:

@@ -113,7 +113,8 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     key = ("potrf", n, count, batched, in_place)
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
-    layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched)
+    layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
+                     item_strides(batch, n * n))
     layout.factor(ctx, solver, a.ptr, out_ptr, check, finite)
     if call is not None and finite is None and not ctx.adapter.immutable and call[1] == (a.ptr,):
         adapter, device_id = ctx.adapter, ctx.device_id
@@ -134,15 +135,16 @@ class _Layout(NamedTuple):
     upper: bool
     in_place: bool  # factored in the result itself (else in scratch space, copied out)
     batched: bool  # potrfBatched (else one potrf a matrix)
+    count: int  # matrices in the batch
+    dense: tuple  # element strides of the batch laid out densely
 
     def factor(self, ctx, solver, a_ptr, out_ptr, check, finite=None):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
         ``out_ptr`` on the call's stream, and raise for those that failed with ``check``
         (see :func:`~accelmath.linalg._context.finish_info`)."""
-        batch, n, count = self.batch, self.n, count_of(self.batch)
+        batch, n, count, dense = self.batch, self.n, self.count, self.dense
         handles, ws = solver.state(ctx.stream)
         scratch = out_ptr if self.in_place else ws + solver.offsets["a"]
-        dense = item_strides(batch, n * n)
         _kernels.copy_matrices(a_ptr, scratch, batch, self.src[:-2], dense, n, n,
                                self.src[-2:], (n, 1) if self.upper else (1, n), ctx.dtype,
                                ctx.stream, ctx.device_id, triangle="U" if self.upper else "L")

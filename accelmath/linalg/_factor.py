@@ -287,8 +287,8 @@ class LU(_Factorization):
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
 
     def _solve_columns(self, ctx, handles, ws, rhs, n, k):
-        getrs(self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr, self._ipiv_ptr,
-              rhs, n, k, self.count, self.dtype, ctx.stream, ctx.device_id)
+        getrs(ctx, self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr,
+              self._ipiv_ptr, rhs, n, k, self.count)
 
     def _factor_host(self, a):
         self._factors = _cpu.lu_factor(a, check_finite=False, check=self.check)

@@ -71,8 +71,7 @@ def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched, c
     ipiv = ws + solver.offsets["ipiv"]
     getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
     later = info_later(solver, ctx, ws, count, check)
-    getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, ctx.dtype, ctx.stream,
-          ctx.device_id)
+    getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count)
     return later
 
 
@@ -87,12 +86,13 @@ def getrf(solver, handles, ws, lu, ipiv, n, count, dtype):
                             ipiv + i * n * 8, dt, work, wbytes, host, hbytes, info + 4 * i)
 
 
-def getrs(solver, handles, ws, op, lu, ipiv, rhs, n, k, count, dtype, stream, device_id):
+def getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count):
     """Enqueue the solves ``op(a) x = b`` of ``count`` column-major n x k right-hand sides at
     ``rhs``, in place, by the LU factors at ``lu`` and ``ipiv``: their row interchanges by
     accelmath's kernel and two cuBLAS triangular solves (``handles`` with a cuBLAS handle)
     where the kernel takes n rows, else ``cusolverDnXgetrs`` (whose interchanges after a
     transposed solve cost about 0.3 ms at n = 2162, one kernel per pivot block)."""
+    dtype, stream, device_id = ctx.dtype, ctx.stream, ctx.device_id
     isz = ITEMSIZE[dtype]
     if not _kernels.swap_rows_fit(n, dtype):
         dt = DATA_TYPE[dtype]
@@ -263,8 +263,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None):
         gather(ctx, lu, batch, factors, "F")
     _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    getrs(solver, handles, ws, (_N, _T, _C)[trans], factors, ipiv, rhs, n, k, count,
-          ctx.dtype, ctx.stream, ctx.device_id)
+    getrs(ctx, solver, handles, ws, (_N, _T, _C)[trans], factors, ipiv, rhs, n, k, count)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     _finite.check(finite)
     return ctx.finish(x)
