@@ -24,7 +24,7 @@ from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_stride
                                        recalled_stream, rhs_bytes, run_small, small_fits,
                                        systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
-from accelmath.linalg._memo import dispatcher
+from accelmath.linalg._memo import DeviceCall, dispatcher
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
            "cholesky_solver", "trsm", "FactorCall"]
@@ -196,11 +196,16 @@ def cho_factor(a, *, lower, check, stream, finite=None):
                     finite=finite)
 
 
-def cho_solve(c, b, *, lower, vector, stream, finite=None):
+def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
     """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper);
     ``finite``: the names of c and b where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.enqueue`)."""
+    :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to remember (a
+    :class:`~accelmath.linalg._memo.DeviceCall`, where c and b were read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(c, b, stream, vector)
+    if call is not None and call[1] == (c.ptr, b.ptr) and (
+            finite is None or _finite.on_device((c, b))):
+        dispatcher.remember(call[0], DeviceCall.of(cho_solve, (c, b), lower=lower,
+                                                   vector=vector, finite=finite))
     finite = _finite.enqueue(ctx, (c, b), finite)
     if count == 0 or n == 0 or k == 0:
         _finite.check(finite)

@@ -21,7 +21,7 @@ from accelmath.linalg import _checks as checks
 from accelmath.linalg import _kernels
 from accelmath.linalg._operands import namespace
 
-__all__ = ["enqueue", "Pending", "check", "check_with_package"]
+__all__ = ["enqueue", "on_device", "Pending", "check", "check_with_package"]
 
 
 def enqueue(ctx, operands, names):
@@ -35,7 +35,7 @@ def enqueue(ctx, operands, names):
                if name is not None and op.size]
     if not checked:
         return None
-    if any(not _dense(op) or op.dtype not in _kernels.DTYPES for op, _ in checked):
+    if not on_device([op for op, _ in checked]):
         # (all of them so, in order, so that the first bad operand is the one named)
         for op, name in checked:
             check_with_package(op, 2, name)
@@ -52,6 +52,13 @@ def enqueue(ctx, operands, names):
         _kernels.flag_nonfinite(op.ptr, op.shape[-2] * op.shape[-1], math.prod(batch),
                                 op.dtype, flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
     return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream), entries)
+
+
+def on_device(operands):
+    """Whether :func:`enqueue` checks ``operands`` with its kernel alone (each a dense stack
+    of matrices of a dtype it reads), never through their package (which reads the arrays
+    themselves, not only their addresses)."""
+    return all(_dense(op) and op.dtype in _kernels.DTYPES for op in operands)
 
 
 def _dense(op):

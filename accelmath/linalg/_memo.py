@@ -9,13 +9,18 @@ normalizing its arguments, whose every rule depends on nothing else: :func:`reca
 the operands' addresses, allocates the results and launches the kernel
 (:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
 operand read where it lies is remembered the same way: an identical call allocates, copies
-and factors (:class:`~accelmath.linalg._cholesky.FactorCall`).
+and factors (:class:`~accelmath.linalg._cholesky.FactorCall`). A ``cho_solve`` on operands
+read where they lie is remembered as a :class:`DeviceCall`: an identical one runs the device
+function again on operands at the new addresses.
 """
 
+from typing import Any, NamedTuple
+
 from accelmath._core.dispatch import Dispatcher
+from accelmath._core.operand import Operand
 from accelmath.linalg._operands import read_keys
 
-__all__ = ["dispatcher", "call_key", "recalled"]
+__all__ = ["dispatcher", "call_key", "recalled", "DeviceCall"]
 
 #: The plan caches and call memo of the stateless solvers, per device.
 dispatcher = Dispatcher()
@@ -53,3 +58,26 @@ def recalled(call, stream):
         return None
     entry = dispatcher.recall(call[0])
     return None if entry is None else entry.run(call[1], stream)
+
+
+class DeviceCall(NamedTuple):
+    """A call of a device function (of :mod:`accelmath.linalg._device`) on operands read
+    where they lie, kept with their layouts (no array, no address) and its options: run
+    again, it takes operands of those layouts at new addresses."""
+
+    function: Any
+    layouts: tuple  # an Operand per operand, without its array and address
+    options: dict  # the function's keyword arguments but ``stream``
+
+    @classmethod
+    def of(cls, function, operands, **options):
+        """The call of ``function`` on ``operands`` with ``options``, to remember."""
+        return cls(function, tuple(Operand(None, 0, op.shape, op.strides, op.dtype,
+                                           op.device_id, op.adapter) for op in operands),
+                   options)
+
+    def run(self, addresses, stream):
+        """The call again on the operands at ``addresses``, on ``stream``: its result."""
+        operands = [Operand(None, ptr, op.shape, op.strides, op.dtype, op.device_id, op.adapter)
+                    for op, ptr in zip(self.layouts, addresses)]
+        return self.function(*operands, stream=stream, **self.options)

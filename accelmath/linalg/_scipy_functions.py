@@ -15,6 +15,7 @@ from a GPU) and leaves NaN where it failed.
 from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
+from accelmath.linalg._memo import call_key, recalled
 from accelmath.linalg._operands import (device_call, host_array, read, read_stack,
                                         runs_on_host, to_caller)
 
@@ -39,15 +40,19 @@ def _check_finite(check_finite, when=True):
     return checks.check_flag(check_finite, "check_finite") and when
 
 
-def _solve(name, operands, dtypes, names, execution, finite, vector, stream, **options):
+def _solve(name, operands, dtypes, names, execution, finite, vector, stream, call=None,
+           **options):
     """Solver ``name`` (cho_solve, lu_solve, solve_triangular) with ``options``, on the CPU
     or the device, on ``operands`` (b last) converted to ``dtypes``: x in b's package.
     ``finite``: the names of the operands to check for NaN and Inf (None where an operand
-    is not checked), or None."""
+    is not checked), or None; ``call``: the call key the device function remembers, if it
+    takes one."""
     if runs_on_host(operands, execution):
         arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
         x = getattr(_cpu, name)(*arrays, check_finite=finite is not None, **options)
         return to_caller(x, operands[-1])
+    if call is not None:
+        options["call"] = call
     return device_call(name, operands, dtypes, names, execution, vector=vector,
                        stream=stream, finite=finite, **options)
 
@@ -139,12 +144,19 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     array([1., 2.])
     """
     c, lower = c_and_lower
+    # (an identical call on CuPy or torch arrays read where they lie: remembered, run again
+    # on the new addresses without reading and checking the arguments, which it repeats)
+    call = call_key("cho_solve", (c, b), lower, check_finite, execution)
+    x = recalled(call, stream)
+    if x is not None:
+        return x
     execution = check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     check_finite = _check_finite(check_finite)
     c, b, dtype, vector = _triangular_system(c, b, ("c", "b"))
     return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution,
-                  ("c", "b") if check_finite else None, vector, stream, lower=lower)
+                  ("c", "b") if check_finite else None, vector, stream, call=call,
+                  lower=lower)
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=None,

@@ -1,14 +1,15 @@
 """The call memo of the stateless solvers (accelmath.linalg._memo): which calls get a key
 (CPU), and, on a GPU, that a remembered call of solve, inv or cholesky on CuPy and torch
 arrays skips the checks yet computes right on fresh data, raises for failures with the
-batch index, follows an explicit stream, and that other layouts take the slow path."""
+batch index, follows an explicit stream, and that other layouts take the slow path; the same
+for cho_solve, whose remembered call runs the device function on the new addresses."""
 
 import numpy as np
 import pytest
 
 from accelmath import linalg as la
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedOperandError
-from accelmath.linalg import _functions, _memo
+from accelmath.linalg import _functions, _memo, _scipy_functions
 
 
 def test_call_key_takes_cupy_and_torch_arrays_and_plain_options_only():
@@ -234,3 +235,80 @@ def test_a_recalled_cusolver_cholesky_follows_an_explicit_stream(cp, slow_calls)
         np.testing.assert_allclose(cp.asnumpy(factor), np.linalg.cholesky(spd), rtol=1e-11,
                                    atol=1e-11)
     assert len(slow_calls) == 1
+
+
+@pytest.fixture
+def slow_solves(monkeypatch):
+    """A list that grows by one for each cho_solve that was read and checked (not recalled)."""
+    calls = []
+    original = _scipy_functions._triangular_system
+
+    def counted(*args):
+        calls.append(len(args))
+        return original(*args)
+
+    monkeypatch.setattr(_scipy_functions, "_triangular_system", counted)
+    _memo.dispatcher.clear_cache()
+    yield calls
+    _memo.dispatcher.clear_cache()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("shape, rhs", [((6, 6), (6,)), ((80, 80), (80, 3)),
+                                        ((2, 80, 80), (2, 80, 1)), ((4, 7, 7), (4, 7, 2))])
+def test_a_recalled_cho_solve_is_right_on_fresh_data(device_package, slow_solves, dtype, lower,
+                                                     shape, rhs):
+    put, get = device_package
+    rng = np.random.default_rng()
+    for _ in range(3):  # fresh values, one layout
+        a, b = _spd(rng, shape, dtype), _random(rng, rhs, dtype)
+        factor = la.cho_factor(put(a), lower=lower)
+        x = get(la.cho_solve(factor, put(b)))
+        assert x.dtype == dtype and x.shape == b.shape
+        expected = (np.linalg.solve(a, b[..., None])[..., 0] if len(rhs) < len(shape)
+                    else np.linalg.solve(a, b))
+        np.testing.assert_allclose(x, expected, rtol=TOL[dtype], atol=TOL[dtype])
+    assert len(slow_solves) == 1
+
+
+@pytest.mark.gpu
+def test_a_recalled_cho_solve_checks_finiteness_and_its_stream(cp, slow_solves):
+    rng = np.random.default_rng()
+    a, b = _spd(rng, (3, 5, 5), "float64"), rng.standard_normal((3, 5, 2))
+    factor = la.cho_factor(cp.asarray(a))
+    la.cho_solve(factor, cp.asarray(b))
+    bad = b.copy()
+    bad[1, 2, 0] = np.nan
+    with pytest.raises(LinAlgError) as caught:
+        la.cho_solve(factor, cp.asarray(bad))
+    assert caught.value.index == (1,) and "b" in str(caught.value)
+    # check_finite=False is a call of its own: it reads the NaN into the solution
+    x = cp.asnumpy(la.cho_solve(factor, cp.asarray(bad), check_finite=False))
+    assert np.isnan(x[1]).any()
+    np.testing.assert_allclose(x[0], np.linalg.solve(a[0], b[0]), rtol=1e-11)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        x = la.cho_solve(factor, cp.asarray(b), stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(x), np.linalg.solve(a, b), rtol=1e-11)
+    assert len(slow_solves) == 2
+    with pytest.raises(UnsupportedOperandError):
+        la.cho_solve(factor, cp.asarray(b), stream="nope")
+
+
+@pytest.mark.gpu
+def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, slow_solves):
+    put, get = device_package
+    rng = np.random.default_rng()
+    a, b = _spd(rng, (2, 6, 6), "float64"), rng.standard_normal((2, 6, 2))
+    c = np.linalg.cholesky(a)
+    strided = put(np.concatenate([c, c], axis=-1))[..., :6]  # (not dense: checked by its package)
+    for operands, slow in [((put(c), put(b.astype("float32"))), 2),  # b converted
+                           ((strided, put(b)), 2)]:
+        before = len(slow_solves)
+        for _ in range(2):
+            x = get(la.cho_solve((operands[0], True), operands[1]))
+            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
+        assert len(slow_solves) - before == slow
