@@ -66,18 +66,16 @@ class DeviceCall(NamedTuple):
     again, it takes operands of those layouts at new addresses."""
 
     function: Any
-    layouts: tuple  # an Operand per operand, without its array and address
+    layouts: tuple  # (shape, strides, dtype, device_id, adapter) of each operand
     options: dict  # the function's keyword arguments but ``stream``
 
     @classmethod
     def of(cls, function, operands, **options):
-        """The call of ``function`` on ``operands`` with ``options``, to remember."""
-        return cls(function, tuple(Operand(None, 0, op.shape, op.strides, op.dtype,
-                                           op.device_id, op.adapter) for op in operands),
-                   options)
+        """The call of ``function`` on ``operands`` (Operands) with ``options``, to remember."""
+        return cls(function, tuple((op.shape, op.strides, op.dtype, op.device_id, op.adapter)
+                                   for op in operands), options)
 
     def run(self, addresses, stream):
         """The call again on the operands at ``addresses``, on ``stream``: its result."""
-        operands = [Operand(None, ptr, op.shape, op.strides, op.dtype, op.device_id, op.adapter)
-                    for op, ptr in zip(self.layouts, addresses)]
+        operands = [Operand(None, ptr, *layout) for layout, ptr in zip(self.layouts, addresses)]
         return self.function(*operands, stream=stream, **self.options)

@@ -96,19 +96,24 @@ def device_package(request):
             lambda r: r.cpu().numpy())
 
 
-@pytest.fixture
-def slow_calls(monkeypatch):
-    """A list that grows by one for each call that was read and checked (not recalled)."""
+def _counted(monkeypatch, module, name):
+    """A list that grows by one for each call of ``module.name`` from now on."""
     calls = []
-    original = _functions._checked_options
+    original = getattr(module, name)
 
     def counted(*args):
         calls.append(len(args))  # (not the arguments: arrays must be free to go)
         return original(*args)
 
-    monkeypatch.setattr(_functions, "_checked_options", counted)
+    monkeypatch.setattr(module, name, counted)
+    return calls
+
+
+@pytest.fixture
+def slow_calls(monkeypatch):
+    """A list that grows by one for each call that was read and checked (not recalled)."""
     _memo.dispatcher.clear_cache()
-    yield calls
+    yield _counted(monkeypatch, _functions, "_checked_options")
     _memo.dispatcher.clear_cache()
 
 
@@ -240,16 +245,8 @@ def test_a_recalled_cusolver_cholesky_follows_an_explicit_stream(cp, slow_calls)
 @pytest.fixture
 def slow_solves(monkeypatch):
     """A list that grows by one for each cho_solve that was read and checked (not recalled)."""
-    calls = []
-    original = _scipy_functions._triangular_system
-
-    def counted(*args):
-        calls.append(len(args))
-        return original(*args)
-
-    monkeypatch.setattr(_scipy_functions, "_triangular_system", counted)
     _memo.dispatcher.clear_cache()
-    yield calls
+    yield _counted(monkeypatch, _scipy_functions, "_triangular_system")
     _memo.dispatcher.clear_cache()
 
 
