@@ -41,7 +41,7 @@ _lock = threading.Lock()
 _probe = None
 _handles = {}       # device ordinal -> CUdevice
 _capabilities = {}  # device ordinal -> (major, minor)
-_shared = {}        # device ordinal -> the shared memory a block may opt in to, bytes
+_shared = {}        # device ordinal -> (the shared memory a block may opt in to, bytes,)
 _primary = {}       # device ordinal -> retained primary CUcontext (an int)
 
 
@@ -150,6 +150,16 @@ def _attribute(handle, name):
     return value.value
 
 
+def _cached(cache, device_id, *names):
+    """The attributes ``names`` of a GPU as a tuple, read once per device into ``cache``."""
+    found = cache.get(device_id)
+    if found is None:
+        _check_device_id(device_id)
+        handle = _handle(device_id)
+        found = cache[device_id] = tuple(_attribute(handle, name) for name in names)
+    return found
+
+
 def compute_capability(device_id):
     """The compute capability of a GPU, as ``(major, minor)``; cached per device.
 
@@ -176,15 +186,8 @@ def compute_capability(device_id):
     >>> not gpu_available() or compute_capability(0) >= (7, 0)
     True
     """
-    capability = _capabilities.get(device_id)
-    if capability is not None:
-        return capability
-    _check_device_id(device_id)
-    handle = _handle(device_id)
-    capability = (_attribute(handle, "compute_capability_major"),
-                  _attribute(handle, "compute_capability_minor"))
-    _capabilities[device_id] = capability
-    return capability
+    return _cached(_capabilities, device_id, "compute_capability_major",
+                   "compute_capability_minor")
 
 
 def block_shared_memory(device_id):
@@ -214,12 +217,7 @@ def block_shared_memory(device_id):
     >>> not gpu_available() or block_shared_memory(0) >= 48 * 1024
     True
     """
-    found = _shared.get(device_id)
-    if found is None:
-        _check_device_id(device_id)
-        found = _shared[device_id] = _attribute(_handle(device_id),
-                                                "max_shared_memory_per_block_optin")
-    return found
+    return _cached(_shared, device_id, "max_shared_memory_per_block_optin")[0]
 
 
 def devices():
