@@ -125,10 +125,11 @@ def settle(fn):
     stateless cache drops those plans once it is compiled (on a thread of its own). What is
     timed after this is what a long-running process gets."""
     from accelmath._core.modules import wait_for_compiles
+    from accelmath.fft._transform import wait_for_drops
 
     fn()
     wait_for_compiles()
-    time.sleep(0.1)  # (the thread that drops them)
+    wait_for_drops()
 
 
 def device_time_ms(fn, event_factory, repeats=30, warmup=5, calls=10):

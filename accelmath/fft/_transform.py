@@ -29,7 +29,6 @@ from accelmath._core.plan import check_out
 from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
-from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout, plan_steps
@@ -37,10 +36,11 @@ from accelmath.fft._package_layouts import package_fft_strides
 from accelmath.fft._plan import FFT
 
 __all__ = ["transform", "read_operand", "dispatcher", "HostCall", "cache_info", "clear_cache",
-           "set_cache_limits"]
+           "set_cache_limits", "wait_for_drops"]
 
 #: The plan caches and call memo of the FFT functions.
 dispatcher = Dispatcher()
+_drops = []  # the threads of _drop_when_compiled, until wait_for_drops joins them
 
 _DIRECTIONS = ("forward", "inverse")
 
@@ -408,15 +408,26 @@ def _drop_when_compiled(plan):
     to it plan again, with the kernel among their candidates (a plan kept for thousands of
     calls would otherwise go without it). A compile that ended already is joined at once;
     one that failed leaves the plan cached (planning again would go without it again)."""
+    from accelmath.fft import _columns  # (loaded with the cuFFT executor that made the plan)
+
     device_id, lengths = plan._executor.device_id, plan._executor.without_columns
 
     def drop():
         for length in lengths:
             _columns.compile_soon(device_id, length).join()  # (the thread already started)
         if any(_columns.compiled(device_id, length) for length in lengths):
-            dispatcher.drop_if(lambda cached: cached is plan)
+            dispatcher.cache(device_id).drop_if(lambda cached: cached is plan)
 
-    threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True).start()
+    thread = threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True)
+    _drops[:] = [t for t in _drops if t.is_alive()] + [thread]
+    thread.start()
+
+
+def wait_for_drops():
+    """Wait until the plans made without the column kernel while it compiled are dropped,
+    where its compile succeeded (the threads of :func:`_drop_when_compiled`)."""
+    while _drops:
+        _drops.pop().join()
 
 
 def _package_strides(kind, op, axes, last_axis_size):

@@ -224,9 +224,7 @@ def test_a_cached_plan_stays_where_its_compile_failed(monkeypatch):
         device_id=0, without_columns=frozenset({7})))
     dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
     _transform._drop_when_compiled(plan)
-    for thread in threading.enumerate():
-        if thread.name == "accelmath-columns-compiled":
-            thread.join(10)
+    _transform.wait_for_drops()
     assert dispatcher.recall(("call", "plan")) is plan  # (planning again gains nothing)
 
 

@@ -21,7 +21,7 @@ INSTANCES = ([("solve", n, d, kb) for n in ORDERS for d in DTYPES for kb in (1, 
              + [("inv", n, d, _small._block_width(n)) for n in ORDERS for d in DTYPES]
              + [("cholesky", n, d, 1) for n in ORDERS for d in DTYPES]
              + [("solve", n, d, -kb) for n in (33, 64, 65, 128) for d in DTYPES
-                for kb in (4, 64)]
+                for kb in ((4, 8, 16, 32, 64) if n in (65, 128) else (4, 64))]
              + [("inv", n, d, -64) for n in (33, 64, 65, 128) for d in DTYPES]
              + [("cholesky", n, d, -4) for n in (33, 64, 65, 128) for d in DTYPES])
 # (n, batch) of the GPU tests: past a warp's systems for the warp kernels, past one system
@@ -32,6 +32,15 @@ SIZES = ([(n, batch) for n in ORDERS for batch in (1, 7, 10000)]
 
 # -- compiling (CPU) --------------------------------------------------------------------------
 
+def _source(instance):
+    """``(module, compile options)`` of a kernel instance: a positive ``kb`` is a warp
+    kernel's (``_small``), a negative one a block kernel's (``_medium``, ``-kb`` columns)."""
+    op, n, dtype, kb = instance
+    if kb > 0:
+        return _small, _small.compile_options(op, n, dtype, kb)[0]
+    return _medium, _medium.compile_options(op, n, dtype, -kb)
+
+
 @pytest.fixture(scope="module")
 def compiled(request):
     """Every instance compiled, in parallel (NVRTC runs outside the GIL): instance -> cubin
@@ -39,10 +48,7 @@ def compiled(request):
     request.getfixturevalue("nvrtc")
 
     def build(instance):
-        op, n, dtype, kb = instance
-        module = _small if kb > 0 else _medium
-        extra = (_small.compile_options(op, n, dtype, kb)[0] if kb > 0
-                 else _medium.compile_options(op, n, dtype, -kb))
+        module, extra = _source(instance)
         try:
             return compile_cuda(module.SOURCE, CompileOptions(arch=(9, 0), extra=extra),
                                 "accelmath_linalg_small.cu")
@@ -59,8 +65,7 @@ def test_every_instance_compiles_for_sm_90(compiled, instance):
     if isinstance(cubin, Exception):
         raise cubin
     assert cubin[:4] == b"\x7fELF"
-    module = _small if instance[3] > 0 else _medium
-    assert module._KERNEL[instance[0]].encode() in cubin
+    assert _source(instance)[0]._KERNEL[instance[0]].encode() in cubin
 
 
 def test_block_kernels_shared_memory():
