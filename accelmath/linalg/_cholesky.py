@@ -1,33 +1,36 @@
 """Cholesky and triangular solves on the device: ``cholesky``, ``cho_factor``, ``cho_solve``
 (cuSOLVER's ``cusolverDnXpotrf``/``Xpotrs``; for batches of small matrices its
-``potrfBatched``/``potrsBatched``, or accelmath's own kernels for tiny ones) and ``solve_triangular`` (cuBLAS's ``trsm``).
+``potrfBatched``/``potrsBatched``, or accelmath's own kernels for tiny ones) and
+``solve_triangular`` (cuBLAS's ``trsm``).
 
 cuSOLVER factors the lower triangle of a column-major matrix fastest. A lower factor: the
 caller's lower triangle is copied column-major into the result, factored there (JAX's result,
 C-ordered, is factored in scratch space and copied out). An upper one: the caller's upper
 triangle is copied into the result as it lies, whose buffer read column-major is the lower
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
-C order, that is U. A stateless call on an operand read where it lies is remembered
-(:class:`FactorCall`): an identical one allocates, copies and factors, and reads nothing else.
+C order, that is U. A stateless ``cholesky`` or ``cho_solve`` that cuSOLVER ran on operands
+read where they lie is remembered (:class:`CusolverCall`): an identical one allocates and
+enqueues the work again, and reads and checks nothing else.
 """
 
 import ctypes
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import Operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
                                        columns_in, columns_out, count_of, f_strides,
                                        finish_info, gather, info_later, item_strides, plan,
-                                       recalled_stream, rhs_bytes, run_small, small_fits,
-                                       systems)
+                                       plan_key, recalled_stream, rhs_bytes, run_small,
+                                       small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
-from accelmath.linalg._memo import DeviceCall, dispatcher
+from accelmath.linalg._memo import dispatcher
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
-           "cholesky_solver", "trsm", "FactorCall"]
+           "cholesky_solver", "trsm", "CusolverCall"]
 
 _ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
         "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
@@ -77,7 +80,7 @@ def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
 def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
-    remember (a :class:`~accelmath.linalg._context.SmallCall` or a :class:`FactorCall`,
+    remember (a :class:`~accelmath.linalg._context.SmallCall` or a :class:`CusolverCall`,
     where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise
     (:func:`accelmath.linalg._finite.enqueue`)."""
     ctx = Context(a, stream)
@@ -85,7 +88,8 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
-    small = small_fits(ctx, method, "cholesky", n, count)
+    # (nothing to factor: returned whatever the method, as solve and inv return theirs)
+    small = bool(count and n) and small_fits(ctx, method, "cholesky", n, count)
     # cuSOLVER factors the lower triangle of column-major matrices fast, in the result
     # itself: a lower factor is made column-major (torch's layout; JAX's, C-ordered, is made
     # in scratch space and copied out); an upper one from a's upper triangle copied as it
@@ -114,14 +118,10 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
-                     item_strides(batch, n * n))
-    layout.factor(ctx, solver, a.ptr, out_ptr, check, finite)
-    if call is not None and finite is None and not ctx.adapter.immutable and call[1] == (a.ptr,):
-        adapter, device_id = ctx.adapter, ctx.device_id
-        dispatcher.remember(call[0], FactorCall(
-            dispatcher.cache(device_id), key + (ctx.dtype,), layout, ctx.dtype, adapter,
-            device_id, adapter.allocator(shape, strides, ctx.dtype, device_id),
-            adapter.stream_getter(device_id), check))
+                     item_strides(batch, n * n), check)
+    layout.factor(ctx, solver, a.ptr, out_ptr, finite)
+    if call is not None and finite is None and call[1] == (a.ptr,):
+        CusolverCall.remember(call[0], ctx, key, layout, shape, strides)
     return ctx.finish(out)
 
 
@@ -137,12 +137,13 @@ class _Layout(NamedTuple):
     batched: bool  # potrfBatched (else one potrf a matrix)
     count: int  # matrices in the batch
     dense: tuple  # element strides of the batch laid out densely
+    check: bool  # raise for the matrices that failed (else NaN in their factors)
 
-    def factor(self, ctx, solver, a_ptr, out_ptr, check, finite=None):
+    def factor(self, ctx, solver, a_ptr, out_ptr, finite=None):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
-        ``out_ptr`` on the call's stream, and raise for those that failed with ``check``
+        ``out_ptr`` on the call's stream, and raise for those that failed where it checks
         (see :func:`~accelmath.linalg._context.finish_info`)."""
-        batch, n, count, dense = self.batch, self.n, self.count, self.dense
+        batch, n, count, dense, check = self.batch, self.n, self.count, self.dense, self.check
         handles, ws = solver.state(ctx.stream)
         scratch = out_ptr if self.in_place else ws + solver.offsets["a"]
         _kernels.copy_matrices(a_ptr, scratch, batch, self.src[:-2], dense, n, n,
@@ -159,25 +160,41 @@ class _Layout(NamedTuple):
         finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
                     [(out_ptr, n * n, ctx.dtype)], finite, later)
 
+    def recall(self, ctx, solver, addresses, out_ptr):
+        """The factorization again, of the matrices at ``addresses[0]``."""
+        self.factor(ctx, solver, addresses[0], out_ptr)
 
-class FactorCall(NamedTuple):
-    """What the call memo keeps of a stateless ``cholesky`` that cuSOLVER factored on its
-    operand where it lies: where its solver is cached, the layout, how to allocate the
-    result (no caller's array)."""
+
+class CusolverCall(NamedTuple):
+    """What the call memo keeps of a stateless call that cuSOLVER ran on its operands where
+    they lie: where its solver is cached, the layout (a :class:`_Layout` or a
+    :class:`_SolveLayout`, whose ``recall`` enqueues the work), how to allocate the result
+    (no caller's array)."""
 
     cache: Any  # the device's plan cache
     key: tuple  # the solver's key there
-    layout: _Layout
+    layout: Any
     dtype: str
     adapter: Any
     device_id: int
     allocate: Any  # () -> (result, address)
     current_stream: Any  # () -> the package's current stream on the device
-    check: bool
+
+    @classmethod
+    def remember(cls, call, ctx, key, layout, shape, strides):
+        """Remember that call key ``call`` leads to the work of ``layout`` by the solver of
+        problem ``key``, into a new result of ``shape`` and element ``strides`` (nothing
+        for JAX, whose results are handed over: those calls run as new ones)."""
+        adapter, device_id = ctx.adapter, ctx.device_id
+        if not adapter.immutable:
+            dispatcher.remember(call, cls(
+                dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
+                device_id, adapter.allocator(shape, strides, ctx.dtype, device_id),
+                adapter.stream_getter(device_id)))
 
     def run(self, addresses, stream):
-        """The call again on the operand at ``addresses[0]``, on ``stream`` (None: the
-        package's current one): the new factor, or None where the solver has left the
+        """The call again on the operands at ``addresses``, on ``stream`` (None: the
+        package's current one): the new result, or None where the solver has left the
         cache (the call then runs as a new one)."""
         solver = self.cache.get(self.key)
         if solver is None:
@@ -185,7 +202,7 @@ class FactorCall(NamedTuple):
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         (out, out_ptr), = ctx.allocate(self.allocate)
-        self.layout.factor(ctx, solver, addresses[0], out_ptr, self.check)
+        self.layout.recall(ctx, solver, addresses, out_ptr)
         return out
 
 
@@ -200,15 +217,10 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
     """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper);
     ``finite``: the names of c and b where NaN and Inf raise (see
     :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to remember (a
-    :class:`~accelmath.linalg._memo.DeviceCall`, where c and b were read where they lie)."""
+    :class:`CusolverCall`, where c and b were read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(c, b, stream, vector)
-    if call is not None and call[1] == (c.ptr, b.ptr) and (
-            finite is None or _finite.on_device((c, b))):
-        dispatcher.remember(call[0], DeviceCall.of(cho_solve, (c, b), lower=lower,
-                                                   vector=vector, finite=finite))
-    finite = _finite.enqueue(ctx, (c, b), finite)
     if count == 0 or n == 0 or k == 0:
-        _finite.check(finite)
+        _finite.check(_finite.enqueue(ctx, (c, b), finite))
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits("auto", n, count)
@@ -222,25 +234,68 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
     column_major = dense and tuple(c.strides) == f_strides(batch, n, n)
     in_place = column_major or (dense and not ctx.dtype.startswith("complex")
                                 and tuple(c.strides) == contiguous_strides(c.shape))
-    solver = plan(ctx, ("potrs", n, k, count, batched, in_place), lambda: Solver(
+    fill = ((LOWER if lower else UPPER) if column_major else (UPPER if lower else LOWER)
+            ) if in_place else LOWER
+    key = ("potrs", n, k, count, batched, in_place)
+    solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
         {"c": 0 if in_place else count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype),
          "info2": 4, **(_batched.parts(count, n) if batched else {})}))
-    handles, ws = solver.state(ctx.stream)
-    if in_place:
-        factor, fill = c.ptr, (LOWER if lower else UPPER) if column_major else (
-            UPPER if lower else LOWER)
-    else:
-        factor, fill = ws + solver.offsets["c"], LOWER
-        gather(ctx, c, batch, factor, "F" if lower else "C", conj=not lower)
-    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    if batched:
-        _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, fill)
-    else:
-        potrs(solver, handles, ws, factor, rhs, n, k, count, fill, ctx.dtype)
-    columns_out(ctx, rhs, x_ptr, batch, n, k)
-    _finite.check(finite)
+    layout = _SolveLayout(_layout_of(c), _layout_of(b), batch, n, k, count, lower, in_place,
+                          fill, batched, finite)
+    layout.solve(ctx, solver, c, b, x_ptr)
+    if call is not None and call[1] == (c.ptr, b.ptr) and (
+            finite is None or _finite.on_device((c, b))):
+        CusolverCall.remember(call[0], ctx, key, layout, x.shape, contiguous_strides(x.shape))
     return ctx.finish(x)
+
+
+def _layout_of(op):
+    """``(shape, strides, dtype, device_id, adapter)`` of operand ``op``: an Operand of it is
+    ``Operand(None, address, *layout)``."""
+    return tuple(op.shape), tuple(op.strides), op.dtype, op.device_id, op.adapter
+
+
+class _SolveLayout(NamedTuple):
+    """Cholesky solves by cuSOLVER of operands of one layout: factors ``c`` and right-hand
+    sides ``b`` (as :func:`_layout_of` gives them), their ``batch`` of n x k systems, and
+    the route."""
+
+    c: tuple
+    b: tuple
+    batch: tuple
+    n: int
+    k: int
+    count: int  # systems in the batch
+    lower: bool  # c holds lower factors (else upper)
+    in_place: bool  # potrs reads c where it lies (else a copy as the lower factor)
+    fill: int  # the triangle potrs reads
+    batched: bool  # potrsBatched (else one potrs a system)
+    finite: Optional[tuple]  # the names of c and b where NaN and Inf raise
+
+    def solve(self, ctx, solver, c, b, x_ptr):
+        """Enqueue the solves with factors ``c`` and right-hand sides ``b`` (operands of the
+        layout) into the solution at ``x_ptr``, and raise for NaN and Inf in them where
+        they are checked."""
+        batch, n, k, count = self.batch, self.n, self.k, self.count
+        finite = _finite.enqueue(ctx, (c, b), self.finite)
+        handles, ws = solver.state(ctx.stream)
+        factor = c.ptr
+        if not self.in_place:
+            factor = ws + solver.offsets["c"]
+            gather(ctx, c, batch, factor, "F" if self.lower else "C", conj=not self.lower)
+        rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
+        if self.batched:
+            _batched.potrs(ctx, solver, handles, ws, factor, rhs, n, k, count, self.fill)
+        else:
+            potrs(solver, handles, ws, factor, rhs, n, k, count, self.fill, ctx.dtype)
+        columns_out(ctx, rhs, x_ptr, batch, n, k)
+        _finite.check(finite)
+
+    def recall(self, ctx, solver, addresses, x_ptr):
+        """The solves again, with the factors and right-hand sides at ``addresses``."""
+        self.solve(ctx, solver, Operand(None, addresses[0], *self.c),
+                   Operand(None, addresses[1], *self.b), x_ptr)
 
 
 def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finite=None):

@@ -24,7 +24,7 @@ from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
-           "c_strides", "f_strides", "gather", "scatter_f", "plan", "recalled_stream",
+           "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
            "small_fits", "run_small", "SmallCall", "Systems", "systems", "solution",
            "columns_in", "columns_out", "rhs_bytes", "info_later", "finish_info"]
 
@@ -176,7 +176,13 @@ def scatter_f(ctx, src, out, batch, m, n, conj=False, ld=None):
 
 def plan(ctx, key, create):
     """The solver cached for problem ``key`` (and the call's dtype) on the call's device."""
-    return dispatcher.plan(ctx.device_id, key + (ctx.dtype,), create)
+    return dispatcher.plan(ctx.device_id, plan_key(ctx, key), create)
+
+
+def plan_key(ctx, key):
+    """The key :func:`plan` caches the solver of problem ``key`` under, on the call's
+    device."""
+    return key + (ctx.dtype,)
 
 
 def small_fits(ctx, method, op, n, count):
@@ -236,13 +242,14 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     pending finiteness check ``finite`` of :mod:`accelmath.linalg._finite`, where given),
     which the kernel flags in the thread's :func:`~accelmath._core.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
-    :class:`SmallCall` where the kernel read the operands where they lie."""
+    :class:`SmallCall` where the kernel read the operands where they lie (and no finiteness
+    check was asked for: a SmallCall makes none)."""
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     flag = host_flag() if check else None
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id, flag_ptr=flag.ptr if flag else 0)
-    if (call is not None and not ctx.adapter.immutable
+    if (call is not None and finite is None and not ctx.adapter.immutable
             and call[1] == tuple(ptr for ptr, _ in copies)):
         shape = tuple(result[0].shape)
         adapter, device_id = ctx.adapter, ctx.device_id

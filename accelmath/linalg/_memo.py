@@ -8,19 +8,15 @@ conjugation and negation bits). An identical later call skips reading, checking 
 normalizing its arguments, whose every rule depends on nothing else: :func:`recalled` reads
 the operands' addresses, allocates the results and launches the kernel
 (:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
-operand read where it lies is remembered the same way: an identical call allocates, copies
-and factors (:class:`~accelmath.linalg._cholesky.FactorCall`). A ``cho_solve`` on operands
-read where they lie is remembered as a :class:`DeviceCall`: an identical one runs the device
-function again on operands at the new addresses.
+operand read where it lies is remembered the same way, and so is a ``cho_solve`` on operands
+read where they lie: an identical call allocates and enqueues cuSOLVER's work again
+(:class:`~accelmath.linalg._cholesky.CusolverCall`).
 """
 
-from typing import Any, NamedTuple
-
 from accelmath._core.dispatch import Dispatcher
-from accelmath._core.operand import Operand
 from accelmath.linalg._operands import read_keys
 
-__all__ = ["dispatcher", "call_key", "recalled", "DeviceCall"]
+__all__ = ["dispatcher", "call_key", "recalled"]
 
 #: The plan caches and call memo of the stateless solvers, per device.
 dispatcher = Dispatcher()
@@ -58,24 +54,3 @@ def recalled(call, stream):
         return None
     entry = dispatcher.recall(call[0])
     return None if entry is None else entry.run(call[1], stream)
-
-
-class DeviceCall(NamedTuple):
-    """A call of a device function (of :mod:`accelmath.linalg._device`) on operands read
-    where they lie, kept with their layouts (no array, no address) and its options: run
-    again, it takes operands of those layouts at new addresses."""
-
-    function: Any
-    layouts: tuple  # (shape, strides, dtype, device_id, adapter) of each operand
-    options: dict  # the function's keyword arguments but ``stream``
-
-    @classmethod
-    def of(cls, function, operands, **options):
-        """The call of ``function`` on ``operands`` (Operands) with ``options``, to remember."""
-        return cls(function, tuple((op.shape, op.strides, op.dtype, op.device_id, op.adapter)
-                                   for op in operands), options)
-
-    def run(self, addresses, stream):
-        """The call again on the operands at ``addresses``, on ``stream``: its result."""
-        operands = [Operand(None, ptr, *layout) for layout, ptr in zip(self.layouts, addresses)]
-        return self.function(*operands, stream=stream, **self.options)

@@ -825,6 +825,14 @@ def test_small_method_refuses_large_matrices(cupy):
             call()
 
 
+def test_small_method_returns_an_empty_batch_of_large_matrices(cupy):
+    # (nothing to compute: no method refuses it, as NumPy returns one)
+    a = cupy.put(np.zeros((0, 129, 129)))
+    for result in (la.solve(a, a, method="small"), la.inv(a, method="small"),
+                   la.cholesky(a, method="small")):
+        assert cupy.get(result).shape == (0, 129, 129)
+
+
 def test_small_method_names_the_largest_order_the_gpu_takes(cupy):
     from accelmath.linalg import _medium
 
