@@ -14,8 +14,8 @@ __all__ = ["ARITHMETIC", "DTYPES", "ELEMENT_TYPES", "OPS"]
 # operation -> SMALL_OP's code (inv solves against identity columns made in registers)
 OPS = {"solve": 0, "inv": 1, "cholesky": 2}
 
-# dtype -> (SMALL_DTYPE's code, bytes per element)
-DTYPES = {"float32": (0, 4), "float64": (1, 8), "complex64": (2, 8), "complex128": (3, 16)}
+# dtype -> SMALL_DTYPE's code
+DTYPES = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3}
 
 ELEMENT_TYPES = r"""
 #if SMALL_DTYPE == 0

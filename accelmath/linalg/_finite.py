@@ -1,14 +1,15 @@
 """SciPy's ``check_finite`` on the device, enqueued ahead of a call's work and waited for
 after it is enqueued, so that the GPU never waits for the check.
 
-:func:`enqueue` launches, for each dense C-ordered operand, a kernel that flags its matrices
-holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the
-read back of the flags (:func:`~accelmath._core.memory.read_back_later`); the
-:class:`Pending` check it returns waits for them once the call's work is enqueued (the
-GPU busy with it meanwhile), and raises LinAlgError naming the operand and the batch index of
-its first matrix flagged, as the check before the work would have. Where an operand has
-another layout (a broadcast or strided view), the call's operands are checked at once
-through their own package instead (a read back of their own).
+:func:`enqueue` launches, for each dense operand (its matrices one after another, each in C
+or column-major order), a kernel that flags its matrices holding a NaN or an infinity
+(:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the read back of the flags
+(:func:`~accelmath._core.memory.read_back_later`); the :class:`Pending` check it returns
+waits for them once the call's work is enqueued (the GPU busy with it meanwhile), and raises
+LinAlgError naming the operand and the batch index of its first matrix flagged, as the check
+before the work would have. Where an operand has another layout (a broadcast or strided
+view), the call's operands are checked at once through their own package instead (a read
+back of their own).
 """
 
 import math

@@ -272,10 +272,11 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     Returns
     -------
     (..., n, n) array
-        Triangular, zero elsewhere. A lower factor made by cuSOLVER (on the GPU, past 64
-        rows or with ``method`` "cusolver" or "batched") is column-major, each matrix
-        (torch's layout: cuSOLVER factors it there), but for JAX arrays; others are C
-        order.
+        Triangular, zero elsewhere. A lower factor made by cuSOLVER (on the GPU, past
+        what accelmath's own kernels take, see
+        :func:`~accelmath.linalg._context.small_fits`, or with ``method`` "cusolver" or
+        "batched") is column-major, each matrix (torch's layout: cuSOLVER factors it
+        there), but for JAX arrays; others are C order.
 
     Examples
     --------

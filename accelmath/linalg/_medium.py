@@ -41,6 +41,7 @@ import ctypes
 from accelmath._core.device import block_shared_memory
 from accelmath._core.launch import allow_dynamic_shared, config, launch
 from accelmath._core.modules import loaded
+from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
@@ -248,7 +249,7 @@ def shared_bytes(op, n, dtype, kb=4):
     """Dynamic shared memory of a block: the matrix at an odd row stride, and for LU two
     published rows of ``kb`` right-hand sides, the reciprocal pivots and the permutation;
     for Cholesky the reciprocal roots (real)."""
-    size = DTYPES[dtype][1]
+    size = ITEMSIZE[dtype]
     matrix = n * (n | 1) * size
     if op == "cholesky":
         return matrix + n * (size // 2 if dtype.startswith("complex") else size)
@@ -290,7 +291,7 @@ def compile_options(op, n, dtype, kb=4):
     tuple of str
     """
     return (f"-DSMALL_OP={OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
-            f"-DSMALL_DTYPE={DTYPES[dtype][0]}")
+            f"-DSMALL_DTYPE={DTYPES[dtype]}")
 
 
 _kernels = {}  # (device_id, op, n, dtype, kb) -> (function, shared bytes)

@@ -49,8 +49,9 @@ Every launcher enqueues on ``stream``; none synchronizes or allocates.
 
 import ctypes
 
-from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.launch import config, launch
 from accelmath._core.modules import loaded
+from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _medium
 from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
@@ -316,7 +317,7 @@ def _block_width(columns):
 def _warps_per_block(n, dtype, kb):
     """Warps per block: 4 where their shared memory fits 48 KiB, else fewer (the source
     checks the same sum with a static_assert)."""
-    size = DTYPES[dtype][1]
+    size = ITEMSIZE[dtype]
     w = _segment(n)
     g = 32 // w
     vectors = -(-n * size // 16), -(-kb * size // 16)
@@ -350,11 +351,10 @@ def compile_options(op, n, dtype, kb=1):
     """
     warps = _warps_per_block(n, dtype, kb)
     return (f"-DSMALL_OP={OPS[op]}", f"-DSMALL_N={n}", f"-DSMALL_KB={kb}",
-            f"-DSMALL_WARPS={warps}", f"-DSMALL_DTYPE={DTYPES[dtype][0]}"), warps
+            f"-DSMALL_WARPS={warps}", f"-DSMALL_DTYPE={DTYPES[dtype]}"), warps
 
 
 _kernels = {}  # (device_id, op, n, dtype, kb) -> (function, warps per block, systems per block)
-_configs = {}  # (blocks, threads) -> LaunchConfig
 
 
 def _check(n, dtype, batch):
@@ -383,11 +383,7 @@ def _kernel(device_id, op, n, dtype, kb):
 
 
 def _launch(function, warps, per_block, batch, args, stream):
-    blocks = -(-batch // per_block)
-    config = _configs.get((blocks, warps))
-    if config is None:
-        config = _configs[(blocks, warps)] = LaunchConfig(grid=blocks, block=32 * warps)
-    launch(function, config, args, stream)
+    launch(function, config(-(-batch // per_block), 32 * warps), args, stream)
 
 
 def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
