@@ -293,6 +293,10 @@ def test_a_recalled_cho_solve_checks_finiteness_and_its_stream(cp, slow_solves):
     assert len(slow_solves) == 2
     with pytest.raises(UnsupportedOperandError):
         la.cho_solve(factor, cp.asarray(b), stream="nope")
+    _memo.dispatcher.drop_if(lambda solver: True)  # the solver leaves the cache: planned again
+    np.testing.assert_allclose(cp.asnumpy(la.cho_solve(factor, cp.asarray(b))),
+                               np.linalg.solve(a, b), rtol=1e-11)
+    assert len(slow_solves) == 3
 
 
 @pytest.mark.gpu
