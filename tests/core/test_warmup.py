@@ -63,9 +63,13 @@ def test_load_everything_binds_what_the_library_has():
 
 
 def test_device_path_imports_modules_and_loads_libraries(monkeypatch, nvrtc):
+    import accelmath.fft
     from accelmath.bindings import _loader
 
+    # (imported afresh here, and afterwards the module every other test holds again: the
+    # package's attribute too, which the import sets)
     monkeypatch.delitem(sys.modules, "accelmath.fft._columns", raising=False)
+    monkeypatch.delattr(accelmath.fft, "_columns", raising=False)
     monkeypatch.setattr(_loader, "_loaded", {})
     warmup.device_path(("accelmath.fft._columns",), ("nvrtc",))()
     assert "accelmath.fft._columns" in sys.modules
