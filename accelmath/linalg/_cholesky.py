@@ -30,7 +30,7 @@ from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 from accelmath.linalg._memo import dispatcher
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
-           "cholesky_solver", "trsm", "CusolverCall"]
+           "cholesky_solver", "trsm", "CusolverCall", "layout_of"]
 
 _ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
         "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
@@ -167,9 +167,9 @@ class _Layout(NamedTuple):
 
 class CusolverCall(NamedTuple):
     """What the call memo keeps of a stateless call that cuSOLVER ran on its operands where
-    they lie: where its solver is cached, the layout (a :class:`_Layout` or a
-    :class:`_SolveLayout`, whose ``recall`` enqueues the work), how to allocate the result
-    (no caller's array)."""
+    they lie: where its solver is cached, the layout (a :class:`_Layout`, a
+    :class:`_SolveLayout` or lu_solve's :class:`~accelmath.linalg._lu._LuSolveLayout`, whose
+    ``recall`` enqueues the work), how to allocate the result (no caller's array)."""
 
     cache: Any  # the device's plan cache
     key: tuple  # the solver's key there
@@ -241,16 +241,15 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
         ctx.device_id, ctx.adapter.package,
         {"c": 0 if in_place else count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype),
          "info2": 4, **(_batched.parts(count, n) if batched else {})}))
-    layout = _SolveLayout(_layout_of(c), _layout_of(b), batch, n, k, count, lower, in_place,
+    layout = _SolveLayout(layout_of(c), layout_of(b), batch, n, k, count, lower, in_place,
                           fill, batched, finite)
     layout.solve(ctx, solver, c, b, x_ptr)
-    if call is not None and call[1] == (c.ptr, b.ptr) and (
-            finite is None or _finite.on_device((c, b))):
+    if call is not None and call[1] == (c.ptr, b.ptr) and _finite.on_device((c, b), finite):
         CusolverCall.remember(call[0], ctx, key, layout, x.shape, contiguous_strides(x.shape))
     return ctx.finish(x)
 
 
-def _layout_of(op):
+def layout_of(op):
     """``(shape, strides, dtype, device_id, adapter)`` of operand ``op``: an Operand of it is
     ``Operand(None, address, *layout)``."""
     return tuple(op.shape), tuple(op.strides), op.dtype, op.device_id, op.adapter
@@ -258,7 +257,7 @@ def _layout_of(op):
 
 class _SolveLayout(NamedTuple):
     """Cholesky solves by cuSOLVER of operands of one layout: factors ``c`` and right-hand
-    sides ``b`` (as :func:`_layout_of` gives them), their ``batch`` of n x k systems, and
+    sides ``b`` (as :func:`layout_of` gives them), their ``batch`` of n x k systems, and
     the route."""
 
     c: tuple

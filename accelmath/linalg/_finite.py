@@ -36,7 +36,7 @@ def enqueue(ctx, operands, names):
                if name is not None and op.size]
     if not checked:
         return None
-    if not on_device([op for op, _ in checked]):
+    if not _kernel_reads([op for op, _ in checked]):
         # (all of them so, in order, so that the first bad operand is the one named)
         for op, name in checked:
             check_with_package(op, 2, name)
@@ -55,10 +55,17 @@ def enqueue(ctx, operands, names):
     return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream), entries)
 
 
-def on_device(operands):
-    """Whether :func:`enqueue` checks ``operands`` with its kernel alone (each a dense stack
-    of matrices of a dtype it reads), never through their package (which reads the arrays
-    themselves, not only their addresses)."""
+def on_device(operands, names):
+    """Whether :func:`enqueue` checks those of ``operands`` that ``names`` names (None:
+    none) with its kernel alone, never through their package (which reads the arrays
+    themselves, not only their addresses): a call so checked can be remembered."""
+    return names is None or _kernel_reads(
+        [op for op, name in zip(operands, names) if name is not None])
+
+
+def _kernel_reads(operands):
+    """Whether the flag kernel reads each of ``operands`` (a dense stack of matrices of a
+    dtype it reads)."""
     return all(_dense(op) and op.dtype in _kernels.DTYPES for op in operands)
 
 

@@ -1,10 +1,13 @@
 """LU on the device: ``solve``, ``inv``, ``det``, ``slogdet``, ``lu_factor`` and ``lu_solve``
 (cuSOLVER's ``cusolverDnXgetrf``/``Xgetrs``, or accelmath's own kernels for tiny matrices,
-alone or in batches)."""
+alone or in batches). A stateless ``lu_solve`` on operands read where they lie is remembered
+as ``cho_solve`` is (:class:`~accelmath.linalg._cholesky.CusolverCall`)."""
 
 import ctypes
+from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import Operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
@@ -13,7 +16,7 @@ from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, c_strides, c
                                        columns_out, count_of, f_strides, finish_info, gather,
                                        info_later, plan, rhs_bytes, run_small, scatter_f,
                                        small_fits, systems)
-from accelmath.linalg._cholesky import trsm
+from accelmath.linalg._cholesky import CusolverCall, layout_of, trsm
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
@@ -231,42 +234,81 @@ def lu_factor(a, *, check, stream, finite=None):
     return ctx.finish(lu), ctx.finish(piv)
 
 
-def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None):
+def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
     """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``;
     ``finite``: the names of lu, piv and b where NaN and Inf raise (None for one not
-    checked; see :func:`accelmath.linalg._finite.enqueue`)."""
+    checked; see :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to
+    remember (a :class:`~accelmath.linalg._cholesky.CusolverCall`, where the operands were
+    read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
-    finite = _finite.enqueue(ctx, (lu, piv, b), finite)
+    operands = (lu, piv, b)
     if count == 0 or n == 0 or k == 0:
-        _finite.check(finite)
+        _finite.check(_finite.enqueue(ctx, operands, finite))
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     # lu_factor's layout (dense, each matrix column-major, not broadcast) is read where it
     # lies; others are copied so
     in_place = (tuple(lu.shape) == batch + (n, n)
                 and tuple(lu.strides) == f_strides(batch, n, n))
-    solver = plan(ctx, ("getrs", n, k, count, in_place), lambda: Solver(
+    key = ("getrs", n, k, count, in_place)
+    solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
         {"lu": 0 if in_place else count * n * n * isz, "ipiv": count * n * 8,
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}, blas=True))
-    handles, ws = solver.state(ctx.stream)
-    ipiv = ws + solver.offsets["ipiv"]
-    try:
-        piv_ptr = _pivots(piv, batch, n)
-    except InvalidArgumentError:
-        _finite.check(finite)  # (SciPy's check_finite of b comes first)
-        raise
-    if in_place:
-        factors = lu.ptr
-    else:
-        factors = ws + solver.offsets["lu"]
-        gather(ctx, lu, batch, factors, "F")
-    _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
-    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    getrs(ctx, solver, handles, ws, (_N, _T, _C)[trans], factors, ipiv, rhs, n, k, count)
-    columns_out(ctx, rhs, x_ptr, batch, n, k)
-    _finite.check(finite)
+    layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place, trans,
+                            finite)
+    layout.solve(ctx, solver, operands, x_ptr)
+    addresses = tuple(op.ptr for op in operands)
+    if call is not None and call[1] == addresses and _finite.on_device(operands, finite):
+        CusolverCall.remember(call[0], ctx, key, layout, x.shape, contiguous_strides(x.shape))
     return ctx.finish(x)
+
+
+class _LuSolveLayout(NamedTuple):
+    """LU solves by cuSOLVER of operands of one layout: factors ``lu``, pivots ``piv`` and
+    right-hand sides ``b`` (as :func:`~accelmath.linalg._cholesky.layout_of` gives them),
+    their ``batch`` of n x k systems, and the route."""
+
+    lu: tuple
+    piv: tuple
+    b: tuple
+    batch: tuple
+    n: int
+    k: int
+    count: int  # systems in the batch
+    in_place: bool  # getrs reads lu where it lies (else a column-major copy)
+    trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
+    finite: Optional[tuple]  # the names of lu, piv and b where NaN and Inf raise
+
+    def solve(self, ctx, solver, operands, x_ptr):
+        """Enqueue the solves with the ``(lu, piv, b)`` of ``operands`` (of the layout) into
+        the solution at ``x_ptr``, and raise for NaN and Inf where they are checked."""
+        lu, piv, b = operands
+        batch, n, k, count = self.batch, self.n, self.k, self.count
+        finite = _finite.enqueue(ctx, operands, self.finite)
+        handles, ws = solver.state(ctx.stream)
+        ipiv = ws + solver.offsets["ipiv"]
+        try:
+            piv_ptr = _pivots(piv, batch, n)
+        except InvalidArgumentError:
+            _finite.check(finite)  # (SciPy's check_finite of b comes first)
+            raise
+        if self.in_place:
+            factors = lu.ptr
+        else:
+            factors = ws + solver.offsets["lu"]
+            gather(ctx, lu, batch, factors, "F")
+        _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
+        rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
+        getrs(ctx, solver, handles, ws, (_N, _T, _C)[self.trans], factors, ipiv, rhs, n, k,
+              count)
+        columns_out(ctx, rhs, x_ptr, batch, n, k)
+        _finite.check(finite)
+
+    def recall(self, ctx, solver, addresses, x_ptr):
+        """The solves again, with the operands at ``addresses``."""
+        self.solve(ctx, solver, tuple(Operand(None, address, *layout) for address, layout in
+                                      zip(addresses, (self.lu, self.piv, self.b))), x_ptr)
 
 
 def _pivots(piv, batch, n):

@@ -9,8 +9,8 @@ normalizing its arguments, whose every rule depends on nothing else: :func:`reca
 the operands' addresses, allocates the results and launches the kernel
 (:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
 operand read where it lies is remembered the same way, and so is a ``cho_solve`` on operands
-read where they lie: an identical call allocates and enqueues cuSOLVER's work again
-(:class:`~accelmath.linalg._cholesky.CusolverCall`).
+read where they lie, and a ``lu_solve``: an identical call allocates and enqueues
+cuSOLVER's work again (:class:`~accelmath.linalg._cholesky.CusolverCall`).
 """
 
 from accelmath._core.dispatch import Dispatcher
@@ -21,8 +21,8 @@ __all__ = ["dispatcher", "call_key", "recalled"]
 #: The plan caches and call memo of the stateless solvers, per device.
 dispatcher = Dispatcher()
 
-# The option types a key holds, by exact type: a bool, a str, None (1 would equal True in a
-# dict, so an int option is not remembered: the slow path checks it)
+# The option types a key holds as they are, by exact type: a bool, a str, None (an int is
+# keyed with its type: 1 equals True as a dict key)
 _OPTIONS = (bool, str, type(None))
 
 
@@ -38,10 +38,13 @@ def call_key(name, operands, *options):
     >>> call_key("solve", (np.eye(2), np.ones(2)), True, "auto", "auto") is None
     True
     """
+    key, addresses = [name], []
     for option in options:
-        if option.__class__ not in _OPTIONS:
+        if option.__class__ is int:
+            option = (int, option)
+        elif option.__class__ not in _OPTIONS:
             return None
-    key, addresses = [name, *options], []
+        key.append(option)
     if not read_keys(operands, key, addresses):
         return None
     return tuple(key), tuple(addresses)

@@ -243,6 +243,11 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     array([1., 2.])
     """
     lu, piv = lu_and_piv
+    # (remembered as cho_solve is)
+    call = call_key("lu_solve", (lu, piv, b), trans, check_finite, execution)
+    x = recalled(call, stream)
+    if x is not None:
+        return x
     execution = check_execution(execution)
     trans = checks.check_trans(trans)
     lu, piv, b = read(lu, "lu"), read(piv, "piv"), read(b, "b")
@@ -252,7 +257,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     check_finite = _check_finite(check_finite)
     return _solve("lu_solve", (lu, piv, b), (dtype, "int32", dtype), ("lu", "piv", "b"),
                   execution, (None, None, "b") if check_finite else None, vector, stream,
-                  trans=trans)
+                  call=call, trans=trans)
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,

@@ -2,14 +2,15 @@
 (CPU), and, on a GPU, that a remembered call of solve, inv or cholesky on CuPy and torch
 arrays skips the checks yet computes right on fresh data, raises for failures with the
 batch index, follows an explicit stream, and that other layouts take the slow path; the same
-for cho_solve, whose remembered call runs the device function on the new addresses."""
+for cho_solve and lu_solve, whose remembered calls run the device function on the new
+addresses."""
 
 import numpy as np
 import pytest
 
 from accelmath import linalg as la
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedOperandError
-from accelmath.linalg import _functions, _memo, _scipy_functions
+from accelmath.linalg import _checks, _functions, _memo, _scipy_functions
 
 
 def test_call_key_takes_cupy_and_torch_arrays_and_plain_options_only():
@@ -21,9 +22,13 @@ def test_call_key_takes_cupy_and_torch_arrays_and_plain_options_only():
     assert key != _memo.call_key("solve", (a, b), False, "auto", "auto")[0]
     assert key != _memo.call_key("solve", (a.mT, b), True, "auto", "auto")[0]
     assert key != _memo.call_key("solve", (a.float(), b), True, "auto", "auto")[0]
-    # an option that would equal another in a dict (1 == True), a NumPy array, an array-like,
-    # a tensor that records gradients: no key
-    assert _memo.call_key("solve", (a, b), 1, "auto", "auto") is None
+    # an int option is keyed with its type (1 == True in a dict; "1" is another option)
+    ones = [_memo.call_key("lu_solve", (a, b), option)[0] for option in (1, True, "1")]
+    assert ones[0] not in ones[1:] and ones[1] != ones[2]
+    assert ones[0] == _memo.call_key("lu_solve", (a.clone(), b.clone()), 1)[0]
+    # an option of another type, a NumPy array, an array-like, a tensor that records
+    # gradients: no key
+    assert _memo.call_key("solve", (a, b), 1.0, "auto", "auto") is None
     assert _memo.call_key("solve", (a.numpy(), b), True, "auto", "auto") is None
     assert _memo.call_key("solve", ([[1.0]], b), True, "auto", "auto") is None
     assert _memo.call_key("solve", (a.requires_grad_(), b), True, "auto", "auto") is None
@@ -313,3 +318,87 @@ def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, sl
             x = get(la.cho_solve((operands[0], True), operands[1]))
             np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
         assert len(slow_solves) - before == slow
+
+
+@pytest.fixture
+def slow_lu_solves(monkeypatch):
+    """A list that grows by one for each lu_solve that was read and checked (not recalled)."""
+    _memo.dispatcher.clear_cache()
+    yield _counted(monkeypatch, _checks, "lu_pivots")
+    _memo.dispatcher.clear_cache()
+
+
+def _trans_solve(a, b, trans):
+    """NumPy's solution of ``op(a) x = b`` (op by lu_solve's ``trans``), b (..., n, k)."""
+    op = {0: a, 1: np.swapaxes(a, -1, -2), 2: np.conj(np.swapaxes(a, -1, -2))}[
+        {"N": 0, "T": 1, "C": 2}.get(trans, trans)]
+    return np.linalg.solve(op, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("trans", [0, 1, 2, "C"])
+@pytest.mark.parametrize("shape, rhs", [((6, 6), (6,)), ((80, 80), (80, 3)),
+                                        ((2, 80, 80), (2, 80, 1)), ((4, 7, 7), (4, 7, 2))])
+def test_a_recalled_lu_solve_is_right_on_fresh_data(device_package, slow_lu_solves, dtype,
+                                                    trans, shape, rhs):
+    put, get = device_package
+    rng = np.random.default_rng()
+    for _ in range(3):  # fresh values, one layout
+        a, b = _well(rng, shape, dtype), _random(rng, rhs, dtype)
+        x = get(la.lu_solve(la.lu_factor(put(a)), put(b), trans=trans))
+        assert x.dtype == dtype and x.shape == b.shape
+        expected = (_trans_solve(a, b[..., None], trans)[..., 0] if len(rhs) < len(shape)
+                    else _trans_solve(a, b, trans))
+        np.testing.assert_allclose(x, expected, rtol=TOL[dtype], atol=TOL[dtype])
+    assert len(slow_lu_solves) == 1
+
+
+@pytest.mark.gpu
+def test_a_recalled_lu_solve_checks_its_arguments_finiteness_and_stream(cp, slow_lu_solves):
+    rng = np.random.default_rng()
+    a, b = _well(rng, (3, 5, 5), "float64"), rng.standard_normal((3, 5, 2))
+    factors = la.lu_factor(cp.asarray(a))
+    la.lu_solve(factors, cp.asarray(b), trans=1)
+    # a trans that is not the remembered one's (nor valid) is checked as new
+    for bad_trans in ("1", True, 3):
+        with pytest.raises(InvalidArgumentError, match="trans"):
+            la.lu_solve(factors, cp.asarray(b), trans=bad_trans)
+    bad = b.copy()
+    bad[2, 4, 1] = np.inf
+    with pytest.raises(LinAlgError) as caught:
+        la.lu_solve(factors, cp.asarray(bad), trans=1)
+    assert caught.value.index == (2,) and "b" in str(caught.value)
+    # check_finite=False is a call of its own: it reads the infinity into the solution
+    x = cp.asnumpy(la.lu_solve(factors, cp.asarray(bad), trans=1, check_finite=False))
+    assert not np.isfinite(x[2]).all()
+    np.testing.assert_allclose(x[0], _trans_solve(a[0], b[0], 1), rtol=1e-11)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        x = la.lu_solve(factors, cp.asarray(b), trans=1, stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(x), _trans_solve(a, b, 1), rtol=1e-11)
+    assert len(slow_lu_solves) == 2
+    with pytest.raises(UnsupportedOperandError):
+        la.lu_solve(factors, cp.asarray(b), trans=1, stream="nope")
+    _memo.dispatcher.drop_if(lambda solver: True)  # the solver leaves the cache: planned again
+    np.testing.assert_allclose(cp.asnumpy(la.lu_solve(factors, cp.asarray(b), trans=1)),
+                               _trans_solve(a, b, 1), rtol=1e-11)
+    assert len(slow_lu_solves) == 3
+
+
+@pytest.mark.gpu
+def test_lu_solve_is_remembered_on_copied_factors_not_on_conversions(device_package,
+                                                                      slow_lu_solves):
+    put, get = device_package
+    rng = np.random.default_rng()
+    a, b = _well(rng, (2, 6, 6), "float64"), rng.standard_normal((2, 6, 2))
+    lu, piv = la.lu_factor(put(a))
+    c_ordered = put(np.ascontiguousarray(get(lu)))  # (copied column-major by the call)
+    for operands, slow in [(((lu, piv), put(b.astype("float32"))), 2),  # b converted
+                           (((c_ordered, piv), put(b)), 1)]:
+        before = len(slow_lu_solves)
+        for _ in range(2):
+            x = get(la.lu_solve(*operands))
+            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
+        assert len(slow_lu_solves) - before == slow
