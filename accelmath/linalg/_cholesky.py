@@ -9,28 +9,27 @@ C-ordered, is factored in scratch space and copied out). An upper one: the calle
 triangle is copied into the result as it lies, whose buffer read column-major is the lower
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
 C order, that is U. A stateless ``cholesky`` or ``cho_solve`` that cuSOLVER ran on operands
-read where they lie is remembered (:class:`CusolverCall`): an identical one allocates and
-enqueues the work again, and reads and checks nothing else.
+read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
+identical one allocates and enqueues the work again, and reads and checks nothing else.
 """
 
 import ctypes
-from typing import Any, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import Operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
-                                       columns_in, columns_out, count_of, f_strides,
-                                       finish_info, gather, info_later, item_strides, plan,
-                                       plan_key, recalled_stream, rhs_bytes, run_small,
+from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
+                                       batch_strides, c_strides, columns_in, columns_out,
+                                       count_of, f_strides, finish_info, gather, info_later,
+                                       item_strides, layout_of, plan, rhs_bytes, run_small,
                                        small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
-from accelmath.linalg._memo import dispatcher
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
-           "cholesky_solver", "trsm", "CusolverCall", "layout_of"]
+           "cholesky_solver", "trsm"]
 
 _ONE = {"float32": ctypes.c_float(1), "float64": ctypes.c_double(1),
         "complex64": (ctypes.c_float * 2)(1, 0), "complex128": (ctypes.c_double * 2)(1, 0)}
@@ -121,7 +120,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
                      item_strides(batch, n * n), check)
     layout.factor(ctx, solver, a.ptr, out_ptr, finite)
     if call is not None and finite is None and call[1] == (a.ptr,):
-        CusolverCall.remember(call[0], ctx, key, layout, shape, strides)
+        CusolverCall.remember(call[0], ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
 
@@ -160,49 +159,11 @@ class _Layout(NamedTuple):
         finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
                     [(out_ptr, n * n, ctx.dtype)], finite, later)
 
-    def recall(self, ctx, solver, addresses, out_ptr):
-        """The factorization again, of the matrices at ``addresses[0]``."""
+    def recall(self, ctx, solver, addresses, results):
+        """The factorization again, of the matrices at ``addresses[0]``, into the
+        ``results`` allocated for it (``[(factor, address)]``): the factor."""
+        (out, out_ptr), = results
         self.factor(ctx, solver, addresses[0], out_ptr)
-
-
-class CusolverCall(NamedTuple):
-    """What the call memo keeps of a stateless call that cuSOLVER ran on its operands where
-    they lie: where its solver is cached, the layout (a :class:`_Layout`, a
-    :class:`_SolveLayout` or lu_solve's :class:`~accelmath.linalg._lu._LuSolveLayout`, whose
-    ``recall`` enqueues the work), how to allocate the result (no caller's array)."""
-
-    cache: Any  # the device's plan cache
-    key: tuple  # the solver's key there
-    layout: Any
-    dtype: str
-    adapter: Any
-    device_id: int
-    allocate: Any  # () -> (result, address)
-    current_stream: Any  # () -> the package's current stream on the device
-
-    @classmethod
-    def remember(cls, call, ctx, key, layout, shape, strides):
-        """Remember that call key ``call`` leads to the work of ``layout`` by the solver of
-        problem ``key``, into a new result of ``shape`` and element ``strides`` (nothing
-        for JAX, whose results are handed over: those calls run as new ones)."""
-        adapter, device_id = ctx.adapter, ctx.device_id
-        if not adapter.immutable:
-            dispatcher.remember(call, cls(
-                dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
-                device_id, adapter.allocator(shape, strides, ctx.dtype, device_id),
-                adapter.stream_getter(device_id)))
-
-    def run(self, addresses, stream):
-        """The call again on the operands at ``addresses``, on ``stream`` (None: the
-        package's current one): the new result, or None where the solver has left the
-        cache (the call then runs as a new one)."""
-        solver = self.cache.get(self.key)
-        if solver is None:
-            return None
-        handle, explicit = recalled_stream(stream, self.current_stream)
-        ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
-        (out, out_ptr), = ctx.allocate(self.allocate)
-        self.layout.recall(ctx, solver, addresses, out_ptr)
         return out
 
 
@@ -245,19 +206,14 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
                           fill, batched, finite)
     layout.solve(ctx, solver, c, b, x_ptr)
     if call is not None and call[1] == (c.ptr, b.ptr) and _finite.on_device((c, b), finite):
-        CusolverCall.remember(call[0], ctx, key, layout, x.shape, contiguous_strides(x.shape))
+        CusolverCall.remember(call[0], ctx, key, layout,
+                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
     return ctx.finish(x)
-
-
-def layout_of(op):
-    """``(shape, strides, dtype, device_id, adapter)`` of operand ``op``: an Operand of it is
-    ``Operand(None, address, *layout)``."""
-    return tuple(op.shape), tuple(op.strides), op.dtype, op.device_id, op.adapter
 
 
 class _SolveLayout(NamedTuple):
     """Cholesky solves by cuSOLVER of operands of one layout: factors ``c`` and right-hand
-    sides ``b`` (as :func:`layout_of` gives them), their ``batch`` of n x k systems, and
+    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their ``batch`` of n x k systems, and
     the route."""
 
     c: tuple
@@ -291,10 +247,13 @@ class _SolveLayout(NamedTuple):
         columns_out(ctx, rhs, x_ptr, batch, n, k)
         _finite.check(finite)
 
-    def recall(self, ctx, solver, addresses, x_ptr):
-        """The solves again, with the factors and right-hand sides at ``addresses``."""
+    def recall(self, ctx, solver, addresses, results):
+        """The solves again, with the factors and right-hand sides at ``addresses``, into
+        the ``results`` allocated for them (``[(x, address)]``): x."""
+        (x, x_ptr), = results
         self.solve(ctx, solver, Operand(None, addresses[0], *self.c),
                    Operand(None, addresses[1], *self.b), x_ptr)
+        return x
 
 
 def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finite=None):

@@ -25,7 +25,8 @@ from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
            "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
-           "small_fits", "run_small", "SmallCall", "Systems", "systems", "solution",
+           "small_fits", "run_small", "SmallCall", "CusolverCall", "layout_of", "Systems",
+           "systems", "solution",
            "columns_in", "columns_out", "rhs_bytes", "info_later", "finish_info"]
 
 
@@ -300,6 +301,53 @@ class SmallCall(NamedTuple):
             _check_flagged(flag, info_ptr, self.batch, handle, self.message)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
+
+
+class CusolverCall(NamedTuple):
+    """What the call memo keeps of a stateless call that cuSOLVER ran on its operands where
+    they lie: where its solver is cached, the layout (cholesky's, cho_solve's, lu_solve's,
+    eigh's: its ``recall(ctx, solver, addresses, results)`` enqueues the work into the
+    results allocated for it and returns what the call returns), how to allocate the
+    results (no caller's array)."""
+
+    cache: Any  # the device's plan cache
+    key: tuple  # the solver's key there
+    layout: Any
+    dtype: str
+    adapter: Any
+    device_id: int
+    allocators: tuple  # per result: () -> (array, address)
+    current_stream: Any  # () -> the package's current stream on the device
+
+    @classmethod
+    def remember(cls, call, ctx, key, layout, *results):
+        """Remember that call key ``call`` leads to the work of ``layout`` by the solver of
+        problem ``key``, into new ``results`` (each ``(shape, element strides, dtype)``;
+        nothing for JAX, whose results are handed over: those calls run as new ones)."""
+        adapter, device_id = ctx.adapter, ctx.device_id
+        if not adapter.immutable:
+            dispatcher.remember(call, cls(
+                dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
+                device_id, tuple(adapter.allocator(shape, strides, dtype, device_id)
+                                 for shape, strides, dtype in results),
+                adapter.stream_getter(device_id)))
+
+    def run(self, addresses, stream):
+        """The call again on the operands at ``addresses``, on ``stream`` (None: the
+        package's current one): its result, or None where the solver has left the cache
+        (the call then runs as a new one)."""
+        solver = self.cache.get(self.key)
+        if solver is None:
+            return None
+        handle, explicit = recalled_stream(stream, self.current_stream)
+        ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
+        return self.layout.recall(ctx, solver, addresses, ctx.allocate(*self.allocators))
+
+
+def layout_of(op):
+    """``(shape, strides, dtype, device_id, adapter)`` of operand ``op``, for a remembered
+    call's layout: an Operand of it is ``Operand(None, address, *layout)``."""
+    return tuple(op.shape), tuple(op.strides), op.dtype, op.device_id, op.adapter
 
 
 def solution(ctx, batch, n, k, vector):

@@ -1,7 +1,7 @@
 """LU on the device: ``solve``, ``inv``, ``det``, ``slogdet``, ``lu_factor`` and ``lu_solve``
 (cuSOLVER's ``cusolverDnXgetrf``/``Xgetrs``, or accelmath's own kernels for tiny matrices,
 alone or in batches). A stateless ``lu_solve`` on operands read where they lie is remembered
-as ``cho_solve`` is (:class:`~accelmath.linalg._cholesky.CusolverCall`)."""
+as ``cho_solve`` is (:class:`~accelmath.linalg._context.CusolverCall`)."""
 
 import ctypes
 from typing import NamedTuple, Optional
@@ -12,11 +12,11 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, c_strides, columns_in,
-                                       columns_out, count_of, f_strides, finish_info, gather,
-                                       info_later, plan, rhs_bytes, run_small, scatter_f,
-                                       small_fits, systems)
-from accelmath.linalg._cholesky import CusolverCall, layout_of, trsm
+from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of, c_strides,
+                                       columns_in, columns_out, count_of, f_strides,
+                                       finish_info, gather, info_later, layout_of, plan,
+                                       rhs_bytes, run_small, scatter_f, small_fits, systems)
+from accelmath.linalg._cholesky import trsm
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
@@ -238,7 +238,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
     """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``;
     ``finite``: the names of lu, piv and b where NaN and Inf raise (None for one not
     checked; see :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to
-    remember (a :class:`~accelmath.linalg._cholesky.CusolverCall`, where the operands were
+    remember (a :class:`~accelmath.linalg._context.CusolverCall`, where the operands were
     read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
     operands = (lu, piv, b)
@@ -260,13 +260,14 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
     layout.solve(ctx, solver, operands, x_ptr)
     addresses = tuple(op.ptr for op in operands)
     if call is not None and call[1] == addresses and _finite.on_device(operands, finite):
-        CusolverCall.remember(call[0], ctx, key, layout, x.shape, contiguous_strides(x.shape))
+        CusolverCall.remember(call[0], ctx, key, layout,
+                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
     return ctx.finish(x)
 
 
 class _LuSolveLayout(NamedTuple):
     """LU solves by cuSOLVER of operands of one layout: factors ``lu``, pivots ``piv`` and
-    right-hand sides ``b`` (as :func:`~accelmath.linalg._cholesky.layout_of` gives them),
+    right-hand sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them),
     their ``batch`` of n x k systems, and the route."""
 
     lu: tuple
@@ -305,10 +306,13 @@ class _LuSolveLayout(NamedTuple):
         columns_out(ctx, rhs, x_ptr, batch, n, k)
         _finite.check(finite)
 
-    def recall(self, ctx, solver, addresses, x_ptr):
-        """The solves again, with the operands at ``addresses``."""
+    def recall(self, ctx, solver, addresses, results):
+        """The solves again, with the operands at ``addresses``, into the ``results``
+        allocated for them (``[(x, address)]``): x."""
+        (x, x_ptr), = results
         self.solve(ctx, solver, tuple(Operand(None, address, *layout) for address, layout in
                                       zip(addresses, (self.lu, self.piv, self.b))), x_ptr)
+        return x
 
 
 def _pivots(piv, batch, n):

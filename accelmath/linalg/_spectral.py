@@ -5,14 +5,18 @@
 ``orgqr``/``ungqr``)."""
 
 import ctypes
+from typing import NamedTuple
 
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import Operand
 from accelmath.bindings import cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _kernels
 from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE,
                                       real_dtype)
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_of, batch_strides, c_strides,
-                                       count_of, finish_info, gather, item_strides, plan,
+from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
+                                       batch_strides, c_strides, count_of, f_strides,
+                                       finish_info, gather, item_strides, layout_of, plan,
                                        scatter_f)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
 
@@ -29,68 +33,108 @@ def _sizes():
     return ctypes.c_size_t(), ctypes.c_size_t()
 
 
-def eigh(a, *, uplo, vectors, check, method, stream):
+def eigh(a, *, uplo, vectors, check, method, stream, call=None):
     """Eigenvalues (ascending) and, where ``vectors``, eigenvectors (columns) of each
     Hermitian matrix of ``a``, from its ``uplo`` triangle: by cuSOLVER's divide and conquer
     (``Xsyevd``) a matrix at a time, or for a batch of small matrices by its batched Jacobi
-    method (``syevjBatched``)."""
+    method (``syevjBatched``). The eigenvectors are made in the result itself, each matrix
+    column-major (torch's layout), but for JAX (C order). ``call``: the call key to remember
+    (a :class:`~accelmath.linalg._context.CusolverCall`, where ``a`` was read where it
+    lies)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
     real = real_dtype(ctx.dtype)
-    w, w_ptr = ctx.empty(batch + (n,), real)
-    v, v_ptr = ctx.empty(batch + (n, n)) if vectors else (None, 0)
-    results = (w, v) if vectors else (w,)
+    in_place = vectors and not ctx.adapter.immutable
+    shapes = [(batch + (n,), contiguous_strides(batch + (n,)), real)]
+    if vectors:
+        shapes.append((batch + (n, n), (f_strides if in_place else c_strides)(batch, n, n),
+                       ctx.dtype))
+    results = [ctx.empty(shape, dtype, strides) for shape, strides, dtype in shapes]
     if count == 0 or n == 0:
-        return _finished(ctx, results)
+        return _finished(ctx, [r for r, _ in results])
     isz, dt, dt_real = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype], DATA_TYPE[real]
     # read column-major, the conjugated copy is the matrix itself, its uplo triangle now the
     # other one
-    fill = UPPER if uplo == "L" else LOWER
-    jobz = cusolver.EIG_MODE["VECTOR" if vectors else "NOVECTOR"]
-    jacobi = method == "batched" or (method == "auto" and count > 1 and n <= _JACOBI_MAX_N)
-    if jacobi:
-        batched = typed(cusolver.lib, ctx.dtype, "syevj_batched", "heevj_batched")
-        query_jacobi = typed(cusolver.lib, ctx.dtype, "syevj_batched_buffer_size",
-                             "heevj_batched_buffer_size")
+    layout = _EighLayout(layout_of(a), batch, n, count, UPPER if uplo == "L" else LOWER,
+                         cusolver.EIG_MODE["VECTOR" if vectors else "NOVECTOR"],
+                         method == "batched" or (method == "auto" and count > 1
+                                                 and n <= _JACOBI_MAX_N),
+                         in_place, check)
 
     def query(handles):
-        if jacobi:
+        if layout.jacobi:
             lwork = ctypes.c_int()
-            query_jacobi(handles[0], jobz, fill, n, None, n, None, ctypes.byref(lwork),
-                         _jacobi_params("syevj"), count)
+            typed(cusolver.lib, ctx.dtype, "syevj_batched_buffer_size",
+                  "heevj_batched_buffer_size")(
+                handles[0], layout.jobz, layout.fill, n, None, n, None, ctypes.byref(lwork),
+                _jacobi_params("syevj"), count)
             return lwork.value * isz, 0
         dev, host = _sizes()
-        cusolver.lib.xsyevd_buffer_size(handles[0], handles[1], jobz, fill, n, dt, None, n,
-                                        dt_real, None, dt, dev, host)
+        cusolver.lib.xsyevd_buffer_size(handles[0], handles[1], layout.jobz, layout.fill, n,
+                                        dt, None, n, dt_real, None, dt, dev, host)
         return dev.value, host.value
 
-    solver = plan(ctx, ("syevj" if jacobi else "syevd", n, count, jobz, fill), lambda: Solver(
-        ctx.device_id, ctx.adapter.package, {"a": count * n * n * isz, "info": count * 4},
-        query))
-    handles, ws = solver.state(ctx.stream)
-    scratch, info = ws + solver.offsets["a"], ws + solver.offsets["info"]
-    gather(ctx, a, batch, scratch, "C", conj=True)
-    work, wbytes, host, hbytes = solver.work(ws)
-    if jacobi:
-        batched(handles[0], jobz, fill, n, scratch, n, w_ptr, work, wbytes // isz, info,
-                _jacobi_params("syevj"), count)
-    else:
-        rsz = ITEMSIZE[real]
-        for i in range(count):
-            cusolver.lib.xsyevd(handles[0], handles[1], jobz, fill, n, dt,
-                                scratch + i * n * n * isz, n, dt_real, w_ptr + i * n * rsz, dt,
-                                work, wbytes, host, hbytes, info + 4 * i)
-    if vectors:
-        scatter_f(ctx, scratch, v_ptr, batch, n, n)
-    finish_info(solver, ctx, ws, batch, check, EIGENVALUES_DID_NOT_CONVERGE,
-                [(w_ptr, n, real)] + ([(v_ptr, n * n, ctx.dtype)] if vectors else []))
-    return _finished(ctx, results)
+    key = ("syevj" if layout.jacobi else "syevd", n, count, layout.jobz, layout.fill, in_place)
+    solver = plan(ctx, key, lambda: Solver(
+        ctx.device_id, ctx.adapter.package,
+        {"a": 0 if in_place else count * n * n * isz, "info": count * 4}, query))
+    out = layout.recall(ctx, solver, (a.ptr,), results)
+    if call is not None and call[1] == (a.ptr,):
+        CusolverCall.remember(call[0], ctx, key, layout, *shapes)
+    return out
+
+
+class _EighLayout(NamedTuple):
+    """An eigendecomposition by cuSOLVER of operands of one layout: ``a`` (as
+    :func:`~accelmath.linalg._context.layout_of` gives it), its batch of n x n matrices,
+    and the route."""
+
+    a: tuple
+    batch: tuple
+    n: int
+    count: int  # matrices in the batch
+    fill: int  # the triangle cuSOLVER reads of the copy (column-major: a's other one)
+    jobz: int  # eigenvalues alone, or with the eigenvectors
+    jacobi: bool  # syevjBatched (else one Xsyevd a matrix)
+    in_place: bool  # the eigenvectors made in the result (else in scratch, copied out)
+    check: bool  # raise for the matrices that did not converge (else NaN in their results)
+
+    def recall(self, ctx, solver, addresses, results):
+        """Enqueue the decomposition of the matrices at ``addresses[0]`` into ``results``
+        (``[(w, address)]``, and ``(v, address)`` with the eigenvectors), and raise for
+        those that did not converge where it checks: ``w``, or ``(w, v)``."""
+        batch, n, count = self.batch, self.n, self.count
+        real = real_dtype(ctx.dtype)
+        isz, dt, dt_real = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype], DATA_TYPE[real]
+        w_ptr = results[0][1]
+        handles, ws = solver.state(ctx.stream)
+        scratch = results[1][1] if self.in_place else ws + solver.offsets["a"]
+        info = ws + solver.offsets["info"]
+        gather(ctx, Operand(None, addresses[0], *self.a), batch, scratch, "C", conj=True)
+        work, wbytes, host, hbytes = solver.work(ws)
+        if self.jacobi:
+            typed(cusolver.lib, ctx.dtype, "syevj_batched", "heevj_batched")(
+                handles[0], self.jobz, self.fill, n, scratch, n, w_ptr, work, wbytes // isz,
+                info, _jacobi_params("syevj"), count)
+        else:
+            rsz = ITEMSIZE[real]
+            for i in range(count):
+                cusolver.lib.xsyevd(handles[0], handles[1], self.jobz, self.fill, n, dt,
+                                    scratch + i * n * n * isz, n, dt_real, w_ptr + i * n * rsz,
+                                    dt, work, wbytes, host, hbytes, info + 4 * i)
+        failed = [(w_ptr, n, real)]
+        if len(results) > 1:
+            if not self.in_place:
+                scatter_f(ctx, scratch, results[1][1], batch, n, n)
+            failed.append((results[1][1], n * n, ctx.dtype))
+        finish_info(solver, ctx, ws, batch, self.check, EIGENVALUES_DID_NOT_CONVERGE, failed)
+        return _finished(ctx, [r for r, _ in results])
 
 
 def _finished(ctx, results):
-    """What the caller gets: one result, or a tuple of them."""
+    """What the caller gets of ``results`` (a sequence): one result, or a tuple of them."""
     results = tuple(ctx.finish(r) for r in results)
     return results[0] if len(results) == 1 else results
 

@@ -402,3 +402,61 @@ def test_lu_solve_is_remembered_on_copied_factors_not_on_conversions(device_pack
             x = get(la.lu_solve(*operands))
             np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
         assert len(slow_lu_solves) - before == slow
+
+
+def _hermitian(rng, shape, dtype):
+    g = _normal(rng, shape, dtype)
+    return ((g + np.conj(np.swapaxes(g, -1, -2))) / 2).astype(dtype)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("uplo", ["L", "U"])
+@pytest.mark.parametrize("shape", [(80, 80), (2, 80, 80), (4, 7, 7)])
+def test_a_recalled_eigh_is_right_on_fresh_data(device_package, slow_calls, dtype, uplo, shape):
+    put, get = device_package
+    rng = np.random.default_rng()
+    n = shape[-1]
+    for _ in range(3):  # fresh values, one layout
+        a = _hermitian(rng, shape, dtype)
+        # (only the triangle UPLO names is read: the other holds noise)
+        given = np.where(np.tri(n, dtype=bool) if uplo == "L" else np.tri(n, dtype=bool).T, a,
+                         _random(rng, shape, dtype))
+        w, v = la.eigh(put(given), uplo)
+        # (the eigenvectors are column-major, as cuSOLVER makes them in the result)
+        strides = v.stride() if hasattr(v, "stride") else [s // v.itemsize for s in v.strides]
+        assert tuple(v.shape) == shape and tuple(strides[-2:]) == (1, n)
+        w_only = get(la.eigvalsh(put(given), uplo))
+        w, v = get(w), get(v)
+        expected = np.linalg.eigvalsh(a)
+        scale = np.abs(expected).max()
+        np.testing.assert_allclose(w, expected, atol=TOL[dtype] * scale * 10)
+        np.testing.assert_allclose(w_only, expected, atol=TOL[dtype] * scale * 10)
+        rebuilt = (v * w[..., None, :]) @ np.conj(np.swapaxes(v, -1, -2))
+        np.testing.assert_allclose(rebuilt, a, atol=TOL[dtype] * scale * 10)
+    assert len(slow_calls) == 2  # (eigh and eigvalsh, each read and checked once)
+
+
+@pytest.mark.gpu
+def test_a_recalled_eigh_follows_its_options_and_stream(cp, slow_calls):
+    rng = np.random.default_rng()
+    a = _hermitian(rng, (3, 40, 40), "float64")
+    da = cp.asarray(a)
+    for _ in range(2):
+        la.eigh(da)
+        la.eigh(da, check=False)
+        la.eigh(da, method="cusolver")
+    assert len(slow_calls) == 3
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        w = la.eigh(da, stream=stream).eigenvalues
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(w), np.linalg.eigvalsh(a), atol=1e-10)
+    with pytest.raises(UnsupportedOperandError):
+        la.eigh(da, stream="nope")
+    with pytest.raises(InvalidArgumentError, match="UPLO"):
+        la.eigh(da, "X")
+    _memo.dispatcher.drop_if(lambda solver: True)  # the solver leaves the cache: planned again
+    np.testing.assert_allclose(cp.asnumpy(la.eigh(da).eigenvalues), np.linalg.eigvalsh(a),
+                               atol=1e-10)
+    assert len(slow_calls) == 5  # (and the bad UPLO, read and refused)
