@@ -5,21 +5,28 @@ never through ``scipy.fft``'s backend dispatch, so a global or ``only=True`` Sci
 (accelmath's own included) does not reach here. Each dtype computes in its own precision,
 long double included, as ``numpy.fft`` does; half precision in single, as ``scipy.fft`` does.
 Where SciPy or its engine module is missing, ``numpy.fft`` stands in. CPU torch tensors run on
-torch's own FFT (``torch.fft``), which is faster on them than a round trip through NumPy.
+torch's own FFT (``torch.fft``), or, for small transforms where that engine measured faster
+(its fixed cost a call is lower), on the engine over NumPy views of the tensors
+(:class:`TorchViaHost`): the two are timed once per layout.
 
 A transform is prepared once for a shape and dtype (:func:`host_transform`; the stateless
 functions remember it per call, a plan holds it) and executed many times.
 """
 
 import importlib
+import logging
+import math
 import os
+import time
 
 import numpy
 
 from accelmath.fft._normalize import (complex_dtype, real_dtype, scale_exponent, swap_norm,
                                       transform_dtypes)
 
-__all__ = ["HostTransform", "TorchTransform", "host_transform", "engine"]
+__all__ = ["HostTransform", "TorchTransform", "TorchViaHost", "host_transform", "engine"]
+
+_log = logging.getLogger("accelmath")
 
 # SciPy's engine modules, newest layout first; each has c2c(a, axes, forward, inorm, out,
 # nthreads), r2c(the same) and c2r(a, axes, lastsize, forward, inorm, out, nthreads), where
@@ -190,10 +197,46 @@ class HostTransform:
         self._several = len(axes) > 1
         self._engine = engine()
 
+    def _plain_call(self, inverse, workers):
+        """``(function, arguments, threads)``: the engine's function, its arguments between
+        the input and the output, and the thread count's getter, where the input needs no
+        conversion, cut, padding or C-ordered copy; else None."""
+        if (self._convert is not None or self._cut is not None or self._pad is not None
+                or self._several):
+            return None
+        forward, inorm = self._modes[self._inverse if inverse is None else inverse]
+        head = ((self.axes, self._last, forward, inorm) if self.kind == "c2r"
+                else (self.axes, forward, inorm))
+        threads = _default_workers if workers is None else (lambda n=_threads(workers): n)
+        return getattr(self._engine, self.kind), head, threads
+
     def runner(self, inverse=None, workers=None):
-        """``execute(a, inverse, workers=workers)`` as a function of ``a`` alone."""
-        execute = self.execute
-        return lambda a: execute(a, inverse, None, workers)
+        """``execute(a, inverse, workers=workers)`` as a function of ``a`` alone: the engine's
+        own call where the input needs nothing done first."""
+        plain = self._plain_call(inverse, workers)
+        if plain is None:
+            execute = self.execute
+            return lambda a: execute(a, inverse, None, workers)
+        function, head, threads = plain
+        return lambda a: function(a, *head, None, threads())
+
+    def writer(self, inverse=None, workers=None):
+        """``execute(a, inverse, out, workers)`` as a function of ``(a, out)`` (``out`` a
+        NumPy array checked by the caller), returning ``out``: the engine's own call where
+        the input needs nothing done first."""
+        plain = self._plain_call(inverse, workers)
+        if plain is None:
+            execute = self.execute
+            return lambda a, out: execute(a, inverse, out, workers)
+        function, head, threads = plain
+
+        def write(a, out):
+            r = function(a, *head, _direct_target(a, out), threads())
+            if r is not out:
+                out[...] = r  # (out is not in C order, or overlaps the input)
+            return out
+
+        return write
 
     def execute(self, a, inverse=None, out=None, workers=None):
         """The transform of NumPy array ``a`` (of the prepared shape and dtype).
@@ -337,9 +380,91 @@ class TorchTransform:
         return lambda t: self.execute(t, inverse)
 
 
+class TorchViaHost:
+    """A transform of CPU torch tensors by the host engine, on NumPy views of their memory (no
+    copy): results are tensors over the engine's new arrays. Views NumPy cannot see (lazily
+    conjugated or negated ones, tensors that record gradients) go to ``torch.fft``.
+
+    Parameters
+    ----------
+    host : HostTransform
+        The transform, prepared for the tensors' shape and dtype (float32, float64,
+        complex64 or complex128: those NumPy views take).
+    by_torch : TorchTransform
+        The same transform by ``torch.fft``; its attributes are this one's.
+    """
+
+    def __init__(self, host, by_torch):
+        import torch
+
+        self._host, self._torch, self._from_numpy = host, by_torch, torch.from_numpy
+        self.kind, self.axes = by_torch.kind, by_torch.axes
+        self.out_shape, self.out_dtype = by_torch.out_shape, by_torch.out_dtype
+
+    def execute(self, t, inverse=None, out=None, workers=None):
+        """The transform of CPU tensor ``t`` into ``out`` (a CPU tensor, checked by the caller;
+        it may overlap ``t``) or a new tensor; ``workers`` as :meth:`HostTransform.execute`
+        takes them."""
+        try:
+            a, target = t.numpy(), None if out is None else out.numpy()
+        except RuntimeError:  # (a view NumPy cannot see)
+            return self._torch.execute(t, inverse, out, workers)
+        result = self._host.execute(a, inverse, target, workers)
+        return out if out is not None else self._from_numpy(result)
+
+    def runner(self, inverse=None, workers=None):
+        """``execute(t, inverse, workers=workers)`` as a function of ``t`` alone."""
+        run, from_numpy = self._host.runner(inverse, workers), self._from_numpy
+        by_torch = self._torch.runner(inverse, workers)
+
+        def transform(t):
+            try:
+                a = t.numpy()
+            except RuntimeError:  # (a view NumPy cannot see)
+                return by_torch(t)
+            return from_numpy(run(a))
+
+        return transform
+
+
+# torch tensors of these dtypes, and of at most this many elements, may run on the host
+# engine: both ways are timed (larger transforms run on torch.fft, whose threads pay off)
+_VIEWED = ("float32", "float64", "complex64", "complex128")
+_TIMED_MOST = 1 << 14
+
+
 def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=False,
                    package="numpy"):
-    """A prepared host transform: a :class:`TorchTransform` for ``package`` "torch", else a
+    """A prepared host transform: for ``package`` "torch", a :class:`TorchTransform` or, where
+    it measured faster on this layout, a :class:`TorchViaHost`; else a
     :class:`HostTransform` (NumPy arrays). See :class:`HostTransform` for the parameters."""
-    cls = TorchTransform if package == "torch" else HostTransform
-    return cls(kind, shape, dtype, axes, s, norm, conjugate)
+    if package != "torch":
+        return HostTransform(kind, shape, dtype, axes, s, norm, conjugate)
+    by_torch = TorchTransform(kind, shape, dtype, axes, s, norm, conjugate)
+    if dtype not in _VIEWED or math.prod(shape) > _TIMED_MOST:
+        return by_torch
+    by_host = TorchViaHost(HostTransform(kind, shape, dtype, axes, s, norm, conjugate), by_torch)
+    return _fastest((by_torch, by_host), shape, dtype)
+
+
+def _fastest(candidates, shape, dtype, rounds=5):
+    """The fastest of ``candidates`` (transforms of CPU tensors of ``shape`` and ``dtype``) on
+    zeros: each called once to warm up, then once a round in turn, its fastest call counting
+    (a few microseconds each, for the transforms timed)."""
+    import torch
+
+    t = torch.zeros(shape, dtype=getattr(torch, dtype))
+    runs = [candidate.runner() for candidate in candidates]
+    for run in runs:
+        run(t)
+    best = [math.inf] * len(runs)
+    for _ in range(rounds):
+        for i, run in enumerate(runs):
+            start = time.perf_counter()
+            run(t)
+            best[i] = min(best[i], time.perf_counter() - start)
+    chosen = best.index(min(best))
+    _log.debug("CPU FFT of torch tensors %s %s: %s (%s us)", shape, dtype,
+               type(candidates[chosen]).__name__,
+               ", ".join(f"{type(c).__name__} {b * 1e6:.1f}" for c, b in zip(candidates, best)))
+    return candidates[chosen]

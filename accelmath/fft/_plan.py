@@ -175,8 +175,11 @@ class FFT(Plan):
                                 for i in (False, True))
         else:
             s = [out_shape[axis] for axis in axes] if kind == "c2r" else None
-            self._host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm,
-                                        conjugate)
+            self._host = host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm,
+                                               conjugate)
+            # direction -> the transform as a function of the input (and of out=)
+            self._host_runs = {i: host.runner(i, workers) for i in (False, True)}
+            self._host_writes = {i: host.writer(i, workers) for i in (False, True)}
             forward, inverse = Call(None, None, False), Call(None, None, True)
         # direction -> Call; free() empties it
         self._calls = {"forward": forward, "inverse": inverse}
@@ -256,11 +259,11 @@ class FFT(Plan):
 
     def _run_host(self, x, out, call):
         a, op = self._host_input(x)
-        target = None if out is None else self._host_output(out, op)
-        result = self._host.execute(a, call.option, target, self.workers)
-        if out is not None or op is None:
-            return result
-        return op.adapter.from_numpy(result, op.obj)
+        if out is not None:
+            self._host_writes[call.option](a, self._host_output(out, op))
+            return out
+        result = self._host_runs[call.option](a)
+        return result if op is None else op.adapter.from_numpy(result, op.obj)
 
     def forward(self, x=None, *, out=None, stream=None):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""

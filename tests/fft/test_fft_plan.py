@@ -163,6 +163,11 @@ def test_torch_operands():
         assert_close(y.numpy(), np.fft.fft(x.numpy(), axis=1))
         z = plan.forward(torch.randn(4, 8, dtype=torch.complex128))
         assert isinstance(z, torch.Tensor)
+        # out= of the operands' package is the result itself, for each way it is written
+        for out in (torch.empty(4, 8, dtype=torch.complex128),  # (C order: written directly)
+                    torch.empty(8, 4, dtype=torch.complex128).T):  # (copied in)
+            assert plan.forward(x, out=out) is out
+            assert_close(out.numpy(), np.fft.fft(x.numpy(), axis=1))
 
 
 def test_single_precision_plan():
