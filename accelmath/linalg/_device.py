@@ -3,8 +3,8 @@
 Each takes the operands as :class:`~accelmath._core.operand.Operand` records of one device and
 dtype, already checked (:mod:`accelmath.linalg._functions`), broadcasts their batch
 dimensions, and returns arrays of the caller's package (C order, but for the column-major
-factors of ``cholesky`` and ``lu_factor`` and eigenvectors of ``eigh`` that cuSOLVER makes in
-place), enqueued on the caller's stream. Solvers are cached per device by problem (:data:`dispatcher`).
+factors of ``cholesky`` and ``lu_factor``, eigenvectors of ``eigh`` and Q of ``qr`` that
+cuSOLVER makes in place), enqueued on the caller's stream. Solvers are cached per device by problem (:data:`dispatcher`).
 """
 
 from accelmath.linalg._cholesky import cho_factor, cho_solve, cholesky, solve_triangular

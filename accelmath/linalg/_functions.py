@@ -322,7 +322,9 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     Returns
     -------
     QRResult, array or tuple
-        ``QRResult(Q, R)``; R for mode "r"; ``(h, tau)`` for mode "raw".
+        ``QRResult(Q, R)``; R for mode "r"; ``(h, tau)`` for mode "raw". On the GPU, Q is
+        column-major, each matrix, where it holds a's (m >= n), as cuSOLVER makes it (but
+        for JAX arrays).
 
     Examples
     --------
@@ -333,13 +335,17 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     >>> q.shape, r.shape, bool(np.allclose(q @ r, a))
     ((4, 3), (3, 3), True)
     """
-    execution = check_execution(execution)
-    mode = checks.check_mode(mode)
-    a, dtype = read_stack(a, "a", square=False)
-    if runs_on_host((a,), execution):
-        result = to_caller(_cpu.qr(host_array(a, dtype), mode=mode), a)
-    else:
-        result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode, stream=stream)
+    call = call_key("qr", (a,), mode, execution)
+    result = recalled(call, stream)
+    if result is None:
+        execution = check_execution(execution)
+        mode = checks.check_mode(mode)
+        a, dtype = read_stack(a, "a", square=False)
+        if runs_on_host((a,), execution):
+            result = to_caller(_cpu.qr(host_array(a, dtype), mode=mode), a)
+        else:
+            result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode,
+                                 stream=stream, call=call)
     return result if mode in ("r", "raw") else QRResult(*result)
 
 

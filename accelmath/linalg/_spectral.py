@@ -335,30 +335,28 @@ def geqrf(solver, handles, ws, a, tau, m, n, count, dtype, stride):
                             tau + i * k * isz, dt, work, wbytes, host, hbytes, info + 4 * i)
 
 
-def qr(a, *, mode, stream):
+def qr(a, *, mode, stream, call=None):
     """NumPy's ``qr`` of each matrix of ``a``: ``(q, r)`` for "reduced" and "complete", ``r``
-    for "r", ``(h, tau)`` for "raw"."""
+    for "r", ``(h, tau)`` for "raw". Where Q holds a's matrices (m >= n), it is made in the
+    result itself, each matrix column-major (torch's layout), but for JAX (C order).
+    ``call``: the call key to remember (a :class:`~accelmath.linalg._context.CusolverCall`,
+    where ``a`` was read where it lies)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     m, n = a.shape[-2:]
     k = min(m, n)
     count = count_of(batch)
-    qcols = m if mode == "complete" else k
-    rrows = m if mode == "complete" else k
-    if mode == "raw":  # NumPy's h: the column-major factorization read in C order
-        (h, h_ptr), (tau, tau_ptr) = ctx.empty(batch + (n, m)), ctx.empty(batch + (k,))
-        results = (h, tau)
-    else:
-        r, r_ptr = ctx.empty(batch + (rrows, n))
-        q, q_ptr = ctx.empty(batch + (m, qcols)) if mode != "r" else (None, 0)
-        results = (r,) if mode == "r" else (q, r)
+    layout = _QrLayout(layout_of(a), batch, m, n, count, mode,
+                       mode in ("reduced", "complete") and _q_columns(m, n, mode) >= n
+                       and not ctx.adapter.immutable)
+    shapes = layout.results(ctx.dtype)
+    results = [ctx.empty(shape, dtype, strides) for shape, strides, dtype in shapes]
     if count == 0 or m == 0 or n == 0:  # (r is empty: no rows or no columns)
-        if mode != "r" and mode != "raw" and count and qcols == m:  # (NumPy: Q = I)
-            _kernels.identity(q_ptr, m, count, ctx.dtype, ctx.stream, ctx.device_id)
-        return _finished(ctx, results)
+        if layout.generate and count and _q_columns(m, n, mode) == m:  # (NumPy: Q = I)
+            _kernels.identity(results[0][1], m, count, ctx.dtype, ctx.stream, ctx.device_id)
+        return _finished(ctx, [r for r, _ in results])
     isz, dt = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype]
-    generate = mode in ("reduced", "complete")
-    orgqr = typed(cusolver.lib, ctx.dtype, "orgqr", "ungqr")
+    qcols = _q_columns(m, n, mode)
     orgqr_size = typed(cusolver.lib, ctx.dtype, "orgqr_buffer_size", "ungqr_buffer_size")
 
     def query(handles):
@@ -366,38 +364,94 @@ def qr(a, *, mode, stream):
         cusolver.lib.xgeqrf_buffer_size(handles[0], handles[1], m, n, dt, None, m, dt, None, dt,
                                         dev, host)
         lwork = ctypes.c_int()
-        if generate:
+        if layout.generate:
             orgqr_size(handles[0], m, qcols, k, None, m, None, ctypes.byref(lwork))
         return max(dev.value, lwork.value * isz), host.value
 
-    # one column-major m x max(n, qcols) matrix per item (the first n columns a's), and tau;
-    # in "raw" mode those are the results themselves
-    qsize = m * max(n, qcols)
-    raw = mode == "raw"
+    # one column-major m x max(n, qcols) matrix per item (the first n columns a's; Q itself
+    # where it holds them), and tau; in "raw" mode those are the results themselves
     parts = {"info": count * 4}
-    if not raw:
-        parts.update(a=count * qsize * isz, tau=count * k * isz)
-    solver = plan(ctx, ("geqrf", m, n, count, mode), lambda: Solver(
-        ctx.device_id, ctx.adapter.package, parts, query))
-    handles, ws = solver.state(ctx.stream)
-    scratch = h_ptr if raw else ws + solver.offsets["a"]
-    taus = tau_ptr if raw else ws + solver.offsets["tau"]
-    src = batch_strides(a, batch)
-    _kernels.copy_matrices(a.ptr, scratch, batch, src[:-2], item_strides(batch, qsize), m, n,
-                           src[-2:], (1, m), ctx.dtype, ctx.stream, ctx.device_id)
-    geqrf(solver, handles, ws, scratch, taus, m, n, count, ctx.dtype, qsize)
-    if raw:
-        return _finished(ctx, results)
-    _kernels.copy_matrices(scratch, r_ptr, batch, item_strides(batch, qsize),
-                           item_strides(batch, rrows * n), rrows, n, (1, m), (n, 1), ctx.dtype,
-                           ctx.stream, ctx.device_id, triangle="U")
-    if generate:
-        work, wbytes = solver.work(ws)[:2]
-        info = ws + solver.offsets["info"]
-        for i in range(count):
-            orgqr(handles[0], m, qcols, k, scratch + i * qsize * isz, m, taus + i * k * isz,
-                  work, wbytes // isz, info + 4 * i)
-        # the first qcols columns of each column-major item, into Q in C order
-        ctx.copy(scratch, q_ptr, batch + (m, qcols), item_strides(batch, qsize) + (1, m),
-                 c_strides(batch, m, qcols))
-    return _finished(ctx, results)
+    if mode != "raw":
+        parts.update(a=0 if layout.in_place else count * layout.item * isz,
+                     tau=count * k * isz)
+    key = ("geqrf", m, n, count, mode, layout.in_place)
+    solver = plan(ctx, key, lambda: Solver(ctx.device_id, ctx.adapter.package, parts, query))
+    out = layout.recall(ctx, solver, (a.ptr,), results)
+    if call is not None and call[1] == (a.ptr,):
+        CusolverCall.remember(call[0], ctx, key, layout, *shapes)
+    return out
+
+
+def _q_columns(m, n, mode):
+    """The columns of Q (and rows of R) of NumPy's ``qr`` of m x n matrices in ``mode``."""
+    return m if mode == "complete" else min(m, n)
+
+
+class _QrLayout(NamedTuple):
+    """A QR factorization by cuSOLVER of operands of one layout: ``a`` (as
+    :func:`~accelmath.linalg._context.layout_of` gives it), its batch of m x n matrices,
+    NumPy's ``mode`` and the route."""
+
+    a: tuple
+    batch: tuple
+    m: int
+    n: int
+    count: int  # matrices in the batch
+    mode: str
+    in_place: bool  # Q made in the result (else in scratch space, copied out)
+
+    @property
+    def generate(self):
+        """Whether Q is formed (modes "reduced" and "complete")."""
+        return self.mode in ("reduced", "complete")
+
+    @property
+    def item(self):
+        """Elements of each matrix's column-major buffer: m x max(n, Q's columns)."""
+        return self.m * max(self.n, _q_columns(self.m, self.n, self.mode))
+
+    def results(self, dtype):
+        """Each result's ``(shape, element strides, dtype)``: ``(h, tau)`` in "raw" mode,
+        else ``(q, r)``, or ``r`` alone in mode "r"."""
+        batch, m, n, mode = self.batch, self.m, self.n, self.mode
+        if mode == "raw":  # NumPy's h: the column-major factorization read in C order
+            shapes = [batch + (n, m), batch + (min(m, n),)]
+            return [(shape, contiguous_strides(shape), dtype) for shape in shapes]
+        rows = _q_columns(m, n, mode)
+        r = (batch + (rows, n), c_strides(batch, rows, n), dtype)
+        if mode == "r":
+            return [r]
+        return [(batch + (m, rows), (f_strides if self.in_place else c_strides)(batch, m, rows),
+                 dtype), r]
+
+    def recall(self, ctx, solver, addresses, results):
+        """Enqueue the factorization of the matrices at ``addresses[0]`` into ``results``
+        (``[(array, address)]`` as :meth:`results` lays them out): the results."""
+        batch, m, n, count = self.batch, self.m, self.n, self.count
+        k, qcols, item = min(m, n), _q_columns(m, n, self.mode), self.item
+        handles, ws = solver.state(ctx.stream)
+        if self.mode == "raw":
+            scratch, taus = results[0][1], results[1][1]
+        else:
+            scratch = results[0][1] if self.in_place else ws + solver.offsets["a"]
+            taus = ws + solver.offsets["tau"]
+        src = batch_strides(Operand(None, addresses[0], *self.a), batch)
+        _kernels.copy_matrices(addresses[0], scratch, batch, src[:-2], item_strides(batch, item),
+                               m, n, src[-2:], (1, m), ctx.dtype, ctx.stream, ctx.device_id)
+        geqrf(solver, handles, ws, scratch, taus, m, n, count, ctx.dtype, item)
+        if self.mode != "raw":
+            _kernels.copy_matrices(scratch, results[-1][1], batch, item_strides(batch, item),
+                                   item_strides(batch, qcols * n), qcols, n, (1, m), (n, 1),
+                                   ctx.dtype, ctx.stream, ctx.device_id, triangle="U")
+        if self.generate:
+            isz = ITEMSIZE[ctx.dtype]
+            orgqr = typed(cusolver.lib, ctx.dtype, "orgqr", "ungqr")
+            work, wbytes = solver.work(ws)[:2]
+            info = ws + solver.offsets["info"]
+            for i in range(count):
+                orgqr(handles[0], m, qcols, k, scratch + i * item * isz, m, taus + i * k * isz,
+                      work, wbytes // isz, info + 4 * i)
+            if not self.in_place:  # the first qcols columns of each item, into Q in C order
+                ctx.copy(scratch, results[0][1], batch + (m, qcols),
+                         item_strides(batch, item) + (1, m), c_strides(batch, m, qcols))
+        return _finished(ctx, [r for r, _ in results])

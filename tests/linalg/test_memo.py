@@ -460,3 +460,44 @@ def test_a_recalled_eigh_follows_its_options_and_stream(cp, slow_calls):
     np.testing.assert_allclose(cp.asnumpy(la.eigh(da).eigenvalues), np.linalg.eigvalsh(a),
                                atol=1e-10)
     assert len(slow_calls) == 5  # (and the bad UPLO, read and refused)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r", "raw"])
+@pytest.mark.parametrize("shape", [(80, 60), (60, 80), (3, 40, 40)])
+def test_a_recalled_qr_is_right_on_fresh_data(device_package, monkeypatch, dtype, mode, shape):
+    put, get = device_package
+    _memo.dispatcher.clear_cache()
+    slow = _counted(monkeypatch, _checks, "check_mode")
+    rng = np.random.default_rng()
+    m, n = shape[-2:]
+    for _ in range(3):  # fresh values, one layout
+        a = _random(rng, shape, dtype)
+        result = la.qr(put(a), mode)
+        expected = np.linalg.qr(a, mode)
+        if mode == "r":
+            r = get(result)
+            np.testing.assert_allclose(np.abs(r), np.abs(expected), atol=TOL[dtype] * 10)
+            continue
+        if mode == "raw":  # (R above the reflectors, unique up to row phases)
+            r = np.triu(np.swapaxes(get(result[0]), -1, -2))[..., :min(m, n), :]
+            np.testing.assert_allclose(np.abs(r), np.abs(np.linalg.qr(a, "r")),
+                                       atol=TOL[dtype] * 10)
+            continue
+        q, r = result
+        if m >= n:  # (Q made in the result itself, each matrix column-major)
+            strides = (q.stride() if hasattr(q, "stride")
+                       else [s // q.itemsize for s in q.strides])
+            assert tuple(strides[-2:]) == (1, m)
+        q, r = get(q), get(r)
+        assert q.shape == expected.Q.shape and r.shape == expected.R.shape
+        np.testing.assert_allclose(q @ r, a, atol=TOL[dtype] * 10)
+        np.testing.assert_allclose(np.conj(np.swapaxes(q, -1, -2)) @ q,
+                                   np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] +
+                                                   (q.shape[-1],) * 2), atol=TOL[dtype] * 10)
+        np.testing.assert_allclose(np.tril(r, -1), 0, atol=0)
+    assert len(slow) == 1
+    with pytest.raises(InvalidArgumentError, match="mode"):
+        la.qr(put(_random(rng, shape, dtype)), "full")
+    _memo.dispatcher.clear_cache()
