@@ -3,7 +3,8 @@
 Functions (``fft``, ``rfft2``, ``irfftn``, ..., and scipy.fft's ``hfft2``, ``hfftn``,
 ``ihfft2``, ``ihfftn``) take the arguments of ``numpy.fft`` plus keyword-only ``out``,
 ``stream``, ``execution`` and ``workers``; device arrays run through cuFFT with cached plans,
-host arrays on the CPU (SciPy's FFT engine; ``torch.fft`` for CPU tensors). :class:`FFT` plans
+host arrays on the CPU (SciPy's FFT engine; for CPU tensors ``torch.fft``, or SciPy's engine
+where that measured faster). :class:`FFT` plans
 once and executes many times. :mod:`accelmath.fft.scipy_backend` plugs accelmath into
 ``scipy.fft.set_backend`` and ``scipy.fft.set_global_backend``.
 """

@@ -7,7 +7,7 @@ long double included, as ``numpy.fft`` does; half precision in single, as ``scip
 Where SciPy or its engine module is missing, ``numpy.fft`` stands in. CPU torch tensors run on
 torch's own FFT (``torch.fft``), or, for small transforms where that engine measured faster
 (its fixed cost a call is lower), on the engine over NumPy views of the tensors
-(:class:`TorchViaHost`): the two are timed once per layout.
+(:class:`TorchViaHost`): the two are timed once a process for each transform.
 
 A transform is prepared once for a shape and dtype (:func:`host_transform`; the stateless
 functions remember it per call, a plan holds it) and executed many times.
@@ -383,7 +383,8 @@ class TorchTransform:
 class TorchViaHost:
     """A transform of CPU torch tensors by the host engine, on NumPy views of their memory (no
     copy): results are tensors over the engine's new arrays. Views NumPy cannot see (lazily
-    conjugated or negated ones, tensors that record gradients) go to ``torch.fft``.
+    conjugated or negated ones, and tensors that record gradients outside ``torch.no_grad``)
+    go to ``torch.fft``.
 
     Parameters
     ----------
@@ -431,12 +432,16 @@ class TorchViaHost:
 # engine: both ways are timed (larger transforms run on torch.fft, whose threads pay off)
 _VIEWED = ("float32", "float64", "complex64", "complex128")
 _TIMED_MOST = 1 << 14
+# transform -> whether the host engine measured faster, for the process (at most _KEPT)
+_chosen = {}
+_KEPT = 1024
 
 
 def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=False,
                    package="numpy"):
     """A prepared host transform: for ``package`` "torch", a :class:`TorchTransform` or, where
-    it measured faster on this layout, a :class:`TorchViaHost`; else a
+    it measured faster for this transform (timed once a process, with SciPy's default
+    workers), a :class:`TorchViaHost` (whose engine alone takes ``workers``); else a
     :class:`HostTransform` (NumPy arrays). See :class:`HostTransform` for the parameters."""
     if package != "torch":
         return HostTransform(kind, shape, dtype, axes, s, norm, conjugate)
@@ -444,7 +449,15 @@ def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=
     if dtype not in _VIEWED or math.prod(shape) > _TIMED_MOST:
         return by_torch
     by_host = TorchViaHost(HostTransform(kind, shape, dtype, axes, s, norm, conjugate), by_torch)
-    return _fastest((by_torch, by_host), shape, dtype)
+    key = (kind, tuple(shape), dtype, tuple(axes), None if s is None else tuple(s), norm,
+           conjugate)
+    host = _chosen.get(key)
+    if host is None:
+        host = _fastest((by_torch, by_host), shape, dtype) is by_host
+        if len(_chosen) >= _KEPT:
+            _chosen.clear()
+        _chosen[key] = host
+    return by_host if host else by_torch
 
 
 def _fastest(candidates, shape, dtype, rounds=5):

@@ -154,7 +154,7 @@ class FFT(Plan):
         self.in_dtype = in_dtype
         self.in_shape, self.in_strides = tuple(op.shape), op.strides
         self.execution = "cuda" if on_gpu else "cpu"
-        self.workers = workers
+        self._workers = workers
         self._executor = None
         if on_gpu and not op.on_device:
             raise InvalidArgumentError(
@@ -189,6 +189,12 @@ class FFT(Plan):
         if on_gpu:
             self._install_shim(self._calls[None].direct, executor.resources.local,
                                executor.align_mask)
+
+    @property
+    def workers(self):
+        """CPU threads of host execution, as the plan was made (None: those
+        ``scipy.fft.set_workers`` sets where it runs, else 1)."""
+        return self._workers
 
     @property
     def nbytes(self):

@@ -6,7 +6,8 @@ seen before runs at once, its arguments known to be valid. Otherwise the argumen
 normalized as NumPy does (deprecation warnings included), and
 
 * host arrays run on the CPU backend (:mod:`accelmath.fft._cpu`: SciPy's engine for NumPy
-  arrays, ``torch.fft`` for CPU tensors), unless ``execution="cuda"``;
+  arrays; for CPU tensors ``torch.fft``, or SciPy's engine where that measured faster),
+  unless ``execution="cuda"``;
 * device arrays run through a cached :class:`~accelmath.fft.FFT` plan (host data with
   ``execution="cuda"`` is copied there and back);
 * axes given more than once are transformed run by run of distinct axes, as NumPy does.
@@ -100,7 +101,7 @@ def set_cache_limits(max_size=None, max_bytes=None):
 class HostCall(NamedTuple):
     """What the call memo holds for a call that runs on the host."""
 
-    transform: object  # the prepared HostTransform or TorchTransform
+    transform: object  # the prepared HostTransform, TorchTransform or TorchViaHost
     inverse: bool
     workers: Optional[int]
     like: Operand  # the inputs' layout, for checking ``out=`` (no array held)

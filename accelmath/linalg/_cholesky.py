@@ -17,15 +17,14 @@ import ctypes
 from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import Operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                        batch_strides, c_strides, columns_in, columns_out,
                                        count_of, f_strides, finish_info, gather, info_later,
-                                       item_strides, layout_of, plan, rhs_bytes, run_small,
-                                       small_fits, systems)
+                                       item_strides, layout_of, operands_at, plan, rhs_bytes,
+                                       run_small, small_fits, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
@@ -213,8 +212,8 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
 
 class _SolveLayout(NamedTuple):
     """Cholesky solves by cuSOLVER of operands of one layout: factors ``c`` and right-hand
-    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their ``batch`` of n x k systems, and
-    the route."""
+    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their
+    ``batch`` of n x k systems, and the route."""
 
     c: tuple
     b: tuple
@@ -251,8 +250,7 @@ class _SolveLayout(NamedTuple):
         """The solves again, with the factors and right-hand sides at ``addresses``, into
         the ``results`` allocated for them (``[(x, address)]``): x."""
         (x, x_ptr), = results
-        self.solve(ctx, solver, Operand(None, addresses[0], *self.c),
-                   Operand(None, addresses[1], *self.b), x_ptr)
+        self.solve(ctx, solver, *operands_at(addresses, (self.c, self.b)), x_ptr)
         return x
 
 

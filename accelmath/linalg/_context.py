@@ -16,7 +16,7 @@ import numpy
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import host_flag, read_back_later
-from accelmath._core.operand import ITEMSIZE
+from accelmath._core.operand import ITEMSIZE, Operand
 from accelmath._core.stream import stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _finite, _kernels, _medium, _small
@@ -25,8 +25,8 @@ from accelmath.linalg._memo import dispatcher
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
            "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
-           "small_fits", "run_small", "SmallCall", "CusolverCall", "layout_of", "Systems",
-           "systems", "solution",
+           "small_fits", "run_small", "SmallCall", "CusolverCall", "layout_of", "operands_at",
+           "Systems", "systems", "solution",
            "columns_in", "columns_out", "rhs_bytes", "info_later", "finish_info"]
 
 
@@ -346,8 +346,14 @@ class CusolverCall(NamedTuple):
 
 def layout_of(op):
     """``(shape, strides, dtype, device_id, adapter)`` of operand ``op``, for a remembered
-    call's layout: an Operand of it is ``Operand(None, address, *layout)``."""
+    call's layout (see :func:`operands_at`)."""
     return tuple(op.shape), tuple(op.strides), op.dtype, op.device_id, op.adapter
+
+
+def operands_at(addresses, layouts):
+    """The operands of a remembered call again: one at each address of ``addresses``, of
+    the layout :func:`layout_of` gave (a tuple)."""
+    return tuple(Operand(None, address, *layout) for address, layout in zip(addresses, layouts))
 
 
 def solution(ctx, batch, n, k, vector):

@@ -2,9 +2,11 @@
 
 Each takes the operands as :class:`~accelmath._core.operand.Operand` records of one device and
 dtype, already checked (:mod:`accelmath.linalg._functions`), broadcasts their batch
-dimensions, and returns arrays of the caller's package (C order, but for the column-major
-factors of ``cholesky`` and ``lu_factor``, eigenvectors of ``eigh`` and Q of ``qr`` that
-cuSOLVER makes in place), enqueued on the caller's stream. Solvers are cached per device by problem (:data:`dispatcher`).
+dimensions, and returns arrays of the caller's package, enqueued on the caller's stream: C
+order, but for what cuSOLVER makes in place, column-major each matrix (for packages other than
+JAX): the factors of ``cholesky`` (lower) and ``lu_factor``, the eigenvectors of ``eigh``, and
+Q of ``qr`` where it holds a's matrices. Solvers are cached per device by problem
+(:data:`dispatcher`).
 """
 
 from accelmath.linalg._cholesky import cho_factor, cho_solve, cholesky, solve_triangular

@@ -7,15 +7,15 @@ import ctypes
 from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import Operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of, c_strides,
                                        columns_in, columns_out, count_of, f_strides,
-                                       finish_info, gather, info_later, layout_of, plan,
-                                       rhs_bytes, run_small, scatter_f, small_fits, systems)
+                                       finish_info, gather, info_later, layout_of,
+                                       operands_at, plan, rhs_bytes, run_small, scatter_f,
+                                       small_fits, systems)
 from accelmath.linalg._cholesky import trsm
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
 
@@ -310,8 +310,7 @@ class _LuSolveLayout(NamedTuple):
         """The solves again, with the operands at ``addresses``, into the ``results``
         allocated for them (``[(x, address)]``): x."""
         (x, x_ptr), = results
-        self.solve(ctx, solver, tuple(Operand(None, address, *layout) for address, layout in
-                                      zip(addresses, (self.lu, self.piv, self.b))), x_ptr)
+        self.solve(ctx, solver, operands_at(addresses, (self.lu, self.piv, self.b)), x_ptr)
         return x
 
 

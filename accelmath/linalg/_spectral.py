@@ -8,7 +8,6 @@ import ctypes
 from typing import NamedTuple
 
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import Operand
 from accelmath.bindings import cusolver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _kernels
@@ -16,8 +15,8 @@ from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_
                                       real_dtype)
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                        batch_strides, c_strides, count_of, f_strides,
-                                       finish_info, gather, item_strides, layout_of, plan,
-                                       scatter_f)
+                                       finish_info, gather, item_strides, layout_of,
+                                       operands_at, plan, scatter_f)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
 
 __all__ = ["eigh", "svd", "qr", "geqrf"]
@@ -112,7 +111,7 @@ class _EighLayout(NamedTuple):
         handles, ws = solver.state(ctx.stream)
         scratch = results[1][1] if self.in_place else ws + solver.offsets["a"]
         info = ws + solver.offsets["info"]
-        gather(ctx, Operand(None, addresses[0], *self.a), batch, scratch, "C", conj=True)
+        gather(ctx, *operands_at(addresses, (self.a,)), batch, scratch, "C", conj=True)
         work, wbytes, host, hbytes = solver.work(ws)
         if self.jacobi:
             typed(cusolver.lib, ctx.dtype, "syevj_batched", "heevj_batched")(
@@ -435,7 +434,7 @@ class _QrLayout(NamedTuple):
         else:
             scratch = results[0][1] if self.in_place else ws + solver.offsets["a"]
             taus = ws + solver.offsets["tau"]
-        src = batch_strides(Operand(None, addresses[0], *self.a), batch)
+        src = batch_strides(*operands_at(addresses, (self.a,)), batch)
         _kernels.copy_matrices(addresses[0], scratch, batch, src[:-2], item_strides(batch, item),
                                m, n, src[-2:], (1, m), ctx.dtype, ctx.stream, ctx.device_id)
         geqrf(solver, handles, ws, scratch, taus, m, n, count, ctx.dtype, item)

@@ -39,6 +39,25 @@ def test_a_runner_computes_what_execute_does(kind, shape, dtype, axes, s, conjug
 
 
 @pytest.mark.parametrize("kind, shape, dtype, axes, s, conjugate", CASES)
+def test_a_writer_computes_what_execute_does_into_any_out(kind, shape, dtype, axes, s,
+                                                          conjugate):
+    scipy_fft = pytest.importorskip("scipy.fft")
+    transform = _cpu.HostTransform(kind, shape, dtype, axes, s, "backward", conjugate)
+    x = _input(kind, shape, dtype)
+    expected = transform.execute(x)
+    write = transform.writer()
+    for out in (np.empty(transform.out_shape, transform.out_dtype),  # (written directly)
+                np.empty(transform.out_shape[::-1], transform.out_dtype).T):  # (copied in)
+        assert write(x, out) is out
+        np.testing.assert_array_equal(out, expected)
+    with scipy_fft.set_workers(2):  # (the context's threads, read each call)
+        np.testing.assert_array_equal(write(x, np.empty_like(expected)), expected)
+    if x.dtype == transform.out_dtype and x.shape == transform.out_shape:  # (over its input)
+        write(x, x)
+        np.testing.assert_array_equal(x, expected)
+
+
+@pytest.mark.parametrize("kind, shape, dtype, axes, s, conjugate", CASES)
 def test_torch_tensors_on_the_host_engine_match_torch_fft(kind, shape, dtype, axes, s,
                                                           conjugate):
     torch = pytest.importorskip("torch")
@@ -59,6 +78,7 @@ def test_torch_tensors_on_the_host_engine_match_torch_fft(kind, shape, dtype, ax
 
 
 def test_views_numpy_cannot_see_go_to_torch_fft():
+    """Lazily conjugated or negated views (and out= tensors so) run on torch.fft."""
     torch = pytest.importorskip("torch")
     shape = (4, 8)
 
@@ -70,17 +90,49 @@ def test_views_numpy_cannot_see_go_to_torch_fft():
     neg = torch.randn(shape, dtype=torch.complex128).conj().imag  # (a negated view)
     grad = torch.randn(shape, dtype=torch.float64, requires_grad=True)
     assert conj.is_conj() and neg.is_neg()
-    for view in (conj, neg, grad):
+    # (a tensor that records gradients, under no_grad, is read as it is: NumPy sees it then)
+    for view, fallbacks in ((conj, ["runner", "execute"]), (neg, ["runner", "execute"]),
+                            (grad, [])):
         transform = via(str(view.dtype).split(".")[1])
+        by_torch = _spied(transform)
         expected = np.fft.fft(view.numpy(force=True), axis=1)
         with torch.no_grad():
             for result in (transform.runner()(view), transform.execute(view)):
                 np.testing.assert_allclose(result.numpy(force=True), expected, atol=1e-12)
+                assert not result.requires_grad
+        assert by_torch == fallbacks
     out = torch.empty(shape, dtype=torch.complex128).conj()  # (an out NumPy cannot see)
     t = torch.randn(shape, dtype=torch.complex128)
-    assert via("complex128").execute(t, out=out) is out
+    transform = via("complex128")
+    by_torch = _spied(transform)
+    assert transform.execute(t, out=out) is out
     np.testing.assert_allclose(out.numpy(force=True), np.fft.fft(t.numpy(), axis=1),
                                atol=1e-12)
+    assert by_torch == ["execute"]
+    transform.execute(t)  # (a plain tensor: the host engine)
+    assert by_torch == ["execute"]
+
+
+def _spied(via):
+    """A list that grows by the name of each TorchTransform method ``via`` falls back on
+    (``runner`` when the runner it made is given a tensor NumPy cannot see)."""
+    calls, by_torch = [], via._torch
+
+    class Spy:
+        def execute(self, *args):
+            calls.append("execute")
+            return by_torch.execute(*args)
+
+        def runner(self, *args):
+            run = by_torch.runner(*args)
+
+            def spied(t):
+                calls.append("runner")
+                return run(t)
+            return spied
+
+    via._torch = Spy()
+    return calls
 
 
 def test_torch_transforms_are_timed_both_ways_where_numpy_views_take_them(monkeypatch):
@@ -96,6 +148,24 @@ def test_torch_transforms_are_timed_both_ways_where_numpy_views_take_them(monkey
         chosen = _cpu.host_transform("c2c", shape, dtype, (0,), package="torch")
         assert isinstance(chosen, _cpu.TorchTransform)
     assert len(timed) == 1
+
+
+def test_the_choice_is_made_once_for_each_transform(monkeypatch):
+    torch = pytest.importorskip("torch")
+    import accelmath.fft
+
+    timed = []
+    fastest = _cpu._fastest
+    monkeypatch.setattr(_cpu, "_fastest", lambda *args: timed.append(args) or fastest(*args))
+    monkeypatch.setattr(_cpu, "_chosen", {})
+    t = torch.randn(4, 64, dtype=torch.complex128)
+    for _ in range(3):  # (calls the memo does not hold: axes as a list, or s without axes)
+        accelmath.fft.fftn(t, axes=[1])
+        with pytest.warns(DeprecationWarning):
+            accelmath.fft.fftn(t, s=(4, 64))
+        np.testing.assert_allclose(accelmath.fft.fftn(t, axes=[1]).numpy(),
+                                   np.fft.fft(t.numpy(), axis=1), atol=1e-12)
+    assert len(timed) == 2
 
 
 def test_the_faster_candidate_is_chosen_and_logged(caplog):

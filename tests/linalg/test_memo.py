@@ -404,6 +404,12 @@ def test_lu_solve_is_remembered_on_copied_factors_not_on_conversions(device_pack
         assert len(slow_lu_solves) - before == slow
 
 
+def _element_strides(x):
+    """The element strides of a CuPy array or a torch tensor."""
+    return tuple(x.stride()) if hasattr(x, "stride") else tuple(s // x.itemsize
+                                                                 for s in x.strides)
+
+
 def _hermitian(rng, shape, dtype):
     g = _normal(rng, shape, dtype)
     return ((g + np.conj(np.swapaxes(g, -1, -2))) / 2).astype(dtype)
@@ -424,8 +430,7 @@ def test_a_recalled_eigh_is_right_on_fresh_data(device_package, slow_calls, dtyp
                          _random(rng, shape, dtype))
         w, v = la.eigh(put(given), uplo)
         # (the eigenvectors are column-major, as cuSOLVER makes them in the result)
-        strides = v.stride() if hasattr(v, "stride") else [s // v.itemsize for s in v.strides]
-        assert tuple(v.shape) == shape and tuple(strides[-2:]) == (1, n)
+        assert tuple(v.shape) == shape and _element_strides(v)[-2:] == (1, n)
         w_only = get(la.eigvalsh(put(given), uplo))
         w, v = get(w), get(v)
         expected = np.linalg.eigvalsh(a)
@@ -487,9 +492,7 @@ def test_a_recalled_qr_is_right_on_fresh_data(device_package, monkeypatch, dtype
             continue
         q, r = result
         if m >= n:  # (Q made in the result itself, each matrix column-major)
-            strides = (q.stride() if hasattr(q, "stride")
-                       else [s // q.itemsize for s in q.strides])
-            assert tuple(strides[-2:]) == (1, m)
+            assert _element_strides(q)[-2:] == (1, m)
         q, r = get(q), get(r)
         assert q.shape == expected.Q.shape and r.shape == expected.R.shape
         np.testing.assert_allclose(q @ r, a, atol=TOL[dtype] * 10)
@@ -500,4 +503,32 @@ def test_a_recalled_qr_is_right_on_fresh_data(device_package, monkeypatch, dtype
     assert len(slow) == 1
     with pytest.raises(InvalidArgumentError, match="mode"):
         la.qr(put(_random(rng, shape, dtype)), "full")
+    _memo.dispatcher.clear_cache()
+
+
+@pytest.mark.gpu
+def test_a_recalled_qr_follows_its_stream_and_conversions_are_not_remembered(cp, monkeypatch):
+    _memo.dispatcher.clear_cache()
+    slow = _counted(monkeypatch, _checks, "check_mode")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((2, 30, 20))
+    da = cp.asarray(a)
+    la.qr(da)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        q, r = la.qr(da, stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), a, atol=1e-12)
+    with pytest.raises(UnsupportedOperandError):
+        la.qr(da, stream="nope")
+    assert len(slow) == 1
+    _memo.dispatcher.drop_if(lambda solver: True)  # the solver leaves the cache: planned again
+    q, r = la.qr(da)
+    np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), a, atol=1e-12)
+    assert len(slow) == 2
+    ints = cp.asarray(rng.integers(-5, 5, (30, 20)))  # (converted to float64: read anew)
+    for _ in range(2):
+        q, r = la.qr(ints)
+        np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), cp.asnumpy(ints), atol=1e-12)
+    assert len(slow) == 4
     _memo.dispatcher.clear_cache()
