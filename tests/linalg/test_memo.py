@@ -115,11 +115,19 @@ def _counted(monkeypatch, module, name):
 
 
 @pytest.fixture
-def slow_calls(monkeypatch):
+def slow_path(monkeypatch):
+    """``slow_path(module, name)``: a list that grows by one for each call of
+    ``module.name``, a step only a call read and checked (not recalled) takes; the call memo
+    is emptied before and after the test."""
+    _memo.dispatcher.clear_cache()
+    yield lambda module, name: _counted(monkeypatch, module, name)
+    _memo.dispatcher.clear_cache()
+
+
+@pytest.fixture
+def slow_calls(slow_path):
     """A list that grows by one for each call that was read and checked (not recalled)."""
-    _memo.dispatcher.clear_cache()
-    yield _counted(monkeypatch, _functions, "_checked_options")
-    _memo.dispatcher.clear_cache()
+    return slow_path(_functions, "_checked_options")
 
 
 @pytest.mark.gpu
@@ -248,11 +256,9 @@ def test_a_recalled_cusolver_cholesky_follows_an_explicit_stream(cp, slow_calls)
 
 
 @pytest.fixture
-def slow_solves(monkeypatch):
+def slow_solves(slow_path):
     """A list that grows by one for each cho_solve that was read and checked (not recalled)."""
-    _memo.dispatcher.clear_cache()
-    yield _counted(monkeypatch, _scipy_functions, "_triangular_system")
-    _memo.dispatcher.clear_cache()
+    return slow_path(_scipy_functions, "_triangular_system")
 
 
 @pytest.mark.gpu
@@ -321,11 +327,9 @@ def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, sl
 
 
 @pytest.fixture
-def slow_lu_solves(monkeypatch):
+def slow_lu_solves(slow_path):
     """A list that grows by one for each lu_solve that was read and checked (not recalled)."""
-    _memo.dispatcher.clear_cache()
-    yield _counted(monkeypatch, _checks, "lu_pivots")
-    _memo.dispatcher.clear_cache()
+    return slow_path(_checks, "lu_pivots")
 
 
 def _trans_solve(a, b, trans):
@@ -467,14 +471,18 @@ def test_a_recalled_eigh_follows_its_options_and_stream(cp, slow_calls):
     assert len(slow_calls) == 5  # (and the bad UPLO, read and refused)
 
 
+@pytest.fixture
+def slow_qrs(slow_path):
+    """A list that grows by one for each qr that was read and checked (not recalled)."""
+    return slow_path(_checks, "check_mode")
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
 @pytest.mark.parametrize("mode", ["reduced", "complete", "r", "raw"])
 @pytest.mark.parametrize("shape", [(80, 60), (60, 80), (3, 40, 40)])
-def test_a_recalled_qr_is_right_on_fresh_data(device_package, monkeypatch, dtype, mode, shape):
+def test_a_recalled_qr_is_right_on_fresh_data(device_package, slow_qrs, dtype, mode, shape):
     put, get = device_package
-    _memo.dispatcher.clear_cache()
-    slow = _counted(monkeypatch, _checks, "check_mode")
     rng = np.random.default_rng()
     m, n = shape[-2:]
     for _ in range(3):  # fresh values, one layout
@@ -500,16 +508,13 @@ def test_a_recalled_qr_is_right_on_fresh_data(device_package, monkeypatch, dtype
                                    np.broadcast_to(np.eye(q.shape[-1]), q.shape[:-2] +
                                                    (q.shape[-1],) * 2), atol=TOL[dtype] * 10)
         np.testing.assert_allclose(np.tril(r, -1), 0, atol=0)
-    assert len(slow) == 1
+    assert len(slow_qrs) == 1
     with pytest.raises(InvalidArgumentError, match="mode"):
         la.qr(put(_random(rng, shape, dtype)), "full")
-    _memo.dispatcher.clear_cache()
 
 
 @pytest.mark.gpu
-def test_a_recalled_qr_follows_its_stream_and_conversions_are_not_remembered(cp, monkeypatch):
-    _memo.dispatcher.clear_cache()
-    slow = _counted(monkeypatch, _checks, "check_mode")
+def test_a_recalled_qr_follows_its_stream_and_conversions_are_not_remembered(cp, slow_qrs):
     rng = np.random.default_rng()
     a = rng.standard_normal((2, 30, 20))
     da = cp.asarray(a)
@@ -521,14 +526,13 @@ def test_a_recalled_qr_follows_its_stream_and_conversions_are_not_remembered(cp,
         np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), a, atol=1e-12)
     with pytest.raises(UnsupportedOperandError):
         la.qr(da, stream="nope")
-    assert len(slow) == 1
+    assert len(slow_qrs) == 1
     _memo.dispatcher.drop_if(lambda solver: True)  # the solver leaves the cache: planned again
     q, r = la.qr(da)
     np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), a, atol=1e-12)
-    assert len(slow) == 2
+    assert len(slow_qrs) == 2
     ints = cp.asarray(rng.integers(-5, 5, (30, 20)))  # (converted to float64: read anew)
     for _ in range(2):
         q, r = la.qr(ints)
         np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), cp.asnumpy(ints), atol=1e-12)
-    assert len(slow) == 4
-    _memo.dispatcher.clear_cache()
+    assert len(slow_qrs) == 4
