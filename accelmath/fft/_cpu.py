@@ -448,10 +448,12 @@ def host_transform(kind, shape, dtype, axes, s=None, norm="backward", conjugate=
     by_torch = TorchTransform(kind, shape, dtype, axes, s, norm, conjugate)
     if dtype not in _VIEWED or math.prod(shape) > _TIMED_MOST:
         return by_torch
-    by_host = TorchViaHost(HostTransform(kind, shape, dtype, axes, s, norm, conjugate), by_torch)
     key = (kind, tuple(shape), dtype, tuple(axes), None if s is None else tuple(s), norm,
            conjugate)
     host = _chosen.get(key)
+    if host is False:
+        return by_torch
+    by_host = TorchViaHost(HostTransform(kind, shape, dtype, axes, s, norm, conjugate), by_torch)
     if host is None:
         host = _fastest((by_torch, by_host), shape, dtype) is by_host
         if len(_chosen) >= _KEPT:
