@@ -8,8 +8,8 @@ caller's lower triangle is copied column-major into the result, factored there (
 C-ordered, is factored in scratch space and copied out). An upper one: the caller's upper
 triangle is copied into the result as it lies, whose buffer read column-major is the lower
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
-C order, that is U. A stateless ``cholesky`` or ``cho_solve`` that cuSOLVER ran on operands
-read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
+C order, that is U. A stateless ``cholesky``, ``cho_factor`` or ``cho_solve`` that cuSOLVER
+ran on operands read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
 identical one allocates and enqueues the work again, and reads and checks nothing else.
 """
 
@@ -82,7 +82,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise
     (:func:`accelmath.linalg._finite.enqueue`)."""
     ctx = Context(a, stream)
-    finite = _finite.enqueue(ctx, (a,), finite)
+    names, finite = finite, _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
@@ -116,9 +116,9 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
-                     item_strides(batch, n * n), check)
+                     item_strides(batch, n * n), check, layout_of(a), names)
     layout.factor(ctx, solver, a.ptr, out_ptr, finite)
-    if call is not None and finite is None and call[1] == (a.ptr,):
+    if call is not None and call[1] == (a.ptr,) and _finite.on_device((a,), names):
         CusolverCall.remember(call[0], ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
@@ -136,6 +136,8 @@ class _Layout(NamedTuple):
     count: int  # matrices in the batch
     dense: tuple  # element strides of the batch laid out densely
     check: bool  # raise for the matrices that failed (else NaN in their factors)
+    a: tuple  # the operand's layout (layout_of's)
+    finite: Optional[tuple]  # a's name where NaN and Inf raise
 
     def factor(self, ctx, solver, a_ptr, out_ptr, finite=None):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
@@ -162,15 +164,16 @@ class _Layout(NamedTuple):
         """The factorization again, of the matrices at ``addresses[0]``, into the
         ``results`` allocated for it (``[(factor, address)]``): the factor."""
         (out, out_ptr), = results
-        self.factor(ctx, solver, addresses[0], out_ptr)
+        finite = _finite.enqueue(ctx, operands_at(addresses, (self.a,)), self.finite)
+        self.factor(ctx, solver, addresses[0], out_ptr, finite)
         return out
 
 
-def cho_factor(a, *, lower, check, stream, finite=None):
+def cho_factor(a, *, lower, check, stream, finite=None, call=None):
     """SciPy's ``cho_factor``: the factor in the ``lower`` (else upper) triangle, zeros in
     the other."""
     return cholesky(a, upper=not lower, check=check, method="auto", stream=stream,
-                    finite=finite)
+                    call=call, finite=finite)
 
 
 def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):

@@ -97,6 +97,11 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     (array([[2., 1.],
            [0., 2.]]), False)
     """
+    # (remembered as cholesky is: see cho_solve)
+    call = call_key("cho_factor", (a,), lower, check_finite, check, execution)
+    c = recalled(call, stream)
+    if c is not None:
+        return c, lower
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     a, dtype = read_stack(a, "a")
@@ -106,7 +111,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
                             check=check)
         return to_caller(c, a), lower
     return device_call("cho_factor", [a], (dtype,), ("a",), execution, lower=lower,
-                       check=check, stream=stream,
+                       check=check, stream=stream, call=call,
                        finite=("a",) if check_finite else None), lower
 
 

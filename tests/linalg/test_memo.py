@@ -2,8 +2,8 @@
 (CPU), and, on a GPU, that a remembered call of solve, inv or cholesky on CuPy and torch
 arrays skips the checks yet computes right on fresh data, raises for failures with the
 batch index, follows an explicit stream, and that other layouts take the slow path; the same
-for cho_solve and lu_solve, whose remembered calls run the device function on the new
-addresses."""
+for cho_factor, cho_solve and lu_solve, whose remembered calls run the device function on
+the new addresses."""
 
 import numpy as np
 import pytest
@@ -324,6 +324,77 @@ def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, sl
             x = get(la.cho_solve((operands[0], True), operands[1]))
             np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
         assert len(slow_solves) - before == slow
+
+
+@pytest.fixture
+def slow_scipy_calls(slow_path):
+    """A list that grows by one for each call of a SciPy-named function (cho_factor here)
+    that was read and checked (not recalled)."""
+    return slow_path(_scipy_functions, "_check_finite")
+
+
+def _upper_to_lower(c, lower):
+    """The lower factor L from cho_factor's ``c`` (L, or U = L^H in its upper triangle)."""
+    return np.tril(c) if lower else np.swapaxes(np.triu(c), -1, -2).conj()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("lower", [False, True])
+@pytest.mark.parametrize("shape", [(80, 80), (2, 80, 80)])
+def test_a_recalled_cho_factor_is_right_and_checks_finiteness_and_definiteness(
+        device_package, slow_scipy_calls, lower, shape):
+    put, get = device_package
+    rng = np.random.default_rng()
+    for _ in range(3):  # fresh values, one layout
+        a = _spd(rng, shape, "float64")
+        c, low = la.cho_factor(put(a), lower=lower)
+        assert low is lower
+        np.testing.assert_allclose(_upper_to_lower(get(c), lower), np.linalg.cholesky(a),
+                                   rtol=1e-11, atol=1e-11)
+    last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix fails
+    bad = a.copy()
+    bad[last + (3, 4)] = np.inf
+    with pytest.raises(LinAlgError) as caught:
+        la.cho_factor(put(bad), lower=lower)
+    assert caught.value.index == last and "infs or NaNs" in str(caught.value)
+    indefinite = a.copy()
+    indefinite[last + (5, 5)] = -1.0
+    with pytest.raises(LinAlgError) as caught:
+        la.cho_factor(put(indefinite), lower=lower)
+    assert caught.value.index == last and "infs or NaNs" not in str(caught.value)
+    assert len(slow_scipy_calls) == 1
+    # check_finite=False is a call of its own, remembered in turn
+    for _ in range(2):
+        c, _ = la.cho_factor(put(a), lower=lower, check_finite=False)
+        np.testing.assert_allclose(_upper_to_lower(get(c), lower), np.linalg.cholesky(a),
+                                   rtol=1e-11, atol=1e-11)
+    assert len(slow_scipy_calls) == 2
+
+
+@pytest.mark.gpu
+def test_a_recalled_cho_factor_follows_its_stream_and_conversions_are_not_remembered(
+        cp, slow_scipy_calls):
+    rng = np.random.default_rng()
+    a = _spd(rng, (3, 80, 80), "float64")
+    da = cp.asarray(a)
+    la.cho_factor(da, lower=True)
+    stream = cp.cuda.Stream(non_blocking=True)
+    for _ in range(2):
+        c, _ = la.cho_factor(da, lower=True, stream=stream)
+        stream.synchronize()
+        np.testing.assert_allclose(np.tril(cp.asnumpy(c)), np.linalg.cholesky(a), rtol=1e-11,
+                                   atol=1e-11)
+    assert len(slow_scipy_calls) == 1
+    with pytest.raises(UnsupportedOperandError):
+        la.cho_factor(da, lower=True, stream="nope")
+    converted = cp.asarray(a.astype("float32"))  # a float32 operand stays float32: remembered
+    for _ in range(2):
+        la.cho_factor(converted, lower=True)
+    integers = cp.asarray(np.eye(80, dtype="int64") * 4)  # promoted to float64: a copy
+    for _ in range(2):
+        c, _ = la.cho_factor(integers, lower=True)
+        np.testing.assert_allclose(cp.asnumpy(c), np.eye(80) * 2)
+    assert len(slow_scipy_calls) == 4
 
 
 @pytest.fixture
