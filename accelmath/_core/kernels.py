@@ -28,6 +28,7 @@ __device__ __forceinline__ unsigned short f2h(float f) {
 struct half1 { unsigned short x; };
 struct half2c { unsigned short x, y; };
 
+__device__ __forceinline__ int scale_of(int v, double s) { return (int)(v * s); }
 __device__ __forceinline__ float scale_of(float v, double s) { return v * (float)s; }
 __device__ __forceinline__ double scale_of(double v, double s) { return v * s; }
 __device__ __forceinline__ float2 scale_of(float2 v, double s) {
@@ -39,6 +40,7 @@ __device__ __forceinline__ half1 scale_of(half1 v, double s) {
 __device__ __forceinline__ half2c scale_of(half2c v, double s) {
     half2c r; r.x = f2h(h2f(v.x) * (float)s); r.y = f2h(h2f(v.y) * (float)s); return r; }
 
+__device__ __forceinline__ int conj_of(int v) { return v; }
 __device__ __forceinline__ float conj_of(float v) { return v; }
 __device__ __forceinline__ double conj_of(double v) { return v; }
 __device__ __forceinline__ half1 conj_of(half1 v) { return v; }
@@ -96,6 +98,9 @@ DEFINE(complex32, half2c)
 #ifdef ACCELMATH_float32
 DEFINE(float32, float)
 #endif
+#ifdef ACCELMATH_int32
+DEFINE(int32, int)
+#endif
 #ifdef ACCELMATH_complex64
 DEFINE(complex64, float2)
 #endif
@@ -150,7 +155,8 @@ def copy_scale(src_ptr, dst_ptr, shape, src_strides, dst_strides, dtype, scale, 
     src_strides, dst_strides : tuple of int
         Strides in elements.
     dtype : str
-        One of float16, complex32, float32, complex64, float64, complex128.
+        One of float16, complex32, float32, complex64, float64, complex128, or int32
+        (copied; a scale is rounded toward zero).
     scale : float or None
         The factor; None (or 1) copies.
     stream : int

@@ -19,13 +19,13 @@ from typing import NamedTuple, Optional
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
-from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE
+from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                        batch_strides, c_strides, columns_in, columns_out,
                                        count_of, f_strides, finish_info, gather, info_later,
                                        item_strides, layout_of, operands_at, plan, rhs_bytes,
                                        run_small, small_fits, systems)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, typed
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_codes, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
            "cholesky_solver", "trsm"]
@@ -268,12 +268,19 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finit
     isz = ITEMSIZE[ctx.dtype]
     solver = plan(ctx, ("trsm", n, k, count), lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"a": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype)}, blas=True))
+        {"a": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info": count * 4},
+        blas=True))
     handles, ws = solver.state(ctx.stream)
     matrix = ws + solver.offsets["a"]
     # read column-major, the copy is a^T (conjugated for trans=2: a^H), whose triangle is
     # the other one; op(a) is then that matrix transposed (trans=0) or itself
     gather(ctx, a, batch, matrix, "C", conj=trans == 2)
+    # a zero on the diagonal raises, as SciPy's does: the copy's first zero found and read
+    # back while the solves run
+    if not unit_diagonal:
+        _kernels.zero_diagonal(matrix, n, count, ctx.dtype, ws + solver.offsets["info"],
+                               ctx.stream, ctx.device_id)
+    later = info_later(solver, ctx, ws, count, not unit_diagonal)
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     op = cublas.OPERATION["T"] if trans == 0 else cublas.OPERATION["N"]
     fill = UPPER if lower else LOWER
@@ -283,4 +290,6 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finit
              rhs + i * n * k * isz, n)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
     _finite.check(finite)
+    if later is not None:
+        check_codes(later.result(), batch, SINGULAR)
     return ctx.finish(x)

@@ -115,10 +115,11 @@ def batch_of(*ops, matrix_dims=2):
     return tuple(out)
 
 
-def batch_strides(op, batch):
-    """``op``'s strides over ``batch`` (broadcast axes: 0) followed by its matrix strides."""
+def batch_strides(op, batch, core=2):
+    """``op``'s strides over ``batch`` (broadcast axes: 0) followed by those of its last
+    ``core`` axes (a matrix's two by default)."""
     strides = tuple(op.strides)
-    own = len(op.shape) - 2
+    own = len(op.shape) - core
     lead = []
     for axis, extent in enumerate(batch):
         k = axis - len(batch) + own
@@ -377,12 +378,14 @@ class Systems(NamedTuple):
 
 def systems(a, b, stream, vector, *others):
     """The :class:`Systems` of matrices ``a`` and right-hand sides ``b`` (..., n, k) on
-    ``stream``, once the call's stream waits for ``others`` (more operands the work reads)
-    and ``b``."""
+    ``stream``, once the call's stream waits for ``others`` (more operands the work reads:
+    stacks of vectors, whose batch dimensions broadcast with the systems') and ``b``."""
     ctx = Context(a, stream)
     for op in (*others, b):
         op.wait_ready(ctx.stream)
     batch = batch_of(a, b)
+    if others:
+        batch = tuple(numpy.broadcast_shapes(batch, *(tuple(op.shape[:-1]) for op in others)))
     n, k = b.shape[-2], b.shape[-1]
     return Systems(ctx, batch, n, k, count_of(batch), *solution(ctx, batch, n, k, vector))
 

@@ -1,8 +1,9 @@
 """The CUDA C++ source of the linear-algebra device path's auxiliary kernels (launched by
 :mod:`accelmath.linalg._kernels`): strided batched matrix copies (element-wise, and through
 shared-memory tiles), determinants from LU factorizations, pivot conversions, the row
-interchanges of LU factorizations on their right-hand sides, NaN for failed factorizations, flags of the matrices that hold a NaN or an infinity, identities and the
-arrays of matrix addresses that batched routines take.
+interchanges of LU factorizations on their right-hand sides, NaN for failed factorizations,
+flags of the matrices that hold a NaN or an infinity, the first zero on each matrix's
+diagonal, identities and the arrays of matrix addresses that batched routines take.
 
 Kernels are templated on the element type, with ``extern "C"`` entry points per dtype
 (``<kernel>_<dtype>``), each dtype's behind ``#ifdef ACCELMATH_<dtype>`` (see
@@ -237,6 +238,28 @@ __device__ void flag_nonfinite(const T* data, long long count, long long batch, 
     }
 }
 
+// matrices in y, one block each: info[b] = 1 + the first j where a[j, j] of dense n x n
+// matrix b is zero (its other triangle, order or conjugation alike), else 0
+__device__ __forceinline__ bool zero_of_value(float v) { return v == 0.0f; }
+__device__ __forceinline__ bool zero_of_value(double v) { return v == 0.0; }
+__device__ __forceinline__ bool zero_of_value(float2 v) { return v.x == 0.0f && v.y == 0.0f; }
+__device__ __forceinline__ bool zero_of_value(double2 v) { return v.x == 0.0 && v.y == 0.0; }
+
+template <typename T>
+__device__ void zero_diagonal(const T* data, int n, long long batch, int* info) {
+    __shared__ int first;
+    for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
+        if (threadIdx.x == 0) first = n;
+        __syncthreads();
+        const T* a = data + b * (long long)n * n;
+        for (int j = threadIdx.x; j < n; j += blockDim.x)
+            if (zero_of_value(a[(long long)j * (n + 1)])) atomicMin(&first, j);
+        __syncthreads();
+        if (threadIdx.x == 0) info[b] = first < n ? first + 1 : 0;
+        __syncthreads();  // (first is set again for the next matrix)
+    }
+}
+
 template <typename T>
 __device__ void identity(T* dst, unsigned n, long long batch) {
     const unsigned nn = n * n;
@@ -254,10 +277,15 @@ __device__ void pivots_to_scipy(const P* ipiv, int* out, long long count) {
 extern "C" __global__ void pivots_int32(const int* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
 extern "C" __global__ void pivots_int64(const long long* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
 // SciPy's 0-based int32 pivots as cuSOLVER's 1-based int64 ones
-extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long long count) {
+// (a pivot out of 0..n-1, which no factorization makes, interchanges nothing: no row is
+// read or written out of its matrix)
+extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long long count,
+                                             int n) {
     long long step = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step)
-        o[i] = (long long)p[i] + 1;
+    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
+        const int v = p[i];
+        o[i] = (v >= 0 && v < n ? v : (int)(i % n)) + 1LL;
+    }
 }
 
 // -- the arrays of matrix addresses that the batched cuSOLVER and cuBLAS routines take -------
@@ -299,6 +327,8 @@ extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long lon
         long long batch) { fail_to_nan<T>(info, data, count, batch); } \
 extern "C" __global__ void flag_nonfinite_##NAME(const T* data, long long count, \
         long long batch, int* flags) { flag_nonfinite<T>(data, count, batch, flags); } \
+extern "C" __global__ void zero_diagonal_##NAME(const T* data, int n, long long batch, \
+        int* info) { zero_diagonal<T>(data, n, batch, info); } \
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
     identity<T>(dst, n, batch); } \
 extern "C" __global__ void swap_rows_##NAME(T* x, const long long* ipiv, int n, long long k, \

@@ -27,7 +27,7 @@ from accelmath.linalg._kernel_source import SOURCE
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
            "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det",
            "pivots_from_scipy", "pivots_to_scipy", "pointer_array", "prepare", "swap_rows",
-           "swap_rows_fit"]
+           "swap_rows_fit", "zero_diagonal"]
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 PIVOT_DTYPES = ("int32", "int64")
@@ -353,6 +353,34 @@ def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, 
                  dtype, blocks=nonfinite_blocks(count_per_matrix))
 
 
+def zero_diagonal(data_ptr, n, batch, dtype, info_ptr, stream, device_id):
+    """Enqueue, for each dense n x n matrix, the info code of a triangular solve: 1 + the
+    index of the first zero on its diagonal (LAPACK's ``trtrs``), else 0.
+
+    Parameters
+    ----------
+    data_ptr : int
+        Device address of ``batch`` dense n x n matrices, one after another (C or
+        column-major order: the diagonal is the same).
+    n, batch : int
+        The order and the number of matrices.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
+    info_ptr : int
+        Device address of ``batch`` int32, all written.
+    stream : int
+        The stream handle.
+    device_id : int
+        The device the data lives on.
+    """
+    _check_dtype(dtype)
+    if batch == 0:
+        return
+    args = (ctypes.c_void_p(data_ptr), ctypes.c_int(n), ctypes.c_longlong(batch),
+            ctypes.c_void_p(info_ptr))
+    _launch_rows("zero_diagonal_" + dtype, n, batch, args, stream, device_id, dtype, blocks=1)
+
+
 def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="int64"):
     """Enqueue ``out = ipiv - 1`` as int32: cuSOLVER's 1-based pivots as SciPy's
     ``lu_factor`` returns them (0-based).
@@ -380,9 +408,10 @@ def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="in
     _launch_flat("pivots_" + pivot_dtype, count, args, stream, device_id)
 
 
-def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
+def pivots_from_scipy(piv_ptr, ipiv_ptr, count, n, stream, device_id):
     """Enqueue ``ipiv = piv + 1`` as int64: SciPy's 0-based int32 pivots (``lu_factor``'s) as
-    cuSOLVER's ``cusolverDnXgetrs`` takes them.
+    cuSOLVER's ``cusolverDnXgetrs`` takes them. A pivot out of ``0..n-1`` (which no
+    factorization makes) becomes its own row: no interchange, nothing read out of bounds.
 
     Parameters
     ----------
@@ -391,7 +420,9 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
     ipiv_ptr : int
         Device address of ``count`` int64.
     count : int
-        The number of pivots.
+        The number of pivots (a multiple of ``n``).
+    n : int
+        The rows of each matrix, and the pivots of each.
     stream : int
         The stream handle.
     device_id : int
@@ -399,7 +430,8 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, count, stream, device_id):
     """
     if count == 0:
         return
-    args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count))
+    args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count),
+            ctypes.c_int(n))
     _launch_flat("pivots_from_scipy", count, args, stream, device_id)
 
 

@@ -8,11 +8,10 @@ from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
-from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
-from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of, c_strides,
-                                       columns_in, columns_out, count_of, f_strides,
+from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
+                                       batch_strides, c_strides, columns_in, columns_out, count_of, f_strides,
                                        finish_info, gather, info_later, layout_of,
                                        operands_at, plan, rhs_bytes, run_small, scatter_f,
                                        small_fits, systems)
@@ -29,12 +28,14 @@ _C = cublas.OPERATION["C"]
 
 
 def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=False,
-              blas=True):
-    """A solver for the LU factorization of ``count`` n x n matrices: their info codes, where
-    ``scratch`` a scratch copy of the matrices and their pivots, and the parts of
-    ``extra``; where ``batched``, for cuBLAS's batched routes (:mod:`._batched`); with
-    ``blas``, a cuBLAS handle for :func:`getrs`'s triangular solves."""
+              blas=True, m=None):
+    """A solver for the LU factorization of ``count`` m x n matrices (m: n by default):
+    their info codes, where ``scratch`` a scratch copy of the matrices and their pivots, and
+    the parts of ``extra``; where ``batched``, for cuBLAS's batched routes (square matrices,
+    :mod:`._batched`); with ``blas``, a cuBLAS handle for :func:`getrs`'s triangular
+    solves."""
     isz = ITEMSIZE[dtype]
+    m = n if m is None else m
     if batched:
         return Solver(device_id, package, {"info": count * 4, "lu": count * n * n * isz,
                                            **_batched.parts(count, n, pivots=True), **extra},
@@ -42,13 +43,13 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=
 
     def query(handles):
         dev, host = ctypes.c_size_t(), ctypes.c_size_t()
-        cusolver.lib.xgetrf_buffer_size(handles[0], handles[1], n, n, DATA_TYPE[dtype], None,
-                                        max(n, 1), DATA_TYPE[dtype], dev, host)
+        cusolver.lib.xgetrf_buffer_size(handles[0], handles[1], m, n, DATA_TYPE[dtype], None,
+                                        max(m, 1), DATA_TYPE[dtype], dev, host)
         return dev.value, host.value
 
     parts = {"info": count * 4, "info2": 4, **extra}
     if scratch:
-        parts.update(lu=count * n * n * isz, ipiv=count * n * 8)
+        parts.update(lu=count * m * n * isz, ipiv=count * min(m, n) * 8)
     return Solver(device_id, package, parts, query, blas=blas)
 
 
@@ -78,15 +79,17 @@ def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched, c
     return later
 
 
-def getrf(solver, handles, ws, lu, ipiv, n, count, dtype):
-    """Enqueue the in-place LU factorization of ``count`` column-major n x n matrices at
-    ``lu`` (pivots at ``ipiv``, info codes in the solver's ``"info"`` part)."""
-    isz, dt = ITEMSIZE[dtype], DATA_TYPE[dtype]
+def getrf(solver, handles, ws, lu, ipiv, n, count, dtype, m=None):
+    """Enqueue the in-place LU factorization of ``count`` column-major m x n matrices (m: n
+    by default) at ``lu`` (min(m, n) pivots each at ``ipiv``, info codes in the solver's
+    ``"info"`` part)."""
+    m = n if m is None else m
+    isz, dt, k = ITEMSIZE[dtype], DATA_TYPE[dtype], min(m, n)
     work, wbytes, host, hbytes = solver.work(ws)
     info = ws + solver.offsets["info"]
     for i in range(count):
-        cusolver.lib.xgetrf(handles[0], handles[1], n, n, dt, lu + i * n * n * isz, max(n, 1),
-                            ipiv + i * n * 8, dt, work, wbytes, host, hbytes, info + 4 * i)
+        cusolver.lib.xgetrf(handles[0], handles[1], m, n, dt, lu + i * m * n * isz, max(m, 1),
+                            ipiv + i * k * 8, dt, work, wbytes, host, hbytes, info + 4 * i)
 
 
 def getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count):
@@ -198,38 +201,38 @@ def slogdet(a, *, stream):
 
 def lu_factor(a, *, check, stream, finite=None):
     """SciPy's ``lu_factor``: ``(lu, piv)``, L and U of ``P a = L U`` in one matrix and the
-    0-based row interchanges (int32); ``finite``: a's name where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.enqueue`). ``lu`` has SciPy's layout, each matrix
-    column-major (C order for JAX), where cuSOLVER factors it and :func:`lu_solve` reads it."""
-    if a.shape[-2] != a.shape[-1]:
-        raise InvalidArgumentError(
-            f"lu_factor on the GPU takes square matrices; a has shape {tuple(a.shape)}")
+    min(m, n) 0-based row interchanges (int32) of each m x n matrix; ``finite``: a's name
+    where NaN and Inf raise (see :func:`accelmath.linalg._finite.enqueue`). ``lu`` has
+    SciPy's layout, each matrix column-major (C order for JAX), where cuSOLVER factors it and
+    :func:`lu_solve` reads it."""
     ctx = Context(a, stream)
     finite = _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
-    n = a.shape[-1]
+    m, n = a.shape[-2:]
+    k = min(m, n)
     count = count_of(batch)
     # (JAX arrays are C-ordered: theirs is factored in scratch space and copied out)
     scratch = ctx.adapter.immutable
-    lu, lu_ptr = ctx.empty(batch + (n, n), strides=(c_strides if scratch else f_strides)(
-        batch, n, n))
-    piv, piv_ptr = ctx.empty(batch + (n,), "int32")
-    if count == 0 or n == 0:
+    lu, lu_ptr = ctx.empty(batch + (m, n), strides=(c_strides if scratch else f_strides)(
+        batch, m, n))
+    piv, piv_ptr = ctx.empty(batch + (k,), "int32")
+    if count == 0 or k == 0:
+        _finite.check(finite)
         return ctx.finish(lu), ctx.finish(piv)
-    solver = _lu_plan(ctx, n, 1, count) if scratch else plan(
-        ctx, ("lu_factor", n, count), lambda: lu_solver(
-            ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
-            {"ipiv": count * n * 8}, scratch=False, blas=False))
+    solver = plan(ctx, ("lu_factor", m, n, count, scratch), lambda: lu_solver(
+        ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
+        {"ipiv": count * k * 8, "lu": count * m * n * ITEMSIZE[ctx.dtype] if scratch else 0},
+        scratch=False, blas=False, m=m))
     handles, ws = solver.state(ctx.stream)
     ipiv = ws + solver.offsets["ipiv"]
     factors = ws + solver.offsets["lu"] if scratch else lu_ptr
     gather(ctx, a, batch, factors, "F")
-    getrf(solver, handles, ws, factors, ipiv, n, count, ctx.dtype)
+    getrf(solver, handles, ws, factors, ipiv, n, count, ctx.dtype, m=m)
     later = info_later(solver, ctx, ws, count, check)
     if scratch:
-        scatter_f(ctx, factors, lu_ptr, batch, n, n)
-    _kernels.pivots_to_scipy(ipiv, piv_ptr, count * n, ctx.stream, ctx.device_id)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, n * n, ctx.dtype)],
+        scatter_f(ctx, factors, lu_ptr, batch, m, n)
+    _kernels.pivots_to_scipy(ipiv, piv_ptr, count * k, ctx.stream, ctx.device_id)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, m * n, ctx.dtype)],
                 finite, later)
     return ctx.finish(lu), ctx.finish(piv)
 
@@ -247,16 +250,19 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     # lu_factor's layout (dense, each matrix column-major, not broadcast) is read where it
-    # lies; others are copied so
+    # lies, and its pivots (dense int32, as device_call gives them); others are copied so
     in_place = (tuple(lu.shape) == batch + (n, n)
                 and tuple(lu.strides) == f_strides(batch, n, n))
-    key = ("getrs", n, k, count, in_place)
+    pivots_in_place = (tuple(piv.shape) == batch + (n,)
+                       and tuple(piv.strides) == contiguous_strides(batch + (n,)))
+    key = ("getrs", n, k, count, in_place, pivots_in_place)
     solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
         {"lu": 0 if in_place else count * n * n * isz, "ipiv": count * n * 8,
+         "piv": 0 if pivots_in_place else count * n * 4,
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}, blas=True))
-    layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place, trans,
-                            finite)
+    layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place,
+                            pivots_in_place, trans, finite)
     layout.solve(ctx, solver, operands, x_ptr)
     addresses = tuple(op.ptr for op in operands)
     if call is not None and call[1] == addresses and _finite.on_device(operands, finite):
@@ -278,6 +284,7 @@ class _LuSolveLayout(NamedTuple):
     k: int
     count: int  # systems in the batch
     in_place: bool  # getrs reads lu where it lies (else a column-major copy)
+    pivots_in_place: bool  # piv read where it lies (else a dense copy over the batch)
     trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
     finite: Optional[tuple]  # the names of lu, piv and b where NaN and Inf raise
 
@@ -289,17 +296,17 @@ class _LuSolveLayout(NamedTuple):
         finite = _finite.enqueue(ctx, operands, self.finite)
         handles, ws = solver.state(ctx.stream)
         ipiv = ws + solver.offsets["ipiv"]
-        try:
-            piv_ptr = _pivots(piv, batch, n)
-        except InvalidArgumentError:
-            _finite.check(finite)  # (SciPy's check_finite of b comes first)
-            raise
+        piv_ptr = piv.ptr
+        if not self.pivots_in_place:
+            piv_ptr = ws + solver.offsets["piv"]
+            ctx.copy(piv.ptr, piv_ptr, batch + (n,), batch_strides(piv, batch, core=1),
+                     contiguous_strides(batch + (n,)), dtype="int32")
         if self.in_place:
             factors = lu.ptr
         else:
             factors = ws + solver.offsets["lu"]
             gather(ctx, lu, batch, factors, "F")
-        _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, ctx.stream, ctx.device_id)
+        _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, n, ctx.stream, ctx.device_id)
         rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
         getrs(ctx, solver, handles, ws, (_N, _T, _C)[self.trans], factors, ipiv, rhs, n, k,
               count)
@@ -313,13 +320,3 @@ class _LuSolveLayout(NamedTuple):
         self.solve(ctx, solver, operands_at(addresses, (self.lu, self.piv, self.b)), x_ptr)
         return x
 
-
-def _pivots(piv, batch, n):
-    """The address of ``lu_factor``'s pivots for a batch ``batch`` of n x n factors."""
-    shape = batch + (n,)
-    if (piv.dtype != "int32" or tuple(piv.shape) != shape
-            or tuple(piv.strides) != contiguous_strides(shape)):
-        raise InvalidArgumentError(
-            f"piv must be lu_factor's pivots: a dense int32 array of shape {shape}, got "
-            f"{piv!r} (on the GPU, lu and piv take the batch shape of b)")
-    return piv.ptr

@@ -258,7 +258,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     lu, piv, b = read(lu, "lu"), read(piv, "piv"), read(b, "b")
     dtype = checks.result_dtype(("lu", lu.dtype), ("b", b.dtype))
     checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
-    vector, _ = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
+    vector, batch = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
+    checks.broadcast_batch(piv.shape[:-1], batch, ("piv", "lu and b"))
     check_finite = _check_finite(check_finite)
     return _solve("lu_solve", (lu, piv, b), (dtype, "int32", dtype), ("lu", "piv", "b"),
                   execution, (None, None, "b") if check_finite else None, vector, stream,

@@ -23,7 +23,7 @@ def test_merge_dims():
 @pytest.mark.parametrize("arch", [(7, 5), (8, 0), (9, 0)])  # CUDA 13's NVRTC starts at 7.5
 def test_the_source_compiles(arch, monkeypatch, nvrtc):
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # compile here, not from an earlier run's store
-    dtypes = ("float16", "complex32", "float32", "complex64", "float64", "complex128")
+    dtypes = ("float16", "complex32", "float32", "int32", "complex64", "float64", "complex128")
     for variant in dtypes:  # (each dtype compiled alone, as SourceModules does)
         cubin = compile_cuda(SOURCE, CompileOptions(arch=arch, extra=(f"-DACCELMATH_{variant}",)),
                              "accelmath_kernels.cu")
@@ -61,3 +61,15 @@ def test_copy_scale_against_numpy(dtype, scale, conj):
     if conj:
         expected = np.conj(expected)
     np.testing.assert_allclose(dst.get(), expected, rtol=1e-6)
+
+
+@pytest.mark.gpu
+def test_int32_copies_are_exact():
+    cp = pytest.importorskip("cupy")
+    host = np.random.default_rng().integers(-2 ** 31, 2 ** 31, (3, 4), dtype=np.int32)
+    src = cp.asarray(host)
+    dst = cp.zeros((2, 3, 4), np.int32)
+    copy_scale(src.data.ptr, dst.data.ptr, (2, 3, 4), (0, 4, 1), (12, 4, 1), "int32", None,
+               None, src.device.id)  # broadcast over the first axis
+    cp.cuda.Device().synchronize()
+    np.testing.assert_array_equal(dst.get(), np.broadcast_to(host, (2, 3, 4)))

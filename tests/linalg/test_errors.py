@@ -116,6 +116,13 @@ def test_bad_options(call):
         call()
 
 
+def test_lu_solve_pivots_whose_batch_does_not_broadcast_with_b():
+    lu, piv = np.broadcast_to(np.eye(2), (3, 2, 2)), np.zeros((3, 2), np.int32)
+    with pytest.raises(InvalidArgumentError, match="piv"):
+        sla.lu_solve((np.eye(2), piv), np.ones((4, 2, 1)))
+    assert sla.lu_solve((lu, piv), np.ones((4, 1, 2, 1))).shape == (4, 3, 2, 1)
+
+
 @pytest.mark.parametrize("call, name", [
     (lambda x: sla.cho_factor(x), "a"),
     (lambda x: sla.lu_factor(x), "a"),

@@ -567,8 +567,6 @@ def test_lu_factor_lu_solve(cupy, dtype, a_shape, b_shape, trans):
 
 @pytest.mark.parametrize("a_shape, b_shape", [((2, 4, 4), (3, 1, 4, 2)), ((4, 4), (3, 4, 2)),
                                               ((40, 40), (2, 40, 1))])
-@pytest.mark.xfail(strict=True, raises=InvalidArgumentError,
-                   reason="lu_solve on the GPU takes lu and piv of b's batch shape")
 def test_lu_solve_broadcasts_batches(cupy, a_shape, b_shape):
     """b's batch dimensions broadcast with lu's (and piv's), as on the CPU."""
     a, b = well(a_shape, "float64"), random(b_shape, "float64")
@@ -580,8 +578,6 @@ def test_lu_solve_broadcasts_batches(cupy, a_shape, b_shape):
 
 @pytest.mark.parametrize("dtype", ["float64", "complex64"])
 @pytest.mark.parametrize("shape", [(4, 6), (6, 4), (3, 6, 4)])
-@pytest.mark.xfail(strict=True, raises=InvalidArgumentError,
-                   reason="lu_factor on the GPU takes square matrices")
 def test_lu_factor_rectangular(cupy, dtype, shape):
     a = random(shape, dtype)
     lu, piv = la.lu_factor(cupy.put(a))
@@ -617,8 +613,6 @@ def test_solve_triangular(cupy, dtype, a_shape, b_shape, lower, trans, unit_diag
     residual(op, x, b, vector, dtype)
 
 
-@pytest.mark.xfail(strict=True, reason="solve_triangular on the GPU (cuBLAS trsm) does not "
-                   "check the diagonal")
 def test_solve_triangular_zero_diagonal_raises(cupy):
     """A zero on the diagonal raises LinAlgError naming the batch index, as on the CPU."""
     a = well((3, 4, 4), "float64", permute=False)

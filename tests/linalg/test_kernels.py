@@ -10,12 +10,14 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _kernels
 from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
                                        flag_nonfinite, identity, log_det, nonfinite_blocks,
-                                       pivots_to_scipy, swap_rows, swap_rows_fit)
+                                       pivots_from_scipy, pivots_to_scipy, swap_rows,
+                                       swap_rows_fit, zero_diagonal)
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
     return ([f"{k}_{dtype}" for k in ("copy", "copy32", "tiles", "tiles32", "fail_to_nan",
-                                          "flag_nonfinite", "identity", "swap_rows")]
+                                          "flag_nonfinite", "identity", "swap_rows",
+                                          "zero_diagonal")]
             + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
 
 
@@ -85,7 +87,8 @@ def test_bad_dtypes_are_refused(no_device):
     for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
                  lambda: flag_nonfinite(0, 4, 2, "bool", 0, 0, 0),
                  lambda: identity(0, 4, 2, "bool", 0, 0),
-                 lambda: swap_rows(0, 0, 4, 1, 1, "bool", False, 0, 0)):
+                 lambda: swap_rows(0, 0, 4, 1, 1, "bool", False, 0, 0),
+                 lambda: zero_diagonal(0, 4, 2, "bool", 0, 0, 0)):
         with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
             call()
 
@@ -162,6 +165,8 @@ def test_empty_work_launches_nothing(no_device):
     flag_nonfinite(0, 0, 4, "float64", 0, 0, 0)
     identity(0, 0, 5, "float64", 0, 0)
     pivots_to_scipy(0, 0, 0, 0, 0)
+    pivots_from_scipy(0, 0, 0, 4, 0, 0)
+    zero_diagonal(0, 4, 0, "float64", 0, 0, 0)
     log_det(0, 0, 3, 0, "float64", 0, 0, 0, 0)
 
 
@@ -346,6 +351,33 @@ def test_flag_nonfinite(cp, dtype, per_matrix):
     assert set(result.ravel()) <= {0, 1}
     expected = [False, True, False, True, dtype.startswith("complex")]
     assert list(result.any(axis=1)) == expected
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 5, 700])
+def test_zero_diagonal(cp, dtype, n):
+    rng = np.random.default_rng()
+    host = _random(rng, (4, n, n), dtype) + 3 * np.eye(n, dtype=dtype)
+    host[1, n - 1, n - 1] = 0
+    if n > 1:
+        host[3, n // 2, n // 2] = 0
+        host[3, n - 1, n - 1] = 0  # (the first zero counts)
+        host[2, 0, 1] = 0  # off the diagonal: no matter
+    info = cp.full(4, 7, np.int32)  # (every code written)
+    zero_diagonal(cp.asarray(host).data.ptr, n, 4, dtype, info.data.ptr, _stream(cp), 0)
+    _synchronize(cp)
+    expected = [0, n, 0, n // 2 + 1 if n > 1 else 0]
+    assert list(info.get()) == expected
+
+
+@pytest.mark.gpu
+def test_pivots_from_scipy_keep_every_row_in_its_matrix(cp):
+    piv = np.array([[2, 2, 2], [3, -1, 2]], np.int32)  # 3 and -1: no row of a 3 x 3 matrix
+    out = cp.empty(piv.shape, cp.int64)
+    pivots_from_scipy(cp.asarray(piv).data.ptr, out.data.ptr, piv.size, 3, _stream(cp), 0)
+    _synchronize(cp)
+    np.testing.assert_array_equal(out.get(), [[3, 3, 3], [1, 2, 3]])
 
 
 @pytest.mark.gpu
