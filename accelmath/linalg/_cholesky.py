@@ -8,8 +8,8 @@ caller's lower triangle is copied column-major into the result, factored there (
 C-ordered, is factored in scratch space and copied out). An upper one: the caller's upper
 triangle is copied into the result as it lies, whose buffer read column-major is the lower
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
-C order, that is U. A stateless ``cholesky``, ``cho_factor`` or ``cho_solve`` that cuSOLVER
-ran on operands read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
+C order, that is U. A stateless ``cholesky``, ``cho_factor``, ``cho_solve`` or
+``solve_triangular`` that ran on operands read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
 identical one allocates and enqueues the work again, and reads and checks nothing else.
 """
 
@@ -257,39 +257,77 @@ class _SolveLayout(NamedTuple):
         return x
 
 
-def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finite=None):
+def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finite=None,
+                     call=None):
     """Solve ``op(a) x = b`` for triangular ``a`` (``op`` by ``trans``: 0 itself, 1 its
-    transpose, 2 its conjugate transpose); ``finite`` as :func:`cho_solve`'s."""
+    transpose, 2 its conjugate transpose); ``finite`` and ``call`` as :func:`cho_solve`'s."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
-    finite = _finite.enqueue(ctx, (a, b), finite)
     if count == 0 or n == 0 or k == 0:
-        _finite.check(finite)
+        _finite.check(_finite.enqueue(ctx, (a, b), finite))
         return ctx.finish(x)
-    isz = ITEMSIZE[ctx.dtype]
-    solver = plan(ctx, ("trsm", n, k, count), lambda: Solver(
+    key = ("trsm", n, k, count)
+    solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"a": count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype), "info": count * 4},
-        blas=True))
-    handles, ws = solver.state(ctx.stream)
-    matrix = ws + solver.offsets["a"]
-    # read column-major, the copy is a^T (conjugated for trans=2: a^H), whose triangle is
-    # the other one; op(a) is then that matrix transposed (trans=0) or itself
-    gather(ctx, a, batch, matrix, "C", conj=trans == 2)
-    # a zero on the diagonal raises, as SciPy's does: the copy's first zero found and read
-    # back while the solves run
-    if not unit_diagonal:
-        _kernels.zero_diagonal(matrix, n, count, ctx.dtype, ws + solver.offsets["info"],
-                               ctx.stream, ctx.device_id)
-    later = info_later(solver, ctx, ws, count, not unit_diagonal)
-    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    op = cublas.OPERATION["T"] if trans == 0 else cublas.OPERATION["N"]
-    fill = UPPER if lower else LOWER
-    diag = cublas.DIAG["UNIT" if unit_diagonal else "NON_UNIT"]
-    for i in range(count):
-        trsm(handles[2], ctx.dtype, fill, op, diag, n, k, matrix + i * n * n * isz, n,
-             rhs + i * n * k * isz, n)
-    columns_out(ctx, rhs, x_ptr, batch, n, k)
-    _finite.check(finite)
-    if later is not None:
-        check_codes(later.result(), batch, SINGULAR)
+        {"a": count * n * n * ITEMSIZE[ctx.dtype], "b": rhs_bytes(count, n, k, ctx.dtype),
+         "info": count * 4}, blas=True))
+    layout = _TriangularLayout(layout_of(a), layout_of(b), batch, n, k, count, trans, lower,
+                               unit_diagonal, finite)
+    layout.solve(ctx, solver, a, b, x_ptr)
+    if call is not None and call[1] == (a.ptr, b.ptr) and _finite.on_device((a, b), finite):
+        CusolverCall.remember(call[0], ctx, key, layout,
+                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
     return ctx.finish(x)
+
+
+class _TriangularLayout(NamedTuple):
+    """Triangular solves by cuBLAS of operands of one layout: matrices ``a`` and right-hand
+    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their
+    ``batch`` of n x k systems, and the options."""
+
+    a: tuple
+    b: tuple
+    batch: tuple
+    n: int
+    k: int
+    count: int  # systems in the batch
+    trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
+    lower: bool  # a's lower triangle is read (else its upper one)
+    unit_diagonal: bool  # a's diagonal taken as ones (not read, not checked)
+    finite: Optional[tuple]  # the names of a and b where NaN and Inf raise
+
+    def solve(self, ctx, solver, a, b, x_ptr):
+        """Enqueue the solves of matrices ``a`` and right-hand sides ``b`` (operands of the
+        layout) into the solution at ``x_ptr``; raise for NaN and Inf in them where they are
+        checked, then for a zero on a diagonal (unless ``unit_diagonal``)."""
+        batch, n, k, count, trans = self.batch, self.n, self.k, self.count, self.trans
+        finite = _finite.enqueue(ctx, (a, b), self.finite)
+        isz = ITEMSIZE[ctx.dtype]
+        handles, ws = solver.state(ctx.stream)
+        matrix = ws + solver.offsets["a"]
+        # read column-major, the copy is a^T (conjugated for trans=2: a^H), whose triangle
+        # is the other one; op(a) is then that matrix transposed (trans=0) or itself
+        gather(ctx, a, batch, matrix, "C", conj=trans == 2)
+        # a zero on the diagonal raises, as SciPy's does: the copy's first zero found and
+        # read back while the solves run
+        if not self.unit_diagonal:
+            _kernels.zero_diagonal(matrix, n, count, ctx.dtype, ws + solver.offsets["info"],
+                                   ctx.stream, ctx.device_id)
+        later = info_later(solver, ctx, ws, count, not self.unit_diagonal)
+        rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
+        op = cublas.OPERATION["T"] if trans == 0 else cublas.OPERATION["N"]
+        fill = UPPER if self.lower else LOWER
+        diag = cublas.DIAG["UNIT" if self.unit_diagonal else "NON_UNIT"]
+        for i in range(count):
+            trsm(handles[2], ctx.dtype, fill, op, diag, n, k, matrix + i * n * n * isz, n,
+                 rhs + i * n * k * isz, n)
+        columns_out(ctx, rhs, x_ptr, batch, n, k)
+        _finite.check(finite)
+        if later is not None:
+            check_codes(later.result(), batch, SINGULAR)
+
+    def recall(self, ctx, solver, addresses, results):
+        """The solves again, with the matrices and right-hand sides at ``addresses``, into
+        the ``results`` allocated for them (``[(x, address)]``): x."""
+        (x, x_ptr), = results
+        self.solve(ctx, solver, *operands_at(addresses, (self.a, self.b)), x_ptr)
+        return x

@@ -305,9 +305,10 @@ class SmallCall(NamedTuple):
 
 
 class CusolverCall(NamedTuple):
-    """What the call memo keeps of a stateless call that cuSOLVER ran on its operands where
-    they lie: where its solver is cached, the layout (cholesky's, cho_solve's, lu_solve's,
-    eigh's, qr's: its ``recall(ctx, solver, addresses, results)`` enqueues the work into the
+    """What the call memo keeps of a stateless call that cuSOLVER (or cuBLAS) ran on its
+    operands where they lie: where its solver is cached, the layout (cholesky's,
+    cho_solve's, lu_solve's, solve_triangular's, eigh's, qr's: its
+    ``recall(ctx, solver, addresses, results)`` enqueues the work into the
     results allocated for it and returns what the call returns), how to allocate the
     results (no caller's array)."""
 

@@ -10,7 +10,7 @@ the operands' addresses, allocates the results and launches the kernel
 (:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
 operand read where it lies is remembered the same way, and so is a ``cho_factor`` (its
 finiteness check enqueued again), a ``cho_solve`` on operands read where they lie, a
-``lu_solve``, an ``eigh`` (``eigvalsh``) and a ``qr``: an identical
+``lu_solve``, a ``solve_triangular``, an ``eigh`` (``eigvalsh``) and a ``qr``: an identical
 call allocates and enqueues cuSOLVER's work again
 (:class:`~accelmath.linalg._context.CusolverCall`).
 """

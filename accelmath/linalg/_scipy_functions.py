@@ -309,6 +309,12 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     >>> solve_triangular(a, np.array([4.0, 5.0]), lower=True)
     array([2., 3.])
     """
+    # (remembered as cho_solve is)
+    call = call_key("solve_triangular", (a, b), trans, lower, unit_diagonal, check_finite,
+                    execution)
+    x = recalled(call, stream)
+    if x is not None:
+        return x
     execution = check_execution(execution)
     trans = checks.check_trans(trans)
     lower = checks.check_flag(lower, "lower")
@@ -316,5 +322,5 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     check_finite = _check_finite(check_finite)
     a, b, dtype, vector = _triangular_system(a, b, ("a", "b"))
     return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,
-                  ("a", "b") if check_finite else None, vector, stream, trans=trans,
-                  lower=lower, unit_diagonal=unit_diagonal)
+                  ("a", "b") if check_finite else None, vector, stream, call=call,
+                  trans=trans, lower=lower, unit_diagonal=unit_diagonal)

@@ -2,8 +2,8 @@
 (CPU), and, on a GPU, that a remembered call of solve, inv or cholesky on CuPy and torch
 arrays skips the checks yet computes right on fresh data, raises for failures with the
 batch index, follows an explicit stream, and that other layouts take the slow path; the same
-for cho_factor, cho_solve and lu_solve, whose remembered calls run the device function on
-the new addresses."""
+for cho_factor, cho_solve, lu_solve and solve_triangular, whose remembered calls run the
+device function on the new addresses."""
 
 import numpy as np
 import pytest
@@ -106,9 +106,9 @@ def _counted(monkeypatch, module, name):
     calls = []
     original = getattr(module, name)
 
-    def counted(*args):
+    def counted(*args, **kwargs):
         calls.append(len(args))  # (not the arguments: arrays must be free to go)
-        return original(*args)
+        return original(*args, **kwargs)
 
     monkeypatch.setattr(module, name, counted)
     return calls
@@ -395,6 +395,40 @@ def test_a_recalled_cho_factor_follows_its_stream_and_conversions_are_not_rememb
         c, _ = la.cho_factor(integers, lower=True)
         np.testing.assert_allclose(cp.asnumpy(c), np.eye(80) * 2)
     assert len(slow_scipy_calls) == 4
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("trans, lower, unit", [(0, True, False), (1, False, False),
+                                                (2, True, True), ("C", False, False)])
+@pytest.mark.parametrize("shape, rhs", [((6, 6), (6,)), ((2, 80, 80), (2, 80, 3))])
+def test_a_recalled_solve_triangular_is_right_and_checks_its_diagonal(
+        device_package, slow_solves, dtype, trans, lower, unit, shape, rhs):
+    put, get = device_package
+    rng = np.random.default_rng()
+    vector = len(rhs) < len(shape)
+    for _ in range(3):  # fresh values, one layout
+        a, b = _well(rng, shape, dtype), _random(rng, rhs, dtype)
+        x = get(la.solve_triangular(put(a), put(b), trans=trans, lower=lower,
+                                    unit_diagonal=unit))
+        t = np.tril(a) if lower else np.triu(a)
+        if unit:
+            t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(shape[-1]) + np.eye(shape[-1])
+        expected = _trans_solve(t, b[..., None] if vector else b, trans)
+        np.testing.assert_allclose(x, expected[..., 0] if vector else expected,
+                                   rtol=TOL[dtype], atol=TOL[dtype])
+    assert len(slow_solves) == 1
+    last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix has a zero pivot
+    singular = a.copy()
+    singular[last + (3, 3)] = 0
+    if unit:  # (its diagonal is not read)
+        assert np.isfinite(get(la.solve_triangular(put(singular), put(b), trans=trans,
+                                                   lower=lower, unit_diagonal=unit))).all()
+    else:
+        with pytest.raises(LinAlgError) as caught:
+            la.solve_triangular(put(singular), put(b), trans=trans, lower=lower)
+        assert caught.value.index == last
+    assert len(slow_solves) == 1
 
 
 @pytest.fixture
