@@ -10,6 +10,7 @@ from setuptools import Extension, setup
 
 setup(
     ext_modules=[
-        Extension("accelmath._core._hostcall", ["accelmath/_core/_hostcall.c"], optional=True),
+        Extension("accelmath._core._hostcall",
+                  ["accelmath/_core/_hostcall.c", "accelmath/_core/_reader.c"], optional=True),
     ],
 )

@@ -1,6 +1,7 @@
 /* accelmath._core._hostcall: call status-returning C functions of word-sized arguments
  * (integers and pointers, up to 16) for a fraction of what a ctypes call costs, alone
- * (Function) or after the checks of a plan's execute (Launch). It knows no library: a plan
+ * (Function) or after the checks of a plan's execute (Launch); Reader (_reader.c) reads an
+ * array's pointer after the checks of its layout. It knows no library: a plan
  * describes its library call as data (the function, its error raiser and its argument slots).
  * Built when accelmath is installed (setup.py, an optional extension); where it is missing,
  * accelmath/_core/hostcall.py calls through ctypes instead. */
@@ -565,13 +566,16 @@ static PyTypeObject LaunchType = {
     .tp_getset = launch_getset,
 };
 
+extern PyTypeObject ReaderType; /* _reader.c */
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "accelmath._core._hostcall",
     "Fast calls of status-returning C functions of word-sized arguments.", -1,
 };
 
 PyMODINIT_FUNC PyInit__hostcall(void) {
-    if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0) {
+    if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0 ||
+        PyType_Ready(&ReaderType) < 0) {
         return NULL;
     }
     for (int k = 0; k < SLOT_NAMES; k++) {
@@ -591,6 +595,7 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
     }
     if (PyModule_AddObjectRef(m, "Function", (PyObject *)&FunctionType) < 0 ||
         PyModule_AddObjectRef(m, "Launch", (PyObject *)&LaunchType) < 0 ||
+        PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0) {
         Py_DECREF(m);
         return NULL;

@@ -12,11 +12,12 @@ results are the same, only slower. :func:`status` says which is used, and why.
 import ctypes
 import importlib
 import os
+import types
 from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "fast", "launcher", "status"]
+__all__ = ["BoundCall", "fast", "launcher", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
@@ -26,6 +27,8 @@ _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctype
 _NOT_BUILT = ("ctypes (the call shim was not built when accelmath was installed, likely no C "
               "compiler then; reinstall with a compiler for ~0.5 us less per call)")
 _imported = {}  # "module": the extension or None; "status": how it was imported, or why not
+# properties of C types, read through the descriptor
+_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
 class BoundCall(NamedTuple):
@@ -170,6 +173,51 @@ def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, 
         return slow
     return module.Launch(slow, calls, tuple(inputs), out_readers, allocate, current_stream,
                          local, mask)
+
+
+def reader(checks, pointer):
+    """A reader of the pointer of arrays of one layout: a function of one array ``x`` that
+    returns ``pointer(x)`` where ``get(x) == expected`` for each ``(get, expected)`` of
+    ``checks`` (in order, stopping at the first that fails), else None.
+
+    Made in C by the call shim (a ``Reader``, about 0.12 us less per call than the same
+    checks in Python), else in Python, with the same results.
+
+    Parameters
+    ----------
+    checks : sequence of (get, expected)
+        ``get``: a property of the array's type (a getset or member descriptor, as
+        ``torch.Tensor.dtype`` is), read from ``x``, or any callable, called with ``x``
+        (such as a method of the type: ``torch.Tensor.is_contiguous``).
+    pointer : callable
+        ``pointer(x)``: the address of ``x``'s first element.
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> from accelmath._core import hostcall
+    >>> read = hostcall.reader([(len, 3), (min, 0)], pointer=max)
+    >>> read([0, 1, 7]), read([1, 2, 7]), read([0, 7])
+    (7, None, None)
+    """
+    checks = tuple((get, expected) for get, expected in checks)
+    module = _extension()
+    if module is not None:
+        return module.Reader(checks, pointer)
+    getters = tuple((get.__get__ if isinstance(get, _DESCRIPTORS) else get, expected)
+                    for get, expected in checks)
+
+    def read(x):
+        for get, expected in getters:
+            value = get(x)
+            if value is not expected and value != expected:
+                return None
+        return pointer(x)
+
+    return read
 
 
 def status():

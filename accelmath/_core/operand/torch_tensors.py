@@ -7,6 +7,7 @@ differentiable yet, and a silent detach would cut the caller's autograd graph).
 
 import functools
 
+from accelmath._core import hostcall
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.record import ITEMSIZE, Operand, unsupported_dtype
@@ -78,6 +79,9 @@ class TorchAdapter(Adapter):
         shape, strides, dtype, device, conj, neg = key
         if conj or neg:
             return super().reader(key)
+        tensor = self._torch.Tensor
+        # C order: torch's flag says the same as the strides (up to the strides of axes of
+        # length 1, which address nothing) for less than the strides tuple costs.
         # One lazy bit to test: conj on complex tensors; on real ones neg (the imaginary part
         # of a conjugated view), as no public operation sets the other.
         # get_device is -1 for CPU tensors and the index for CUDA ones, so a tensor of one is
@@ -85,33 +89,15 @@ class TorchAdapter(Adapter):
         # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor
         # without requires_grad (layout_key), so a tensor with it is turned away whatever the
         # grad mode: no need to ask torch.is_grad_enabled() here.
-        # (the methods taken from the class: a call skips making a bound method)
-        tensor = self._torch.Tensor
-        lazy = tensor.is_conj if dtype.is_complex else tensor.is_neg
-        get_device, data_ptr = tensor.get_device, tensor.data_ptr
-        cpu = device < 0
-        if strides == contiguous_strides(shape):
-            # C order: torch's flag says the same (up to the strides of axes of length 1,
-            # which address nothing) for less than the strides tuple costs
-            is_contiguous = tensor.is_contiguous
-
-            def read(x):
-                if (x.dtype is dtype and x.shape == shape and is_contiguous(x)
-                        and get_device(x) == device and not lazy(x) and not x.requires_grad
-                        and (x.is_cpu if cpu else x.is_cuda)):
-                    return data_ptr(x)
-                return None
-        else:
-            stride = tensor.stride
-
-            def read(x):
-                if (x.dtype is dtype and x.shape == shape and stride(x) == strides
-                        and get_device(x) == device and not lazy(x) and not x.requires_grad
-                        and (x.is_cpu if cpu else x.is_cuda)):
-                    return data_ptr(x)
-                return None
-
-        return read
+        contiguous = strides == contiguous_strides(shape)
+        return hostcall.reader(
+            [(tensor.dtype, dtype), (tensor.shape, shape),
+             (tensor.is_contiguous, True) if contiguous else (tensor.stride, strides),
+             (tensor.get_device, device),
+             (tensor.is_conj if dtype.is_complex else tensor.is_neg, False),
+             (tensor.requires_grad, False),
+             (tensor.is_cpu if device < 0 else tensor.is_cuda, True)],
+            tensor.data_ptr)
 
     def stream_scope(self, handle, device_id):
         cuda = self._torch.cuda

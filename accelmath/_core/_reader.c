@@ -1,0 +1,120 @@
+/* Reader(checks, pointer), part of accelmath._core._hostcall: a function of one array x that
+ * returns pointer(x) where get(x) == expected for each (get, expected) of the tuple checks,
+ * else None. It is a plan's reader of one layout's arrays (see hostcall.reader), made in C:
+ * the same checks and the same calls, without an interpreter frame. A get that is a getset or
+ * member descriptor (a property of a C type, as an array's shape and dtype are) is read
+ * through the descriptor itself; any other get is called with x. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *checks, *pointer;
+} Reader;
+
+/* get(x): a new reference, NULL on an error. */
+static PyObject *value_of(PyObject *get, PyObject *x) {
+    PyTypeObject *kind = Py_TYPE(get);
+    if (kind == &PyGetSetDescr_Type || kind == &PyMemberDescr_Type) {
+        return kind->tp_descr_get(get, x, (PyObject *)Py_TYPE(x));
+    }
+    return PyObject_Vectorcall(get, &x, 1, NULL);
+}
+
+static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+    Reader *self = (Reader *)self_;
+    if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "Reader takes one argument, the array");
+        return NULL;
+    }
+    PyObject *x = args[0];
+    Py_ssize_t n = PyTuple_GET_SIZE(self->checks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *check = PyTuple_GET_ITEM(self->checks, i); /* (get, expected) */
+        PyObject *value = value_of(PyTuple_GET_ITEM(check, 0), x);
+        if (value == NULL) {
+            return NULL;
+        }
+        int same = PyObject_RichCompareBool(value, PyTuple_GET_ITEM(check, 1), Py_EQ);
+        Py_DECREF(value);
+        if (same < 0) {
+            return NULL;
+        }
+        if (!same) {
+            Py_RETURN_NONE;
+        }
+    }
+    return PyObject_Vectorcall(self->pointer, &x, 1, NULL);
+}
+
+static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"checks", "pointer", NULL};
+    PyObject *checks, *pointer;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:Reader", keywords, &PyTuple_Type,
+                                     &checks, &pointer)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(checks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *check = PyTuple_GET_ITEM(checks, i);
+        if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) != 2) {
+            PyErr_Format(PyExc_TypeError, "Reader: check %zd is %R, should be (get, expected)",
+                         i, check);
+            return NULL;
+        }
+    }
+    if (!PyCallable_Check(pointer)) {
+        PyErr_Format(PyExc_TypeError, "Reader: pointer %R is not callable", pointer);
+        return NULL;
+    }
+    Reader *self = (Reader *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = reader_vectorcall;
+    self->checks = Py_NewRef(checks);
+    self->pointer = Py_NewRef(pointer);
+    return (PyObject *)self;
+}
+
+static int reader_traverse(PyObject *self_, visitproc visit, void *arg) {
+    Reader *self = (Reader *)self_;
+    Py_VISIT(self->checks);
+    Py_VISIT(self->pointer);
+    return 0;
+}
+
+static int reader_clear(PyObject *self_) {
+    Reader *self = (Reader *)self_;
+    Py_CLEAR(self->checks);
+    Py_CLEAR(self->pointer);
+    return 0;
+}
+
+static void reader_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    reader_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyObject *reader_repr(PyObject *self_) {
+    Reader *self = (Reader *)self_;
+    return PyUnicode_FromFormat("<C reader: %R, then %R>", self->checks, self->pointer);
+}
+
+PyTypeObject ReaderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "accelmath._core._hostcall.Reader",
+    .tp_basicsize = sizeof(Reader),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Reader, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = reader_new,
+    .tp_traverse = reader_traverse,
+    .tp_clear = reader_clear,
+    .tp_dealloc = reader_dealloc,
+    .tp_repr = reader_repr,
+};
