@@ -9,8 +9,9 @@ C-ordered, is factored in scratch space and copied out). An upper one: the calle
 triangle is copied into the result as it lies, whose buffer read column-major is the lower
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
 C order, that is U. A stateless ``cholesky``, ``cho_factor``, ``cho_solve`` or
-``solve_triangular`` that ran on operands read where they lie is remembered (:class:`~accelmath.linalg._context.CusolverCall`): an
-identical one allocates and enqueues the work again, and reads and checks nothing else.
+``solve_triangular`` that ran on operands read where they lie is remembered
+(:class:`~accelmath.linalg._context.CusolverCall`): an identical one allocates and enqueues
+the work again, and reads and checks nothing else.
 """
 
 import ctypes
@@ -24,7 +25,7 @@ from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of
                                        batch_strides, c_strides, columns_in, columns_out,
                                        count_of, f_strides, finish_info, gather, info_later,
                                        item_strides, layout_of, operands_at, plan, rhs_bytes,
-                                       run_small, small_fits, systems)
+                                       run_small, small_fits, solution_of, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_codes, typed
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
@@ -118,8 +119,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
                      item_strides(batch, n * n), check, layout_of(a), names)
     layout.factor(ctx, solver, a.ptr, out_ptr, finite)
-    if call is not None and call[1] == (a.ptr,) and _finite.on_device((a,), names):
-        CusolverCall.remember(call[0], ctx, key, layout, (shape, strides, ctx.dtype))
+    CusolverCall.remember(call, (a,), names, ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
 
@@ -207,9 +207,7 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
     layout = _SolveLayout(layout_of(c), layout_of(b), batch, n, k, count, lower, in_place,
                           fill, batched, finite)
     layout.solve(ctx, solver, c, b, x_ptr)
-    if call is not None and call[1] == (c.ptr, b.ptr) and _finite.on_device((c, b), finite):
-        CusolverCall.remember(call[0], ctx, key, layout,
-                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
+    CusolverCall.remember(call, (c, b), finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
 
 
@@ -273,9 +271,7 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finit
     layout = _TriangularLayout(layout_of(a), layout_of(b), batch, n, k, count, trans, lower,
                                unit_diagonal, finite)
     layout.solve(ctx, solver, a, b, x_ptr)
-    if call is not None and call[1] == (a.ptr, b.ptr) and _finite.on_device((a, b), finite):
-        CusolverCall.remember(call[0], ctx, key, layout,
-                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
+    CusolverCall.remember(call, (a, b), finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
 
 

@@ -322,13 +322,18 @@ class CusolverCall(NamedTuple):
     current_stream: Any  # () -> the package's current stream on the device
 
     @classmethod
-    def remember(cls, call, ctx, key, layout, *results):
-        """Remember that call key ``call`` leads to the work of ``layout`` by the solver of
-        problem ``key``, into new ``results`` (each ``(shape, element strides, dtype)``;
-        nothing for JAX, whose results are handed over: those calls run as new ones)."""
+    def remember(cls, call, operands, finite, ctx, key, layout, *results):
+        """Remember that call ``call`` (:func:`~accelmath.linalg._memo.call_key`'s ``(key,
+        addresses)``, or None: nothing) leads to the work of ``layout`` by the solver of
+        problem ``key``, into new ``results`` (each ``(shape, element strides, dtype)``),
+        where the call read its ``operands`` where they lie (at its addresses) and checks
+        those that ``finite`` names (None: none) on the device alone. Nothing for JAX, whose
+        results are handed over: those calls run as new ones."""
         adapter, device_id = ctx.adapter, ctx.device_id
-        if not adapter.immutable:
-            dispatcher.remember(call, cls(
+        if (call is not None and not adapter.immutable
+                and call[1] == tuple(op.ptr for op in operands)
+                and _finite.on_device(operands, finite)):
+            dispatcher.remember(call[0], cls(
                 dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
                 device_id, tuple(adapter.allocator(shape, strides, dtype, device_id)
                                  for shape, strides, dtype in results),
@@ -344,6 +349,12 @@ class CusolverCall(NamedTuple):
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         return self.layout.recall(ctx, solver, addresses, ctx.allocate(*self.allocators))
+
+
+def solution_of(ctx, x):
+    """What :meth:`CusolverCall.remember` allocates for a call's new solution ``x``: its
+    shape, C order, the call's dtype."""
+    return x.shape, contiguous_strides(x.shape), ctx.dtype
 
 
 def layout_of(op):

@@ -11,10 +11,10 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, columns_in, columns_out, count_of, f_strides,
-                                       finish_info, gather, info_later, layout_of,
-                                       operands_at, plan, rhs_bytes, run_small, scatter_f,
-                                       small_fits, systems)
+                                       batch_strides, c_strides, columns_in, columns_out,
+                                       count_of, f_strides, finish_info, gather, info_later,
+                                       layout_of, operands_at, plan, rhs_bytes, run_small,
+                                       scatter_f, small_fits, solution_of, systems)
 from accelmath.linalg._cholesky import trsm
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
 
@@ -264,10 +264,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
     layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place,
                             pivots_in_place, trans, finite)
     layout.solve(ctx, solver, operands, x_ptr)
-    addresses = tuple(op.ptr for op in operands)
-    if call is not None and call[1] == addresses and _finite.on_device(operands, finite):
-        CusolverCall.remember(call[0], ctx, key, layout,
-                              (x.shape, contiguous_strides(x.shape), ctx.dtype))
+    CusolverCall.remember(call, operands, finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
 
 

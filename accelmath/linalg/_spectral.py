@@ -80,8 +80,7 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None):
         ctx.device_id, ctx.adapter.package,
         {"a": 0 if in_place else count * n * n * isz, "info": count * 4}, query))
     out = layout.recall(ctx, solver, (a.ptr,), results)
-    if call is not None and call[1] == (a.ptr,):
-        CusolverCall.remember(call[0], ctx, key, layout, *shapes)
+    CusolverCall.remember(call, (a,), None, ctx, key, layout, *shapes)
     return out
 
 
@@ -376,8 +375,7 @@ def qr(a, *, mode, stream, call=None):
     key = ("geqrf", m, n, count, mode, layout.in_place)
     solver = plan(ctx, key, lambda: Solver(ctx.device_id, ctx.adapter.package, parts, query))
     out = layout.recall(ctx, solver, (a.ptr,), results)
-    if call is not None and call[1] == (a.ptr,):
-        CusolverCall.remember(call[0], ctx, key, layout, *shapes)
+    CusolverCall.remember(call, (a,), None, ctx, key, layout, *shapes)
     return out
 
 

@@ -43,6 +43,40 @@ def test_host_calls_are_not_remembered():
     assert _memo.dispatcher.recall(key) is None
 
 
+def test_a_library_call_is_remembered_only_on_operands_read_where_they_lie():
+    # CusolverCall.remember's rule, with stand-ins for the call's context and operands
+    from types import SimpleNamespace
+
+    from accelmath._core.operand import Operand
+    from accelmath.linalg._context import CusolverCall
+
+    def adapter(immutable=False):
+        return SimpleNamespace(immutable=immutable, allocator=lambda *layout: layout,
+                               stream_getter=lambda device_id: (lambda: 0))
+
+    def operand(ptr, strides=(4, 1)):
+        return Operand(None, ptr, (4, 4), strides, "float64", 0, None)
+
+    a, strided = operand(0x1000), operand(0x1000, strides=(8, 1))  # (strided: no kernel read)
+    results = ((4, 4), (4, 1), "float64")
+    cases = [(None, (a,), None, False, False),  # no key: nothing to remember
+             ((("k",), (0x2000,)), (a,), None, False, False),  # a copy was read
+             ((("k",), (0x1000,)), (a,), None, True, False),  # JAX: results handed over
+             ((("k",), (0x1000,)), (strided,), ("a",), False, False),  # its package checks
+             ((("k",), (0x1000,)), (strided,), None, False, True),
+             ((("k",), (0x1000,)), (a,), ("a",), False, True)]
+    for call, operands, finite, immutable, remembered in cases:
+        _memo.dispatcher.clear_cache()
+        ctx = SimpleNamespace(adapter=adapter(immutable), device_id=0, dtype="float64")
+        CusolverCall.remember(call, operands, finite, ctx, ("potrf", 4), "layout", results)
+        entry = _memo.dispatcher.recall(("k",))
+        assert (entry is not None) == remembered, (call, finite, immutable)
+        if remembered:
+            assert entry.key == ("potrf", 4, "float64")
+            assert entry.allocators == (results + (0,),)  # (allocator(*layout, device))
+    _memo.dispatcher.clear_cache()
+
+
 # ---- on a GPU ----
 
 def _normal(rng, shape, dtype):
