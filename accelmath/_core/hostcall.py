@@ -204,9 +204,9 @@ def reader(checks, pointer):
     (7, None, None)
     """
     checks = tuple((get, expected) for get, expected in checks)
-    module = _extension()
-    if module is not None:
-        return module.Reader(checks, pointer)
+    made = getattr(_extension(), "Reader", None)  # (None: no shim, or one built before it)
+    if made is not None:
+        return made(checks, pointer)
     getters = tuple((get.__get__ if isinstance(get, _DESCRIPTORS) else get, expected)
                     for get, expected in checks)
 

@@ -8,8 +8,8 @@ conjugation and negation bits). An identical later call skips reading, checking 
 normalizing its arguments, whose every rule depends on nothing else: :func:`recalled` reads
 the operands' addresses, allocates the results and launches the kernel
 (:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
-operand read where it lies is remembered the same way, and so is a ``cho_factor`` (its
-finiteness check enqueued again), a ``cho_solve`` on operands read where they lie, a
+operand read where it lies is remembered the same way, and so is a ``cho_factor`` that
+cuSOLVER factored (its finiteness check enqueued again), a ``cho_solve`` on operands read where they lie, a
 ``lu_solve``, a ``solve_triangular``, an ``eigh`` (``eigvalsh``) and a ``qr``: an identical
 call allocates and enqueues cuSOLVER's work again
 (:class:`~accelmath.linalg._context.CusolverCall`).

@@ -101,7 +101,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     call = call_key("cho_factor", (a,), lower, check_finite, check, execution)
     c = recalled(call, stream)
     if c is not None:
-        return c, lower
+        return c, bool(lower)  # (a remembered lower passed check_flag)
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     a, dtype = read_stack(a, "a")
@@ -237,7 +237,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     Returns
     -------
     x : array
-        Of b's shape broadcast with lu's batch, of the package of b.
+        Of b's shape broadcast with lu's and piv's batch, of the package of b.
 
     Examples
     --------

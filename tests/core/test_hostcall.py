@@ -525,6 +525,27 @@ def test_readers_check_in_order_and_read_the_pointer(monkeypatch):
             read(3)
 
 
+def test_readers_stop_at_the_first_failing_check(monkeypatch):
+    def refuse(x):
+        raise AssertionError("read after a failing check")
+
+    checks = [(slice.start, 0), (refuse, None)]
+    made = [hostcall.reader(checks, pointer=id)]
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
+    made.append(hostcall.reader(checks, pointer=id))
+    for read in made:
+        assert read(slice(1, 8)) is None
+        with pytest.raises(AssertionError):
+            read(slice(0, 8))
+
+
+def test_a_shim_built_before_readers_leaves_them_in_python(monkeypatch):
+    monkeypatch.setitem(hostcall._imported, "module", types.SimpleNamespace())
+    monkeypatch.setitem(hostcall._imported, "status", "C call shim (an old build)")
+    read = hostcall.reader(_CHECKS, pointer=lambda s: 0x1000 + s.stop)
+    assert type(read).__name__ == "function" and read(slice(0, 8)) == 0x1008
+
+
 @needs_shim
 def test_a_c_reader_refuses_bad_checks_and_calls():
     with pytest.raises(TypeError, match="should be"):

@@ -39,12 +39,14 @@ def random(shape, dtype, rng=None):
 
 def well(shape, dtype, permute=True):
     """Well-conditioned square matrices (I plus a small random part: condition about 2, the
-    determinant of moderate size at any n), rows permuted so that LU must interchange rows."""
+    determinant of moderate size at any n), rows permuted, each matrix its own way, so that
+    LU must interchange rows (and each matrix has pivots of its own)."""
     rng = np.random.default_rng()
     n = shape[-1]
     a = random(shape, dtype, rng) / (3 * np.sqrt(2 * max(n, 1))) + np.eye(n)
     if permute:
-        a = a[..., rng.permutation(n), :]
+        rows = rng.permuted(np.broadcast_to(np.arange(n), shape[:-1]), axis=-1)
+        a = np.take_along_axis(a, rows[..., None], axis=-2)
     return a.astype(dtype)
 
 
