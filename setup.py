@@ -11,6 +11,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("accelmath._core._hostcall",
-                  ["accelmath/_core/_hostcall.c", "accelmath/_core/_reader.c"], optional=True),
+                  ["accelmath/_core/_hostcall.c", "accelmath/_core/_function.c",
+                   "accelmath/_core/_reader.c"],
+                  depends=["accelmath/_core/_hostcall.h"], optional=True),
     ],
 )

@@ -4,9 +4,7 @@
  * the same checks and the same calls, without an interpreter frame. A get that is a getset or
  * member descriptor (a property of a C type, as an array's shape and dtype are) is read
  * through the descriptor itself; any other get is called with x. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stddef.h>
+#include "_hostcall.h"
 
 typedef struct {
     PyObject_HEAD

@@ -1,0 +1,44 @@
+/* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c, _function.c
+ * and _reader.c): one machine word per argument, Function (a C function of word arguments,
+ * _function.c) and the types the module registers. */
+#ifndef ACCELMATH_HOSTCALL_H
+#define ACCELMATH_HOSTCALL_H
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* the most word arguments of any library call accelmath makes */
+#define MAX_ARGS 16
+
+typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
+
+/* None is NULL; integers are taken modulo 2**64, as ctypes takes c_void_p values. */
+static inline int to_word(PyObject *obj, W *word) {
+    if (obj == Py_None) {
+        *word = 0;
+        return 0;
+    }
+    unsigned long long value = PyLong_AsUnsignedLongLongMask(obj);
+    if (value == (unsigned long long)-1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *word = (W)value;
+    return 0;
+}
+
+/* Function(address, nargs): the C function at address, int f(W, ..., W) of nargs words. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    void *address;
+    Py_ssize_t nargs;
+} Function;
+
+/* Call f with the n words of a (0 to MAX_ARGS), the GIL released: its status. */
+int call_words(void *f, Py_ssize_t n, const W *a);
+
+extern PyTypeObject FunctionType; /* _function.c */
+extern PyTypeObject ReaderType;   /* _reader.c */
+
+#endif
