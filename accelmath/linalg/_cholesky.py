@@ -164,7 +164,8 @@ class _Layout(NamedTuple):
         """The factorization again, of the matrices at ``addresses[0]``, into the
         ``results`` allocated for it (``[(factor, address)]``): the factor."""
         (out, out_ptr), = results
-        finite = _finite.enqueue(ctx, operands_at(addresses, (self.a,)), self.finite)
+        finite = None if self.finite is None else _finite.enqueue(
+            ctx, operands_at(addresses, (self.a,)), self.finite)  # (cholesky's: no operand made)
         self.factor(ctx, solver, addresses[0], out_ptr, finite)
         return out
 

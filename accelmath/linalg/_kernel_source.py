@@ -240,11 +240,6 @@ __device__ void flag_nonfinite(const T* data, long long count, long long batch, 
 
 // matrices in y, one block each: info[b] = 1 + the first j where a[j, j] of dense n x n
 // matrix b is zero (its other triangle, order or conjugation alike), else 0
-__device__ __forceinline__ bool zero_of_value(float v) { return v == 0.0f; }
-__device__ __forceinline__ bool zero_of_value(double v) { return v == 0.0; }
-__device__ __forceinline__ bool zero_of_value(float2 v) { return v.x == 0.0f && v.y == 0.0f; }
-__device__ __forceinline__ bool zero_of_value(double2 v) { return v.x == 0.0 && v.y == 0.0; }
-
 template <typename T>
 __device__ void zero_diagonal(const T* data, int n, long long batch, int* info) {
     __shared__ int first;
@@ -253,7 +248,7 @@ __device__ void zero_diagonal(const T* data, int n, long long batch, int* info) 
         __syncthreads();
         const T* a = data + b * (long long)n * n;
         for (int j = threadIdx.x; j < n; j += blockDim.x)
-            if (zero_of_value(a[(long long)j * (n + 1)])) atomicMin(&first, j);
+            if (is_zero(a[(long long)j * (n + 1)])) atomicMin(&first, j);
         __syncthreads();
         if (threadIdx.x == 0) info[b] = first < n ? first + 1 : 0;
         __syncthreads();  // (first is set again for the next matrix)
