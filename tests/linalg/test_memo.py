@@ -309,8 +309,7 @@ def test_a_recalled_cho_solve_is_right_on_fresh_data(device_package, slow_solves
         factor = la.cho_factor(put(a), lower=lower)
         x = get(la.cho_solve(factor, put(b)))
         assert x.dtype == dtype and x.shape == b.shape
-        expected = (np.linalg.solve(a, b[..., None])[..., 0] if len(rhs) < len(shape)
-                    else np.linalg.solve(a, b))
+        expected = _trans_solve(a, b, 0, vector=len(rhs) < len(shape))
         np.testing.assert_allclose(x, expected, rtol=TOL[dtype], atol=TOL[dtype])
     assert len(slow_solves) == 1
 
@@ -448,9 +447,8 @@ def test_a_recalled_solve_triangular_is_right_and_checks_its_diagonal(
         t = np.tril(a) if lower else np.triu(a)
         if unit:
             t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(shape[-1]) + np.eye(shape[-1])
-        expected = _trans_solve(t, b[..., None] if vector else b, trans)
-        np.testing.assert_allclose(x, expected[..., 0] if vector else expected,
-                                   rtol=TOL[dtype], atol=TOL[dtype])
+        np.testing.assert_allclose(x, _trans_solve(t, b, trans, vector), rtol=TOL[dtype],
+                                   atol=TOL[dtype])
     assert len(slow_solves) == 1
     last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix has a zero pivot
     singular = a.copy()
@@ -471,8 +469,11 @@ def slow_lu_solves(slow_path):
     return slow_path(_checks, "lu_pivots")
 
 
-def _trans_solve(a, b, trans):
-    """NumPy's solution of ``op(a) x = b`` (op by lu_solve's ``trans``), b (..., n, k)."""
+def _trans_solve(a, b, trans, vector=False):
+    """NumPy's solution of ``op(a) x = b`` (op by lu_solve's ``trans``), b (..., n, k), or
+    an n-vector where ``vector``."""
+    if vector:
+        return _trans_solve(a, b[..., None], trans)[..., 0]
     op = {0: a, 1: np.swapaxes(a, -1, -2), 2: np.conj(np.swapaxes(a, -1, -2))}[
         {"N": 0, "T": 1, "C": 2}.get(trans, trans)]
     return np.linalg.solve(op, b)
@@ -493,8 +494,7 @@ def test_a_recalled_lu_solve_is_right_on_fresh_data(device_package, slow_lu_solv
         a = np.take_along_axis(a, rows[..., None], axis=-2)
         x = get(la.lu_solve(la.lu_factor(put(a)), put(b), trans=trans))
         assert x.dtype == dtype and x.shape == b.shape
-        expected = (_trans_solve(a, b[..., None], trans)[..., 0] if len(rhs) < len(shape)
-                    else _trans_solve(a, b, trans))
+        expected = _trans_solve(a, b, trans, vector=len(rhs) < len(shape))
         np.testing.assert_allclose(x, expected, rtol=TOL[dtype], atol=TOL[dtype])
     assert len(slow_lu_solves) == 1
 
