@@ -175,12 +175,11 @@ class FFT(Plan):
                                 for i in (False, True))
         else:
             s = [out_shape[axis] for axis in axes] if kind == "c2r" else None
-            self._host = host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm,
-                                               conjugate)
-            # direction -> the transform as a function of the input (and of out=)
-            self._host_runs = {i: host.runner(i, workers) for i in (False, True)}
-            self._host_writes = {i: host.writer(i, workers) for i in (False, True)}
-            forward, inverse = Call(None, None, False), Call(None, None, True)
+            host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm, conjugate)
+            # each direction's transform as a function of the input, and of it and out=
+            forward, inverse = (
+                Call(None, None, (host.runner(i, workers), host.writer(i, workers)))
+                for i in (False, True))
         # direction -> Call; free() empties it
         self._calls = {"forward": forward, "inverse": inverse}
         if kind != "c2c":  # a real plan runs one way
@@ -265,10 +264,11 @@ class FFT(Plan):
 
     def _run_host(self, x, out, call):
         a, op = self._host_input(x)
+        run, write = call.option
         if out is not None:
-            self._host_writes[call.option](a, self._host_output(out, op))
+            write(a, self._host_output(out, op))
             return out
-        result = self._host_runs[call.option](a)
+        result = run(a)
         return result if op is None else op.adapter.from_numpy(result, op.obj)
 
     def forward(self, x=None, *, out=None, stream=None):
