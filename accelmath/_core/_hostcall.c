@@ -18,7 +18,8 @@
  *   - each operand xi (a positional argument, or bound where it is left out or None; a
  *     bound None: slow) has type xtype and read(xi) returns its pointer, an int (None: slow);
  *   - out is given and out_readers.get(type(out)) returns its pointer (None: slow), or out
- *     is left out (or None) and allocate is not None: allocate() returns (out, its pointer);
+ *     is left out (or None) and allocate is a pair (make, pointer): make() returns out and
+ *     pointer(out) its pointer (allocate None: slow);
  *   - no pointer has a bit of mask set;
  *   - local.state exists (AttributeError: slow) and local.state.stream == current_stream().
  * Then it calls func with one argument per entry of slots (a tuple of func.nargs entries):
@@ -150,22 +151,23 @@ static int output(Launch *self, PyObject *out, PyObject **result, W *ptr) {
     if (self->allocate == Py_None) {
         return 0;
     }
-    PyObject *made = PyObject_CallNoArgs(self->allocate);
+    /* (a pair, checked when the Launch was made) */
+    PyObject *made = PyObject_CallNoArgs(PyTuple_GET_ITEM(self->allocate, 0));
     if (made == NULL) {
         return -1;
     }
-    if (!PyTuple_Check(made) || PyTuple_GET_SIZE(made) != 2) {
-        PyErr_Format(PyExc_TypeError, "Launch: allocate() returned %R, should be (out, pointer)",
-                     made);
+    PyObject *pointer = PyObject_CallOneArg(PyTuple_GET_ITEM(self->allocate, 1), made);
+    if (pointer == NULL) {
         Py_DECREF(made);
         return -1;
     }
-    if (to_word(PyTuple_GET_ITEM(made, 1), ptr) < 0) {
+    int fails = to_word(pointer, ptr) < 0;
+    Py_DECREF(pointer);
+    if (fails) {
         Py_DECREF(made);
         return -1;
     }
-    *result = Py_NewRef(PyTuple_GET_ITEM(made, 0));
-    Py_DECREF(made);
+    *result = made;
     return 1;
 }
 
@@ -309,6 +311,12 @@ static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) 
                          input);
             return NULL;
         }
+    }
+    if (allocate != Py_None && !(PyTuple_Check(allocate) && PyTuple_GET_SIZE(allocate) == 2)) {
+        PyErr_Format(PyExc_TypeError,
+                     "Launch: allocate is %R, should be None or a tuple (make, pointer)",
+                     allocate);
+        return NULL;
     }
     Launch *self = (Launch *)type->tp_alloc(type, 0);
     if (self == NULL) {

@@ -112,8 +112,8 @@ def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, 
       out or None; a ``bound`` of None: ``slow``) has type ``xtype`` and ``read(xi)`` returns
       its pointer, an int (None: ``slow``);
     - ``out`` is given and ``out_readers.get(type(out))`` is a reader that returns its
-      pointer (None: ``slow``); or ``out`` is left out (or None) and ``allocate`` is not
-      None: ``allocate()`` returns ``(out, pointer)``;
+      pointer (None: ``slow``); or ``out`` is left out (or None) and ``allocate`` is a
+      pair ``(make, pointer)``: ``make()`` returns ``out`` and ``pointer(out)`` its pointer;
     - no pointer has a bit of ``mask`` set;
     - ``local.state`` exists (AttributeError: ``slow``) and
       ``local.state.stream == current_stream()``.
@@ -141,9 +141,10 @@ def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, 
         the call leaves it out (None: such calls go to ``slow``).
     out_readers : dict
         ``{type: reader}``: readers of ``out`` as ``read`` is of an operand, by ``out``'s type.
-    allocate : callable or None
-        ``allocate()``: a new result and its pointer, for calls without ``out`` (None: such
-        calls go to ``slow``).
+    allocate : tuple or None
+        ``(make, pointer)`` (:meth:`Adapter.allocation`): ``make()`` a new result,
+        ``pointer(result)`` its address, for calls without ``out`` (None: such calls go to
+        ``slow``).
     current_stream : callable
         The handle of the current stream, an int.
     local : threading.local

@@ -26,6 +26,7 @@ from accelmath._core.layout import check_dense, contiguous_strides
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_named, check_mutable,
                                      check_same_device, device_adapter, device_name,
                                      wrap_operand)
+from accelmath._core.operand.base import allocating
 from accelmath._core.operand.record import unsupported_dtype
 from accelmath._core.stream import stream_handle
 from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
@@ -170,8 +171,9 @@ class Plan:
         self._read_out = {}  # out type -> reader of outputs of a layout already checked
         self._freed = False
         if on_device:
-            self._allocate = op.adapter.allocator(out_shape, out_strides, out_dtype,
-                                                  op.device_id)
+            self._allocation = op.adapter.allocation(out_shape, out_strides, out_dtype,
+                                                     op.device_id)
+            self._allocate = allocating(*self._allocation)
             self._current_stream = op.adapter.stream_getter(op.device_id)
             # a reader of the layout's arrays, where the operand describes the array given
             key = op.adapter.layout_key(given) if op.obj is given else None
@@ -211,7 +213,7 @@ class Plan:
         slow = functools.partial(type(self).execute, self)
         slow.__doc__ = type(self).execute.__doc__
         self._shim_calls = {None: direct}
-        allocate = None if self._adapter.immutable else self._allocate
+        allocate = None if self._adapter.immutable else self._allocation
         self.execute = hostcall.launcher(slow, self._shim_calls, inputs, self._read_out,
                                          allocate, self._current_stream, local, mask)
 

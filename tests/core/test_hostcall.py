@@ -244,6 +244,10 @@ def _read(a):
     return a.ptr if a.fits else None
 
 
+def _pointer(a):
+    return a.ptr
+
+
 class _Plan:
     """A launcher over a recording C function, and a record of what reached the slow path."""
 
@@ -433,12 +437,12 @@ class _Product:
         self.a, self.b = _Array(0x1000), _Array(0x2000)
         inputs = ((_Array, _read, self.a), (_Array, _read, self.b))
         self.launch = hostcall.launcher(self.slow, self.calls, inputs, {_Array: _read},
-                                        self.allocate, lambda: 7, self.local, 0xF)
+                                        (self.make, _pointer), lambda: 7, self.local, 0xF)
 
-    def allocate(self):
+    def make(self):
         out = _Array(0x3000 + 0x100 * len(self.made))
         self.made.append(out)
-        return out, out.ptr
+        return out
 
     def slow(self, a=None, b=None, c=None, *, out=None, stream=None):
         self.slow_calls.append((a, b, c, out, stream))
@@ -481,12 +485,16 @@ def test_launcher_of_two_operands_passes_the_rest_on():
         assert plan.launch(*args, **kwargs) == "slow"
     assert len(plan.slow_calls) == len(other)
     assert not plan.calls_made and not plan.made
+    with pytest.raises(TypeError, match=r"allocate is .*, should be None or a tuple"):
+        hostcall.launcher(plan.slow, plan.calls, ((_Array, _read, a),), {},
+                          lambda: (_Array(0x3008), 0x3008), lambda: 7, plan.local, 0xF)
     plan.launch = hostcall.launcher(plan.slow, plan.calls, ((_Array, _read, a),), {},
-                                    lambda: _Array(0x3008).ptr, lambda: 7, plan.local, 0xF)
-    with pytest.raises(TypeError, match=r"allocate\(\) returned 12296, should be"):
+                                    (lambda: _Array(0x3008), str), lambda: 7, plan.local, 0xF)
+    with pytest.raises(TypeError):  # a pointer that is no int
         plan.launch()
     plan.launch = hostcall.launcher(plan.slow, plan.calls, ((_Array, _read, a),), {},
-                                    lambda: (_Array(0x3008), 0x3008), lambda: 7, plan.local, 0xF)
+                                    (lambda: _Array(0x3008), _pointer), lambda: 7, plan.local,
+                                    0xF)
     assert plan.launch() == "slow"  # an allocated result of a misaligned address
 
 

@@ -4,6 +4,8 @@ The device path runs here on a fake array package (pointers are ints, the librar
 recorder), so its logic is checked without a GPU; tests/fft runs it on real GPUs.
 """
 
+import operator
+
 import numpy as np
 import pytest
 
@@ -69,12 +71,12 @@ class FakeAdapter:
         self.allocated = []
         self.scopes = []
 
-    def allocator(self, shape, strides, dtype, device_id):
-        def allocate():
+    def allocation(self, shape, strides, dtype, device_id):
+        def make():
             out = FakeArray(shape, 5000 + len(self.allocated))
             self.allocated.append(out)
-            return out, out.ptr
-        return allocate
+            return out
+        return make, operator.attrgetter("ptr")
 
     def stream_getter(self, device_id):
         return lambda: 7

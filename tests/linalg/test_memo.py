@@ -355,7 +355,7 @@ def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, sl
         before = len(slow_solves)
         for _ in range(2):
             x = get(la.cho_solve((operands[0], True), operands[1]))
-            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
+            _close_to_rounded(x, np.linalg.solve(a, b))
         assert len(slow_solves) - before == slow
 
 
@@ -544,9 +544,15 @@ def test_lu_solve_is_remembered_on_copied_factors_not_on_conversions(device_pack
                            (((c_ordered, piv), put(b)), 1)]:
         before = len(slow_lu_solves)
         for _ in range(2):
-            x = get(la.lu_solve(*operands))
-            np.testing.assert_allclose(x, np.linalg.solve(a, b), rtol=1e-5)
+            _close_to_rounded(get(la.lu_solve(*operands)), np.linalg.solve(a, b))
         assert len(slow_lu_solves) - before == slow
+
+
+def _close_to_rounded(x, expected):
+    """Check ``x`` against the float64 solutions ``expected`` of systems whose right-hand
+    sides may have been rounded to float32: to 1e-5 of the largest element (a small
+    element's relative error grows with the matrix's condition number)."""
+    np.testing.assert_allclose(x, expected, rtol=1e-5, atol=1e-5 * abs(expected).max())
 
 
 def _element_strides(x):

@@ -5,7 +5,7 @@ from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import ITEMSIZE, unsupported_dtype
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["Adapter", "Layouts", "element_strides"]
+__all__ = ["Adapter", "Layouts", "allocating", "element_strides"]
 
 
 class Layouts:
@@ -109,10 +109,17 @@ class Adapter:
         """A function of no arguments returning :meth:`current_stream` of ``device_id``."""
         return lambda: self.current_stream(device_id)
 
+    def allocation(self, shape, strides, dtype, device_id):
+        """``(make, pointer)``, prepared once for allocations in a loop: ``make()`` allocates
+        an array of the given layout (element strides, dense), ``pointer(array)`` returns its
+        address. Both are plain calls, for the call shim (:func:`hostcall.launcher`)."""
+        return (lambda: self.empty_strided(shape, strides, dtype, device_id)[0],
+                self.data_ptr)
+
     def allocator(self, shape, strides, dtype, device_id):
         """A function of no arguments that allocates ``(array, ptr)`` of the given layout
         (element strides, dense), prepared once for allocations in a loop."""
-        return lambda: self.empty_strided(shape, strides, dtype, device_id)
+        return allocating(*self.allocation(shape, strides, dtype, device_id))
 
     def empty(self, shape, dtype, device_id):
         """Allocate an uninitialized array of this package (``device_id`` None: host)."""
@@ -169,3 +176,14 @@ class Adapter:
     def from_numpy(self, a, like):
         """Convert NumPy array ``a`` to this package, placed like array ``like``."""
         return a
+
+
+def allocating(make, pointer):
+    """A function of no arguments that allocates ``(array, ptr)``: ``make()`` and its
+    ``pointer`` (an :meth:`Adapter.allocation`)."""
+
+    def allocate():
+        x = make()
+        return x, pointer(x)
+
+    return allocate

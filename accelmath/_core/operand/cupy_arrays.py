@@ -2,6 +2,7 @@
 CuPy's memory pool in the order of its current stream."""
 
 import contextlib
+import operator
 
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.base import Adapter, Layouts
@@ -89,7 +90,7 @@ class CupyAdapter(Adapter):
         with cp.cuda.Device(device_id), cupy_stream(cp, handle, device_id):
             yield
 
-    def allocator(self, shape, strides, dtype, device_id):
+    def allocation(self, shape, strides, dtype, device_id):
         cp = self._cp
         dtype = cp.dtype(dtype)
         nbytes = dtype.itemsize
@@ -99,15 +100,13 @@ class CupyAdapter(Adapter):
         byte_strides = None if dense else tuple(s * dtype.itemsize for s in strides)
         ndarray, alloc, get_device = cp.ndarray, cp.cuda.alloc, cp.cuda.runtime.getDevice
 
-        def allocate():
+        def make():
             if get_device() == device_id:
-                memptr = alloc(nbytes)
-            else:
-                with cp.cuda.Device(device_id):
-                    memptr = alloc(nbytes)
-            return ndarray(shape, dtype, memptr, byte_strides), memptr.ptr
+                return ndarray(shape, dtype, alloc(nbytes), byte_strides)
+            with cp.cuda.Device(device_id):
+                return ndarray(shape, dtype, alloc(nbytes), byte_strides)
 
-        return allocate
+        return make, operator.attrgetter("data.ptr")
 
     def empty(self, shape, dtype, device_id):
         cp = self._cp

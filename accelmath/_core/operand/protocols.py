@@ -108,6 +108,9 @@ class GenericAdapter(Adapter):
     def empty_strided(self, shape, strides, dtype, device_id):
         return device_adapter().empty_strided(shape, strides, dtype, device_id)
 
+    def allocation(self, shape, strides, dtype, device_id):
+        return device_adapter().allocation(shape, strides, dtype, device_id)
+
     def zeros(self, shape, dtype, device_id):
         return device_adapter().zeros(shape, dtype, device_id)
 

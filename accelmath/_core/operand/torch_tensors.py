@@ -112,20 +112,19 @@ class TorchAdapter(Adapter):
             return functools.partial(self._raw_stream, device_id)
         return super().stream_getter(device_id)
 
-    def allocator(self, shape, strides, dtype, device_id):
+    def allocation(self, shape, strides, dtype, device_id):
+        torch = self._torch
         device = "cpu" if device_id is None else f"cuda:{device_id}"
-        # a tensor's new_empty_strided takes its dtype and device without parsing them again,
-        # 0.2 us less a call than torch.empty_strided's keywords; the empty template holds
-        # no memory
-        empty_strided = self._torch.empty(0, dtype=self._to_torch[dtype],
-                                          device=device).new_empty_strided
         shape, strides = tuple(shape), tuple(strides)
-
-        def allocate():
-            t = empty_strided(shape, strides)
-            return t, t.data_ptr()
-
-        return allocate
+        # Calls of C functions bound to their arguments: no interpreter frame. empty_like of
+        # a scalar broadcast to the shape takes its dtype and device without parsing them
+        # (0.15 us a call less than new_empty_strided's two tuples) where it makes the
+        # layout asked for (C order, nothing empty: asked once, of the tensor it makes).
+        scalar = torch.empty((), dtype=self._to_torch[dtype], device=device)
+        make = functools.partial(torch.empty_like, scalar.expand(shape))
+        if 0 in shape or make().stride() != strides:
+            make = functools.partial(scalar.new_empty_strided, shape, strides)
+        return make, torch.Tensor.data_ptr
 
     def empty(self, shape, dtype, device_id):
         device = "cpu" if device_id is None else f"cuda:{device_id}"

@@ -129,6 +129,14 @@ def test_allocation_and_host_conversions(adapter):
     allocate = adapter.allocator((2, 5), (5, 1), "float32", None)
     a, ptr = allocate()
     assert a.shape == (2, 5) and a.stride() == (5, 1) and ptr == a.data_ptr()
+    for shape, strides in [((2, 3, 4), (12, 4, 1)), ((2, 3, 4), (1, 2, 6)), ((), ()),
+                           ((4, 1, 1), (1, 1, 1)), ((0, 3), (3, 1)), ((7,), (1,))]:
+        make, pointer = adapter.allocation(shape, strides, "float64", None)
+        made, other = make(), make()
+        assert made.shape == shape and made.dtype == torch.float64 and not made.requires_grad
+        assert made.stride() == strides or 0 in shape
+        assert pointer(made) == made.data_ptr() and (not made.numel()
+                                                     or pointer(other) != pointer(made))
     z = adapter.zeros((3,), "float64", None)
     assert not z.any()
     assert adapter.astype(z, "complex128").dtype == torch.complex128
