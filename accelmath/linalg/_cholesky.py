@@ -83,7 +83,6 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise
     (:func:`accelmath.linalg._finite.enqueue`)."""
     ctx = Context(a, stream)
-    names, finite = finite, _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
     n = a.shape[-1]
     count = count_of(batch)
@@ -117,9 +116,9 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
-                     item_strides(batch, n * n), check, layout_of(a), names)
-    layout.factor(ctx, solver, a.ptr, out_ptr, finite)
-    CusolverCall.remember(call, (a,), names, ctx, key, layout, (shape, strides, ctx.dtype))
+                     item_strides(batch, n * n), check, layout_of(a), finite)
+    layout.factor(ctx, solver, a.ptr, out_ptr, _finite.enqueue(ctx, (a,), finite))
+    CusolverCall.remember(call, (a,), finite, ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
 

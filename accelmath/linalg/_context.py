@@ -9,7 +9,7 @@ copy; elsewhere it transposes.
 """
 
 import math
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Optional
 
 import numpy
 
@@ -241,27 +241,31 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
     address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
     device_id, flag_ptr=)``; with ``check``, raise for the matrices that failed (after the
-    pending finiteness check ``finite`` of :mod:`accelmath.linalg._finite`, where given),
-    which the kernel flags in the thread's :func:`~accelmath._core.memory.host_flag`. ``call``
+    finiteness check of the operands that ``finite`` names, as :func:`_finite.enqueue` takes
+    them: None checks none), which the kernel flags in the thread's
+    :func:`~accelmath._core.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
-    :class:`SmallCall` where the kernel read the operands where they lie (and no finiteness
-    check was asked for: a SmallCall makes none)."""
+    :class:`SmallCall` where the kernel read the operands where they lie and the finiteness
+    check reads them on the device alone."""
+    pending = _finite.enqueue(ctx, operands, finite)
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     flag = host_flag() if check else None
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id, flag_ptr=flag.ptr if flag else 0)
-    if (call is not None and finite is None and not ctx.adapter.immutable
-            and call[1] == tuple(ptr for ptr, _ in copies)):
+    if (call is not None and not ctx.adapter.immutable
+            and call[1] == tuple(ptr for ptr, _ in copies)
+            and _finite.on_device(operands, finite)):
         shape = tuple(result[0].shape)
         adapter, device_id = ctx.adapter, ctx.device_id
         dispatcher.remember(call[0], SmallCall(
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
-            adapter.stream_getter(device_id), check, batch, message))
+            adapter.stream_getter(device_id), check, batch, message,
+            None if finite is None else tuple(layout_of(op) for op in operands), finite))
     if check:
-        _finite.check(finite)
+        _finite.check(pending)
         _check_flagged(flag, info_ptr, batch, ctx.stream, message)
 
 
@@ -275,7 +279,7 @@ def _check_flagged(flag, info_ptr, batch, stream, message):
 class SmallCall(NamedTuple):
     """What the call memo keeps of a call :func:`run_small` ran on its operands where they
     lie: the kernel and its arguments, how to allocate the result and the info codes, and
-    the check (no caller's array)."""
+    the checks (no caller's array)."""
 
     kernel: Any
     args: tuple
@@ -288,17 +292,22 @@ class SmallCall(NamedTuple):
     check: bool
     batch: tuple
     message: str
+    layouts: Optional[tuple]  # the operands' (layout_of's), where they are checked finite
+    finite: Optional[tuple]  # the operands' names where NaN and Inf raise
 
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
         package's current one): the new result."""
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
+        pending = None if self.finite is None else _finite.enqueue(
+            ctx, operands_at(addresses, self.layouts), self.finite)
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         flag = host_flag() if self.check else None
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
+            _finite.check(pending)
             _check_flagged(flag, info_ptr, self.batch, handle, self.message)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x

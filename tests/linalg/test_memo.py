@@ -373,7 +373,7 @@ def _upper_to_lower(c, lower):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("lower", [False, True])
-@pytest.mark.parametrize("shape", [(80, 80), (2, 80, 80)])
+@pytest.mark.parametrize("shape", [(80, 80), (2, 80, 80), (3, 8, 8)])
 def test_a_recalled_cho_factor_is_right_and_checks_finiteness_and_definiteness(
         device_package, slow_scipy_calls, lower, shape):
     put, get = device_package
@@ -384,6 +384,9 @@ def test_a_recalled_cho_factor_is_right_and_checks_finiteness_and_definiteness(
         assert low is lower
         np.testing.assert_allclose(_upper_to_lower(get(c), lower), np.linalg.cholesky(a),
                                    rtol=1e-11, atol=1e-11)
+    # 8 x 8: accelmath's own kernel (cuSOLVER for 80 x 80)
+    routes = {type(entry).__name__ for entry in _memo.dispatcher._calls.values()}
+    assert routes == {"SmallCall" if shape[-1] == 8 else "CusolverCall"}
     last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix fails
     bad = a.copy()
     bad[last + (3, 4)] = np.inf
