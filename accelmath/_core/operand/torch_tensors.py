@@ -116,14 +116,16 @@ class TorchAdapter(Adapter):
         torch = self._torch
         device = "cpu" if device_id is None else f"cuda:{device_id}"
         shape, strides = tuple(shape), tuple(strides)
-        # Calls of C functions bound to their arguments: no interpreter frame. empty_like of
-        # a scalar broadcast to the shape takes its dtype and device without parsing them
-        # (0.15 us a call less than new_empty_strided's two tuples) where it makes the
-        # layout asked for (C order, nothing empty: asked once, of the tensor it makes).
+        # Calls of C functions bound to their arguments: no interpreter frame. For C order
+        # (nothing empty), empty_like of a scalar broadcast to the shape takes its dtype and
+        # device without parsing them, 0.15 us a call less than new_empty_strided's two
+        # tuples, where it makes that layout (torch's choice: asked once, of one it makes).
         scalar = torch.empty((), dtype=self._to_torch[dtype], device=device)
-        make = functools.partial(torch.empty_like, scalar.expand(shape))
-        if 0 in shape or make().stride() != strides:
-            make = functools.partial(scalar.new_empty_strided, shape, strides)
+        make = functools.partial(scalar.new_empty_strided, shape, strides)
+        if 0 not in shape and strides == contiguous_strides(shape):
+            like = functools.partial(torch.empty_like, scalar.expand(shape))
+            if like().stride() == strides:
+                make = like
         return make, torch.Tensor.data_ptr
 
     def empty(self, shape, dtype, device_id):
