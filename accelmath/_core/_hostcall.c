@@ -440,7 +440,8 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyModule_AddObjectRef(m, "Function", (PyObject *)&FunctionType) < 0 ||
         PyModule_AddObjectRef(m, "Launch", (PyObject *)&LaunchType) < 0 ||
         PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0 ||
+        PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -10,6 +10,9 @@
 
 /* the most word arguments of any library call accelmath makes */
 #define MAX_ARGS 16
+/* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
+ * what a type takes or does, so that a build older than the Python code is not used. */
+#define INTERFACE 2
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 

@@ -22,6 +22,7 @@ __all__ = ["BoundCall", "fast", "launcher", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
+_INTERFACE = 2  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
@@ -206,9 +207,9 @@ def reader(checks, pointer):
     (7, None, None)
     """
     checks = tuple((get, expected) for get, expected in checks)
-    made = getattr(_extension(), "Reader", None)  # (None: no shim, or one built before it)
-    if made is not None:
-        return made(checks, pointer)
+    module = _extension()
+    if module is not None:
+        return module.Reader(checks, pointer)
     getters = tuple((get.__get__ if isinstance(get, _DESCRIPTORS) else get, expected)
                     for get, expected in checks)
 
@@ -261,4 +262,7 @@ def _import():
     except ImportError as exc:  # built, but for another Python, or damaged since
         return None, (f"ctypes (the call shim cannot be loaded: {exc}; reinstall accelmath "
                       f"to rebuild it)")
+    if getattr(module, "INTERFACE", None) != _INTERFACE:
+        return None, (f"ctypes (the call shim at {module.__file__} was built from older code; "
+                      f"reinstall accelmath to rebuild it)")
     return module, f"C call shim (built at install: {module.__file__})"

@@ -549,9 +549,12 @@ def test_readers_stop_at_the_first_failing_check(monkeypatch):
             read(slice(0, 8))
 
 
-def test_a_shim_built_before_readers_leaves_them_in_python(monkeypatch):
-    monkeypatch.setitem(hostcall._imported, "module", types.SimpleNamespace())
-    monkeypatch.setitem(hostcall._imported, "status", "C call shim (an old build)")
+def test_a_shim_built_from_older_code_is_not_used(monkeypatch):
+    old = types.SimpleNamespace(__file__="/old/_hostcall.so", INTERFACE=1)
+    monkeypatch.setattr(hostcall.importlib, "import_module", lambda name: old)
+    monkeypatch.setattr(hostcall, "_imported", {})
+    assert hostcall._extension() is None
+    assert "built from older code" in hostcall.status() and "/old/" in hostcall.status()
     read = hostcall.reader(_CHECKS, pointer=lambda s: 0x1000 + s.stop)
     assert type(read).__name__ == "function" and read(slice(0, 8)) == 0x1008
 
