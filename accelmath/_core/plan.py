@@ -26,7 +26,6 @@ from accelmath._core.layout import check_dense, contiguous_strides
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_named, check_mutable,
                                      check_same_device, device_adapter, device_name,
                                      wrap_operand)
-from accelmath._core.operand.base import allocating
 from accelmath._core.operand.record import unsupported_dtype
 from accelmath._core.stream import stream_handle
 from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
@@ -171,9 +170,9 @@ class Plan:
         self._read_out = {}  # out type -> reader of outputs of a layout already checked
         self._freed = False
         if on_device:
+            # (make, pointer) of a result: called by the call shim, or by _allocate
             self._allocation = op.adapter.allocation(out_shape, out_strides, out_dtype,
                                                      op.device_id)
-            self._allocate = allocating(*self._allocation)
             self._current_stream = op.adapter.stream_getter(op.device_id)
             # a reader of the layout's arrays, where the operand describes the array given
             key = op.adapter.layout_key(given) if op.obj is given else None
@@ -277,6 +276,12 @@ class Plan:
         if key is not None:
             self._read_out[type(out)] = out_op.adapter.reader(key)
         return out_op.ptr
+
+    def _allocate(self):
+        """A new result and its pointer, on the package's current stream."""
+        make, pointer = self._allocation
+        out = make()
+        return out, pointer(out)
 
     def _allocate_on(self, stream):
         """A new result and its pointer, allocated in the order of ``stream`` (a handle), so
