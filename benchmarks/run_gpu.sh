@@ -13,7 +13,8 @@ python3 setup.py build_ext --inplace -q > /tmp/hostcall-build.log 2>&1
 if ! python3 -c "import accelmath._core._hostcall" 2>/dev/null; then
     read -r include suffix < <(python3 -c \
         'import sysconfig as s; print(s.get_paths()["include"], s.get_config_var("EXT_SUFFIX"))')
-    ${CC:-cc} -O2 -shared -fPIC -I"$include" accelmath/_core/_hostcall.c accelmath/_core/_function.c accelmath/_core/_reader.c \
+    # (every C source of the shim, as setup.py lists them)
+    ${CC:-cc} -O2 -shared -fPIC -I"$include" accelmath/_core/_*.c \
         -o "accelmath/_core/_hostcall$suffix" >> /tmp/hostcall-build.log 2>&1
 fi
 { python3 -c "from accelmath._core import hostcall; print(hostcall.status())"
