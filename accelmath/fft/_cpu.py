@@ -86,27 +86,45 @@ def engine():
     return _engines[0]
 
 
-_get_workers = []  # scipy.fft.get_workers, found once (a per-call import costs 0.3 us)
+_workers_readers = []  # the function _workers_reader found, once
 
 
-def _default_workers():
-    """The threads of a call without ``workers``: those ``scipy.fft.set_workers`` set in this
-    context (1 by default)."""
-    if not _get_workers:
-        try:
-            from scipy.fft import get_workers
-        except ImportError:
-            def get_workers():
-                return 1
-        _get_workers.append(get_workers)
-    return _get_workers[0]()
+def _workers_reader():
+    """A function of no arguments returning the threads of a call without ``workers``:
+    those ``scipy.fft.set_workers`` set in this context, else 1.
+
+    It reads the thread-local record where ``set_workers`` keeps them (``get_workers``
+    costs 0.4 us a call where none were set, an AttributeError raised and caught inside),
+    where that read agrees with ``get_workers`` in and out of a ``set_workers`` context;
+    else it is ``get_workers`` itself (1 without SciPy)."""
+    if _workers_readers:
+        return _workers_readers[0]
+    try:
+        from scipy.fft import get_workers, set_workers
+    except ImportError:
+        def get_workers():
+            return 1
+        read = get_workers
+    else:
+        record = getattr(importlib.import_module(get_workers.__module__), "_config", None)
+        read = get_workers
+        if record is not None and hasattr(record, "__dict__"):
+            def read_record():
+                return record.__dict__.get("default_workers", 1)
+
+            with set_workers(3):
+                inside = read_record() == get_workers() == 3
+            if inside and read_record() == get_workers():
+                read = read_record
+    _workers_readers.append(read)
+    return read
 
 
 def _threads(workers):
     """The thread count of ``workers`` (checked: None or a nonzero int, negative ones
     counting back from the CPUs, -1 all of them)."""
     if workers is None:
-        return _default_workers()
+        return _workers_reader()()
     return workers if workers > 0 else workers + 1 + (os.cpu_count() or 1)
 
 
@@ -188,47 +206,50 @@ class HostTransform:
             out_shape[axes[-1]] = self._last
         self.kind, self.axes = kind, tuple(axes)
         self.out_shape, self.out_dtype = tuple(out_shape), numpy.dtype(out_name)
-        # direction -> (the engine's forward flag, its normalization): a conjugate flips the
-        # sign of the exponent, which is how SciPy computes hfft and ihfft
-        self._modes = {inverse: ((not inverse) != conjugate,
-                                 int(2 * scale_exponent(norm, inverse)))
-                       for inverse in (False, True)}
+        # direction -> the engine function's arguments between the input and the output:
+        # the axes (c2r: and the last length), the forward flag (a conjugate flips the sign
+        # of the exponent, which is how SciPy computes hfft and ihfft), the normalization
+        self._heads = {}
+        for inverse in (False, True):
+            modes = ((not inverse) != conjugate, int(2 * scale_exponent(norm, inverse)))
+            self._heads[inverse] = ((self.axes, self._last) if kind == "c2r"
+                                    else (self.axes,)) + modes
         self._inverse = kind == "c2r"
         self._several = len(axes) > 1
-        self._engine = engine()
+        self._function = getattr(engine(), kind)
 
-    def _plain_call(self, inverse, workers):
-        """``(function, arguments, threads)``: the engine's function, its arguments between
-        the input and the output, and the thread count's getter, where the input needs no
-        conversion, cut, padding or C-ordered copy; else None."""
+    def _plain_call(self, inverse):
+        """The engine function's arguments between the input and the output, where the
+        input needs no conversion, cut, padding or C-ordered copy; else None."""
         if (self._convert is not None or self._cut is not None or self._pad is not None
                 or self._several):
             return None
-        forward, inorm = self._modes[self._inverse if inverse is None else inverse]
-        head = ((self.axes, self._last, forward, inorm) if self.kind == "c2r"
-                else (self.axes, forward, inorm))
-        threads = _default_workers if workers is None else (lambda n=_threads(workers): n)
-        return getattr(self._engine, self.kind), head, threads
+        return self._heads[self._inverse if inverse is None else inverse]
 
     def runner(self, inverse=None, workers=None):
         """``execute(a, inverse, workers=workers)`` as a function of ``a`` alone: the engine's
         own call where the input needs nothing done first."""
-        plain = self._plain_call(inverse, workers)
-        if plain is None:
+        head = self._plain_call(inverse)
+        if head is None:
             execute = self.execute
             return lambda a: execute(a, inverse, None, workers)
-        function, head, threads = plain
-        return lambda a: function(a, *head, None, threads())
+        function = self._function
+        if workers is None:  # (read at each call: scipy.fft.set_workers may change it)
+            threads = _workers_reader()
+            return lambda a: function(a, *head, None, threads())
+        args = (*head, None, _threads(workers))
+        return lambda a: function(a, *args)
 
     def writer(self, inverse=None, workers=None):
         """``execute(a, inverse, out, workers)`` as a function of ``(a, out)`` (``out`` a
         NumPy array checked by the caller), returning ``out``: the engine's own call where
         the input needs nothing done first."""
-        plain = self._plain_call(inverse, workers)
-        if plain is None:
+        head = self._plain_call(inverse)
+        if head is None:
             execute = self.execute
             return lambda a, out: execute(a, inverse, out, workers)
-        function, head, threads = plain
+        function = self._function
+        threads = _workers_reader() if workers is None else (lambda n=_threads(workers): n)
 
         def write(a, out):
             r = function(a, *head, _direct_target(a, out), threads())
@@ -272,16 +293,9 @@ class HostTransform:
             # other layouts: computed in C order, every layout of the same values gives the
             # same result, bit for bit, as NumPy's tests ask
             a = numpy.ascontiguousarray(a)
-        forward, inorm = self._modes[self._inverse if inverse is None else inverse]
-        threads = _threads(workers)
+        head = self._heads[self._inverse if inverse is None else inverse]
         target = None if out is None else _direct_target(a, out)
-        engine = self._engine
-        if self.kind == "c2c":
-            r = engine.c2c(a, self.axes, forward, inorm, target, threads)
-        elif self.kind == "r2c":
-            r = engine.r2c(a, self.axes, forward, inorm, target, threads)
-        else:
-            r = engine.c2r(a, self.axes, self._last, forward, inorm, target, threads)
+        r = self._function(a, *head, target, _threads(workers))
         if out is None or r is out:
             return r
         out[...] = r  # (out is not in C order, or overlaps the input)
