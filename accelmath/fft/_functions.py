@@ -4,7 +4,7 @@ Each takes ``numpy.fft``'s arguments plus keyword-only ``out``, ``stream``, ``ex
 ``workers``, and returns an array of the input's package. Host arrays run on the CPU: NumPy
 arrays on SciPy's FFT engine with ``workers`` threads, in their own precision (long double
 included); CPU torch tensors on ``torch.fft`` (its own threads), or on SciPy's engine over NumPy
-views of them where that measured faster for their layout. Device arrays run on their GPU
+views of them where that measured faster for their shape and dtype. Device arrays run on their GPU
 through cached cuFFT plans; the result of a torch tensor has the strides ``torch.fft`` gives
 it. Every function ends in :func:`accelmath.fft._transform.transform`.
 """

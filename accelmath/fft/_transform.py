@@ -42,6 +42,7 @@ __all__ = ["transform", "read_operand", "dispatcher", "HostCall", "cache_info", 
 #: The plan caches and call memo of the FFT functions.
 dispatcher = Dispatcher()
 _drops = []  # the threads of _drop_when_compiled, until wait_for_drops joins them
+_drops_lock = threading.Lock()  # (plans are made on several threads at once)
 
 _DIRECTIONS = ("forward", "inverse")
 
@@ -420,15 +421,20 @@ def _drop_when_compiled(plan):
             dispatcher.cache(device_id).drop_if(lambda cached: cached is plan)
 
     thread = threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True)
-    _drops[:] = [t for t in _drops if t.is_alive()] + [thread]
+    with _drops_lock:
+        _drops[:] = [t for t in _drops if t.is_alive()] + [thread]
     thread.start()
 
 
 def wait_for_drops():
     """Wait until the plans made without the column kernel while it compiled are dropped,
     where its compile succeeded (the threads of :func:`_drop_when_compiled`)."""
-    while _drops:
-        _drops.pop().join()
+    while True:
+        with _drops_lock:
+            if not _drops:
+                return
+            thread = _drops.pop()
+        thread.join()
 
 
 def _package_strides(kind, op, axes, last_axis_size):

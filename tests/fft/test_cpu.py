@@ -3,6 +3,7 @@ tensors run on torch.fft or on the host engine over NumPy views of them, whichev
 faster, with the same results."""
 
 import logging
+import threading
 import time
 
 import numpy as np
@@ -55,6 +56,29 @@ def test_a_writer_computes_what_execute_does_into_any_out(kind, shape, dtype, ax
     if x.dtype == transform.out_dtype and x.shape == transform.out_shape:  # (over its input)
         write(x, x)
         np.testing.assert_array_equal(x, expected)
+
+
+def test_calls_without_workers_take_the_threads_of_their_context_and_thread():
+    scipy_fft = pytest.importorskip("scipy.fft")
+    read = _cpu._workers_reader()
+    outside = scipy_fft.get_workers()
+    assert read() == outside
+    transform = _cpu.HostTransform("c2c", (8,), "complex128", (0,))
+    seen = []
+    transform._function = lambda a, *args: seen.append(args[-1])  # (the engine: its threads)
+    run, run_two = transform.runner(), transform.runner(workers=2)
+    x = np.zeros(8, complex)
+    with scipy_fft.set_workers(3):
+        assert read() == 3
+        other = []
+        thread = threading.Thread(target=lambda: other.append((read(), scipy_fft.get_workers())))
+        thread.start()
+        thread.join()
+        assert other[0][0] == other[0][1] != 3  # (another thread: not this context's)
+        run(x)
+        run_two(x)
+    run(x)
+    assert seen == [3, 2, outside] and read() == outside
 
 
 @pytest.mark.parametrize("kind, shape, dtype, axes, s, conjugate", CASES)
@@ -137,6 +161,7 @@ def _spied(via):
 
 def test_torch_transforms_are_timed_both_ways_where_numpy_views_take_them(monkeypatch):
     pytest.importorskip("torch")
+    monkeypatch.setattr(_cpu, "_chosen", {})  # (none timed before, none kept after)
     timed = []
     monkeypatch.setattr(_cpu, "_fastest",
                         lambda candidates, shape, dtype: timed.append(candidates)
