@@ -253,9 +253,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     flag = host_flag() if check else None
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id, flag_ptr=flag.ptr if flag else 0)
-    if (call is not None and not ctx.adapter.immutable
-            and call[1] == tuple(ptr for ptr, _ in copies)
-            and _finite.on_device(operands, finite)):
+    if _remembers(call, ctx, tuple(ptr for ptr, _ in copies), operands, finite):
         shape = tuple(result[0].shape)
         adapter, device_id = ctx.adapter, ctx.device_id
         dispatcher.remember(call[0], SmallCall(
@@ -267,6 +265,16 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     if check:
         _finite.check(pending)
         _check_flagged(flag, info_ptr, batch, ctx.stream, message)
+
+
+def _remembers(call, ctx, addresses, operands, finite):
+    """Whether call ``call`` (:func:`~accelmath.linalg._memo.call_key`'s ``(key,
+    addresses)``, or None) is remembered: its work read the operands where they lie (at
+    ``addresses``, those of the call), the finiteness check of ``operands`` that ``finite``
+    names (None: none) reads them on the device alone, and its results are not handed over
+    (JAX's are: those calls run as new ones)."""
+    return (call is not None and not ctx.adapter.immutable and call[1] == addresses
+            and _finite.on_device(operands, finite))
 
 
 def _check_flagged(flag, info_ptr, batch, stream, message):
@@ -339,9 +347,7 @@ class CusolverCall(NamedTuple):
         those that ``finite`` names (None: none) on the device alone. Nothing for JAX, whose
         results are handed over: those calls run as new ones."""
         adapter, device_id = ctx.adapter, ctx.device_id
-        if (call is not None and not adapter.immutable
-                and call[1] == tuple(op.ptr for op in operands)
-                and _finite.on_device(operands, finite)):
+        if _remembers(call, ctx, tuple(op.ptr for op in operands), operands, finite):
             dispatcher.remember(call[0], cls(
                 dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
                 device_id, tuple(adapter.allocator(shape, strides, dtype, device_id)
