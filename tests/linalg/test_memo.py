@@ -451,22 +451,18 @@ def test_a_recalled_solve_triangular_is_right_and_checks_its_diagonal(
         a, b = _well(rng, shape, dtype), _random(rng, rhs, dtype)
         x = get(la.solve_triangular(put(a), put(b), trans=trans, lower=lower,
                                     unit_diagonal=unit))
-        t = np.tril(a) if lower else np.triu(a)
-        if unit:
-            t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(shape[-1]) + np.eye(shape[-1])
-        np.testing.assert_allclose(x, _trans_solve(t, b, trans, vector), rtol=TOL[dtype],
-                                   atol=TOL[dtype])
+        np.testing.assert_allclose(x, _trans_solve(_triangle(a, lower, unit), b, trans, vector),
+                                   rtol=TOL[dtype], atol=TOL[dtype])
     assert len(slow_solves) == 1
     last = tuple(extent - 1 for extent in shape[:-2])  # the last matrix has a zero pivot
     singular = a.copy()
     singular[last + (3, 3)] = 0
     if unit:  # (its diagonal is not read)
-        t = np.tril(singular) if lower else np.triu(singular)
-        t = t - np.diagonal(t, 0, -2, -1)[..., None] * np.eye(shape[-1]) + np.eye(shape[-1])
         x = get(la.solve_triangular(put(singular), put(b), trans=trans, lower=lower,
                                     unit_diagonal=unit))
-        np.testing.assert_allclose(x, _trans_solve(t, b, trans, vector), rtol=TOL[dtype],
-                                   atol=TOL[dtype])
+        np.testing.assert_allclose(
+            x, _trans_solve(_triangle(singular, lower, unit), b, trans, vector),
+            rtol=TOL[dtype], atol=TOL[dtype])
     else:
         with pytest.raises(LinAlgError) as caught:
             la.solve_triangular(put(singular), put(b), trans=trans, lower=lower)
@@ -478,6 +474,16 @@ def test_a_recalled_solve_triangular_is_right_and_checks_its_diagonal(
 def slow_lu_solves(slow_path):
     """A list that grows by one for each lu_solve that was read and checked (not recalled)."""
     return slow_path(_checks, "lu_pivots")
+
+
+def _triangle(a, lower, unit):
+    """The triangular matrices solve_triangular reads of ``a``: its lower or upper triangle,
+    with ones on the diagonal where ``unit``."""
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        eye = np.eye(a.shape[-1])
+        t = t - t * eye + eye
+    return t
 
 
 def _trans_solve(a, b, trans, vector=False):
