@@ -107,6 +107,10 @@ FUNCTIONS = (
     Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),
     # CUresult cuStreamSynchronize(CUstream hStream);
     Function("stream_synchronize", ("cuStreamSynchronize",), (_p,)),
+    # CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
+    Function("stream_create", ("cuStreamCreate",), (POINTER(_p), c_uint)),
+    # CUresult cuStreamDestroy(CUstream hStream);
+    Function("stream_destroy", ("cuStreamDestroy_v2",), (_p,)),
     # CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
     Function("mem_host_alloc", ("cuMemHostAlloc",), (POINTER(_p), c_size_t, c_uint)),
     # CUresult cuMemFreeHost(void *p);

@@ -115,9 +115,10 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     key = ("potrf", n, count, batched, in_place)
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
+    checks = _finite.prepare((a,), finite)
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
-                     item_strides(batch, n * n), check, layout_of(a), finite)
-    layout.factor(ctx, solver, a.ptr, out_ptr, _finite.enqueue(ctx, (a,), finite))
+                     item_strides(batch, n * n), check, checks)
+    layout.factor(ctx, solver, a.ptr, out_ptr, _finite.enqueue_at(ctx, checks, (a.ptr,)))
     CusolverCall.remember(call, (a,), finite, ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
@@ -135,8 +136,7 @@ class _Layout(NamedTuple):
     count: int  # matrices in the batch
     dense: tuple  # element strides of the batch laid out densely
     check: bool  # raise for the matrices that failed (else NaN in their factors)
-    a: tuple  # the operand's layout (layout_of's)
-    finite: Optional[tuple]  # a's name where NaN and Inf raise
+    checks: Optional[_finite.Plan]  # the finiteness check of a, where NaN and Inf raise
 
     def factor(self, ctx, solver, a_ptr, out_ptr, finite=None):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
@@ -163,9 +163,8 @@ class _Layout(NamedTuple):
         """The factorization again, of the matrices at ``addresses[0]``, into the
         ``results`` allocated for it (``[(factor, address)]``): the factor."""
         (out, out_ptr), = results
-        finite = None if self.finite is None else _finite.enqueue(
-            ctx, operands_at(addresses, (self.a,)), self.finite)  # (cholesky's: no operand made)
-        self.factor(ctx, solver, addresses[0], out_ptr, finite)
+        self.factor(ctx, solver, addresses[0], out_ptr,
+                    _finite.enqueue_at(ctx, self.checks, addresses))
         return out
 
 
@@ -205,7 +204,7 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
         {"c": 0 if in_place else count * n * n * isz, "b": rhs_bytes(count, n, k, ctx.dtype),
          "info2": 4, **(_batched.parts(count, n) if batched else {})}))
     layout = _SolveLayout(layout_of(c), layout_of(b), batch, n, k, count, lower, in_place,
-                          fill, batched, finite)
+                          fill, batched, _finite.prepare((c, b), finite))
     layout.solve(ctx, solver, c, b, x_ptr)
     CusolverCall.remember(call, (c, b), finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
@@ -226,14 +225,14 @@ class _SolveLayout(NamedTuple):
     in_place: bool  # potrs reads c where it lies (else a copy as the lower factor)
     fill: int  # the triangle potrs reads
     batched: bool  # potrsBatched (else one potrs a system)
-    finite: Optional[tuple]  # the names of c and b where NaN and Inf raise
+    checks: Optional[_finite.Plan]  # the finiteness check of c and b, where NaN and Inf raise
 
     def solve(self, ctx, solver, c, b, x_ptr):
         """Enqueue the solves with factors ``c`` and right-hand sides ``b`` (operands of the
         layout) into the solution at ``x_ptr``, and raise for NaN and Inf in them where
         they are checked."""
         batch, n, k, count = self.batch, self.n, self.k, self.count
-        finite = _finite.enqueue(ctx, (c, b), self.finite)
+        finite = _finite.enqueue_at(ctx, self.checks, (c.ptr, b.ptr))
         handles, ws = solver.state(ctx.stream)
         factor = c.ptr
         if not self.in_place:
@@ -269,7 +268,7 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finit
         {"a": count * n * n * ITEMSIZE[ctx.dtype], "b": rhs_bytes(count, n, k, ctx.dtype),
          "info": count * 4}, blas=True))
     layout = _TriangularLayout(layout_of(a), layout_of(b), batch, n, k, count, trans, lower,
-                               unit_diagonal, finite)
+                               unit_diagonal, _finite.prepare((a, b), finite))
     layout.solve(ctx, solver, a, b, x_ptr)
     CusolverCall.remember(call, (a, b), finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
@@ -289,14 +288,14 @@ class _TriangularLayout(NamedTuple):
     trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
     lower: bool  # a's lower triangle is read (else its upper one)
     unit_diagonal: bool  # a's diagonal taken as ones (not read, not checked)
-    finite: Optional[tuple]  # the names of a and b where NaN and Inf raise
+    checks: Optional[_finite.Plan]  # the finiteness check of a and b, where NaN and Inf raise
 
     def solve(self, ctx, solver, a, b, x_ptr):
         """Enqueue the solves of matrices ``a`` and right-hand sides ``b`` (operands of the
         layout) into the solution at ``x_ptr``; raise for NaN and Inf in them where they are
         checked, then for a zero on a diagonal (unless ``unit_diagonal``)."""
         batch, n, k, count, trans = self.batch, self.n, self.k, self.count, self.trans
-        finite = _finite.enqueue(ctx, (a, b), self.finite)
+        finite = _finite.enqueue_at(ctx, self.checks, (a.ptr, b.ptr))
         isz = ITEMSIZE[ctx.dtype]
         handles, ws = solver.state(ctx.stream)
         matrix = ws + solver.offsets["a"]

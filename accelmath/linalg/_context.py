@@ -241,13 +241,14 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
     address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
     device_id, flag_ptr=)``; with ``check``, raise for the matrices that failed (after the
-    finiteness check of the operands that ``finite`` names, as :func:`_finite.enqueue` takes
+    finiteness check of the operands that ``finite`` names, as :func:`_finite.prepare` takes
     them: None checks none), which the kernel flags in the thread's
     :func:`~accelmath._core.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
     :class:`SmallCall` where the kernel read the operands where they lie and the finiteness
     check reads them on the device alone."""
-    pending = _finite.enqueue(ctx, operands, finite)
+    checks = _finite.prepare(operands, finite)
+    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands))
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     flag = host_flag() if check else None
@@ -260,8 +261,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
-            adapter.stream_getter(device_id), check, batch, message,
-            None if finite is None else tuple(layout_of(op) for op in operands), finite))
+            adapter.stream_getter(device_id), check, batch, message, checks))
     if check:
         _finite.check(pending)
         _check_flagged(flag, info_ptr, batch, ctx.stream, message)
@@ -300,16 +300,14 @@ class SmallCall(NamedTuple):
     check: bool
     batch: tuple
     message: str
-    layouts: Optional[tuple]  # the operands' (layout_of's), where they are checked finite
-    finite: Optional[tuple]  # the operands' names where NaN and Inf raise
+    checks: Optional[_finite.Plan]  # the operands' finiteness check, where NaN and Inf raise
 
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
         package's current one): the new result."""
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
-        pending = None if self.finite is None else _finite.enqueue(
-            ctx, operands_at(addresses, self.layouts), self.finite)
+        pending = _finite.enqueue_at(ctx, self.checks, addresses)
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         flag = host_flag() if self.check else None
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,

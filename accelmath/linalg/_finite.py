@@ -1,58 +1,103 @@
 """SciPy's ``check_finite`` on the device, enqueued ahead of a call's work and waited for
 after it is enqueued, so that the GPU never waits for the check.
 
-:func:`enqueue` launches, for each dense operand (its matrices one after another, each in C
-or column-major order), a kernel that flags its matrices holding a NaN or an infinity
-(:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the read back of the flags
-(:func:`~accelmath._core.memory.read_back_later`); the :class:`Pending` check it returns
-waits for them once the call's work is enqueued (the GPU busy with it meanwhile), and raises
-LinAlgError naming the operand and the batch index of its first matrix flagged, as the check
-before the work would have. Where an operand has another layout (a broadcast or strided
-view), the call's operands are checked at once through their own package instead (a read
-back of their own).
+:func:`prepare` plans the check of a call's operands once per layout (a remembered call
+keeps the plan); :meth:`Plan.enqueue` launches, for each dense operand (its matrices one
+after another, each in C or column-major order), a kernel that flags its matrices holding a
+NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the read back of
+the flags (:func:`~accelmath._core.memory.read_back_later`); a check reading
+:data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work.
+The :class:`Pending` check it returns waits for the flags once the call's work is enqueued
+(the GPU busy with it meanwhile), and raises LinAlgError naming the operand and the batch
+index of its first matrix flagged, as the check before the work would have. Where an
+operand has another layout (a broadcast or strided view), the call's operands are checked at
+once through their own package instead (a read back of their own).
 """
 
 import math
+from typing import NamedTuple
 
 import numpy
 
+from accelmath._core.beside import fork
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import read_back_later
+from accelmath._core.operand import ITEMSIZE
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _kernels
 from accelmath.linalg._operands import namespace
 
-__all__ = ["enqueue", "on_device", "Pending", "check", "check_with_package"]
+__all__ = ["prepare", "Plan", "enqueue", "enqueue_at", "on_device", "Pending", "check",
+           "check_with_package", "BESIDE_BYTES"]
+
+#: A check that reads at least this many bytes runs beside the call's work, on the thread's
+#: side stream (:mod:`accelmath._core.beside`), concurrently with it: about 3 us of reading
+#: at an H100's pace, as much as the fork and the join cost the host.
+BESIDE_BYTES = 8 << 20
 
 
-def enqueue(ctx, operands, names):
-    """Enqueue the finiteness check of ``operands`` (each a stack of matrices: the device
-    path's right-hand sides are (..., n, k)) named ``names`` (None: not checked) on the
-    call's stream; ``names`` None checks none. Returns a :class:`Pending` check, or None
-    where nothing is left to read back."""
+def prepare(operands, names):
+    """The finiteness check of those of ``operands`` (each a stack of matrices: the device
+    path's right-hand sides are (..., n, k)) that ``names`` names (None: none): a
+    :class:`Plan` of the device check, or None where none is left to enqueue: nothing
+    named, only empty operands, or operands that the flag kernel does not read (a broadcast
+    or strided view), which are checked here and now through their own package."""
     if names is None:
         return None
-    checked = [(op, name) for op, name in zip(operands, names)
+    checked = [(i, op, name) for i, (op, name) in enumerate(zip(operands, names))
                if name is not None and op.size]
     if not checked:
         return None
-    if not _kernel_reads([op for op, _ in checked]):
+    if not _kernel_reads([op for _, op, _ in checked]):
         # (all of them so, in order, so that the first bad operand is the one named)
-        for op, name in checked:
+        for _, op, name in checked:
             check_with_package(op, 2, name)
         return None
-    entries = []  # (name, batch, flags per matrix, offset of the first)
-    total = 0
-    for op, name in checked:
+    entries, launches, total, nbytes = [], [], 0, 0
+    for i, op, name in checked:
         batch = tuple(op.shape[:-2])
-        blocks = _kernels.nonfinite_blocks(op.shape[-2] * op.shape[-1])
+        elements, count = op.shape[-2] * op.shape[-1], math.prod(batch)
+        blocks = _kernels.nonfinite_blocks(elements)
         entries.append((name, batch, blocks, total))
-        total += math.prod(batch) * blocks
-    flags, flags_ptr = ctx.empty((total,), "int32")
-    for (op, _), (_, batch, _, offset) in zip(checked, entries):
-        _kernels.flag_nonfinite(op.ptr, op.shape[-2] * op.shape[-1], math.prod(batch),
-                                op.dtype, flags_ptr + 4 * offset, ctx.stream, ctx.device_id)
-    return Pending(flags, read_back_later(flags_ptr, total, numpy.int32, ctx.stream), entries)
+        launches.append((i, elements, count, op.dtype, 4 * total))
+        total += count * blocks
+        nbytes += count * elements * ITEMSIZE[op.dtype]
+    return Plan(tuple(entries), tuple(launches), total, nbytes >= BESIDE_BYTES)
+
+
+class Plan(NamedTuple):
+    """The device check of one layout of a call's operands, as :func:`prepare` made it."""
+
+    entries: tuple  # per operand checked: (name, batch, flags per matrix, its first flag)
+    launches: tuple  # per operand checked: (its index, elements per matrix, matrices, dtype,
+    #                  byte offset of its flags)
+    total: int  # flags in all
+    beside: bool  # run on the thread's side stream (else on the call's)
+
+    def enqueue(self, ctx, addresses):
+        """Enqueue the check of the call's operands at ``addresses`` (in the order the plan
+        was made for): the :class:`Pending` check."""
+        flags, flags_ptr = ctx.empty((self.total,), "int32")
+        side = fork(ctx.stream, ctx.device_id) if self.beside else None
+        stream = ctx.stream if side is None else side.stream
+        for i, elements, count, dtype, offset in self.launches:
+            _kernels.flag_nonfinite(addresses[i], elements, count, dtype, flags_ptr + offset,
+                                    stream, ctx.device_id)
+        later = read_back_later(flags_ptr, self.total, numpy.int32, stream)
+        return Pending(flags, later, self.entries, ctx.stream, side)
+
+
+def enqueue(ctx, operands, names):
+    """Enqueue the finiteness check of ``operands`` named ``names`` (see :func:`prepare`)
+    on the call's stream: a :class:`Pending` check, or None where nothing is left to read
+    back."""
+    plan = prepare(operands, names)
+    return None if plan is None else plan.enqueue(ctx, [op.ptr for op in operands])
+
+
+def enqueue_at(ctx, plan, addresses):
+    """:meth:`Plan.enqueue` of ``plan`` (None: nothing to check, None returned)."""
+    return None if plan is None else plan.enqueue(ctx, addresses)
 
 
 def on_device(operands, names):
@@ -80,18 +125,28 @@ def _dense(op):
 
 
 class Pending:
-    """A finiteness check enqueued by :func:`enqueue`: ``flags`` (the device array, kept
-    until read), their read back ``later``, and per operand checked ``(name, batch, flags
-    per matrix, offset of its first flag)``."""
+    """A finiteness check enqueued by :meth:`Plan.enqueue`: ``flags`` (the device array,
+    kept until read), their read back ``later``, and per operand checked ``(name, batch,
+    flags per matrix, offset of its first flag)``; where it runs beside the call's stream,
+    that stream waits for it once the call's work is enqueued (:meth:`join`)."""
 
-    __slots__ = ("flags", "later", "entries")
+    __slots__ = ("flags", "later", "entries", "_stream", "_side")
 
-    def __init__(self, flags, later, entries):
+    def __init__(self, flags, later, entries, stream, side):
         self.flags, self.later, self.entries = flags, later, entries
+        self._stream, self._side = stream, side
+
+    def join(self):
+        """Order the call's stream after the check, where it ran beside it (once)."""
+        side = self._side
+        if side is not None:
+            self._side = None
+            side.join(self._stream)
 
     def check(self):
         """Wait for the flags and raise LinAlgError for the first operand (in the order
         given) holding a NaN or an infinity, naming its batch index."""
+        self.join()
         flags = self.later.result()
         if not flags.any():
             return
@@ -102,6 +157,12 @@ class Pending:
             if bad.size:
                 raise checks.not_finite_error(
                     name, tuple(int(i) for i in numpy.unravel_index(int(bad[0]), batch)))
+
+    def __del__(self):
+        try:  # (a check never waited for, as after an error: its flags go back in order)
+            self.join()
+        except Exception:
+            pass
 
 
 def check(pending):

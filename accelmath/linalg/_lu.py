@@ -262,7 +262,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
          "piv": 0 if pivots_in_place else count * n * 4,
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}, blas=True))
     layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place,
-                            pivots_in_place, trans, finite)
+                            pivots_in_place, trans, _finite.prepare(operands, finite))
     layout.solve(ctx, solver, operands, x_ptr)
     CusolverCall.remember(call, operands, finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
@@ -283,14 +283,14 @@ class _LuSolveLayout(NamedTuple):
     in_place: bool  # getrs reads lu where it lies (else a column-major copy)
     pivots_in_place: bool  # piv read where it lies (else a dense copy over the batch)
     trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
-    finite: Optional[tuple]  # the names of lu, piv and b where NaN and Inf raise
+    checks: Optional[_finite.Plan]  # the finiteness check of the operands named to be
 
     def solve(self, ctx, solver, operands, x_ptr):
         """Enqueue the solves with the ``(lu, piv, b)`` of ``operands`` (of the layout) into
         the solution at ``x_ptr``, and raise for NaN and Inf where they are checked."""
         lu, piv, b = operands
         batch, n, k, count = self.batch, self.n, self.k, self.count
-        finite = _finite.enqueue(ctx, operands, self.finite)
+        finite = _finite.enqueue_at(ctx, self.checks, tuple(op.ptr for op in operands))
         handles, ws = solver.state(ctx.stream)
         ipiv = ws + solver.offsets["ipiv"]
         piv_ptr = piv.ptr

@@ -60,6 +60,74 @@ def test_matrices_in_either_order_go_to_the_kernel(monkeypatch):
     assert launched == [(10, 16, 3), (20, 8, 3)] and pending.later == "later"
 
 
+class _Context:
+    """A call's context: its stream 7; new arrays at 1000."""
+
+    stream, device_id = 7, 0
+
+    def empty(self, shape, dtype):
+        return None, 1000
+
+
+def _launches(monkeypatch):
+    """Record the flag kernel's launches: (data, elements, matrices, flags, stream)."""
+    launched = []
+    monkeypatch.setattr(
+        _finite._kernels, "flag_nonfinite",
+        lambda ptr, count, batch, dtype, flags, stream, device: launched.append(
+            (ptr, count, batch, flags, stream)))
+    monkeypatch.setattr(_finite, "read_back_later", lambda ptr, count, dtype, stream: stream)
+    return launched
+
+
+def test_a_plan_checks_the_operands_at_the_addresses_given(monkeypatch):
+    launched = _launches(monkeypatch)
+    monkeypatch.setattr(_finite, "fork", lambda *args: pytest.fail("forked"))
+    lu = _Op((2, 4, 4), (16, 1, 4), "lu")
+    piv = _Op((2, 4), (4, 1), "piv", "int32")
+    b = _Op((2, 4, 3), (12, 3, 1), "b")
+    plan = _finite.prepare((lu, piv, b), ("lu", None, "b"))
+    assert not plan.beside and plan.total == 4  # one flag a matrix, two matrices each
+    pending = plan.enqueue(_Context(), (10, 20, 30))  # a remembered call's operands
+    assert launched == [(10, 16, 2, 1000, 7), (30, 12, 2, 1008, 7)]
+    assert pending.later == 7 and [e[0] for e in pending.entries] == ["lu", "b"]
+    assert _finite.enqueue_at(_Context(), None, (10, 20, 30)) is None
+
+
+class _Side:
+    stream = 99
+
+    def __init__(self):
+        self.joined = []
+
+    def join(self, stream):
+        self.joined.append(stream)
+
+
+def test_a_large_check_runs_beside_the_call_and_its_stream_waits_for_it(monkeypatch):
+    launched = _launches(monkeypatch)
+    side = _Side()
+    forks = []
+    monkeypatch.setattr(_finite, "fork", lambda stream, device: forks.append(stream) or side)
+    n = 1024  # 8 MiB of float64: as much as BESIDE_BYTES
+    assert n * n * 8 == _finite.BESIDE_BYTES
+    a = _Op((n, n), (n, 1), "a")
+    pending = _finite.prepare((a,), ("a",)).enqueue(_Context(), (10,))
+    assert forks == [7] and launched[0][-1] == 99 and pending.later == 99  # on the side
+    assert side.joined == []  # (the call's work goes on its stream meanwhile)
+    pending.later = _Read(__import__("numpy").zeros(1024, "int32"))
+    pending.check()
+    pending.check()
+    assert side.joined == [7]  # once, before the flags are read
+    # a check never waited for (an error in between) joins as it goes
+    pending = _finite.prepare((a,), ("a",)).enqueue(_Context(), (10,))
+    del pending
+    assert side.joined == [7, 7]
+    # below the bound: on the call's stream
+    small = _Op((n - 1, n), (n, 1), "a")
+    assert not _finite.prepare((small,), ("a",)).beside
+
+
 def test_unnamed_and_empty_operands_are_not_checked(monkeypatch):
     seen = _package_checks(monkeypatch)
     lu = _Op((4, 4), (1, 4), "lu")
@@ -88,12 +156,13 @@ def test_pending_check_names_the_first_operand_and_matrix_flagged():
     # c: a batch (2, 3) of matrices, 2 flags each; b: a batch (2,), 1 flag each
     entries = [("c", (2, 3), 2, 0), ("b", (2,), 1, 12)]
     flags = np.zeros(14, np.int32)
-    _finite.Pending(None, _Read(flags), entries).check()  # all finite
+    _finite.Pending(None, _Read(flags), entries, 0, None).check()  # all finite
     flags[13] = 1  # b's second matrix
     with pytest.raises(LinAlgError, match=r"^b: .* \(batch index \(1,\)\)"):
-        _finite.Pending(None, _Read(flags), entries).check()
+        _finite.Pending(None, _Read(flags), entries, 0, None).check()
     flags[2 * 4 + 1] = 1  # c's matrix (1, 1), its second block: c comes first
     with pytest.raises(LinAlgError, match=r"^c: .* \(batch index \(1, 1\)\)"):
-        _finite.Pending(None, _Read(flags), entries).check()
+        _finite.Pending(None, _Read(flags), entries, 0, None).check()
     with pytest.raises(LinAlgError, match=r"^a: .* \(batch index \(\)\)"):
-        _finite.Pending(None, _Read(np.array([0, 1], np.int32)), [("a", (), 2, 0)]).check()
+        _finite.Pending(None, _Read(np.array([0, 1], np.int32)), [("a", (), 2, 0)], 0,
+                        None).check()

@@ -1137,6 +1137,46 @@ def test_check_finite_on_the_gpu_in_many_blocks_and_other_layouts(cupy, dtype):
     close(x, b / 2, dtype)
 
 
+@pytest.mark.parametrize("on_stream", [False, True])
+def test_check_finite_of_large_matrices_beside_the_call(torch_cuda, on_stream):
+    # a check reading BESIDE_BYTES or more runs on a stream beside the call's, its work
+    # meanwhile on the call's: right results, and NaN and Inf caught wherever they are, in
+    # new and in remembered calls (the plan kept), on the current stream or a named one
+    from accelmath.linalg import _finite
+
+    torch = torch_cuda
+    n = 1100
+    assert n * n * 8 >= _finite.BESIDE_BYTES > (n * n // 2) * 8
+    device = torch.device("cuda", torch.cuda.current_device())
+    a = torch.from_numpy(spd((n, n), "float64")).to(device)
+    b = torch.from_numpy(random((n, 2), "float64")).to(device)
+    stream = torch.cuda.Stream() if on_stream else None
+    options = {"stream": stream} if on_stream else {}
+    with torch.cuda.stream(stream) if on_stream else torch.cuda.stream(None):
+        for _ in range(3):  # the first call, then remembered ones
+            c = la.cho_factor(a, **options)
+            x = la.cho_solve(c, b, **options)
+            t = la.solve_triangular(c[0], b, lower=False, **options)
+        torch.cuda.synchronize()
+        residual(a.cpu().numpy(), x.cpu().numpy(), b.cpu().numpy(), False, "float64")
+        upper = np.triu(c[0].cpu().numpy())
+        residual(upper, t.cpu().numpy(), b.cpu().numpy(), False, "float64")
+        for where, bad in (((n - 1, n - 1), np.nan), ((0, 0), np.inf), ((n // 2, 7), np.nan)):
+            spoiled = a.clone()
+            la.cho_factor(spoiled, **options)  # fine: remembered, with their checks' plans
+            la.cho_solve((spoiled, False), b, **options)
+            spoiled[where] = bad
+            for _ in range(2):
+                with pytest.raises(LinAlgError, match="^a: array must not contain") as e:
+                    la.cho_factor(spoiled, **options)
+                assert e.value.index == ()
+                with pytest.raises(LinAlgError, match="^c: array must not contain"):
+                    la.cho_solve((spoiled, False), b, **options)
+            x = la.cho_solve(c, b, **options)  # and the calls after it are right again
+            torch.cuda.synchronize()
+            residual(a.cpu().numpy(), x.cpu().numpy(), b.cpu().numpy(), False, "float64")
+
+
 def test_lu_solve_takes_strided_pivots_and_checks_b(cupy):
     a = well((4, 4), "float64")
     lu, piv = la.lu_factor(cupy.put(a))
