@@ -26,16 +26,12 @@ def _host(problem, out):
     a, b, c, bias, aux = problem.ops
     like = a
     arrays = [None if op is None else cpu.host_operand(op, conj)
-              for op, conj in zip((a, b, c, bias), problem.conj + (False, False))]
-    aux_array = None if aux is None else aux.adapter.to_numpy(aux.obj)
-    if aux_array is not None and problem.epilogue.takes_aux == "gelu":
-        aux_array = aux_array.astype(cpu.WORK_DTYPE.get(problem.dtype, problem.dtype))
-    d, extra = cpu.host_product(problem.product, problem.epilogue, *arrays, aux_array,
-                                problem.alpha, problem.beta)
+              for op, conj in zip((a, b, c, bias, aux), problem.conj + (False,) * 3)]
+    d, extra = cpu.host_product(problem.product, problem.epilogue, *arrays, problem.alpha,
+                                problem.beta)
     if out is not None:
         out_op = problems.checked_out(out, like, problem)
-        view = out_op.adapter.to_numpy(out)
-        view[...] = d.astype(view.dtype)
+        out[...] = cpu.to_caller(d, out_op, problem.dtype)  # (torch's bfloat16: no NumPy view)
         d = out
     else:
         d = cpu.to_caller(d, like, problem.dtype)

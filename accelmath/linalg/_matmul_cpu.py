@@ -7,7 +7,9 @@ bfloat16 host operands are NumPy arrays of ``ml_dtypes.bfloat16`` or torch CPU t
 
 import numpy
 
-__all__ = ["WORK_DTYPE", "host_operand", "host_product", "to_caller", "numpy_dtype"]
+from accelmath._core.operand.numpy_arrays import numpy_dtype
+
+__all__ = ["WORK_DTYPE", "host_operand", "host_product", "to_caller"]
 
 #: The dtype half precisions are computed in on the CPU.
 WORK_DTYPE = {"float16": "float32", "bfloat16": "float32"}
@@ -62,12 +64,3 @@ def to_caller(result, like, dtype):
     # (C order, 0-d kept: numpy.ascontiguousarray would make a 0-d result 1-d)
     converted = like.adapter.from_numpy(numpy.require(result, requirements="C"), like.obj)
     return like.adapter.astype(converted, dtype) if cast else converted
-
-
-def numpy_dtype(dtype):
-    """The NumPy dtype of a dtype name (bfloat16: ml_dtypes')."""
-    if dtype == "bfloat16":
-        import ml_dtypes
-
-        return numpy.dtype(ml_dtypes.bfloat16)
-    return numpy.dtype(dtype)

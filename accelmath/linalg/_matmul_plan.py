@@ -22,10 +22,10 @@ _OPERANDS = ("a", "b", "c", "bias", "aux")
 
 
 def _layout_of(op):
-    """What an operand must match of the plan's: shape, strides, dtype and device (None
-    where absent)."""
+    """What an operand must match of the plan's: shape, strides, dtype, device and package
+    (None where absent)."""
     return None if op is None else (tuple(op.shape), tuple(op.strides), op.dtype,
-                                    op.device_id)
+                                    op.device_id, op.package)
 
 
 class Matmul(Plan):
@@ -188,21 +188,31 @@ class Matmul(Plan):
             ptr = reader(x)
             if ptr is not None:
                 return ptr
-        op, conj = problems.read(x, _OPERANDS[i])
-        if _layout_of(op) != self._layouts[i] or conj != self._conj[i]:
-            shape, strides, dtype, device = self._layouts[i] or (None,) * 4
-            raise InvalidArgumentError(
-                f"{_OPERANDS[i]} {op!r} (conjugated view: {conj}) does not match the plan's "
-                f"layout: shape {shape}, strides {strides}, dtype {dtype}, conjugated view: "
-                f"{self._conj[i]}")
+        op = self._matching(i, x)
         op.wait_ready(stream)
         return op.ptr
+
+    def _matching(self, i, x):
+        """The operand of ``x`` as operand ``i``, checked to match the plan's layout."""
+        op, conj = problems.read(x, _OPERANDS[i])
+        if _layout_of(op) != self._layouts[i] or conj != self._conj[i]:
+            shape, strides, dtype, device, package = self._layouts[i] or (None,) * 5
+            raise InvalidArgumentError(
+                f"{_OPERANDS[i]} {op!r} (conjugated view: {conj}) does not match the plan's "
+                f"layout: a {package} array of shape {shape}, strides {strides}, dtype "
+                f"{dtype}, conjugated view: {self._conj[i]}")
+        return op
 
     def _unbound(self, i):
         """The error for operand ``i`` missing from a call to a plan made for a layout."""
         return InvalidArgumentError(
             f"this {self.what} was made for a layout, with no {_OPERANDS[i]} bound to it; "
             f"pass {_OPERANDS[i]}")
+
+    def _takes_no(self, i):
+        """The error for operand ``i`` given to a call of a plan made without one."""
+        return InvalidArgumentError(
+            f"this {self.what} takes no {_OPERANDS[i]} (it was planned without one)")
 
     def _pointers(self, a, b, c, bias, aux, stream):
         """The device addresses of the operands (0 for those the plan takes none of)."""
@@ -215,8 +225,7 @@ class Matmul(Plan):
             if layouts[i] is not None:
                 ptrs.append(pointer(i, x, stream))
             elif x is not None:
-                raise InvalidArgumentError(
-                    f"this {self.what} takes no {_OPERANDS[i]} (it was planned without one)")
+                raise self._takes_no(i)
             else:
                 ptrs.append(0)
         return ptrs
@@ -329,15 +338,15 @@ class Matmul(Plan):
         given = [x if x is not None else self._bound[i]
                  for i, x in enumerate((a, b, c, bias, aux))]
         for i, x in enumerate(given):
-            if x is None and self._layouts[i] is not None:
+            if self._layouts[i] is None:
+                if x is not None:
+                    raise self._takes_no(i)
+            elif x is None:
                 raise self._unbound(i)
+            elif i < 3:  # (a bias and an aux of any layout: the host reads their values)
+                self._matching(i, x)
         problem = problems.prepare(*given, self.alpha, self.beta, self.problem.epilogue,
                                    "cpu", False)
-        layouts = tuple(_layout_of(op) for op in problem.ops)
-        for i, (seen, planned) in enumerate(zip(layouts, self._layouts)):
-            if seen != planned and i < 3:
-                raise InvalidArgumentError(
-                    f"{_OPERANDS[i]} has layout {seen}; the plan was made for {planned}")
         return _host(problem, out)
 
     def _release(self):

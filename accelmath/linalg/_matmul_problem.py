@@ -18,7 +18,7 @@ from accelmath._core.plan import check_out
 from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _matmul_rules as rules
-from accelmath.linalg._epilogue import check_epilogue_dtype, epilogue_named
+from accelmath.linalg._epilogue import aux_shape, check_epilogue_dtype, epilogue_named
 from accelmath.linalg._matmul_cublaslt import Layout, Spec
 from accelmath.linalg._operands import read_keys
 
@@ -117,8 +117,12 @@ def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
         raise InvalidArgumentError(
             f'execution="cpu" needs host operands; a is on {device_name(a_op.device_id)}')
     on_gpu = a_op.on_device or execution == "cuda"
+    beta = scalar_of(beta, "beta", dtype)
+    if c_op is None and beta != 0:
+        raise InvalidArgumentError(
+            f"beta={beta!r} scales c, and no c is given: pass c, or leave beta at 0")
     return Problem(ops, (a_conj, b_conj), product, dtype, precision, epilogue, on_gpu,
-                   scalar_of(alpha, "alpha", dtype), scalar_of(beta, "beta", dtype))
+                   scalar_of(alpha, "alpha", dtype), beta)
 
 
 class CallKey(NamedTuple):
@@ -186,7 +190,8 @@ def _check_inputs(epilogue, product, dtype, bias, aux):
     if bias is not None:
         if not epilogue.bias:
             raise InvalidArgumentError(
-                f"bias= is given but {label} adds none; use epilogue='bias' (or 'relu_bias', "
+                f"bias= is given, but {label} adds no bias; use epilogue='bias' (or "
+                "'relu_bias', "
                 "'gelu_bias', ...)")
         rules.bias_length(bias.shape, bias.strides, product.n)
     if epilogue.takes_aux and aux is None:
@@ -195,7 +200,8 @@ def _check_inputs(epilogue, product, dtype, bias, aux):
             f"{epilogue.takes_aux}_aux returned it")
     if aux is not None:
         if not epilogue.takes_aux:
-            raise InvalidArgumentError(f"aux= is given but {label} reads none")
+            raise InvalidArgumentError(
+                f"aux= is given, but {label} reads no auxiliary input")
         expected = "uint8" if epilogue.takes_aux == "relu" else dtype
         if aux.dtype != expected:
             raise InvalidArgumentError(
@@ -203,6 +209,10 @@ def _check_inputs(epilogue, product, dtype, bias, aux):
                 f"{epilogue.takes_aux}_aux returns")
         if epilogue.takes_aux == "gelu":
             rules.check_result(aux.shape, product.matrix_shape, "aux")
+        elif tuple(aux.shape) != aux_shape("relu", product):
+            raise InvalidArgumentError(
+                f"aux has shape {tuple(aux.shape)}; {epilogue.name} takes the packed mask "
+                f"relu_aux returns: uint8, shape {aux_shape('relu', product)}")
 
 
 def checked_out(out, like, problem):

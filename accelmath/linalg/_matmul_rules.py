@@ -180,8 +180,10 @@ def broadcast_batch(a_batch, b_batch):
 def check_result(shape, expected, name):
     """Raise unless operand ``name`` (``c``, ``out``) has the result's shape."""
     if tuple(shape) != tuple(expected):
+        # (out: in NumPy's words too, which its own tests match)
+        lead = "non-broadcastable output operand: " if name == "out" else ""
         raise InvalidArgumentError(
-            f"{name} has shape {tuple(shape)}, non-broadcastable to the product's shape "
+            f"{lead}{name} has shape {tuple(shape)}; it must have the result's shape "
             f"{tuple(expected)}")
 
 

@@ -71,6 +71,34 @@ def test_bfloat16():
     close(result, a.astype(np.float64) @ b.astype(np.float64), "bfloat16", 33)
 
 
+def test_bfloat16_torch_cpu_tensors_aux_out_and_layout_plans():
+    # torch's bfloat16 has no NumPy view: its aux, out and gradient outputs go through torch
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    a = torch.from_numpy(rng.standard_normal((5, 33))).to(torch.bfloat16)
+    b = torch.from_numpy(rng.standard_normal((33, 3))).to(torch.bfloat16)
+    exact = a.double().numpy() @ b.double().numpy()
+    d, pre = linalg.matmul(a, b, epilogue="gelu_aux")
+    assert d.dtype == pre.dtype == torch.bfloat16
+    close(pre.double().numpy(), exact, "bfloat16", 33)
+    grad = linalg.matmul(a, b, epilogue="dgelu", aux=pre)
+    close(grad.double().numpy(), exact * gelu_derivative(pre.double().numpy()), "bfloat16", 33)
+    grad, bias_grad = linalg.matmul(a, b, epilogue="dgelu_bgrad", aux=pre)
+    close(bias_grad.double().numpy(), grad.double().numpy().sum(axis=0), "bfloat16", 33)
+    out = torch.empty(5, 3, dtype=torch.bfloat16)
+    assert linalg.matmul(a, b, out=out) is out
+    close(out.double().numpy(), exact, "bfloat16", 33)
+    with linalg.Matmul(a_shape=(5, 33), b_shape=(33, 3), dtype="bfloat16",
+                       package="torch") as plan:
+        close(plan.execute(a, b).double().numpy(), exact, "bfloat16", 33)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    with linalg.Matmul(a_shape=(5, 33), b_shape=(33, 3), dtype="bfloat16") as plan:  # NumPy
+        result = plan.execute(a.float().numpy().astype(ml_dtypes.bfloat16),
+                              b.float().numpy().astype(ml_dtypes.bfloat16))
+        assert result.dtype == ml_dtypes.bfloat16
+        close(result.astype(np.float64), exact, "bfloat16", 33)
+
+
 def test_torch_cpu_and_conj_view():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng()

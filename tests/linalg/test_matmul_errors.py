@@ -25,7 +25,7 @@ def test_shapes():
         linalg.matmul(np.ones((2, 3, 4)), np.ones((5, 4, 2)))
     with pytest.raises(InvalidArgumentError, match="c has shape"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2)), beta=1)
-    with pytest.raises(InvalidArgumentError, match="out has shape .* non-broadcastable"):
+    with pytest.raises(InvalidArgumentError, match="out has shape .*; it must have the result's shape"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 5)))
     with pytest.raises(UnsupportedDTypeError, match="Cannot cast ufunc 'matmul' output"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 4), np.int32))
@@ -53,12 +53,36 @@ def test_epilogue_inputs():
         linalg.matmul(a, b, epilogue="bias")
     with pytest.raises(InvalidArgumentError, match=r"bias has shape \(3,\).*\(4,\)"):
         linalg.matmul(a, b, epilogue="bias", bias=np.ones(3))
-    with pytest.raises(InvalidArgumentError, match="adds none"):
+    with pytest.raises(InvalidArgumentError, match="adds no bias"):
         linalg.matmul(a, b, bias=np.ones(4))
     with pytest.raises(InvalidArgumentError, match="pass aux="):
         linalg.matmul(a, b, epilogue="dgelu")
     with pytest.raises(InvalidArgumentError, match="execution"):
         linalg.matmul(a, b, execution="gpu")
+    with pytest.raises(InvalidArgumentError, match="reads no auxiliary input"):
+        linalg.matmul(a, b, aux=np.ones((2, 4)))
+    with pytest.raises(InvalidArgumentError, match=r"beta=1\.0 scales c, and no c is given"):
+        linalg.matmul(a, b, beta=1.0)
+    # the ReLU mask: relu_aux's packed shape, on every path
+    for mask in (np.zeros((2, 1), np.uint8), np.zeros((4, 16), np.uint8),
+                 np.zeros((2, 32), np.uint8)):
+        with pytest.raises(InvalidArgumentError, match=r"aux has shape .*packed mask.*\(2, 16\)"):
+            linalg.matmul(a, b, epilogue="drelu", aux=mask)
+
+
+def test_plan_names_the_operand_that_does_not_match():
+    torch = pytest.importorskip("torch")
+    plan = linalg.Matmul(np.ones((5, 7)), np.ones((7, 3)), np.ones((5, 3)), beta=1.0)
+    for given, name in [({"a": np.ones((6, 7))}, "a"), ({"b": np.ones((7, 4))}, "b"),
+                        ({"b": np.ones((7, 3), np.float32)}, "b"),
+                        ({"a": torch.ones(5, 7, dtype=torch.float64)}, "a"),  # another package
+                        ({"c": np.ones((3, 5)).T}, "c")]:
+        with pytest.raises(InvalidArgumentError,
+                           match=f"^{name} .* does not match the plan's layout: a numpy array"):
+            plan.execute(**given)
+    layout = linalg.Matmul(a_shape=(5, 7), b_shape=(7, 3), dtype="float64")
+    with pytest.raises(InvalidArgumentError, match="takes no bias"):
+        layout.execute(np.ones((5, 7)), np.ones((7, 3)), bias=np.ones(3))
 
 
 def test_every_epilogue_has_a_cublaslt_enumerator():

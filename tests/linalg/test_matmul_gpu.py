@@ -149,6 +149,72 @@ def test_aux_and_backward(cp, with_bias):
     close(cp.asnumpy(db), (grad * bits).sum(axis=-2), "float32", k * m)
 
 
+def _package(request, package):
+    """``(to_device, to_host, array type)`` of an array package of the GPU tests."""
+    if package == "cupy":
+        cp = request.getfixturevalue("cp")
+        return cp.asarray, cp.asnumpy, cp.ndarray
+    if package == "torch":
+        torch = request.getfixturevalue("torch_cuda")
+        return (lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda(),
+                lambda x: x.cpu().numpy(), torch.Tensor)
+    jax = request.getfixturevalue("jax_gpu")
+    return jax.numpy.asarray, np.asarray, jax.Array
+
+
+@pytest.mark.parametrize("package", ["cupy", "torch", "jax"])
+def test_every_epilogue_in_every_package(request, package):
+    # the forward, auxiliary and backward epilogues on each package's arrays, against their
+    # formulas in float64; results in the caller's package
+    put, get, kind = _package(request, package)
+    rng = np.random.default_rng()
+    m, k, n = 19, 24, 40
+    a, b, g = (random(rng, (m, k), "float32"), random(rng, (k, n), "float32"),
+               random(rng, (m, k), "float32"))
+    bias = random(rng, (n,), "float32")
+    pre = oracle(a) @ oracle(b) + bias
+    grad = oracle(g) @ oracle(b)
+    ga, gb, gg, gbias = put(a), put(b), put(g), put(bias)
+    for name, expected in [("bias", pre), ("relu_bias", np.maximum(pre, 0)),
+                           ("gelu_bias", gelu(pre))]:
+        result = linalg.matmul(ga, gb, epilogue=name, bias=gbias)
+        assert isinstance(result, kind)
+        close(get(result), expected, "float32", k)
+    d, mask = linalg.matmul(ga, gb, epilogue="relu_aux_bias", bias=gbias)
+    assert isinstance(d, kind) and isinstance(mask, kind)
+    close(get(d), np.maximum(pre, 0), "float32", k)
+    bits = relu_mask(get(mask), n)
+    d, aux = linalg.matmul(ga, gb, epilogue="gelu_aux_bias", bias=gbias)
+    close(get(d), gelu(pre), "float32", k)
+    close(get(aux), pre, "float32", k)
+    close(get(linalg.matmul(gg, gb, epilogue="drelu", aux=mask)), grad * bits, "float32", k)
+    dgelu = grad * gelu_derivative(oracle(get(aux)))
+    d, db = linalg.matmul(gg, gb, epilogue="dgelu_bgrad", aux=aux)
+    close(get(d), dgelu, "float32", k)
+    close(get(db), dgelu.sum(axis=-2), "float32", k * m)
+    d, db = linalg.matmul(gg, gb, epilogue="drelu_bgrad", aux=mask)
+    close(get(db), (grad * bits).sum(axis=-2), "float32", k * m)
+    d, da = linalg.matmul(ga, gb, epilogue="bgrada")
+    close(get(da), oracle(a).sum(axis=-1), "float32", k)
+    d, db = linalg.matmul(ga, gb, epilogue="bgradb")
+    close(get(db), oracle(b).sum(axis=-2), "float32", k)
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_bias_and_bias_gradients(cp, dtype):
+    # the epilogues complex products take: as on the CPU path
+    rng = np.random.default_rng()
+    a, b = random(rng, (33, 20), dtype), random(rng, (20, 17), dtype)
+    bias = random(rng, (17,), dtype)
+    ga, gb = cp.asarray(a), cp.asarray(b)
+    close(cp.asnumpy(linalg.matmul(ga, gb, epilogue="bias", bias=cp.asarray(bias))),
+          oracle(a) @ oracle(b) + bias, dtype, 20)
+    d, da = linalg.matmul(ga, gb, epilogue="bgrada")
+    close(cp.asnumpy(da), oracle(a).sum(axis=-1), dtype, 20)
+    d, db = linalg.matmul(ga, gb, epilogue="bgradb")
+    close(cp.asnumpy(db), oracle(b).sum(axis=-2), dtype, 20)
+
+
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
 @pytest.mark.parametrize("a_order, b_order", [("C", "C"), ("F", "C"), ("C", "F"), ("F", "F")])
 def test_bias_gradients(cp, dtype, a_order, b_order):
@@ -222,15 +288,32 @@ def test_plan_execute_autotune_and_store(cp):
         close(cp.asnumpy(result), np.maximum(oracle(a2) @ oracle(b2), 0), "float16", 384)
         if plan.candidates > 1:
             assert choice is not None and choice.index == plan.algorithm
-            # a second plan of the same product starts with the stored choice
+            # a second plan of the same product starts with the stored choice, in this
+            # process and in the next
             with linalg.Matmul(ga, gb, epilogue="relu") as second:
                 assert second._lt.stored and second.algorithm == plan.algorithm
+            assert _in_a_new_process(
+                "import cupy as cp\nfrom accelmath import linalg\n"
+                "a, b = cp.ones((512, 384), 'float16'), cp.ones((384, 640), 'float16')\n"
+                "p = linalg.Matmul(a, b, epilogue='relu')\n"
+                "print(p._lt.stored, p.algorithm)") == f"True {plan.algorithm}"
     layout = linalg.Matmul(a_shape=(512, 384), b_shape=(384, 640), dtype="float16",
                            package="cupy", device=0)
     close(cp.asnumpy(layout.execute(ga, gb)), oracle(a) @ oracle(b), "float16", 384)
     with pytest.raises(ValueError, match="made for a layout"):
         layout.execute()
     layout.free()
+
+
+def _in_a_new_process(code):
+    """What ``code`` prints, run in a new Python process (the same store)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.strip()
 
 
 def test_the_heuristic_answer_is_kept(cp, monkeypatch):

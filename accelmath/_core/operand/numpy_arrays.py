@@ -3,8 +3,31 @@
 from accelmath._core.operand.base import Adapter, Layouts
 from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import Operand
+from accelmath.errors import UnsupportedDTypeError
 
-__all__ = ["NumpyAdapter"]
+__all__ = ["NumpyAdapter", "numpy_dtype"]
+
+
+def numpy_dtype(name):
+    """The NumPy dtype of accelmath's dtype name ``name``: bfloat16 is ``ml_dtypes``'.
+
+    Examples
+    --------
+    >>> from accelmath._core.operand.numpy_arrays import numpy_dtype
+    >>> numpy_dtype("complex64")
+    dtype('complex64')
+    """
+    import numpy
+
+    if name == "bfloat16":
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise UnsupportedDTypeError(
+                "bfloat16 NumPy arrays are ml_dtypes' (pip install ml_dtypes), or use torch "
+                "tensors") from None
+        return numpy.dtype(ml_dtypes.bfloat16)
+    return numpy.dtype(name)
 
 
 class NumpyAdapter(Adapter):
@@ -26,7 +49,7 @@ class NumpyAdapter(Adapter):
     def empty(self, shape, dtype, device_id):
         if device_id is not None:
             return device_adapter().empty(shape, dtype, device_id)
-        return self._np.empty(shape, dtype)
+        return self._np.empty(shape, numpy_dtype(dtype))
 
     def to_numpy(self, x):
         return x
