@@ -39,46 +39,83 @@ def _over_batch(arrays, cores):
                    for x, c in zip(arrays, cores)]
 
 
-def _checked(function, message, check, arrays, cores):
+def _checked(function, message, check, arrays, cores, names):
     """``function(*arrays)`` as NumPy computes it, a failure located (see the module).
 
-    ``cores`` gives the number of matrix (or vector) axes of each array; the other leading
-    axes broadcast into the batch. The first array is the matrix a failure belongs to.
+    ``cores`` gives the number of matrix (or vector) axes of each array, ``names`` their
+    names; the other leading axes broadcast into the batch. The first array is the matrix a
+    failure belongs to. A matrix holding a NaN or an infinity (in any of the arrays) fails
+    before LAPACK sees it (whose SVD may never return on one): under ``check`` the first
+    such array is named.
     """
+    bad = _nonfinite(arrays, cores, names, check)
+    if bad:  # (the others computed with identities in their place)
+        arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
     try:
-        return function(*arrays)
-    except numpy.linalg.LinAlgError:
-        pass  # find which matrix failed, one by one
-    batch, each = _over_batch(arrays, cores)
-    failed = []
-    for index in numpy.ndindex(batch):
-        try:
-            function(*(x[index] for x in each))
-        except numpy.linalg.LinAlgError:
-            if check:
-                raise LinAlgError(message, index) from None
-            failed.append(index)
-    if not failed:  # (a failure of the stack that no single matrix repeats)
-        raise LinAlgError(message)
-    # the other matrices' results, the failed ones computed on identities then set to NaN
-    patched = numpy.array(each[0])
-    for index in failed:
-        patched[index] = numpy.eye(*patched.shape[-2:], dtype=patched.dtype)
-    results = function(patched, *arrays[1:])
+        results = function(*arrays)
+        failed = bad
+    except numpy.linalg.LinAlgError:  # find which matrix failed, one by one
+        batch, each = _over_batch(arrays, cores)
+        failed = []
+        for index in numpy.ndindex(batch):
+            try:
+                function(*(x[index] for x in each))
+            except numpy.linalg.LinAlgError:
+                if check:
+                    raise LinAlgError(message, index) from None
+                failed.append(index)
+        if not failed:  # (a failure of the stack that no single matrix repeats)
+            raise LinAlgError(message)
+        results = function(_identities(each[0], failed), *arrays[1:])
+        failed = bad + failed
     for result in results if isinstance(results, tuple) else (results,):
         for index in failed:
             result[index] = numpy.nan
     return results
 
 
+def _identities(a, indices):
+    """A copy of matrices ``a`` with identities at the batch ``indices``."""
+    patched = numpy.array(a)
+    for index in indices:
+        patched[index] = numpy.eye(*patched.shape[-2:], dtype=patched.dtype)
+    return patched
+
+
+def _nonfinite(arrays, cores, names, check):
+    """The batch indices (over the broadcast batch) of the matrices holding a NaN or an
+    infinity in any of ``arrays`` (``cores`` and ``names`` as :func:`_checked` takes them);
+    with ``check``, LinAlgError naming the first such array and its first such matrix (its
+    batch index in that array) instead."""
+    flags = []
+    for x, core, name in zip(arrays, cores, names):
+        if not x.size:
+            continue
+        finite = numpy.isfinite(x).all(axis=tuple(range(x.ndim - core, x.ndim)))
+        if finite.all():
+            continue
+        if check:
+            first = numpy.unravel_index(int(numpy.argmin(finite)), finite.shape)
+            raise checks.not_finite_error(name, tuple(int(i) for i in first))
+        flags.append(~finite)
+    if not flags:
+        return []
+    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+    failed = numpy.zeros(batch, bool)
+    for flag in flags:
+        failed |= flag
+    return [tuple(int(i) for i in index) for index in numpy.argwhere(failed)]
+
+
 def solve(a, b, *, check):
     """``numpy.linalg.solve(a, b)`` (b a vector only when 1-D)."""
-    return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), (2, _rhs_axes(b)))
+    return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), (2, _rhs_axes(b)),
+                    ("a", "b"))
 
 
 def inv(a, *, check):
     """``numpy.linalg.inv(a)``."""
-    return _checked(_numpy.inv, checks.SINGULAR, check, (a,), (2,))
+    return _checked(_numpy.inv, checks.SINGULAR, check, (a,), (2,), ("a",))
 
 
 def det(a):
@@ -96,7 +133,7 @@ def cholesky(a, *, upper, check):
     def factor(x):
         return _numpy.cholesky(x, upper=upper)
 
-    return _checked(factor, checks.NOT_POSITIVE_DEFINITE, check, (a,), (2,))
+    return _checked(factor, checks.NOT_POSITIVE_DEFINITE, check, (a,), (2,), ("a",))
 
 
 def qr(a, *, mode):
@@ -112,10 +149,10 @@ def eigh(a, *, uplo, check, vectors=True):
     def decompose(x):
         return tuple(_numpy.eigh(x, uplo)) if vectors else _numpy.eigvalsh(x, uplo)
 
-    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,))
+    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,), ("a",))
 
 
-def svd(a, *, full_matrices, compute_uv, hermitian, check):
+def svd(a, *, full_matrices, compute_uv, hermitian, check, name="a"):
     """``numpy.linalg.svd(a, ...)``: ``(u, s, vh)`` or ``s`` (hermitian: through eigh, as
     NumPy computes it; ``numpy.linalg.svdvals`` is the case without ``compute_uv``)."""
     def decompose(x):
@@ -124,12 +161,14 @@ def svd(a, *, full_matrices, compute_uv, hermitian, check):
 
     message = (checks.EIGENVALUES_DID_NOT_CONVERGE if hermitian
                else checks.SVD_DID_NOT_CONVERGE)
-    return _checked(decompose, message, check, (a,), (2,))
+    return _checked(decompose, message, check, (a,), (2,), (name,))
 
 
 def lstsq(a, b, *, rcond):
     """``numpy.linalg.lstsq(a, b, rcond)`` as a tuple ``(x, residuals, rank, s)`` (rcond
-    None: NumPy's default, machine epsilon times max(m, n))."""
+    None: NumPy's default, machine epsilon times max(m, n)); LinAlgError for a NaN or an
+    infinity in ``a`` or ``b`` (whose SVD may never return on one)."""
+    _nonfinite((a, b), (2, _rhs_axes(b)), ("a", "b"), True)
     try:
         return tuple(_numpy.lstsq(a, b, rcond=rcond))
     except numpy.linalg.LinAlgError:

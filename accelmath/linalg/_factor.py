@@ -13,7 +13,7 @@ import numpy
 from accelmath._core.operand import check_same_device
 from accelmath._core.plan import Plan, template_operand
 from accelmath.bindings import cublas, cusolver
-from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
@@ -85,6 +85,7 @@ class _Factorization(Plan):
                 f"a has shape {tuple(op.shape)} on {op.device_id} ({type(op.obj).__name__}); "
                 f"this {self.what} was made for shape {self.shape} on {self.device_id} "
                 f"({self._type.__name__})")
+        self._check_dtype(op, "a")
         if op.on_device:
             op = on_device(op, self.dtype)
             self._factor_device(Context(op, stream), op)
@@ -124,6 +125,7 @@ class _Factorization(Plan):
                 f"b must have the batch shape {self.batch}: shape {self.batch + (rows, 'k')}")
         if op.on_device != (self.device_id is not None):
             raise InvalidArgumentError("b must live where the factored matrix lives")
+        self._check_dtype(op, "b")
         if not op.on_device:
             x = self._solve_host(host_array(op, self.dtype), vector)
             return to_caller(x, op)
@@ -131,6 +133,17 @@ class _Factorization(Plan):
         op = on_device(op, self.dtype)
         ctx = Context(op, stream)
         return self._solve_device(ctx, column(op) if vector else op, vector)
+
+    def _check_dtype(self, op, name):
+        """Raise unless operand ``op`` (``name``) goes into this object's dtype without a
+        loss, as NumPy promotes (an integer or float32 into float64, a real into complex)."""
+        promoted = checks.result_dtype((name, op.dtype), ("a", self.dtype))
+        if promoted != self.dtype:
+            lost = "imaginary part" if promoted.startswith("complex") else "precision"
+            raise UnsupportedDTypeError(
+                f"{name} has dtype {op.dtype}; this {self.what} is of {self.dtype}, in which "
+                f"a {promoted} {name} would lose its {lost}: factor the matrix as {promoted} "
+                f"(a.astype('{promoted}'))")
 
     def _solve_device(self, ctx, op, vector):
         """Solve device right-hand sides ``op`` (..., n, k) in column-major order, in the

@@ -141,6 +141,38 @@ def test_nan_and_inf_with_check_finite(call, name, bad):
     call(np.eye(3) if name == "a" or name == "c" else np.ones((3, 3)))  # (finite: fine)
 
 
+NUMPY_CHECKED = [
+    (lambda x, **k: la.solve(x, np.ones((3, 3, 1)), **k), "a"),
+    (lambda x, **k: la.solve(np.broadcast_to(np.eye(3), (3, 3, 3)), x, **k), "b"),
+    (la.inv, "a"), (la.cholesky, "a"), (lambda x, **k: la.eigh(x, **k)[0], "a"),
+    (la.eigvalsh, "a"), (lambda x, **k: la.svd(x, **k)[1], "a"), (la.svdvals, "x")]
+
+
+@pytest.mark.parametrize("call, name", NUMPY_CHECKED)
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_and_inf_under_check(call, name, bad):
+    # check=True (the default) names the operand and matrix holding a NaN or an infinity,
+    # before LAPACK sees it (an SVD may never return on one); check=False leaves NaN in
+    # that matrix's results alone
+    x = np.broadcast_to(np.eye(3) * 2, (3, 3, 3)).copy()
+    x[1, 2, 0] = bad
+    with pytest.raises(LinAlgError, match=f"^{name}: array must not contain infs or NaNs") as e:
+        call(x)
+    assert e.value.index == (1,)
+    result = np.asarray(call(x, check=False))
+    assert np.isnan(result[1]).all() and np.isfinite(result[[0, 2]]).all()
+
+
+def test_lstsq_refuses_nan_and_inf():
+    # (no check=: LAPACK's SVD may never return on them)
+    a = np.eye(4)
+    a[0, 0] = np.inf
+    with pytest.raises(LinAlgError, match="^a: array must not contain infs or NaNs"):
+        la.lstsq(a, np.ones(4))
+    with pytest.raises(LinAlgError, match="^b: array must not contain infs or NaNs"):
+        la.lstsq(np.eye(4), np.array([1.0, np.nan, 0.0, 0.0]))
+
+
 def test_check_finite_false_lets_nan_through():
     a = np.eye(3)
     b = np.array([1.0, np.nan, 0.0])

@@ -4,7 +4,7 @@ oracle, refactor, the shapes they refuse, and their lifetime."""
 import numpy as np
 import pytest
 
-from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
 from accelmath.linalg import LU, QR, Cholesky
 
 
@@ -53,6 +53,25 @@ def test_refused_shapes():
         QR(np.ones((2, 3)))
     with pytest.raises(np.linalg.LinAlgError, match="must be square"):
         LU(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("cls", [Cholesky, LU, QR])
+def test_operands_that_would_lose_their_imaginary_part_or_precision_are_refused(cls):
+    # what promotes into the object's dtype is taken (integers, float32 into float64, real
+    # into complex); complex into real, or float64 into float32, is refused, naming the
+    # operand and how to factor instead
+    a = _spd(np.random.default_rng(), (4, 4))
+    real = cls(a)
+    np.testing.assert_allclose(real.solve(np.arange(4)), real.solve(np.arange(4.0)))
+    with pytest.raises(UnsupportedDTypeError, match=r"^b has dtype complex128; .* would lose "
+                                                    r"its imaginary part.*astype\('complex128'\)"):
+        real.solve(np.ones(4) + 1j)
+    with pytest.raises(UnsupportedDTypeError, match="^a has dtype complex128"):
+        real.refactor(a + 0j)
+    with pytest.raises(UnsupportedDTypeError, match="^b has dtype float64; .* precision"):
+        cls(a.astype(np.float32)).solve(np.ones(4))
+    np.testing.assert_allclose(cls(a + 0j).solve(np.ones(4)), real.solve(np.ones(4)),
+                               rtol=1e-12, atol=1e-14)
 
 
 def test_layout_only_object_needs_refactor_and_free_ends_it():
