@@ -232,8 +232,15 @@ def epilogue_named(epilogue):
 
 
 def check_epilogue_dtype(epilogue, dtype):
-    """Raise for an epilogue that orders values (ReLU, GELU) on complex operands."""
-    if epilogue.activation and dtype.startswith("complex"):
+    """Raise for an epilogue on complex operands: cuBLASLt has none for them (and ReLU and
+    GELU order values), on every path alike."""
+    if epilogue.name is None or not dtype.startswith("complex"):
+        return
+    if epilogue.activation:
         raise UnsupportedDTypeError(
             f"epilogue {epilogue.name!r} applies ReLU or GELU, which need real values; the "
             f"operands are {dtype} (cuBLASLt has no such epilogue for them)")
+    raise UnsupportedDTypeError(
+        f"epilogue {epilogue.name!r} takes real operands; the operands are {dtype}, for which "
+        "cuBLASLt has no epilogue: add a bias to the product (matmul(a, b) + bias), or sum "
+        "its gradient, after it")

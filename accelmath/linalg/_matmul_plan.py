@@ -294,9 +294,9 @@ class Matmul(Plan):
                  stream=None):
         """Time the candidate algorithms on the operands (default: those the plan was made
         with) and use the fastest from now on (the heuristic's first choice stays unless
-        another is more than 1% faster timed head to head with it); the choice is stored, so a later plan of the
-        same product (in another process too) starts with it, and a choice already stored
-        is taken without timing.
+        another is more than 1% faster timed head to head with it); the choice is stored,
+        so a later plan of the same product (in another process too) starts with it, and a
+        choice already stored is taken without timing.
 
         Parameters
         ----------

@@ -110,17 +110,15 @@ def test_torch_cpu_and_conj_view():
     close(result.numpy(), x.conj().T @ b, "complex128", 4)
 
 
-def test_torch_conj_views_of_c_and_bias():
-    # c and bias are read as their values, however lazily conjugated
+def test_torch_conj_view_of_c():
+    # c is read as its values, however lazily conjugated
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng()
     a, b = random(rng, (4, 6), "complex128"), random(rng, (6, 3), "complex128")
-    c, bias = random(rng, (4, 3), "complex128"), random(rng, (3,), "complex128")
+    c = random(rng, (4, 3), "complex128")
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     result = linalg.matmul(ta, tb, torch.from_numpy(c).conj(), beta=2.0)
     close(result.numpy(), a @ b + 2.0 * c.conj(), "complex128", 6)
-    result = linalg.matmul(ta, tb, epilogue="bias", bias=torch.from_numpy(bias).conj())
-    close(result.numpy(), a @ b + bias.conj(), "complex128", 6)
 
 
 EPILOGUES = ["bias", "relu", "gelu", "relu_bias", "gelu_bias"]
@@ -171,17 +169,15 @@ def test_aux_and_backward(dtype, with_bias):
     close(db, (grad * (pre > 0)).sum(axis=-2), dtype, 9 * 5)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_bias_gradients(dtype):
     rng = np.random.default_rng()
     a, b = random(rng, (6, 10), dtype), random(rng, (10, 4), dtype)
     d, da = linalg.matmul(a, b, epilogue="bgrada")
-    close(d, a.astype(complex) @ b if dtype.startswith("c") else _pre(a, b), dtype, 10)
-    close(da, a.astype(np.complex128).sum(-1) if dtype.startswith("c")
-          else a.astype(np.float64).sum(-1), dtype, 10)
+    close(d, _pre(a, b), dtype, 10)
+    close(da, a.astype(np.float64).sum(-1), dtype, 10)
     d, db = linalg.matmul(a, b, epilogue="bgradb")
-    close(db, b.astype(np.complex128).sum(-2) if dtype.startswith("c")
-          else b.astype(np.float64).sum(-2), dtype, 10)
+    close(db, b.astype(np.float64).sum(-2), dtype, 10)
 
 
 def test_out():

@@ -25,7 +25,8 @@ def test_shapes():
         linalg.matmul(np.ones((2, 3, 4)), np.ones((5, 4, 2)))
     with pytest.raises(InvalidArgumentError, match="c has shape"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), np.ones((4, 2)), beta=1)
-    with pytest.raises(InvalidArgumentError, match="out has shape .*; it must have the result's shape"):
+    with pytest.raises(InvalidArgumentError,
+                       match="out has shape .*; it must have the result's shape"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 5)))
     with pytest.raises(UnsupportedDTypeError, match="Cannot cast ufunc 'matmul' output"):
         linalg.matmul(np.ones((2, 3)), np.ones((3, 4)), out=np.empty((2, 4), np.int32))
@@ -39,6 +40,12 @@ def test_dtypes():
         linalg.matmul(np.ones((2, 2), np.int64), np.ones((2, 2), np.int64))
     with pytest.raises(UnsupportedDTypeError, match="relu"):
         linalg.matmul(np.ones((2, 2), complex), np.ones((2, 2), complex), epilogue="relu")
+    for epilogue, bias in (("bias", np.ones(2, np.complex64)), ("bgrada", None), ("bgradb", None)):
+        # (cuBLASLt has no epilogue for complex products: refused on every path)
+        with pytest.raises(UnsupportedDTypeError, match=f"epilogue '{epilogue}' takes real "
+                                                        "operands; the operands are complex64"):
+            linalg.matmul(np.ones((2, 2), np.complex64), np.ones((2, 2), np.complex64),
+                          epilogue=epilogue, bias=bias)
     with pytest.raises(InvalidArgumentError, match="allow_tf32"):
         linalg.matmul(np.ones((2, 2)), np.ones((2, 2)), allow_tf32=True)
     with pytest.raises(InvalidArgumentError, match="complex"):
