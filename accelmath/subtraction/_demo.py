@@ -6,9 +6,10 @@ configuration (kernel half-width 9, kernel polynomial order 2, background order 
 photometric ratio, float64), and reports what a user checks:
 
 - the photometric ratio, injected and recovered;
-- the residual noise against the expected: the standard deviation of the difference over the
-  pixels farther than ``2 * half_width`` from the edge and farther than ``8 * sigma_science``
-  from the transient, against ``sqrt(s_sci^2 + s_ref^2 * sum(K^2))``, where ``s_sci`` and
+- the residual noise against the expected: the robust standard deviation (1.4826 times the
+  median absolute deviation, which a bright star's residual does not move) of the difference
+  over the pixels farther than ``2 * half_width`` from the edge and farther than
+  ``8 * sigma_science`` from the transient, against ``sqrt(s_sci^2 + s_ref^2 * sum(K^2))``, where ``s_sci`` and
   ``s_ref`` are the root mean squares of the images' per-pixel noise sigmas over those pixels
   and ``sum(K^2)`` is the sum of the squared kernel pixels, averaged over a grid of positions
   (the reference's noise, convolved with the kernel, adds ``s_ref^2 * sum(K^2)``);
@@ -233,13 +234,19 @@ def _mean_square(sigma, pixels):
     return float(np.mean(np.asarray(sigma, dtype=np.float64)[pixels] ** 2))
 
 
+def _robust_std(values):
+    """The robust standard deviation of ``values``: 1.4826 times their median absolute
+    deviation (a Gaussian's standard deviation, unmoved by a few outliers such as a bright
+    star's residual)."""
+    return 1.4826 * float(np.median(np.abs(values - np.median(values))))
+
+
 def _detection(difference, transient, region, sigma):
     """``(S/N, found, peak)`` of the transient in the difference smoothed by the PSF."""
     import scipy.ndimage
 
     smoothed = scipy.ndimage.gaussian_filter(difference, sigma, mode="wrap")
-    values = smoothed[region.pixels]
-    noise = 1.4826 * float(np.median(np.abs(values - np.median(values))))
+    noise = _robust_std(smoothed[region.pixels])
     row, col = int(round(transient[0])), int(round(transient[1]))
     snr = float(smoothed[row, col]) / noise if noise > 0 else math.inf
     m = region.margin
@@ -379,7 +386,7 @@ def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress
     sigma = float(pair.sigma_science)
     transient = tuple(float(v) for v in pair.transient)
     region = _region(shape, transient, half_width, sigma)
-    measured = float(np.std(difference[region.pixels]))
+    measured = _robust_std(difference[region.pixels])
     squares = _kernel_squares(result, shape, region.margin)
     expected = math.sqrt(_mean_square(pair.noise_science, region.pixels)
                          + _mean_square(pair.noise_reference, region.pixels) * squares)
@@ -409,7 +416,7 @@ def _report_lines(report, seed, transient, peak, region):
         f"photometric ratio: injected {r.ratio_injected:.6f}, recovered {r.ratio_recovered:.6f} "
         f"(relative error {error:.1e})",
         f"residual noise: {r.noise_measured:.6g} measured, {r.noise_expected:.6g} expected "
-        f"(ratio {r.noise_measured / r.noise_expected:.4f}; std of the difference over "
+        f"(ratio {r.noise_measured / r.noise_expected:.4f}; robust std of the difference over "
         f"{int(region.pixels.sum())} pixels away from the edge and the transient)",
         f"transient at ({transient[0]:.0f}, {transient[1]:.0f}), flux {transient[2]:.4g}: "
         f"S/N {r.transient_snr:.1f} in the smoothed difference; brightest peak at "
