@@ -8,10 +8,12 @@ what is allowed. Each message is written here once.
 import operator
 import os
 
+import numpy
+
 from accelmath.errors import InvalidArgumentError
 
 __all__ = ["EXECUTIONS", "check_execution", "check_workers", "index", "length", "count",
-           "normalize_axis"]
+           "normalize_axis", "check_flag"]
 
 EXECUTIONS = ("auto", "cuda", "cpu")
 
@@ -50,6 +52,28 @@ def count(value, what):
     if value < 0:
         raise InvalidArgumentError(f"{what} must be at least 0, got {value}")
     return value
+
+
+def check_flag(value, what, integers=True):
+    """A boolean option as a bool: True or False (NumPy's too), or, where ``integers``, an
+    integer 0 or 1 (NumPy's and SciPy's callers pass those); else InvalidArgumentError
+    naming ``what``.
+
+    Examples
+    --------
+    >>> from accelmath._core.arguments import check_flag
+    >>> check_flag(0, "full_matrices")
+    False
+    """
+    if isinstance(value, (bool, numpy.bool_)):
+        return bool(value)
+    try:
+        number = operator.index(value) if integers else None
+    except TypeError:
+        number = None
+    if number not in (0, 1):
+        raise InvalidArgumentError(f"{what} must be True or False, got {value!r}")
+    return bool(number)
 
 
 def normalize_axis(axis, ndim, what="axes"):

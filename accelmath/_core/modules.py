@@ -29,12 +29,13 @@ import threading
 from dataclasses import dataclass
 
 from accelmath._core import store
+from accelmath._core.arguments import check_flag
 from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
 __all__ = ["STANDARDS", "CompileOptions", "Module", "SourceModules", "compile_cuda",
-           "wait_for_compiles",
-           "compile_soon", "device_options", "is_compiled", "link", "load", "loaded"]
+           "check_source", "wait_for_compiles", "compile_soon", "device_options", "is_compiled",
+           "link", "load", "loaded"]
 
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 
@@ -58,6 +59,12 @@ def _check_arch(arch, name="arch"):
             f"{name}={arch!r} is not a compute capability: expected (major, minor), two ints "
             f"such as (9, 0)")
     return major, minor
+
+
+def check_source(source):
+    """Raise unless ``source`` is CUDA C++ source text (a str)."""
+    if not isinstance(source, str):
+        raise InvalidArgumentError(f"source must be a str of CUDA C++, got {type(source).__name__}")
 
 
 def _check_strings(values, name):
@@ -103,8 +110,7 @@ class CompileOptions:
             raise InvalidArgumentError(
                 f"std={self.std!r} is not a C++ standard NVRTC takes: expected one of "
                 f"{', '.join(repr(s) for s in STANDARDS)}")
-        if not isinstance(self.lto, bool):
-            raise InvalidArgumentError(f"lto={self.lto!r} is not a bool")
+        check_flag(self.lto, "lto", integers=False)
         object.__setattr__(self, "extra", _check_strings(self.extra, "extra"))
 
     @property
@@ -149,8 +155,7 @@ def compile_cuda(source, options, name="kernel.cu"):
     >>> len(ltoir) > 0
     True
     """
-    if not isinstance(source, str):
-        raise InvalidArgumentError(f"source must be a str of CUDA C++, got {type(source).__name__}")
+    check_source(source)
     if not isinstance(options, CompileOptions):
         raise InvalidArgumentError(
             f"options={options!r} is not a CompileOptions, such as CompileOptions(arch=(9, 0))")

@@ -23,9 +23,9 @@ from accelmath._core import hostcall
 from accelmath._core.arguments import index
 from accelmath._core.device import ensure_context
 from accelmath._core.layout import check_dense, contiguous_strides
-from accelmath._core.operand import (ITEMSIZE, Operand, adapter_named, check_mutable,
-                                     check_same_device, device_adapter, device_name,
-                                     wrap_operand)
+from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_named,
+                                     check_mutable, check_same_device, device_adapter,
+                                     device_name, wrap_operand)
 from accelmath._core.operand.record import unsupported_dtype
 from accelmath._core.stream import stream_handle
 from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
@@ -221,6 +221,8 @@ class Plan:
         layout, or None for the bound operand) into ``out`` (None: a new result) on
         ``stream`` (None: the operand package's current stream): the one execute path."""
         if not self._on_device:
+            if stream is not None:
+                stream_handle(stream)  # (checked, though the CPU has no streams)
             return self._run_host(x, out, call)
         read = self._read
         in_ptr = read(x) if read is not None and type(x) is self._type else None
@@ -257,7 +259,13 @@ class Plan:
                     f"this {self.what} was made for a layout, with no operand bound to it; "
                     "pass x")
             return self._operand
-        op = x if type(x) is Operand else wrap_operand(x) if type(x) is self._type else None
+        if type(x) is Operand:
+            op = x
+        elif type(x) is self._type or (self._type is numpy.ndarray
+                                       and adapter_for(x).package == "numpy"):
+            op = wrap_operand(x)  # (a NumPy plan reads array-likes as NumPy does)
+        else:
+            op = None
         if op is None or (tuple(op.shape), op.strides, op.dtype, op.device_id) != self._key:
             shape, strides, dtype, device = self._key
             seen = repr(op) if op is not None else f"of type {type(x).__qualname__}"

@@ -118,7 +118,7 @@ def normalize_axes(shape, s, axes, default_axes=None, unique=True):
         axes = (axes,)
     result = []
     for axis in axes:
-        axis = normalize_axis(axis, ndim)
+        axis = normalize_axis(axis, ndim, "axis")
         if unique and axis in result:
             raise InvalidArgumentError(f"axes={tuple(axes)} repeats axis {axis}")
         result.append(axis)

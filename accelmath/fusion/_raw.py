@@ -63,9 +63,7 @@ class RawKernel:
     """
 
     def __init__(self, source, name, *, options=()):
-        if not isinstance(source, str):
-            raise InvalidArgumentError(
-                f"source must be a str of CUDA C++, got {type(source).__name__}")
+        modules.check_source(source)
         if not isinstance(name, str) or not name.isidentifier():
             raise InvalidArgumentError(f"name={name!r} is not a kernel name (a C identifier)")
         if isinstance(options, (str, bytes)) or not all(isinstance(o, str) for o in options):

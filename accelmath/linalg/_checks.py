@@ -10,10 +10,9 @@ bad value and lists the allowed ones. Every message is written here once; the me
 failed factorizations (NumPy's words) are here too, for the CPU and the device paths.
 """
 
-import operator
-
 import numpy
 
+from accelmath._core.arguments import check_flag
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
@@ -294,27 +293,6 @@ def check_method(method):
         raise InvalidArgumentError(
             f'Invalid method {method!r}, should be "auto", "cusolver", "batched" or "small"')
     return method
-
-
-def check_flag(value, name):
-    """A boolean option as a bool: True, False, or an integer 0 or 1 (NumPy's and SciPy's
-    callers pass those), else InvalidArgumentError.
-
-    Examples
-    --------
-    >>> from accelmath.linalg._checks import check_flag
-    >>> check_flag(0, "full_matrices")
-    False
-    """
-    if isinstance(value, (bool, numpy.bool_)):
-        return bool(value)
-    try:
-        number = operator.index(value)
-    except TypeError:
-        number = None
-    if number not in (0, 1):
-        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
-    return bool(number)
 
 
 def check_rcond(rcond):

@@ -8,6 +8,7 @@ Where that transpose is harmless (a symmetric or Hermitian matrix, a solve with
 copy; elsewhere it transposes.
 """
 
+import logging
 import math
 from typing import Any, NamedTuple, Optional
 
@@ -22,6 +23,8 @@ from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _finite, _kernels, _medium, _small
 from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
+
+_log = logging.getLogger("accelmath")
 
 __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
            "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
@@ -177,8 +180,13 @@ def scatter_f(ctx, src, out, batch, m, n, conj=False, ld=None):
 
 
 def plan(ctx, key, create):
-    """The solver cached for problem ``key`` (and the call's dtype) on the call's device."""
-    return dispatcher.plan(ctx.device_id, plan_key(ctx, key), create)
+    """The solver cached for problem ``key`` (and the call's dtype) on the call's device
+    (a new one logged on the ``accelmath`` logger: the route and sizes its key names)."""
+    def planned():
+        _log.debug("linalg planned: %s, %s, on device %d", key, ctx.dtype, ctx.device_id)
+        return create()
+
+    return dispatcher.plan(ctx.device_id, plan_key(ctx, key), planned)
 
 
 def plan_key(ctx, key):

@@ -78,7 +78,7 @@ def _eigh(a, UPLO, vectors, check, method, stream, execution):
     check, method, execution = _checked_options(check, method, execution)
     uplo = checks.check_uplo(UPLO)
     a, dtype = read_stack(a, "a")
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         w_v = _cpu.eigh(host_array(a, dtype), uplo=uplo, vectors=vectors, check=check)
         return to_caller(w_v, a)
     return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=vectors,
@@ -90,7 +90,7 @@ def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, e
     """svd's body once its options are checked, and svdvals' (argument ``name``):
     ``(u, s, vh)`` or ``s``."""
     x, dtype = read_stack(x, name, square=hermitian)
-    if runs_on_host((x,), execution):
+    if runs_on_host((x,), execution, stream):
         return to_caller(_cpu.svd(host_array(x, dtype), full_matrices=full_matrices,
                                   compute_uv=compute_uv, hermitian=hermitian, check=check,
                                   name=name), x)
@@ -149,7 +149,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
     checks.check_stacked_square(a.shape, "a")
     vector, _ = checks.solve_rhs(a.shape, b.shape)
-    if runs_on_host((a, b), execution):
+    if runs_on_host((a, b), execution, stream):
         x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
         return to_caller(x, b)
     return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
@@ -192,7 +192,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
         return x
     check, method, execution = _checked_options(check, method, execution)
     a, dtype = read_stack(a, "a")
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
                        stream=stream, call=call, finite=_finite_names(check, "a"))
@@ -224,7 +224,7 @@ def det(a, *, stream=None, execution="auto"):
     """
     execution = check_execution(execution)
     a, dtype = read_stack(a, "a")
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.det(host_array(a, dtype)), a)
     return device_call("det", [a], (dtype,), ("a",), execution, stream=stream)
 
@@ -258,7 +258,7 @@ def slogdet(a, *, stream=None, execution="auto"):
     """
     execution = check_execution(execution)
     a, dtype = read_stack(a, "a")
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         return SlogdetResult(*to_caller(_cpu.slogdet(host_array(a, dtype)), a))
     return SlogdetResult(*device_call("slogdet", [a], (dtype,), ("a",), execution,
                                       stream=stream))
@@ -308,7 +308,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     check, method, execution = _checked_options(check, method, execution)
     upper = checks.check_flag(upper, "upper")
     a, dtype = read_stack(a, "a")
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
                        method=method, stream=stream, call=call, finite=_finite_names(check, "a"))
@@ -352,7 +352,7 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
         execution = check_execution(execution)
         mode = checks.check_mode(mode)
         a, dtype = read_stack(a, "a", square=False)
-        if runs_on_host((a,), execution):
+        if runs_on_host((a,), execution, stream):
             result = to_caller(_cpu.qr(host_array(a, dtype), mode=mode), a)
         else:
             result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode,
@@ -560,7 +560,7 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
     a, b = read(a, "a"), read(b, "b")
     dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
     vector = checks.lstsq_shapes(a.shape, b.shape)
-    if runs_on_host((a, b), execution):
+    if runs_on_host((a, b), execution, stream):
         x, residuals, rank, s = _cpu.lstsq(host_array(a, dtype), host_array(b, dtype),
                                            rcond=rcond)
         if b.adapter.package != "numpy":

@@ -272,6 +272,9 @@ class LtPlan:
         known = timing.known(self.problem, self.labels, device_id, ("cublasLt",))
         self.stored = known is not None
         self.choose(known.index if known is not None else 0)
+        _log.debug("matmul planned: %s: %d candidates from the heuristic, running %s",
+                    self.problem, len(self.labels),
+                    f"the stored choice {known.index}" if known is not None else "its first")
         self.resources.configure(make_handles, _no_binding,
                                  self.workspace_bytes + scratch)
         self._matmul = hostcall.fast(cublaslt.lib.raw("matmul")[0])

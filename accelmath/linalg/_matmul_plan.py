@@ -96,6 +96,8 @@ class Matmul(Plan):
         self.epilogue = problem.epilogue.name
         self.alpha, self.beta = problem.alpha, problem.beta
         self.stream = stream
+        if stream is not None:
+            stream_handle(stream)  # (checked where it is given, whatever runs the plan)
         op = problem.ops[0]
         if problem.on_gpu and not op.on_device:
             raise InvalidArgumentError(
@@ -252,6 +254,8 @@ class Matmul(Plan):
         if self._freed:
             self._check_live()
         if not self._on_device:
+            if stream is not None:
+                stream_handle(stream)  # (checked, though the CPU has no streams)
             return self._execute_host(a, b, c, bias, aux, out)
         explicit = stream is not None
         handle = stream_handle(stream) if explicit else self._current_stream()

@@ -13,6 +13,7 @@ operation expresses is copied first.
 import itertools
 from typing import NamedTuple
 
+from accelmath._core.arguments import check_flag
 from accelmath._core.layout import contiguous_strides
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
@@ -62,9 +63,7 @@ def precision(dtype, allow_tf32):
     >>> precision("float32", True).compute
     '32F_FAST_TF32'
     """
-    if not isinstance(allow_tf32, bool):
-        raise InvalidArgumentError(f"allow_tf32 must be True or False, got {allow_tf32!r}")
-    if allow_tf32:
+    if check_flag(allow_tf32, "allow_tf32", integers=False):
         if dtype != "float32":
             raise InvalidArgumentError(
                 f"allow_tf32=True applies to float32 operands (TF32 tensor cores); the "

@@ -8,6 +8,7 @@ import importlib
 import numpy
 
 from accelmath._core.dispatch import to_device, to_host
+from accelmath._core.stream import stream_handle
 from accelmath._core.operand import (Operand, adapter_for, adapter_named, check_same_device,
                                      device_name, wrap_operand)
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
@@ -52,10 +53,13 @@ def read_stack(x, name, square=True):
     return op, dtype
 
 
-def runs_on_host(operands, execution):
+def runs_on_host(operands, execution, stream):
     """Whether a call runs on the CPU: every operand in host memory and ``execution`` not
-    "cuda"."""
-    return execution != "cuda" and not any(op.on_device for op in operands)
+    "cuda" (its ``stream``, where given, checked all the same)."""
+    host = execution != "cuda" and not any(op.on_device for op in operands)
+    if host and stream is not None:
+        stream_handle(stream)  # (checked, though the CPU has no streams)
+    return host
 
 
 def host_array(op, dtype):

@@ -47,7 +47,7 @@ def _solve(name, operands, dtypes, names, execution, finite, vector, stream, cal
     ``finite``: the names of the operands to check for NaN and Inf (None where an operand
     is not checked), or None; ``call``: the call key the device function remembers, if it
     takes one."""
-    if runs_on_host(operands, execution):
+    if runs_on_host(operands, execution, stream):
         arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
         x = getattr(_cpu, name)(*arrays, check_finite=finite is not None, **options)
         return to_caller(x, operands[-1])
@@ -106,7 +106,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     lower = checks.check_flag(lower, "lower")
     a, dtype = read_stack(a, "a")
     check_finite = _check_finite(check_finite, when=check)
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         c = _cpu.cho_factor(host_array(a, dtype), lower=lower, check_finite=check_finite,
                             check=check)
         return to_caller(c, a), lower
@@ -205,7 +205,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     a, dtype = read_stack(a, "a", square=False)
     check_finite = _check_finite(check_finite, when=check)
-    if runs_on_host((a,), execution):
+    if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.lu_factor(host_array(a, dtype), check_finite=check_finite,
                                         check=check), a)
     return device_call("lu_factor", [a], (dtype,), ("a",), execution, check=check,

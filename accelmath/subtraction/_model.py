@@ -29,10 +29,10 @@ background coefficients by ``pq`` in the same order.
 """
 
 import dataclasses
-import operator
 
 import numpy
 
+from accelmath._core.arguments import check_flag, count, length
 from accelmath.errors import InvalidArgumentError
 
 __all__ = ["Configuration", "LagRules", "configure", "check_shape", "check_count", "terms",
@@ -92,14 +92,9 @@ class Configuration:
 
 
 def check_count(value, name, low=0):
-    """``value`` as an int of at least ``low``, or InvalidArgumentError naming ``name``."""
-    try:
-        number = None if isinstance(value, bool) else operator.index(value)
-    except TypeError:
-        number = None
-    if number is None or number < low:
-        raise InvalidArgumentError(f"{name} must be an integer of at least {low}, got {value!r}")
-    return number
+    """``value`` as an int of at least ``low`` (0 or 1), or InvalidArgumentError naming
+    ``name`` (:func:`accelmath._core.arguments.count` and ``length``)."""
+    return (length if low else count)(value, name)
 
 
 def _choice(value, name, allowed):
@@ -142,8 +137,7 @@ def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_
     half_width = check_count(half_width, "half_width")
     kernel_order = check_count(kernel_order, "kernel_order")
     background_order = check_count(background_order, "background_order")
-    if not isinstance(constant_ratio, (bool, numpy.bool_)):
-        raise InvalidArgumentError(f"constant_ratio must be True or False, got {constant_ratio!r}")
+    constant_ratio = check_flag(constant_ratio, "constant_ratio", integers=False)
     solver = _choice(solver, "solver", SOLVERS)
     convolve = _choice(convolve, "convolve", CONVOLVED)
     if 4 * half_width + 1 > min(shape):

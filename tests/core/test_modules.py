@@ -85,7 +85,7 @@ def test_device_options_take_the_device_architecture(monkeypatch):
     ({"arch": (0, 0)}, "is not a compute capability"),
     ({"arch": (9, 0), "std": "c++03"}, "std='c++03' is not a C++ standard NVRTC takes: "
                                        "expected one of 'c++11', 'c++14', 'c++17', 'c++20'"),
-    ({"arch": (9, 0), "lto": 1}, "lto=1 is not a bool"),
+    ({"arch": (9, 0), "lto": 1}, "lto must be True or False, got 1"),
     ({"arch": (9, 0), "extra": "-DN=8"}, "extra='-DN=8' is not a sequence of option strings"),
     ({"arch": (9, 0), "extra": (b"-DN=8",)}, "is not a sequence of option strings"),
 ])

@@ -256,11 +256,11 @@ def test_memo_hits_are_validated(monkeypatch):
         accelmath.fft.fft(x, axis=1, workers=True)
     with raises(ValueError, "workers must be None or a nonzero integer"):
         accelmath.fft.fft(x, axis=1, workers=1.0)
-    with raises(ValueError, "axes must be an integer, got True"):
+    with raises(ValueError, "axis must be an integer, got True"):
         accelmath.fft.fft(x, axis=True, workers=1)
     with raises(ValueError, "s must be an integer, got 4.0"):
         accelmath.fft.fftn(x, s=(4.0, 6), axes=(0, 1))
-    with raises(ValueError, "axes must be an integer, got 1.0"):
+    with raises(ValueError, "axis must be an integer, got 1.0"):
         accelmath.fft.fftn(x, s=(4, 6), axes=(0, 1.0))
 
 
@@ -286,8 +286,8 @@ def test_s_and_axes_of_different_lengths(call):
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda: accelmath.fft.fftn(X, axes=(0.5,)), "axes must be an integer, got 0.5"),
-    (lambda: accelmath.fft.fft(X, axis="0"), "axes must be an integer, got '0'"),
+    (lambda: accelmath.fft.fftn(X, axes=(0.5,)), "axis must be an integer, got 0.5"),
+    (lambda: accelmath.fft.fft(X, axis="0"), "axis must be an integer, got '0'"),
     (lambda: accelmath.fft.fftn(X, s=(4.0, 6), axes=(0, 1)), "must be an integer, got 4.0"),
     (lambda: accelmath.fft.fft(X, n=2.5), "must be an integer, got 2.5"),
 ])
@@ -390,6 +390,9 @@ def test_execution_cuda_without_a_gpu():
 def test_stream_is_checked_on_the_cpu_too():
     with raises(TypeError, "stream must be"):
         accelmath.fft.fft(X, stream="s")
+    with accelmath.fft.FFT(X) as plan:  # a host plan's execute too
+        with raises(TypeError, "stream must be"):
+            plan.execute(X, stream="s")
 
 
 def test_cache_limits():

@@ -7,6 +7,7 @@ import pytest
 
 from accelmath.errors import (AccelmathError, GradientError, InvalidArgumentError, LinAlgError,
                               UnsupportedDTypeError, UnsupportedOperandError)
+from accelmath import linalg
 from accelmath.linalg import _functions as la
 from accelmath.linalg import _scipy_functions as sla
 
@@ -254,3 +255,19 @@ def test_execution_cuda_without_a_gpu():
 
     with pytest.raises(NoDeviceError):
         la.inv(np.eye(2), execution="cuda")
+
+
+@pytest.mark.parametrize("call", [
+    lambda s: la.solve(np.eye(3), np.ones(3), stream=s), lambda s: la.inv(np.eye(3), stream=s),
+    lambda s: la.det(np.eye(3), stream=s), lambda s: la.qr(np.eye(3), stream=s),
+    lambda s: la.cholesky(np.eye(3), stream=s),
+    lambda s: la.lstsq(np.eye(3), np.ones(3), stream=s),
+    lambda s: sla.cho_solve((np.eye(3), True), np.ones(3), stream=s),
+    lambda s: linalg.matmul(np.eye(3), np.eye(3), stream=s),
+    lambda s: linalg.Matmul(np.eye(3), np.eye(3), stream=s),
+    lambda s: linalg.Matmul(np.eye(3), np.eye(3)).execute(stream=s)])
+def test_a_bad_stream_is_refused_on_host_arrays_too(call):
+    # (the CPU has no streams, but what is given is checked as on the GPU)
+    with pytest.raises(UnsupportedOperandError, match="stream must be an int handle"):
+        call("x")
+    call(0)

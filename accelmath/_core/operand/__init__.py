@@ -61,6 +61,8 @@ def adapter_for(x):
             adapter = adapter_named(package)
         elif hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
             adapter = GenericAdapter(package)
+        elif hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+            adapter = _array_likes  # (host arrays of other packages, as NumPy reads them)
         else:
             raise unsupported_operand(x)
         _adapters[cls] = adapter

@@ -7,12 +7,13 @@ __all__ = ["ArrayLikeAdapter", "is_array_like"]
 
 # bool is an int. str and bytes are not here: NumPy makes string arrays of them, never what a
 # numeric call means, so they are refused as operands rather than as dtypes.
-_PYTHON_TYPES = (list, tuple, int, float, complex)
+_PYTHON_TYPES = (list, tuple, int, float, complex, memoryview)
 
 
 def is_array_like(cls):
     """Whether objects of type ``cls`` are array-likes: lists and tuples (nested or not),
-    Python scalars (int, float, complex, bool) and NumPy scalars.
+    Python scalars (int, float, complex, bool), buffers (memoryview) and NumPy scalars
+    (objects with ``__array__`` of packages accelmath does not know are read so too).
 
     Examples
     --------
