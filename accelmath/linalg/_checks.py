@@ -16,7 +16,7 @@ from accelmath._core.arguments import check_flag
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
-           "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "NOT_FINITE", "QR_MODES",
+           "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "RANK_DEFICIENT", "NOT_FINITE", "QR_MODES",
            "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
@@ -29,6 +29,7 @@ NOT_POSITIVE_DEFINITE = "Matrix is not positive definite"
 EIGENVALUES_DID_NOT_CONVERGE = "Eigenvalues did not converge"
 SVD_DID_NOT_CONVERGE = "SVD did not converge"
 LSTSQ_DID_NOT_CONVERGE = "SVD did not converge in Linear Least Squares"
+RANK_DEFICIENT = "Matrix does not have full column rank"
 # NaN or Inf under check_finite: SciPy's words
 NOT_FINITE = "array must not contain infs or NaNs"
 

@@ -10,13 +10,16 @@ import ctypes
 
 import numpy
 
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.memory import read_back
 from accelmath._core.operand import check_same_device
 from accelmath._core.plan import Plan, template_operand
 from accelmath.bindings import cublas, cusolver
-from accelmath.errors import InvalidArgumentError, StateError, UnsupportedDTypeError
+from accelmath.errors import (InvalidArgumentError, LinAlgError, StateError,
+                              UnsupportedDTypeError)
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
-from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
+from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, RANK_DEFICIENT, SINGULAR
 from accelmath.linalg._cholesky import cholesky_solver, potrf, potrs, trsm
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, columns_in,
                                        columns_out, count_of, gather, item_strides, scatter_f,
@@ -320,6 +323,11 @@ class QR(_Factorization):
     a : (..., m, n) array, optional
         The matrix, m >= n. Leave it out to plan for a layout: give ``shape``, ``dtype``,
         ``package`` and ``device``, then :meth:`refactor`.
+    check : bool, optional
+        True (default): raise :class:`~accelmath.errors.LinAlgError`, naming the batch
+        index, for a matrix without full column rank, numerically: a diagonal element of R
+        at most ``max(m, n) * eps`` times the largest (a read back from the GPU); for those,
+        use ``lstsq``. False: no check (their solutions are not meaningful).
     shape, dtype, package, device : optional
         The layout, for an object made without a matrix.
 
@@ -336,8 +344,9 @@ class QR(_Factorization):
 
     what = "QR factorization"
 
-    def __init__(self, a=None, *, shape=None, dtype=None, package=None, device=None):
-        super().__init__(a, shape, dtype, package, device, False)
+    def __init__(self, a=None, *, check=True, shape=None, dtype=None, package=None,
+                 device=None):
+        super().__init__(a, shape, dtype, package, device, check)
 
     def _check_shape(self, shape):
         checks.check_stacked_2d(shape, "a")
@@ -371,6 +380,12 @@ class QR(_Factorization):
         gather(ctx, op, self.batch, self._qr_ptr, "F")
         geqrf(self._solver, handles, ws, self._qr_ptr, self._tau_ptr, m, n, self.count,
               self.dtype, m * n)
+        if self.check:  # R's diagonal: element j (j, j) of each column-major m x n matrix
+            diagonal, diagonal_ptr = ctx.empty(self.batch + (n,), self.dtype)
+            ctx.copy(self._qr_ptr, diagonal_ptr, self.batch + (n,),
+                     item_strides(self.batch, m * n) + (m + 1,), contiguous_strides(
+                         self.batch + (n,)))
+            self._check_rank(read_back(diagonal_ptr, self.count * n, self.dtype, ctx.stream))
 
     def _solve_device(self, ctx, op, vector):
         m, n = self.shape[-2:]
@@ -404,6 +419,19 @@ class QR(_Factorization):
 
     def _factor_host(self, a):
         self._factors = numpy.linalg.qr(a, mode="reduced")
+        if self.check:
+            self._check_rank(numpy.diagonal(self._factors[1], axis1=-2, axis2=-1))
+
+    def _check_rank(self, diagonal):
+        """Raise for the first matrix whose R has a diagonal element (of ``diagonal``, n a
+        matrix) at most ``max(m, n) * eps`` times its largest: numerically rank deficient."""
+        size = numpy.abs(numpy.reshape(diagonal, (self.count, self.shape[-1])))
+        eps = numpy.finfo(numpy.dtype(self.dtype)).eps
+        bound = max(self.shape[-2:]) * eps * size.max(axis=-1, initial=0.0, keepdims=True)
+        deficient = numpy.flatnonzero((size <= bound).any(axis=-1))
+        if deficient.size:
+            index = numpy.unravel_index(int(deficient[0]), self.batch) if self.batch else ()
+            raise LinAlgError(RANK_DEFICIENT, tuple(int(i) for i in index))
 
     def _solve_host(self, b, vector):
         q, r = self._factors

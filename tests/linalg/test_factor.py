@@ -74,6 +74,21 @@ def test_operands_that_would_lose_their_imaginary_part_or_precision_are_refused(
                                rtol=1e-12, atol=1e-14)
 
 
+def test_qr_refuses_a_rank_deficient_matrix():
+    # R's diagonal read: a matrix without full column rank (numerically) raises, naming its
+    # batch index; check=False takes it (its solutions meaningless)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 6, 3))
+    a[2, :, 2] = a[2, :, 0] - 2 * a[2, :, 1]  # (a combination of the others)
+    with pytest.raises(np.linalg.LinAlgError, match="does not have full column rank") as e:
+        QR(a)
+    assert e.value.index == (2,)
+    QR(a, check=False)
+    good = QR(a[:2])
+    with pytest.raises(np.linalg.LinAlgError, match=r"\(batch index \(1,\)\)"):
+        good.refactor(np.stack([a[0], a[2]]))
+
+
 def test_layout_only_object_needs_refactor_and_free_ends_it():
     rng = np.random.default_rng()
     a = _spd(rng, (3, 3))
@@ -110,3 +125,19 @@ def test_device_objects_match_numpy(cp, dtype):
         lu.refactor(cp.asarray(a2))
         np.testing.assert_allclose(cp.asnumpy(lu.solve(cp.asarray(b))),
                                    np.linalg.solve(a2, b), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.gpu
+def test_device_qr_refuses_a_rank_deficient_matrix(cp):
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 40, 7))
+    a[1, :, 3] = 0.5 * a[1, :, 6]
+    with pytest.raises(np.linalg.LinAlgError, match="does not have full column rank") as e:
+        QR(cp.asarray(a))
+    assert e.value.index == (1,)
+    b = rng.standard_normal((3, 40, 1))
+    expected = np.stack([np.linalg.lstsq(t, c, rcond=None)[0]
+                         for t, c in zip(a[[0, 2]], b[[0, 2]])])
+    with QR(cp.asarray(a[[0, 2]])) as qr:
+        np.testing.assert_allclose(cp.asnumpy(qr.solve(cp.asarray(b[[0, 2]]))), expected,
+                                   rtol=1e-9, atol=1e-11)
