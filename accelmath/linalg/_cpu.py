@@ -23,7 +23,14 @@ from accelmath.linalg import _checks as checks
 _numpy = getattr(numpy.linalg, "_linalg", None) or numpy.linalg.linalg
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "svd", "lstsq",
-           "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
+           "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular", "column_major"]
+
+
+def column_major(a):
+    """Matrices ``a`` with each matrix column-major (a copy where one is not): SciPy's
+    LAPACK wrappers read them without copying them again, as they would a C-ordered one on
+    every call."""
+    return numpy.swapaxes(numpy.ascontiguousarray(numpy.swapaxes(a, -1, -2)), -1, -2)
 
 
 def _rhs_axes(b):
@@ -214,7 +221,7 @@ def cho_factor(a, *, lower, check_finite, check):
     factored holds a's entries, as SciPy leaves it)."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    c = numpy.empty(a.shape, a.dtype)
+    c = column_major(numpy.empty(a.shape, a.dtype))  # (SciPy's: LAPACK reads it so)
     _factor_each("potrf", a, checks.NOT_POSITIVE_DEFINITE, check, (c,), lower=lower,
                  clean=False)
     return c
@@ -238,7 +245,7 @@ def lu_factor(a, *, check_finite, check):
     pivot), which SciPy only warns of, fails."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    lu = numpy.empty(a.shape[:-2] + a.shape[:-3:-1], a.dtype).swapaxes(-1, -2)
+    lu = column_major(numpy.empty(a.shape, a.dtype))
     piv = numpy.empty(a.shape[:-2] + (min(a.shape[-2:]),), numpy.int32)
     _factor_each("getrf", a, checks.SINGULAR, check, (lu, piv))
     return lu, piv

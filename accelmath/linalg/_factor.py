@@ -245,7 +245,7 @@ class Cholesky(_Factorization):
               self.dtype)
 
     def _factor_host(self, a):
-        self._factors = (_cpu.cholesky(a, upper=False, check=self.check),)
+        self._factors = (_cpu.column_major(_cpu.cholesky(a, upper=False, check=self.check)),)
 
     def _solve_host(self, b, vector):
         return _cpu.cho_solve(self._factors[0], b, lower=True, check_finite=False)
@@ -418,7 +418,8 @@ class QR(_Factorization):
         return ctx.finish(x)
 
     def _factor_host(self, a):
-        self._factors = numpy.linalg.qr(a, mode="reduced")
+        q, r = numpy.linalg.qr(a, mode="reduced")
+        self._factors = q, _cpu.column_major(r)
         if self.check:
             self._check_rank(numpy.diagonal(self._factors[1], axis1=-2, axis2=-1))
 
