@@ -340,9 +340,11 @@ class Plan:
         self._freed = True
 
     def __enter__(self):
+        """The plan itself, for ``with``: freed when the block ends."""
         return self
 
     def __exit__(self, *exc):
+        """Free the plan (see :meth:`free`); exceptions go on."""
         self.free()
 
 

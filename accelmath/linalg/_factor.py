@@ -137,6 +137,14 @@ class _Factorization(Plan):
         ctx = Context(op, stream)
         return self._solve_device(ctx, column(op) if vector else op, vector)
 
+    def __repr__(self):
+        if not hasattr(self, "_factored"):
+            return f"{type(self).__name__}(not made)"
+        where = "cpu" if self.device_id is None else f"cuda:{self.device_id}"
+        state = "freed" if self._freed else "factored" if self._factored else "not factored"
+        return (f"{type(self).__name__}(shape={self.shape}, dtype={self.dtype}, {where}, "
+                f"{state})")
+
     def _check_dtype(self, op, name):
         """Raise unless operand ``op`` (``name``) goes into this object's dtype without a
         loss, as NumPy promotes (an integer or float32 into float64, a real into complex)."""
