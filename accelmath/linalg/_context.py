@@ -256,10 +256,10 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
     :class:`SmallCall` where the kernel read the operands where they lie and the finiteness
     check reads them on the device alone."""
     checks = _finite.prepare(operands, finite)
-    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands))
+    flag = host_flag() if check else None
+    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands), flag)
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
-    flag = host_flag() if check else None
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id, flag_ptr=flag.ptr if flag else 0)
     if _remembers(call, ctx, tuple(ptr for ptr, _ in copies), operands, finite):
@@ -271,8 +271,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
             adapter.allocator(info.shape, (1,), "int32", device_id),
             adapter.stream_getter(device_id), check, batch, message, checks))
     if check:
-        _finite.check(pending)
-        _check_flagged(flag, info_ptr, batch, ctx.stream, message)
+        _check_flagged(flag, info_ptr, batch, ctx.stream, message, pending)
 
 
 def _remembers(call, ctx, addresses, operands, finite):
@@ -285,10 +284,15 @@ def _remembers(call, ctx, addresses, operands, finite):
             and _finite.on_device(operands, finite))
 
 
-def _check_flagged(flag, info_ptr, batch, stream, message):
-    """Once the work on ``stream`` is done, raise for the matrices that failed: their info
-    codes are read back only where the kernel raised ``flag`` (or where there is none)."""
+def _check_flagged(flag, info_ptr, batch, stream, message, pending=None):
+    """Once the work on ``stream`` is done, raise for the matrices that failed, after the
+    finiteness check ``pending`` (:mod:`accelmath.linalg._finite`, None: none) for NaN and
+    Inf in its operands: the flags and the info codes are read back only where a kernel
+    raised ``flag`` (or where there is none)."""
+    if pending is not None:
+        pending.join()
     if flag is None or flag.raised_after(stream):
+        _finite.check(pending)
         check_info(info_ptr, batch, stream, message)
 
 
@@ -315,14 +319,13 @@ class SmallCall(NamedTuple):
         package's current one): the new result."""
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
-        pending = _finite.enqueue_at(ctx, self.checks, addresses)
-        (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         flag = host_flag() if self.check else None
+        pending = _finite.enqueue_at(ctx, self.checks, addresses, flag)
+        (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
-            _finite.check(pending)
-            _check_flagged(flag, info_ptr, self.batch, handle, self.message)
+            _check_flagged(flag, info_ptr, self.batch, handle, self.message, pending)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 

@@ -1,17 +1,20 @@
-"""SciPy's ``check_finite`` on the device, enqueued ahead of a call's work and waited for
-after it is enqueued, so that the GPU never waits for the check.
+"""SciPy's ``check_finite`` on the device (and NaN and Inf under ``check=True``), enqueued
+with a call's work and waited for once that is enqueued, so that the GPU never waits for the
+check.
 
 :func:`prepare` plans the check of a call's operands once per layout (a remembered call
-keeps the plan); :meth:`Plan.enqueue` launches, for each dense operand (its matrices one
-after another, each in C or column-major order), a kernel that flags its matrices holding a
-NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the read back of
-the flags (:func:`~accelmath._core.memory.read_back_later`); a check reading
-:data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work.
-The :class:`Pending` check it returns waits for the flags once the call's work is enqueued
-(the GPU busy with it meanwhile), and raises LinAlgError naming the operand and the batch
-index of its first matrix flagged, as the check before the work would have. Where an
-operand has another layout (a broadcast or strided view), the call's operands are checked at
-once through their own package instead (a read back of their own).
+keeps the plan); its :class:`Pending` check launches, for each dense operand (its matrices
+one after another, each in C or column-major order), a kernel that flags its matrices
+holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the
+read back of the flags (:func:`~accelmath._core.memory.read_back_later`), or, where the
+call waits for a host flag anyway, raises that flag instead. A check reading
+:data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work;
+a smaller one runs on the call's stream after the call's work (which only reads the
+operands), so that the GPU starts on that work first. :meth:`Pending.check` raises
+LinAlgError naming the operand and the batch index of its first matrix flagged, before any
+failure of the work is reported. Where an operand has another layout (a broadcast or
+strided view), the call's operands are checked at once through their own package instead (a
+read back of their own).
 """
 
 import math
@@ -21,7 +24,7 @@ import numpy
 
 from accelmath._core.beside import fork
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import read_back_later
+from accelmath._core.memory import read_back, read_back_later
 from accelmath._core.operand import ITEMSIZE
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _kernels
@@ -74,17 +77,18 @@ class Plan(NamedTuple):
     total: int  # flags in all
     beside: bool  # run on the thread's side stream (else on the call's)
 
-    def enqueue(self, ctx, addresses):
-        """Enqueue the check of the call's operands at ``addresses`` (in the order the plan
-        was made for): the :class:`Pending` check."""
-        flags, flags_ptr = ctx.empty((self.total,), "int32")
-        side = fork(ctx.stream, ctx.device_id) if self.beside else None
-        stream = ctx.stream if side is None else side.stream
-        for i, elements, count, dtype, offset in self.launches:
-            _kernels.flag_nonfinite(addresses[i], elements, count, dtype, flags_ptr + offset,
-                                    stream, ctx.device_id)
-        later = read_back_later(flags_ptr, self.total, numpy.int32, stream)
-        return Pending(flags, later, self.entries, ctx.stream, side)
+    def enqueue(self, ctx, addresses, flag=None):
+        """The :class:`Pending` check of the call's operands at ``addresses`` (in the order
+        the plan was made for): enqueued now beside the call's stream, or, on the call's
+        stream, once the call's work is enqueued (when it is joined or waited for), so that
+        the GPU starts on that work first. With ``flag`` (a
+        :class:`~accelmath._core.memory.HostFlag` that the call's own kernel raises too, and
+        that the call waits for its stream to read), a matrix holding a NaN or an infinity
+        raises it, and the flags are read back only then (:meth:`Pending.check`)."""
+        pending = Pending(self, ctx, addresses, flag)
+        if self.beside:
+            pending.launch()
+        return pending
 
 
 def enqueue(ctx, operands, names):
@@ -95,9 +99,9 @@ def enqueue(ctx, operands, names):
     return None if plan is None else plan.enqueue(ctx, [op.ptr for op in operands])
 
 
-def enqueue_at(ctx, plan, addresses):
+def enqueue_at(ctx, plan, addresses, flag=None):
     """:meth:`Plan.enqueue` of ``plan`` (None: nothing to check, None returned)."""
-    return None if plan is None else plan.enqueue(ctx, addresses)
+    return None if plan is None else plan.enqueue(ctx, addresses, flag)
 
 
 def on_device(operands, names):
@@ -125,29 +129,54 @@ def _dense(op):
 
 
 class Pending:
-    """A finiteness check enqueued by :meth:`Plan.enqueue`: ``flags`` (the device array,
-    kept until read), their read back ``later``, and per operand checked ``(name, batch,
-    flags per matrix, offset of its first flag)``; where it runs beside the call's stream,
-    that stream waits for it once the call's work is enqueued (:meth:`join`)."""
+    """A finiteness check of one call (:meth:`Plan.enqueue`'s): its kernels and the read
+    back of their flags, launched once (:meth:`launch`); :meth:`check` waits for the flags
+    and raises. Where it runs beside the call's stream, that stream waits for it once the
+    call's work is enqueued (:meth:`join`)."""
 
-    __slots__ = ("flags", "later", "entries", "_stream", "_side")
+    __slots__ = ("entries", "flags", "later", "_plan", "_ctx", "_addresses", "_flag", "_side",
+                 "_address", "_launched")
 
-    def __init__(self, flags, later, entries, stream, side):
-        self.flags, self.later, self.entries = flags, later, entries
-        self._stream, self._side = stream, side
+    def __init__(self, plan, ctx, addresses, flag=None):
+        self.entries = plan.entries  # per operand: (name, batch, flags per matrix, first)
+        self._plan, self._ctx, self._addresses, self._flag = plan, ctx, addresses, flag
+        self.flags = self.later = self._side = None
+        self._address, self._launched = 0, False
+
+    def launch(self):
+        """Enqueue the kernels (beside the call's stream for a plan that says so), and,
+        without a host flag, the read back of their flags (once)."""
+        if self._launched:
+            return
+        self._launched = True
+        plan, ctx, flag = self._plan, self._ctx, self._flag
+        self.flags, self._address = ctx.empty((plan.total,), "int32")
+        if plan.beside:
+            self._side = fork(ctx.stream, ctx.device_id)
+        stream = ctx.stream if self._side is None else self._side.stream
+        for i, elements, count, dtype, offset in plan.launches:
+            _kernels.flag_nonfinite(self._addresses[i], elements, count, dtype,
+                                    self._address + offset, stream, ctx.device_id,
+                                    0 if flag is None else flag.ptr)
+        if flag is None:
+            self.later = read_back_later(self._address, plan.total, numpy.int32, stream)
 
     def join(self):
-        """Order the call's stream after the check, where it ran beside it (once)."""
-        side = self._side
+        """Launch the check (where it is not yet), and order the call's stream after it
+        where it ran beside it (once)."""
+        self.launch()
+        side, self._side = self._side, None
         if side is not None:
-            self._side = None
-            side.join(self._stream)
+            side.join(self._ctx.stream)
 
     def check(self):
         """Wait for the flags and raise LinAlgError for the first operand (in the order
         given) holding a NaN or an infinity, naming its batch index."""
         self.join()
-        flags = self.later.result()
+        if self.later is None:  # (a host flag was raised: the flags, read now)
+            flags = read_back(self._address, self._plan.total, numpy.int32, self._ctx.stream)
+        else:
+            flags = self.later.result()
         if not flags.any():
             return
         for name, batch, blocks, offset in self.entries:
@@ -160,7 +189,9 @@ class Pending:
 
     def __del__(self):
         try:  # (a check never waited for, as after an error: its flags go back in order)
-            self.join()
+            side = self._side
+            if side is not None:
+                side.join(self._ctx.stream)
         except Exception:
             pass
 

@@ -57,6 +57,8 @@ def test_matrices_in_either_order_go_to_the_kernel(monkeypatch):
     b = _Op((3, 4, 2), (8, 2, 1), "b")  # C order
     c.ptr, b.ptr = 10, 20
     pending = _finite.enqueue(Context(), (c, b), ("c", "b"))
+    assert launched == []  # (on the call's stream: launched once the call's work is queued)
+    pending.join()
     assert launched == [(10, 16, 3), (20, 8, 3)] and pending.later == "later"
 
 
@@ -74,8 +76,8 @@ def _launches(monkeypatch):
     launched = []
     monkeypatch.setattr(
         _finite._kernels, "flag_nonfinite",
-        lambda ptr, count, batch, dtype, flags, stream, device: launched.append(
-            (ptr, count, batch, flags, stream)))
+        lambda ptr, count, batch, dtype, flags, stream, device, flag_ptr=0: launched.append(
+            (ptr, count, batch, flags, stream) + ((flag_ptr,) if flag_ptr else ())))
     monkeypatch.setattr(_finite, "read_back_later", lambda ptr, count, dtype, stream: stream)
     return launched
 
@@ -89,6 +91,9 @@ def test_a_plan_checks_the_operands_at_the_addresses_given(monkeypatch):
     plan = _finite.prepare((lu, piv, b), ("lu", None, "b"))
     assert not plan.beside and plan.total == 4  # one flag a matrix, two matrices each
     pending = plan.enqueue(_Context(), (10, 20, 30))  # a remembered call's operands
+    assert launched == []
+    pending.join()
+    pending.join()  # (once)
     assert launched == [(10, 16, 2, 1000, 7), (30, 12, 2, 1008, 7)]
     assert pending.later == 7 and [e[0] for e in pending.entries] == ["lu", "b"]
     assert _finite.enqueue_at(_Context(), None, (10, 20, 30)) is None
@@ -148,6 +153,13 @@ class _Read:
         return self.values
 
 
+def _read(values, entries):
+    """A Pending check whose flags were read back already: ``values``."""
+    pending = _finite.Pending(_finite.Plan(tuple(entries), (), len(values), False), None, ())
+    pending._launched, pending.later = True, _Read(values)
+    return pending
+
+
 def test_pending_check_names_the_first_operand_and_matrix_flagged():
     import numpy as np
 
@@ -156,13 +168,45 @@ def test_pending_check_names_the_first_operand_and_matrix_flagged():
     # c: a batch (2, 3) of matrices, 2 flags each; b: a batch (2,), 1 flag each
     entries = [("c", (2, 3), 2, 0), ("b", (2,), 1, 12)]
     flags = np.zeros(14, np.int32)
-    _finite.Pending(None, _Read(flags), entries, 0, None).check()  # all finite
+    _read(flags, entries).check()  # all finite
     flags[13] = 1  # b's second matrix
     with pytest.raises(LinAlgError, match=r"^b: .* \(batch index \(1,\)\)"):
-        _finite.Pending(None, _Read(flags), entries, 0, None).check()
+        _read(flags, entries).check()
     flags[2 * 4 + 1] = 1  # c's matrix (1, 1), its second block: c comes first
     with pytest.raises(LinAlgError, match=r"^c: .* \(batch index \(1, 1\)\)"):
-        _finite.Pending(None, _Read(flags), entries, 0, None).check()
+        _read(flags, entries).check()
     with pytest.raises(LinAlgError, match=r"^a: .* \(batch index \(\)\)"):
-        _finite.Pending(None, _Read(np.array([0, 1], np.int32)), [("a", (), 2, 0)], 0,
-                        None).check()
+        _read(np.array([0, 1], np.int32), [("a", (), 2, 0)]).check()
+
+
+def test_with_a_host_flag_the_flags_are_read_only_when_checked(monkeypatch):
+    # (the call's kernel raises the same flag: the call reads them after its one wait, and
+    # only where the flag was raised)
+    import numpy as np
+
+    from accelmath.errors import LinAlgError
+
+    launched = _launches(monkeypatch)
+    monkeypatch.setattr(_finite, "read_back_later", lambda *args: pytest.fail("read back"))
+    reads = []
+
+    def read_back(ptr, count, dtype, stream):
+        reads.append((ptr, count, stream))
+        flags = np.zeros(count, np.int32)
+        flags[1] = 1  # b's first matrix
+        return flags
+
+    monkeypatch.setattr(_finite, "read_back", read_back)
+
+    class Flag:
+        ptr = 4242
+
+    c = _Op((4, 4), (4, 1), "c")
+    b = _Op((4, 2), (2, 1), "b")
+    pending = _finite.prepare((c, b), ("c", "b")).enqueue(_Context(), (10, 20), Flag())
+    pending.join()
+    assert launched == [(10, 16, 1, 1000, 7, 4242), (20, 8, 1, 1004, 7, 4242)]
+    assert pending.later is None and reads == []
+    with pytest.raises(LinAlgError, match=r"^b: array must not contain infs or NaNs"):
+        pending.check()
+    assert reads == [(1000, 2, 7)]
