@@ -79,15 +79,17 @@ class Plan(NamedTuple):
 
     def enqueue(self, ctx, addresses, flag=None):
         """The :class:`Pending` check of the call's operands at ``addresses`` (in the order
-        the plan was made for): enqueued now beside the call's stream, or, on the call's
-        stream, once the call's work is enqueued (when it is joined or waited for), so that
-        the GPU starts on that work first. With ``flag`` (a
+        the plan was made for), enqueued once the call's work is (when it is joined or
+        waited for), so that the GPU starts on that work first: on the call's stream, or
+        beside it, on a stream ordered here after the work before the call (so that the
+        check runs beside the call's work). With ``flag`` (a
         :class:`~accelmath._core.memory.HostFlag` that the call's own kernel raises too, and
         that the call waits for its stream to read), a matrix holding a NaN or an infinity
         raises it, and the flags are read back only then (:meth:`Pending.check`)."""
         pending = Pending(self, ctx, addresses, flag)
-        if self.beside:
-            pending.launch()
+        if self.beside:  # (its flags allocated first: in the pools' order, before the fork)
+            pending.flags, pending._address = ctx.empty((self.total,), "int32")
+            pending._side = fork(ctx.stream, ctx.device_id)
         return pending
 
 
@@ -150,9 +152,8 @@ class Pending:
             return
         self._launched = True
         plan, ctx, flag = self._plan, self._ctx, self._flag
-        self.flags, self._address = ctx.empty((plan.total,), "int32")
-        if plan.beside:
-            self._side = fork(ctx.stream, ctx.device_id)
+        if self.flags is None:
+            self.flags, self._address = ctx.empty((plan.total,), "int32")
         stream = ctx.stream if self._side is None else self._side.stream
         for i, elements, count, dtype, offset in plan.launches:
             _kernels.flag_nonfinite(self._addresses[i], elements, count, dtype,

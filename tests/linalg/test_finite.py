@@ -118,8 +118,10 @@ def test_a_large_check_runs_beside_the_call_and_its_stream_waits_for_it(monkeypa
     assert n * n * 8 == _finite.BESIDE_BYTES
     a = _Op((n, n), (n, 1), "a")
     pending = _finite.prepare((a,), ("a",)).enqueue(_Context(), (10,))
-    assert forks == [7] and launched[0][-1] == 99 and pending.later == 99  # on the side
-    assert side.joined == []  # (the call's work goes on its stream meanwhile)
+    # forked before the call's work, launched once that is enqueued (on the side stream)
+    assert forks == [7] and launched == [] and side.joined == []
+    pending.join()
+    assert launched[0][-1] == 99 and pending.later == 99 and side.joined == [7]
     pending.later = _Read(__import__("numpy").zeros(1024, "int32"))
     pending.check()
     pending.check()
