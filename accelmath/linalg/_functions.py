@@ -63,12 +63,6 @@ def _checked_options(check, method, execution):
             check_execution(execution))
 
 
-def _finite_names(check, *names):
-    """The operands a device call checks for NaN and Inf (:mod:`accelmath.linalg._finite`):
-    those named, under ``check=True``; none without it."""
-    return names if check else None
-
-
 def _eigh(a, UPLO, vectors, check, method, stream, execution):
     """eigh's body, and eigvalsh's without ``vectors``: ``(w, v)`` or ``w``."""
     call = call_key("eigh", (a,), UPLO, vectors, check, method, execution)
@@ -82,8 +76,7 @@ def _eigh(a, UPLO, vectors, check, method, stream, execution):
         w_v = _cpu.eigh(host_array(a, dtype), uplo=uplo, vectors=vectors, check=check)
         return to_caller(w_v, a)
     return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=vectors,
-                       check=check, method=method, stream=stream, call=call,
-                       finite=_finite_names(check, "a"))
+                       check=check, method=method, stream=stream, call=call)
 
 
 def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, execution):
@@ -96,12 +89,10 @@ def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, e
                                   name=name), x)
     if hermitian:  # through eigh, as NumPy computes it
         w_v = device_call("eigh", [x], (dtype,), (name,), execution, uplo="L",
-                          vectors=compute_uv, check=check, method=method, stream=stream,
-                          finite=_finite_names(check, name))
+                          vectors=compute_uv, check=check, method=method, stream=stream)
         return hermitian_svd(*(w_v if compute_uv else (w_v, None)), compute_uv)
     return device_call("svd", [x], (dtype,), (name,), execution, full_matrices=full_matrices,
-                       compute_uv=compute_uv, check=check, method=method, stream=stream,
-                       finite=_finite_names(check, name))
+                       compute_uv=compute_uv, check=check, method=method, stream=stream)
 
 
 # ---- the functions ----
@@ -153,8 +144,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
         x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
         return to_caller(x, b)
     return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
-                       check=check, method=method, stream=stream, call=call,
-                       finite=_finite_names(check, "a", "b"))
+                       check=check, method=method, stream=stream, call=call)
 
 
 def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
@@ -195,7 +185,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
-                       stream=stream, call=call, finite=_finite_names(check, "a"))
+                       stream=stream, call=call)
 
 
 def det(a, *, stream=None, execution="auto"):
@@ -311,7 +301,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
-                       method=method, stream=stream, call=call, finite=_finite_names(check, "a"))
+                       method=method, stream=stream, call=call)
 
 
 def qr(a, mode="reduced", *, stream=None, execution="auto"):
