@@ -261,8 +261,7 @@ class Plan:
             return self._operand
         if type(x) is Operand:
             op = x
-        elif type(x) is self._type or (self._type is numpy.ndarray
-                                       and adapter_for(x).package == "numpy"):
+        elif type(x) is self._type or (self._type is numpy.ndarray and _host_array_like(x)):
             op = wrap_operand(x)  # (a NumPy plan reads array-likes as NumPy does)
         else:
             op = None
@@ -346,6 +345,15 @@ class Plan:
     def __exit__(self, *exc):
         """Free the plan (see :meth:`free`); exceptions go on."""
         self.free()
+
+
+def _host_array_like(x):
+    """Whether ``x`` is read as a NumPy array (an array-like), not refused or another
+    package's."""
+    try:
+        return adapter_for(x).package == "numpy"
+    except TypeError:  # (not an array at all: the plan's own message says so)
+        return False
 
 
 def _numpy_dtype(name):

@@ -152,9 +152,9 @@ class _Factorization(Plan):
         if promoted != self.dtype:
             lost = "imaginary part" if promoted.startswith("complex") else "precision"
             raise UnsupportedDTypeError(
-                f"{name} has dtype {op.dtype}; this {self.what} is of {self.dtype}, in which "
-                f"a {promoted} {name} would lose its {lost}: factor the matrix as {promoted} "
-                f"(a.astype('{promoted}'))")
+                f"{name} has dtype {op.dtype}, which NumPy solves in {promoted}; this "
+                f"{self.what} is of {self.dtype}, in which {name} would lose its {lost}: "
+                f"factor the matrix as {promoted} (a.astype('{promoted}'))")
 
     def _solve_device(self, ctx, op, vector):
         """Solve device right-hand sides ``op`` (..., n, k) in column-major order, in the
@@ -433,11 +433,12 @@ class QR(_Factorization):
 
     def _check_rank(self, diagonal):
         """Raise for the first matrix whose R has a diagonal element (of ``diagonal``, n a
-        matrix) at most ``max(m, n) * eps`` times its largest: numerically rank deficient."""
+        matrix) at most ``max(m, n) * eps`` times its largest (numerically rank deficient),
+        or a NaN."""
         size = numpy.abs(numpy.reshape(diagonal, (self.count, self.shape[-1])))
         eps = numpy.finfo(numpy.dtype(self.dtype)).eps
         bound = max(self.shape[-2:]) * eps * size.max(axis=-1, initial=0.0, keepdims=True)
-        deficient = numpy.flatnonzero((size <= bound).any(axis=-1))
+        deficient = numpy.flatnonzero((~(size > bound)).any(axis=-1))  # (NaN too)
         if deficient.size:
             index = numpy.unravel_index(int(deficient[0]), self.batch) if self.batch else ()
             raise LinAlgError(RANK_DEFICIENT, tuple(int(i) for i in index))

@@ -94,9 +94,9 @@ class Plan(NamedTuple):
 
 
 def enqueue(ctx, operands, names):
-    """Enqueue the finiteness check of ``operands`` named ``names`` (see :func:`prepare`)
-    on the call's stream: a :class:`Pending` check, or None where nothing is left to read
-    back."""
+    """The :class:`Pending` finiteness check of ``operands`` named ``names`` (see
+    :func:`prepare` and :meth:`Plan.enqueue`: launched once the call's work is enqueued),
+    or None where nothing is left to check."""
     plan = prepare(operands, names)
     return None if plan is None else plan.enqueue(ctx, [op.ptr for op in operands])
 

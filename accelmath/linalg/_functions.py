@@ -9,7 +9,11 @@ LAPACK (:mod:`accelmath.linalg._cpu`) and device operands through
 
 ``check=True``: a matrix whose factorization fails raises
 :class:`~accelmath.errors.LinAlgError` naming its batch index; ``check=False``: nothing is
-raised (nor read back from a GPU), and that matrix's results hold NaN.
+raised (nor read back from a GPU), and that matrix's results hold NaN. On the CPU,
+``check=True`` also raises for NaN and Inf in the operands, naming the operand and matrix,
+before LAPACK sees them (its SVD may never return on them), and ``check=False`` gives that
+matrix NaN results; on the GPU, NaN and Inf that fail no factorization pass into the results,
+as in NumPy.
 """
 
 from typing import Any, NamedTuple

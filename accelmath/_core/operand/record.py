@@ -17,7 +17,7 @@ ITEMSIZE = {
 # What wrap_operand reads, as its errors list it.
 ACCEPTED_KINDS = ("numpy.ndarray, cupy.ndarray, torch.Tensor, jax.Array, an object with "
                   "__cuda_array_interface__ or __dlpack__, or an array-like (list, tuple, "
-                  "scalar)")
+                  "scalar, memoryview, an object with __array__)")
 
 
 def unsupported_operand(x):
