@@ -35,7 +35,7 @@ import numpy
 from accelmath._core.arguments import check_flag, count, length
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["Configuration", "LagRules", "configure", "check_shape", "check_count", "terms",
+__all__ = ["Configuration", "LagRules", "configure", "check_shape", "terms",
            "coordinates", "centre", "effective_kernels", "kernel_at", "SOLVERS", "CONVOLVED"]
 
 SOLVERS = ("cholesky", "lu")
@@ -91,12 +91,6 @@ class Configuration:
                 f"constant_ratio={self.constant_ratio}")
 
 
-def check_count(value, name, low=0):
-    """``value`` as an int of at least ``low`` (0 or 1), or InvalidArgumentError naming
-    ``name`` (:func:`accelmath._core.arguments.count` and ``length``)."""
-    return (length if low else count)(value, name)
-
-
 def _choice(value, name, allowed):
     if not isinstance(value, str) or value not in allowed:
         listed = ", ".join(f'"{a}"' for a in allowed)
@@ -116,7 +110,7 @@ def check_shape(shape):
     if len(shape) != 2:
         raise InvalidArgumentError(
             f"shape must be an int or a pair of ints (rows, cols), got {shape!r}")
-    return tuple(check_count(n, "each length of shape", 1) for n in shape)
+    return tuple(length(n, "each length of shape") for n in shape)
 
 
 def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_ratio=True,
@@ -134,9 +128,9 @@ def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_
     'shape=(64, 64), half_width=3, kernel_order=2, background_order=0, constant_ratio=True'
     """
     shape = check_shape(shape)
-    half_width = check_count(half_width, "half_width")
-    kernel_order = check_count(kernel_order, "kernel_order")
-    background_order = check_count(background_order, "background_order")
+    half_width = count(half_width, "half_width")
+    kernel_order = count(kernel_order, "kernel_order")
+    background_order = count(background_order, "background_order")
     constant_ratio = check_flag(constant_ratio, "constant_ratio", integers=False)
     solver = _choice(solver, "solver", SOLVERS)
     convolve = _choice(convolve, "convolve", CONVOLVED)

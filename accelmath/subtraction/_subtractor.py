@@ -14,6 +14,7 @@ import time
 
 import numpy
 
+from accelmath._core.arguments import length
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, StateError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.subtraction import _kernels, _model
@@ -157,7 +158,7 @@ class Subtractor:
                                        constant_ratio, solver, convolve)
         self._rules = LagRules.of(self.configuration)
         self._background = background_products(self.configuration)
-        self._chunk_bytes = _model.check_count(chunk_bytes, "chunk_bytes", 1)
+        self._chunk_bytes = length(chunk_bytes, "chunk_bytes")
         self._workers = workers
         self._engine = None
         self._freed = False
