@@ -9,10 +9,15 @@ pivot-search key's ``Key``) from ``-DSMALL_DTYPE``, the code :data:`DTYPES` give
 once per operation, ``-DSMALL_OP`` the code :data:`OPS` gives.
 """
 
-__all__ = ["ARITHMETIC", "DTYPES", "ELEMENT_TYPES", "OPS"]
+__all__ = ["ARITHMETIC", "DTYPES", "ELEMENT_TYPES", "NONFINITE", "OPS"]
 
 # operation -> SMALL_OP's code (inv solves against identity columns made in registers)
 OPS = {"solve": 0, "inv": 1, "cholesky": 2}
+
+#: The info codes of the solvers' kernels for a system whose first operand (A), or else its
+#: second (B), holds a NaN or an infinity: -1 - the operand's index (the kernels' NONFINITE_A
+#: and NONFINITE_B).
+NONFINITE = (-1, -2)
 
 # dtype -> SMALL_DTYPE's code
 DTYPES = {"float32": 0, "float64": 1, "complex64": 2, "complex128": 3}
@@ -128,6 +133,8 @@ __device__ __forceinline__ float abs_of(float v) { return fabsf(v); }
 __device__ __forceinline__ double abs_of(double v) { return fabs(v); }
 __device__ __forceinline__ float abs_of(float2 v) { return hypotf(v.x, v.y); }
 __device__ __forceinline__ double abs_of(double2 v) { return hypot(v.x, v.y); }
+// the info codes of a system whose A, or else B, holds a NaN or an infinity (see NONFINITE)
+constexpr int NONFINITE_A = -1, NONFINITE_B = -2;
 // a system's info code, and where it failed the caller's flag raised: a word of page-locked
 // host memory (at its host address: unified addressing), read once the stream is done
 // without a copy; null for none

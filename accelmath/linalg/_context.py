@@ -243,21 +243,25 @@ def _dense_c(ctx, op, batch):
     return ptr, array
 
 
-def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=None,
+def run_small(ctx, kernel, operands, result, batch, check, message, *args, names, call=None,
               finite=None):
-    """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``,
-    each read as a dense C-ordered batch, into ``result`` (a new C-ordered array and its
-    address): ``kernel(*operand addresses, result address, info, *args, dtype, stream,
-    device_id, flag_ptr=)``; with ``check``, raise for the matrices that failed (after the
-    finiteness check of the operands that ``finite`` names, as :func:`_finite.prepare` takes
-    them: None checks none), which the kernel flags in the thread's
-    :func:`~accelmath._core.memory.host_flag`. ``call``
+    """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``
+    (named ``names``), each read as a dense C-ordered batch, into ``result`` (a new C-ordered
+    array and its address): ``kernel(*operand addresses, result address, info, *args, dtype,
+    stream, device_id, flag_ptr=)``. With ``check``, raise for the matrices that failed, and
+    for those holding a NaN or an infinity (which the kernel finds as it loads them, and
+    reports in their info codes, naming the operand), both of which the kernel flags in the
+    thread's :func:`~accelmath._core.memory.host_flag`. Without ``check``, the operands that
+    ``finite`` names (as :func:`_finite.prepare` takes them; None: none) are checked for NaN
+    and Inf all the same (SciPy's ``check_finite``), by a check of their own. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
-    :class:`SmallCall` where the kernel read the operands where they lie and the finiteness
-    check reads them on the device alone."""
+    :class:`SmallCall` where the kernel read the operands where they lie and that check
+    reads them on the device alone."""
+    if check:
+        finite = None  # (the kernel's own codes say it)
     checks = _finite.prepare(operands, finite)
     flag = host_flag() if check else None
-    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands), flag)
+    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands))
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
@@ -269,9 +273,11 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, call=
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
-            adapter.stream_getter(device_id), check, batch, message, checks))
+            adapter.stream_getter(device_id), check, batch, message, names, checks))
     if check:
-        _check_flagged(flag, info_ptr, batch, ctx.stream, message, pending)
+        _check_flagged(flag, info_ptr, batch, ctx.stream, message, names)
+    else:
+        _finite.check(pending)
 
 
 def _remembers(call, ctx, addresses, operands, finite):
@@ -284,16 +290,12 @@ def _remembers(call, ctx, addresses, operands, finite):
             and _finite.on_device(operands, finite))
 
 
-def _check_flagged(flag, info_ptr, batch, stream, message, pending=None):
-    """Once the work on ``stream`` is done, raise for the matrices that failed, after the
-    finiteness check ``pending`` (:mod:`accelmath.linalg._finite`, None: none) for NaN and
-    Inf in its operands: the flags and the info codes are read back only where a kernel
-    raised ``flag`` (or where there is none)."""
-    if pending is not None:
-        pending.join()
-    if flag is None or flag.raised_after(stream):
-        _finite.check(pending)
-        check_info(info_ptr, batch, stream, message)
+def _check_flagged(flag, info_ptr, batch, stream, message, names):
+    """Once the work on ``stream`` is done, raise for the matrices that failed or hold a NaN
+    or an infinity, as their info codes say (``names``: the kernel's operands'): the codes
+    are read back only where a kernel raised ``flag``."""
+    if flag.raised_after(stream):
+        check_info(info_ptr, batch, stream, message, names)
 
 
 class SmallCall(NamedTuple):
@@ -312,7 +314,8 @@ class SmallCall(NamedTuple):
     check: bool
     batch: tuple
     message: str
-    checks: Optional[_finite.Plan]  # the operands' finiteness check, where NaN and Inf raise
+    names: tuple  # the operands'
+    checks: Optional[_finite.Plan]  # their check_finite without check (else the kernel's)
 
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
@@ -320,12 +323,14 @@ class SmallCall(NamedTuple):
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         flag = host_flag() if self.check else None
-        pending = _finite.enqueue_at(ctx, self.checks, addresses, flag)
+        pending = _finite.enqueue_at(ctx, self.checks, addresses)
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
-            _check_flagged(flag, info_ptr, self.batch, handle, self.message, pending)
+            _check_flagged(flag, info_ptr, self.batch, handle, self.message, self.names)
+        else:
+            _finite.check(pending)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 

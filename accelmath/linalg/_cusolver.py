@@ -19,6 +19,8 @@ from accelmath._core.plan import Plan
 from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import LinAlgError
+from accelmath.linalg._arithmetic import NONFINITE
+from accelmath.linalg._checks import not_finite_error
 
 __all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
            "check_info", "check_codes"]
@@ -157,19 +159,33 @@ def read_info(info_ptr, count, stream):
     return read_back(info_ptr, count, numpy.int32, stream)
 
 
-def check_info(info_ptr, batch_shape, stream, message):
+def check_info(info_ptr, batch_shape, stream, message, names=None):
     """Read the info codes of a batch (one per matrix, C order over ``batch_shape``) and
     raise as :func:`check_codes` says."""
-    check_codes(read_info(info_ptr, math.prod(batch_shape), stream), batch_shape, message)
+    check_codes(read_info(info_ptr, math.prod(batch_shape), stream), batch_shape, message,
+                names)
 
 
-def check_codes(info, batch_shape, message):
+def check_codes(info, batch_shape, message, names=None):
     """Raise LinAlgError naming the first matrix whose info code (``info``, host int32 in C
-    order over ``batch_shape``) is positive (``message`` describes the failure; negative
-    codes are accelmath's own errors)."""
+    order over ``batch_shape``) is positive (``message`` describes the failure). Negative
+    codes are cuSOLVER's invalid arguments, but for accelmath's own kernels (``names``, the
+    names of their operands, given): those say that a system's operand holds a NaN or an
+    infinity (:data:`~accelmath.linalg._arithmetic.NONFINITE`), which is raised first, for
+    the first such operand, naming its first such matrix."""
     if not info.any():
         return
+    if names is not None:
+        for name, code in zip(names, NONFINITE):
+            hits = numpy.flatnonzero(info == code)
+            if hits.size:
+                raise not_finite_error(name, _index(int(hits[0]), batch_shape))
     first = int(numpy.flatnonzero(info)[0])
     if info[first] < 0:
         raise RuntimeError(f"cuSOLVER reported an invalid argument {-info[first]}")
-    raise LinAlgError(message, tuple(int(i) for i in numpy.unravel_index(first, batch_shape)))
+    raise LinAlgError(message, _index(first, batch_shape))
+
+
+def _index(flat, batch_shape):
+    """The batch index of the ``flat``-th matrix of a C-ordered batch."""
+    return tuple(int(i) for i in numpy.unravel_index(flat, batch_shape))

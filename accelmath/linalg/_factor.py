@@ -18,7 +18,7 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.errors import (InvalidArgumentError, LinAlgError, StateError,
                               UnsupportedDTypeError)
 from accelmath.linalg import _checks as checks
-from accelmath.linalg import _cpu
+from accelmath.linalg import _cpu, _finite
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, RANK_DEFICIENT, SINGULAR
 from accelmath.linalg._cholesky import cholesky_solver, potrf, potrs, trsm
 from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, columns_in,
@@ -89,11 +89,16 @@ class _Factorization(Plan):
                 f"this {self.what} was made for shape {self.shape} on {self.device_id} "
                 f"({self._type.__name__})")
         self._check_dtype(op, "a")
+        names = ("a",) if self.check else None  # (NaN and Inf raise under check)
         if op.on_device:
             op = on_device(op, self.dtype)
-            self._factor_device(Context(op, stream), op)
+            ctx = Context(op, stream)
+            self._factor_device(ctx, op, _finite.enqueue(ctx, (op,), names))
         else:
-            self._factor_host(host_array(op, self.dtype))
+            a = host_array(op, self.dtype)
+            if names:
+                checks.check_finite(a, 2, "a")
+            self._factor_host(a)
         self._factored = True
 
     def solve(self, b, *, stream=None):
@@ -189,7 +194,8 @@ class Cholesky(_Factorization):
         Which factor :attr:`factor` shows: L (default) or U = L^H.
     check : bool, optional
         Raise LinAlgError (naming the batch index) for a matrix that is not positive
-        definite (a read back from the GPU); False: no check, NaN in its solutions.
+        definite, or that holds a NaN or an infinity (a read back from the GPU); False: no
+        check, NaN in its solutions.
     shape, dtype, package, device : optional
         The layout, for an object made without a matrix.
 
@@ -235,7 +241,7 @@ class Cholesky(_Factorization):
         buffer, self._buffer_ptr = ctx.empty(self.shape, self.dtype)
         self._factors = (buffer,)
 
-    def _factor_device(self, ctx, op):
+    def _factor_device(self, ctx, op, finite):
         n = self.shape[-1]
         handles, ws = self._solver.state(ctx.stream)
         src = batch_strides(op, self.batch)
@@ -245,6 +251,7 @@ class Cholesky(_Factorization):
                       ctx.stream, ctx.device_id, triangle="L")
         potrf(self._solver, handles, ws, self._buffer_ptr, n, self.count, LOWER, self.dtype)
         if self.check:
+            _finite.check(finite)
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
                        NOT_POSITIVE_DEFINITE)
 
@@ -270,8 +277,9 @@ class LU(_Factorization):
         The matrix. Leave it out to plan for a layout: give ``shape``, ``dtype``,
         ``package`` and ``device``, then :meth:`refactor`.
     check : bool, optional
-        Raise LinAlgError (naming the batch index) for a singular matrix (a read back from
-        the GPU); False: no check, NaN or Inf in its solutions.
+        Raise LinAlgError (naming the batch index) for a singular matrix, or one that holds
+        a NaN or an infinity (a read back from the GPU); False: no check, NaN or Inf in its
+        solutions.
     shape, dtype, package, device : optional
         The layout, for an object made without a matrix.
 
@@ -301,13 +309,14 @@ class LU(_Factorization):
         ipiv, self._ipiv_ptr = ctx.empty(self.batch + (n,), "int64")
         self._factors = (lu, ipiv)
 
-    def _factor_device(self, ctx, op):
+    def _factor_device(self, ctx, op, finite):
         n = self.shape[-1]
         handles, ws = self._solver.state(ctx.stream)
         gather(ctx, op, self.batch, self._lu_ptr, "F")
         getrf(self._solver, handles, ws, self._lu_ptr, self._ipiv_ptr, n, self.count,
               self.dtype)
         if self.check:
+            _finite.check(finite)
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
 
     def _solve_columns(self, ctx, handles, ws, rhs, n, k):
@@ -334,8 +343,9 @@ class QR(_Factorization):
     check : bool, optional
         True (default): raise :class:`~accelmath.errors.LinAlgError`, naming the batch
         index, for a matrix without full column rank, numerically: a diagonal element of R
-        at most ``max(m, n) * eps`` times the largest (a read back from the GPU); for those,
-        use ``lstsq``. False: no check (their solutions are not meaningful).
+        at most ``max(m, n) * eps`` times the largest (a read back from the GPU; for those,
+        use ``lstsq``), and for a matrix holding a NaN or an infinity. False: no check
+        (their solutions are not meaningful).
     shape, dtype, package, device : optional
         The layout, for an object made without a matrix.
 
@@ -382,7 +392,7 @@ class QR(_Factorization):
         self._isz = isz
         self._ormqr_work = {}  # right-hand-side columns -> ormqr's work, in elements
 
-    def _factor_device(self, ctx, op):
+    def _factor_device(self, ctx, op, finite):
         m, n = self.shape[-2:]
         handles, ws = self._solver.state(ctx.stream)
         gather(ctx, op, self.batch, self._qr_ptr, "F")
@@ -393,6 +403,7 @@ class QR(_Factorization):
             ctx.copy(self._qr_ptr, diagonal_ptr, self.batch + (n,),
                      item_strides(self.batch, m * n) + (m + 1,), contiguous_strides(
                          self.batch + (n,)))
+            _finite.check(finite)
             self._check_rank(read_back(diagonal_ptr, self.count * n, self.dtype, ctx.stream))
 
     def _solve_device(self, ctx, op, vector):

@@ -6,15 +6,15 @@ check.
 keeps the plan); its :class:`Pending` check launches, for each dense operand (its matrices
 one after another, each in C or column-major order), a kernel that flags its matrices
 holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the
-read back of the flags (:func:`~accelmath._core.memory.read_back_later`), or, where the
-call waits for a host flag anyway, raises that flag instead. A check reading
+read back of the flags (:func:`~accelmath._core.memory.read_back_later`). A check reading
 :data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work;
 a smaller one runs on the call's stream after the call's work (which only reads the
 operands), so that the GPU starts on that work first. :meth:`Pending.check` raises
 LinAlgError naming the operand and the batch index of its first matrix flagged, before any
 failure of the work is reported. Where an operand has another layout (a broadcast or
 strided view), the call's operands are checked at once through their own package instead (a
-read back of their own).
+read back of their own). (accelmath's own kernels of small systems find NaN and Inf
+themselves, as they load the matrices: see :mod:`accelmath.linalg._small`.)
 """
 
 import math
@@ -24,7 +24,7 @@ import numpy
 
 from accelmath._core.beside import fork
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import read_back, read_back_later
+from accelmath._core.memory import read_back_later
 from accelmath._core.operand import ITEMSIZE
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _kernels
@@ -77,16 +77,13 @@ class Plan(NamedTuple):
     total: int  # flags in all
     beside: bool  # run on the thread's side stream (else on the call's)
 
-    def enqueue(self, ctx, addresses, flag=None):
+    def enqueue(self, ctx, addresses):
         """The :class:`Pending` check of the call's operands at ``addresses`` (in the order
         the plan was made for), enqueued once the call's work is (when it is joined or
         waited for), so that the GPU starts on that work first: on the call's stream, or
         beside it, on a stream ordered here after the work before the call (so that the
-        check runs beside the call's work). With ``flag`` (a
-        :class:`~accelmath._core.memory.HostFlag` that the call's own kernel raises too, and
-        that the call waits for its stream to read), a matrix holding a NaN or an infinity
-        raises it, and the flags are read back only then (:meth:`Pending.check`)."""
-        pending = Pending(self, ctx, addresses, flag)
+        check runs beside the call's work)."""
+        pending = Pending(self, ctx, addresses)
         if self.beside:  # (its flags allocated first: in the pools' order, before the fork)
             pending.flags, pending._address = ctx.empty((self.total,), "int32")
             pending._side = fork(ctx.stream, ctx.device_id)
@@ -101,9 +98,9 @@ def enqueue(ctx, operands, names):
     return None if plan is None else plan.enqueue(ctx, [op.ptr for op in operands])
 
 
-def enqueue_at(ctx, plan, addresses, flag=None):
+def enqueue_at(ctx, plan, addresses):
     """:meth:`Plan.enqueue` of ``plan`` (None: nothing to check, None returned)."""
-    return None if plan is None else plan.enqueue(ctx, addresses, flag)
+    return None if plan is None else plan.enqueue(ctx, addresses)
 
 
 def on_device(operands, names):
@@ -136,31 +133,29 @@ class Pending:
     and raises. Where it runs beside the call's stream, that stream waits for it once the
     call's work is enqueued (:meth:`join`)."""
 
-    __slots__ = ("entries", "flags", "later", "_plan", "_ctx", "_addresses", "_flag", "_side",
+    __slots__ = ("entries", "flags", "later", "_plan", "_ctx", "_addresses", "_side",
                  "_address", "_launched")
 
-    def __init__(self, plan, ctx, addresses, flag=None):
+    def __init__(self, plan, ctx, addresses):
         self.entries = plan.entries  # per operand: (name, batch, flags per matrix, first)
-        self._plan, self._ctx, self._addresses, self._flag = plan, ctx, addresses, flag
+        self._plan, self._ctx, self._addresses = plan, ctx, addresses
         self.flags = self.later = self._side = None
         self._address, self._launched = 0, False
 
     def launch(self):
-        """Enqueue the kernels (beside the call's stream for a plan that says so), and,
-        without a host flag, the read back of their flags (once)."""
+        """Enqueue the kernels (beside the call's stream for a plan that says so), and the
+        read back of their flags (once)."""
         if self._launched:
             return
         self._launched = True
-        plan, ctx, flag = self._plan, self._ctx, self._flag
+        plan, ctx = self._plan, self._ctx
         if self.flags is None:
             self.flags, self._address = ctx.empty((plan.total,), "int32")
         stream = ctx.stream if self._side is None else self._side.stream
         for i, elements, count, dtype, offset in plan.launches:
             _kernels.flag_nonfinite(self._addresses[i], elements, count, dtype,
-                                    self._address + offset, stream, ctx.device_id,
-                                    0 if flag is None else flag.ptr)
-        if flag is None:
-            self.later = read_back_later(self._address, plan.total, numpy.int32, stream)
+                                    self._address + offset, stream, ctx.device_id)
+        self.later = read_back_later(self._address, plan.total, numpy.int32, stream)
 
     def join(self):
         """Launch the check (where it is not yet), and order the call's stream after it
@@ -174,10 +169,7 @@ class Pending:
         """Wait for the flags and raise LinAlgError for the first operand (in the order
         given) holding a NaN or an infinity, naming its batch index."""
         self.join()
-        if self.later is None:  # (a host flag was raised: the flags, read now)
-            flags = read_back(self._address, self._plan.total, numpy.int32, self._ctx.stream)
-        else:
-            flags = self.later.result()
+        flags = self.later.result()
         if not flags.any():
             return
         for name, batch, blocks, offset in self.entries:

@@ -9,11 +9,12 @@ LAPACK (:mod:`accelmath.linalg._cpu`) and device operands through
 
 ``check=True``: a matrix whose factorization fails raises
 :class:`~accelmath.errors.LinAlgError` naming its batch index; ``check=False``: nothing is
-raised (nor read back from a GPU), and that matrix's results hold NaN. On the CPU,
-``check=True`` also raises for NaN and Inf in the operands, naming the operand and matrix,
-before LAPACK sees them (its SVD may never return on them), and ``check=False`` gives that
-matrix NaN results; on the GPU, NaN and Inf that fail no factorization pass into the results,
-as in NumPy.
+raised (nor read back from a GPU), and that matrix's results hold NaN. ``check=True`` also
+raises for NaN and Inf in the operands, naming the operand and matrix, on either path: on
+the CPU before LAPACK sees them (its SVD may never return on them; ``check=False`` gives
+that matrix NaN results); on the GPU, accelmath's kernels of small systems find them as they
+load the matrices (at no cost), and cuSOLVER's routes check them beside the call's work
+(:mod:`accelmath.linalg._finite`).
 """
 
 from typing import Any, NamedTuple
@@ -67,6 +68,12 @@ def _checked_options(check, method, execution):
             check_execution(execution))
 
 
+def _finite_names(check, *names):
+    """The operands a device call checks for NaN and Inf (:mod:`accelmath.linalg._finite`):
+    those named, under ``check=True``; none without it."""
+    return names if check else None
+
+
 def _eigh(a, UPLO, vectors, check, method, stream, execution):
     """eigh's body, and eigvalsh's without ``vectors``: ``(w, v)`` or ``w``."""
     call = call_key("eigh", (a,), UPLO, vectors, check, method, execution)
@@ -80,7 +87,8 @@ def _eigh(a, UPLO, vectors, check, method, stream, execution):
         w_v = _cpu.eigh(host_array(a, dtype), uplo=uplo, vectors=vectors, check=check)
         return to_caller(w_v, a)
     return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=vectors,
-                       check=check, method=method, stream=stream, call=call)
+                       check=check, method=method, stream=stream, call=call,
+                       finite=_finite_names(check, "a"))
 
 
 def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, execution):
@@ -93,10 +101,12 @@ def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, e
                                   name=name), x)
     if hermitian:  # through eigh, as NumPy computes it
         w_v = device_call("eigh", [x], (dtype,), (name,), execution, uplo="L",
-                          vectors=compute_uv, check=check, method=method, stream=stream)
+                          vectors=compute_uv, check=check, method=method, stream=stream,
+                          finite=_finite_names(check, name))
         return hermitian_svd(*(w_v if compute_uv else (w_v, None)), compute_uv)
     return device_call("svd", [x], (dtype,), (name,), execution, full_matrices=full_matrices,
-                       compute_uv=compute_uv, check=check, method=method, stream=stream)
+                       compute_uv=compute_uv, check=check, method=method, stream=stream,
+                       finite=_finite_names(check, name))
 
 
 # ---- the functions ----
@@ -112,8 +122,9 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
         Right-hand sides: a vector only when 1-D (NumPy 2's rule); batch dimensions
         broadcast with a's.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, for a singular matrix (default); False:
-        no check (no read back from a GPU), NaN in that matrix's solution.
+        Raise LinAlgError, naming the batch index, for a singular matrix, and naming the
+        operand too, for a NaN or an infinity (default); False: no check (no read back from
+        a GPU), NaN in that matrix's solution.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional
@@ -148,7 +159,8 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
         x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
         return to_caller(x, b)
     return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
-                       check=check, method=method, stream=stream, call=call)
+                       check=check, method=method, stream=stream, call=call,
+                       finite=_finite_names(check, "a", "b"))
 
 
 def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
@@ -159,8 +171,8 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     a : (..., n, n) array
         The matrices: an array of any package, or an array-like.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, for a singular matrix (default); False:
-        no check, NaN in that matrix's inverse.
+        Raise LinAlgError, naming the batch index, for a singular matrix, or one holding a
+        NaN or an infinity (default); False: no check, NaN in that matrix's inverse.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional
@@ -189,7 +201,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
-                       stream=stream, call=call)
+                       stream=stream, call=call, finite=_finite_names(check, "a"))
 
 
 def det(a, *, stream=None, execution="auto"):
@@ -270,7 +282,8 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
         Return the upper factor U rather than L.
     check : bool, optional
         Raise LinAlgError, naming the batch index, for a matrix that is not positive
-        definite (default); False: no check, NaN in that matrix's factor.
+        definite, or holds a NaN or an infinity (default); False: no check, NaN in that
+        matrix's factor.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional
@@ -305,7 +318,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     if runs_on_host((a,), execution, stream):
         return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
-                       method=method, stream=stream, call=call)
+                       method=method, stream=stream, call=call, finite=_finite_names(check, "a"))
 
 
 def qr(a, mode="reduced", *, stream=None, execution="auto"):
@@ -365,8 +378,9 @@ def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto
     UPLO : {"L", "U"}, optional
         Read the lower (default) or upper triangle; either case.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, where the eigensolver does not converge
-        (default); False: no check, NaN in that matrix's results.
+        Raise LinAlgError, naming the batch index, where the eigensolver does not converge,
+        or for a matrix holding a NaN or an infinity (default); False: no check, NaN in
+        that matrix's results.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional
@@ -401,8 +415,9 @@ def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="
     UPLO : {"L", "U"}, optional
         Read the lower (default) or upper triangle; either case.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, where the eigensolver does not converge
-        (default); False: no check, NaN in that matrix's eigenvalues.
+        Raise LinAlgError, naming the batch index, where the eigensolver does not converge,
+        or for a matrix holding a NaN or an infinity (default); False: no check, NaN in
+        that matrix's eigenvalues.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional
@@ -442,8 +457,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     hermitian : bool, optional
         a is Hermitian: computed through :func:`eigh`, as NumPy does.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, where the solver does not converge
-        (default); False: no check, NaN in that matrix's results.
+        Raise LinAlgError, naming the batch index, where the solver does not converge,
+        or for a matrix holding a NaN or an infinity (default); False: no check, NaN in
+        that matrix's results.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy: "auto" (default) takes batches of matrices up to 32 x 32
         through cuSOLVER's batched Jacobi method (``gesvdjBatched``) and other matrices one
@@ -486,8 +502,9 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
     x : (..., m, n) array
         The matrices: an array of any package, or an array-like.
     check : bool, optional
-        Raise LinAlgError, naming the batch index, where the solver does not converge
-        (default); False: no check, NaN in that matrix's values.
+        Raise LinAlgError, naming the batch index, where the solver does not converge,
+        or for a matrix holding a NaN or an infinity (default); False: no check, NaN in
+        that matrix's values.
     method : {"auto", "cusolver", "batched", "small"}, optional
         The device strategy (default: chosen by size); any is accepted on the CPU.
     stream : int or stream object, optional

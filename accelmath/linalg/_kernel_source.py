@@ -225,21 +225,16 @@ __device__ void fail_to_nan(const int* info, T* data, long long count, long long
 }
 
 // matrices in y, elements in x: each block writes whether its part of matrix b holds a NaN
-// or an infinity to flags[b * gridDim.x + blockIdx.x] (every flag written: nothing to zero),
-// and where one does, raises the host flag at raise_flag (unless null)
+// or an infinity to flags[b * gridDim.x + blockIdx.x] (every flag written: nothing to zero)
 template <typename T>
-__device__ void flag_nonfinite(const T* data, long long count, long long batch, int* flags,
-                               int* raise_flag) {
+__device__ void flag_nonfinite(const T* data, long long count, long long batch, int* flags) {
     for (long long b = blockIdx.y; b < batch; b += gridDim.y) {
         int bad = 0;
         for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < count;
              e += (long long)blockDim.x * gridDim.x)
             bad |= !finite_of(data[b * count + e]);
         bad = __syncthreads_or(bad);
-        if (threadIdx.x == 0) {
-            flags[b * gridDim.x + blockIdx.x] = bad;
-            if (bad && raise_flag) *(volatile int*)raise_flag = 1;
-        }
+        if (threadIdx.x == 0) flags[b * gridDim.x + blockIdx.x] = bad;
     }
 }
 
@@ -326,8 +321,7 @@ DEFINE_LU_DET(NAME, T, int64, long long) \
 extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \
         long long batch) { fail_to_nan<T>(info, data, count, batch); } \
 extern "C" __global__ void flag_nonfinite_##NAME(const T* data, long long count, \
-        long long batch, int* flags, int* raise_flag) { \
-    flag_nonfinite<T>(data, count, batch, flags, raise_flag); } \
+        long long batch, int* flags) { flag_nonfinite<T>(data, count, batch, flags); } \
 extern "C" __global__ void zero_diagonal_##NAME(const T* data, int n, long long batch, \
         int* info) { zero_diagonal<T>(data, n, batch, info); } \
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \

@@ -323,8 +323,7 @@ def nonfinite_blocks(count_per_matrix):
     return _blocks(count_per_matrix, 1024)
 
 
-def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, device_id,
-                   flag_ptr=0):
+def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, device_id):
     """Enqueue: flag each matrix that holds a NaN or an infinity (either part of a complex
     value), for SciPy's ``check_finite`` without a read back of its own.
 
@@ -344,15 +343,12 @@ def flag_nonfinite(data_ptr, count_per_matrix, batch, dtype, flags_ptr, stream, 
         The stream handle.
     device_id : int
         The device the data lives on.
-    flag_ptr : int, optional
-        The host address of a :class:`~accelmath._core.memory.HostFlag` to raise where a
-        matrix holds one (0: none).
     """
     _check_dtype(dtype)
     if batch == 0 or count_per_matrix == 0:
         return
     args = (ctypes.c_void_p(data_ptr), ctypes.c_longlong(count_per_matrix),
-            ctypes.c_longlong(batch), ctypes.c_void_p(flags_ptr), ctypes.c_void_p(flag_ptr))
+            ctypes.c_longlong(batch), ctypes.c_void_p(flags_ptr))
     _launch_rows("flag_nonfinite_" + dtype, count_per_matrix, batch, args, stream, device_id,
                  dtype, blocks=nonfinite_blocks(count_per_matrix))
 

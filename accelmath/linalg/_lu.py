@@ -119,16 +119,18 @@ def getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count):
         _kernels.swap_rows(rhs, ipiv, n, k, count, dtype, True, stream, device_id)
 
 
-def solve(a, b, *, vector, check, method, stream, call=None):
+def solve(a, b, *, vector, check, method, stream, call=None, finite=None):
     """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k). ``call``: the
-    call key to remember (:func:`~accelmath.linalg._context.run_small`)."""
+    call key to remember (:func:`~accelmath.linalg._context.run_small`); ``finite``: the
+    names of a and b where NaN and Inf raise (see :func:`accelmath.linalg._finite.prepare`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
     if small_fits(ctx, method, "solve", n, count):
         run_small(ctx, _small.solve, (a, b), (x, x_ptr), batch, check, SINGULAR, n, k, count,
-                  call=call)
+                  names=("a", "b"), call=call, finite=finite)
         return ctx.finish(x)
+    finite = _finite.enqueue(ctx, (a, b), finite)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, k, count, batched)
     handles, ws = solver.state(ctx.stream)
@@ -136,13 +138,13 @@ def solve(a, b, *, vector, check, method, stream, call=None):
     rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
     later = _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched, check)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)],
-                later=later)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)], finite,
+                later)
     return ctx.finish(x)
 
 
-def inv(a, *, check, method, stream, call=None):
-    """The inverse of each matrix of ``a`` (``call``: as :func:`solve`'s)."""
+def inv(a, *, check, method, stream, call=None, finite=None):
+    """The inverse of each matrix of ``a`` (``call`` and ``finite``: as :func:`solve`'s)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -151,8 +153,10 @@ def inv(a, *, check, method, stream, call=None):
     if count == 0 or n == 0:
         return ctx.finish(x)
     if small_fits(ctx, method, "inv", n, count):
-        run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count, call=call)
+        run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count,
+                  names=("a",), call=call, finite=finite)
         return ctx.finish(x)
+    finite = _finite.enqueue(ctx, (a,), finite)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, 1, count, batched)
     handles, ws = solver.state(ctx.stream)
@@ -160,8 +164,8 @@ def inv(a, *, check, method, stream, call=None):
     _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
     # A^T X = I gives X = inv(A)^T column-major: inv(A) in C order
     later = _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched, check)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)],
-                later=later)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)], finite,
+                later)
     return ctx.finish(x)
 
 

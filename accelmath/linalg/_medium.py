@@ -31,7 +31,10 @@ batches past the grid's reach).
 
 Failures are reported as :mod:`accelmath.linalg._small`'s: an int32 ``info`` per system (the
 1-based order of the first zero pivot, or of the first leading minor not positive definite;
-0 where the system succeeded) and NaN in every output element of a system that failed.
+-1 where ``A`` holds a NaN or an infinity, else -2 where ``B`` does, each thread checking
+what it loads and the block joining them at a barrier it has anyway; 0 where the system
+succeeded) and NaN in every output element of a system that failed (but for ``B``'s NaN and
+infinities, which reach only their own columns of ``X``).
 
 Every launcher enqueues on ``stream``; none synchronizes or allocates.
 """
@@ -67,14 +70,18 @@ constexpr unsigned FULL = 0xffffffffu;
 extern __shared__ float4 shared_raw[];
 
 // the block's matrix at b, row-major, into shared memory: lower triangle of its conjugate
-// transpose where `transpose` (Cholesky's upper)
-__device__ __forceinline__ void load(T* sa, const T* src, int t, bool transpose) {
+// transpose where `transpose` (Cholesky's upper); then a barrier, and whether any element
+// of the matrix is a NaN or an infinity (the same in every thread)
+__device__ __forceinline__ int load(T* sa, const T* src, int t, bool transpose) {
+    int bad = 0;
     for (int e = t; e < N * N; e += THREADS) {
         const int r = e / N, c = e - r * N;
         const T v = src[e];
+        bad |= !finite_of(v);
         if (transpose) sa[c * S + r] = conj_of(v);
         else sa[r * S + c] = v;
     }
+    return __syncthreads_or(bad);
 }
 
 #if SMALL_OP != 2
@@ -93,10 +100,10 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
     const int cols = k;
 #endif
     for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
-        load(sa, A + b * N * N, t, false);
         if (t < N) perm[t] = t;
-        __syncthreads();
-        int failed = 0;  // the same in every thread: each reads every pivot
+        // the same in every thread: each reads every pivot
+        int failed = load(sa, A + b * N * N, t, false) ? NONFINITE_A : 0;
+        int bad_b = 0;  // a NaN or an infinity this thread read from B
         for (int kk = 0; kk < N; ++kk) {
             if (t < 32) {
                 Key key = 0;
@@ -148,6 +155,7 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
                 x[q] = i < N && perm[i] == c ? one_of(zero) : zero;
 #else
                 x[q] = i < N && c < cols ? B[(b * N + perm[i]) * (long long)k + c] : zero;
+                bad_b |= !finite_of(x[q]);
 #endif
             }
             // forward: L y = P b (L unit lower, its multipliers scaled as they are read)
@@ -187,8 +195,9 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
                 }
             }
         }
+        // (the barrier: the next system reuses sa)
+        if (__syncthreads_or(bad_b) && failed == 0) failed = NONFINITE_B;
         if (t == 0) report(info, flag, b, failed);
-        __syncthreads();  // (the next system reuses sa)
     }
 }
 
@@ -201,9 +210,8 @@ medium_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upp
     const int t = threadIdx.x, col = t % COLS, slot = t / COLS;
     const T zero = zero_of(T());
     for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
-        load(sa, A + b * N * N, t, upper != 0);
-        __syncthreads();
-        int failed = 0;  // the same in every thread: each reads every diagonal element
+        // the same in every thread: each reads every diagonal element
+        int failed = load(sa, A + b * N * N, t, upper != 0) ? NONFINITE_A : 0;
         for (int kk = 0; kk < N; ++kk) {
             const R d = real_of(sa[kk * S + kk]);
             if (!(d > R(0)) && failed == 0) failed = kk + 1;  // also NaN

@@ -38,7 +38,12 @@ on-disk store like every accelmath kernel).
 
 Failure: an int32 ``info`` per system, 0 when it succeeded; ``i > 0`` when the ``i``-th pivot
 (1-based) was exactly zero (solve, inv) or the leading minor of order ``i`` is not positive
-definite (cholesky). Where ``info != 0`` every output element of that system is NaN.
+definite (cholesky); -1 when ``A`` holds a NaN or an infinity (any element, either triangle),
+else -2 when ``B`` does (:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the
+row it loads, and a segment's lanes join their findings with shuffles, so the check costs
+no memory traffic). Where ``info > 0`` or ``info == -1`` every output element of that system
+is NaN (a NaN or an infinity in ``B`` reaches only its own columns of ``X``, as arithmetic
+carries it).
 
 Layouts: every matrix is a dense row-major (C order) batch: ``A[b, i, j]`` at
 ``b*n*n + i*n + j``; ``B[b, i, c]`` and ``X[b, i, c]`` at ``b*n*k + i*k + c``. Outputs may be
@@ -100,6 +105,21 @@ __device__ __forceinline__ void stage_store(T* dst, const T* st, int count, int 
     }
 }
 
+// whether any lane of the segment has v set (every lane of the warp takes part)
+__device__ __forceinline__ int segment_any(int v) {
+#pragma unroll
+    for (int off = W / 2; off > 0; off >>= 1) v |= __shfl_xor_sync(FULL, v, off, W);
+    return v;
+}
+
+// whether any of a lane's n elements is a NaN or an infinity
+__device__ __forceinline__ int any_nonfinite(const T* a) {
+    int bad = 0;
+#pragma unroll
+    for (int j = 0; j < N; ++j) bad |= !finite_of(a[j]);
+    return bad;
+}
+
 // the segment's first system, how many of the warp's systems exist, and the warp's state
 #define WARP_SETUP                                                                         \
     __shared__ WarpShared shared_all[WARPS];                                               \
@@ -126,7 +146,7 @@ small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, in
 
     int step = N;        // the step at which this row became the pivot (N: not yet)
     T rdiag = zero;      // 1 / U[step, step]
-    int failed = 0;
+    int failed = segment_any(any_nonfinite(a)) ? NONFINITE_A : 0;
 #pragma unroll
     for (int kk = 0; kk < N; ++kk) {
         Key key = (i < N && step == N) ? key_of(mag1(a[kk]), i) : Key(0);
@@ -179,6 +199,7 @@ small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, in
     const int cols = k;
     const bool live = b < batch && i < N;
     const long long xbase = b * N * (long long)k;
+    int bad_b = 0;       // a NaN or an infinity read from B
 #endif
     for (int c0 = 0; c0 < cols; c0 += KB) {
         T x[KB];
@@ -188,6 +209,7 @@ small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, in
             x[c] = i == c0 + c ? real_to(R(1), zero) : zero;
 #else
             x[c] = live && c0 + c < k ? B[xbase + (long long)i * k + c0 + c] : zero;
+            bad_b |= !finite_of(x[c]);
 #endif
         }
         // forward: L y = P b; then back: U x = y. t counts broadcasts to alternate buffers.
@@ -234,6 +256,8 @@ small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, in
 #if SMALL_OP == 1
     __syncwarp();
     stage_store(X + first * N * N, sh.stage, systems * N * N, lane);
+#else
+    if (segment_any(bad_b) && failed == 0) failed = NONFINITE_B;
 #endif
     if (i == 0 && b < batch) report(info, flag, b, failed);
 }
@@ -254,7 +278,7 @@ small_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int uppe
                                      : sh.stage[(g * N + i) * S + j];
     __syncwarp();
 
-    int failed = 0;
+    int failed = segment_any(any_nonfinite(a)) ? NONFINITE_A : 0;
 #pragma unroll
     for (int kk = 0; kk < N; ++kk) {
         float4* col4 = sh.row[g][kk & 1];

@@ -5,12 +5,12 @@
 ``orgqr``/``ungqr``)."""
 
 import ctypes
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cusolver
-from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _kernels
+from accelmath.errors import InvalidArgumentError, LinAlgError
+from accelmath.linalg import _finite, _kernels
 from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE,
                                       real_dtype)
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
@@ -32,14 +32,15 @@ def _sizes():
     return ctypes.c_size_t(), ctypes.c_size_t()
 
 
-def eigh(a, *, uplo, vectors, check, method, stream, call=None):
+def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
     """Eigenvalues (ascending) and, where ``vectors``, eigenvectors (columns) of each
     Hermitian matrix of ``a``, from its ``uplo`` triangle: by cuSOLVER's divide and conquer
     (``Xsyevd``) a matrix at a time, or for a batch of small matrices by its batched Jacobi
     method (``syevjBatched``). The eigenvectors are made in the result itself, each matrix
     column-major (torch's layout), but for JAX (C order). ``call``: the call key to remember
     (a :class:`~accelmath.linalg._context.CusolverCall`, where ``a`` was read where it
-    lies)."""
+    lies); ``finite``: a's name where NaN and Inf raise (see
+    :func:`accelmath.linalg._finite.prepare`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -60,7 +61,7 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None):
                          cusolver.EIG_MODE["VECTOR" if vectors else "NOVECTOR"],
                          method == "batched" or (method == "auto" and count > 1
                                                  and n <= _JACOBI_MAX_N),
-                         in_place, check)
+                         in_place, check, _finite.prepare((a,), finite))
 
     def query(handles):
         if layout.jacobi:
@@ -80,7 +81,7 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None):
         ctx.device_id, ctx.adapter.package,
         {"a": 0 if in_place else count * n * n * isz, "info": count * 4}, query))
     out = layout.recall(ctx, solver, (a.ptr,), results)
-    CusolverCall.remember(call, (a,), None, ctx, key, layout, *shapes)
+    CusolverCall.remember(call, (a,), finite, ctx, key, layout, *shapes)
     return out
 
 
@@ -98,12 +99,15 @@ class _EighLayout(NamedTuple):
     jacobi: bool  # syevjBatched (else one Xsyevd a matrix)
     in_place: bool  # the eigenvectors made in the result (else in scratch, copied out)
     check: bool  # raise for the matrices that did not converge (else NaN in their results)
+    checks: Optional[_finite.Plan]  # the finiteness check of a, where NaN and Inf raise
 
     def recall(self, ctx, solver, addresses, results):
         """Enqueue the decomposition of the matrices at ``addresses[0]`` into ``results``
         (``[(w, address)]``, and ``(v, address)`` with the eigenvectors), and raise for
-        those that did not converge where it checks: ``w``, or ``(w, v)``."""
+        those that did not converge where it checks (for NaN and Inf in them first, where
+        they are checked): ``w``, or ``(w, v)``."""
         batch, n, count = self.batch, self.n, self.count
+        finite = _finite.enqueue_at(ctx, self.checks, addresses)
         real = real_dtype(ctx.dtype)
         isz, dt, dt_real = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype], DATA_TYPE[real]
         w_ptr = results[0][1]
@@ -127,7 +131,8 @@ class _EighLayout(NamedTuple):
             if not self.in_place:
                 scatter_f(ctx, scratch, results[1][1], batch, n, n)
             failed.append((results[1][1], n * n, ctx.dtype))
-        finish_info(solver, ctx, ws, batch, self.check, EIGENVALUES_DID_NOT_CONVERGE, failed)
+        finish_info(solver, ctx, ws, batch, self.check, EIGENVALUES_DID_NOT_CONVERGE, failed,
+                    finite)
         return _finished(ctx, [r for r, _ in results])
 
 
@@ -147,9 +152,23 @@ def _jacobi_params(kind):
     return _JACOBI[kind]
 
 
-def svd(a, *, full_matrices, compute_uv, check, method, stream):
-    """``(u, s, vh)`` (or ``s``) of each matrix of ``a``, singular values descending."""
+def svd(a, *, full_matrices, compute_uv, check, method, stream, finite=None):
+    """``(u, s, vh)`` (or ``s``) of each matrix of ``a``, singular values descending;
+    ``finite``: a's name where NaN and Inf raise (see
+    :func:`accelmath.linalg._finite.prepare`), before a failure to converge would."""
     ctx = Context(a, stream)
+    pending = _finite.enqueue(ctx, (a,), finite)
+    try:
+        results = _svd(ctx, a, full_matrices, compute_uv, check, method)
+    except LinAlgError:
+        _finite.check(pending)  # (a NaN or an infinity is what failed: said so)
+        raise
+    _finite.check(pending)
+    return results
+
+
+def _svd(ctx, a, full_matrices, compute_uv, check, method):
+    """:func:`svd` on the call's context."""
     batch = batch_of(a)
     m, n = a.shape[-2:]
     k = min(m, n)

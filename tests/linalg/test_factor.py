@@ -84,10 +84,10 @@ def test_qr_refuses_a_rank_deficient_matrix():
         QR(a)
     assert e.value.index == (2,)
     QR(a, check=False)
-    spoiled = a[:2].copy()
-    spoiled[1, 0, 0] = np.nan  # (a NaN on R's diagonal fails the check too)
+    huge = np.full((1, 6, 3), 1.5e308)  # (R's diagonal overflows: counted as deficient)
+    huge[0, :, 1], huge[0, :, 2] = np.arange(6), np.arange(6) ** 2
     with pytest.raises(np.linalg.LinAlgError, match="does not have full column rank"):
-        QR(spoiled)
+        QR(huge)
     good = QR(a[:2])
     with pytest.raises(np.linalg.LinAlgError, match=r"\(batch index \(1,\)\)"):
         good.refactor(np.stack([a[0], a[2]]))
@@ -145,3 +145,44 @@ def test_device_qr_refuses_a_rank_deficient_matrix(cp):
     with QR(cp.asarray(a[[0, 2]])) as qr:
         np.testing.assert_allclose(cp.asnumpy(qr.solve(cp.asarray(b[[0, 2]]))), expected,
                                    rtol=1e-9, atol=1e-11)
+
+
+def _spoiled(rng, shape, bad):
+    """SPD matrices (tall ones for QR: random), the one at batch index 1 holding ``bad``."""
+    a = _spd(rng, shape) if shape[-2] == shape[-1] else rng.standard_normal(shape)
+    a[1, -1, 0] = bad
+    return a
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize("cls, shape", [(Cholesky, (3, 5, 5)), (LU, (3, 5, 5)),
+                                        (QR, (3, 7, 5))])
+def test_nan_and_inf_raise_under_check(cls, shape, bad):
+    # check=True names the operand and matrix (at factoring and refactoring); check=False
+    # takes it
+    rng = np.random.default_rng()
+    a = _spoiled(rng, shape, bad)
+    with pytest.raises(np.linalg.LinAlgError,
+                       match=r"^a: array must not contain infs or NaNs \(batch index \(1,\)\)"):
+        cls(a)
+    factor = cls(a[[0, 0, 2]])
+    with pytest.raises(np.linalg.LinAlgError, match=r"\(batch index \(1,\)\)"):
+        factor.refactor(a)
+    cls(a, check=False)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [6, 110])
+@pytest.mark.parametrize("cls", [Cholesky, LU, QR])
+def test_device_objects_raise_for_nan_and_inf_under_check(cp, cls, n):
+    rng = np.random.default_rng()
+    shape = (3, n + 2, n) if cls is QR else (3, n, n)
+    for bad in (np.nan, np.inf):
+        a = _spoiled(rng, shape, bad)
+        with pytest.raises(np.linalg.LinAlgError, match=r"^a: array must not contain infs "
+                                                        r"or NaNs \(batch index \(1,\)\)"):
+            cls(cp.asarray(a))
+        factor = cls(cp.asarray(a[[0, 0, 2]]))
+        with pytest.raises(np.linalg.LinAlgError, match=r"^a: .*\(batch index \(1,\)\)"):
+            factor.refactor(cp.asarray(a))
+        cls(cp.asarray(a), check=False)

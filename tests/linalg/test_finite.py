@@ -76,8 +76,8 @@ def _launches(monkeypatch):
     launched = []
     monkeypatch.setattr(
         _finite._kernels, "flag_nonfinite",
-        lambda ptr, count, batch, dtype, flags, stream, device, flag_ptr=0: launched.append(
-            (ptr, count, batch, flags, stream) + ((flag_ptr,) if flag_ptr else ())))
+        lambda ptr, count, batch, dtype, flags, stream, device: launched.append(
+            (ptr, count, batch, flags, stream)))
     monkeypatch.setattr(_finite, "read_back_later", lambda ptr, count, dtype, stream: stream)
     return launched
 
@@ -179,36 +179,3 @@ def test_pending_check_names_the_first_operand_and_matrix_flagged():
         _read(flags, entries).check()
     with pytest.raises(LinAlgError, match=r"^a: .* \(batch index \(\)\)"):
         _read(np.array([0, 1], np.int32), [("a", (), 2, 0)]).check()
-
-
-def test_with_a_host_flag_the_flags_are_read_only_when_checked(monkeypatch):
-    # (the call's kernel raises the same flag: the call reads them after its one wait, and
-    # only where the flag was raised)
-    import numpy as np
-
-    from accelmath.errors import LinAlgError
-
-    launched = _launches(monkeypatch)
-    monkeypatch.setattr(_finite, "read_back_later", lambda *args: pytest.fail("read back"))
-    reads = []
-
-    def read_back(ptr, count, dtype, stream):
-        reads.append((ptr, count, stream))
-        flags = np.zeros(count, np.int32)
-        flags[1] = 1  # b's first matrix
-        return flags
-
-    monkeypatch.setattr(_finite, "read_back", read_back)
-
-    class Flag:
-        ptr = 4242
-
-    c = _Op((4, 4), (4, 1), "c")
-    b = _Op((4, 2), (2, 1), "b")
-    pending = _finite.prepare((c, b), ("c", "b")).enqueue(_Context(), (10, 20), Flag())
-    pending.join()
-    assert launched == [(10, 16, 1, 1000, 7, 4242), (20, 8, 1, 1004, 7, 4242)]
-    assert pending.later is None and reads == []
-    with pytest.raises(LinAlgError, match=r"^b: array must not contain infs or NaNs"):
-        pending.check()
-    assert reads == [(1000, 2, 7)]

@@ -1177,6 +1177,44 @@ def test_check_finite_of_large_matrices_beside_the_call(torch_cuda, on_stream):
             residual(a.cpu().numpy(), x.cpu().numpy(), b.cpu().numpy(), False, "float64")
 
 
+@pytest.mark.parametrize("n", [6, 110])  # accelmath's kernels, cuSOLVER
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_nan_and_inf_under_check_on_the_gpu(request, n, package):
+    # check=True names the operand and matrix holding a NaN or an infinity, in a new call
+    # and in a remembered one (a fine call first, then the same arrays spoiled in place);
+    # check=False leaves NaN in that matrix's results
+    if package == "torch":
+        torch = request.getfixturevalue("torch_cuda")
+        put = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()  # noqa: E731
+        get = lambda x: x.cpu().numpy()  # noqa: E731
+    else:
+        cp = request.getfixturevalue("cp")
+        put, get = cp.asarray, cp.asnumpy
+    a = np.broadcast_to(np.eye(n) * 2, (3, n, n)).copy()
+    calls = [(lambda x, y, **k: la.solve(x, y, **k), "a"),
+             (lambda x, y, **k: la.solve(y, x[..., :2], **k), "b"),
+             (lambda x, y, **k: la.inv(x, **k), "a"),
+             (lambda x, y, **k: la.cholesky(x, **k), "a"),
+             (lambda x, y, **k: la.eigh(x, **k)[0], "a"),
+             (lambda x, y, **k: la.eigvalsh(x, **k), "a"),
+             (lambda x, y, **k: la.svd(x, **k)[1], "a"),
+             (lambda x, y, **k: la.svdvals(x, **k), "x")]
+    for call, name in calls:
+        for bad in (np.nan, np.inf):
+            x, y = put(a), put(a)
+            call(x, y)  # fine (and remembered where its route is)
+            spoiled = a.copy()
+            spoiled[1, n - 1, 0] = bad
+            x[...] = put(spoiled)
+            for _ in range(2):
+                with pytest.raises(LinAlgError,
+                                   match=f"^{name}: array must not contain infs or NaNs") as e:
+                    call(x, y)
+                assert e.value.index == (1,)
+        result = get(call(x, y, check=False))
+        assert np.isnan(result[1]).any() and np.isfinite(result[[0, 2]]).all()
+
+
 @pytest.mark.parametrize("cls", ["Cholesky", "LU", "QR"])
 def test_factor_objects_refuse_a_lossy_dtype_on_the_gpu(cupy, cls):
     a = cupy.put(spd((4, 4), "float64"))

@@ -271,6 +271,52 @@ def test_singular_systems_give_their_pivot_and_nan(cp, dtype, n, batch):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n, batch", [(1, 7), (3, 40), (8, 10), (32, 5), (33, 4), (100, 4),
+                                      (128, 4)])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_inf_give_the_operands_code(cp, dtype, n, batch, bad):
+    # A holding one (anywhere: either triangle, off the pivots' path): code -1 and NaN
+    # results; else B holding one: code -2; a system that is fine besides them keeps its
+    # own code (a zero pivot's) or 0. The warp kernels' segments and the block kernels'
+    # systems do not see each other's.
+    _skip_unless_fits(n, dtype, "solve", "inv", "cholesky")
+    rng = np.random.default_rng()
+    a = _well_conditioned(rng, batch, n, dtype)
+    spd = _positive_definite(rng, batch, n, dtype)
+    b = _random(rng, (batch, n, 2), dtype)
+    i, j = int(rng.integers(n)), int(rng.integers(n))
+    for x in (a, spd):
+        x[1, i, j] = bad  # system 1: A
+        x[2, j, i] = bad  # system 2: A and B (A is named)
+    b[2, n - 1, 1] = bad
+    b[batch - 1, 0, 0] = bad  # the last system: B alone
+    singular = batch >= 5
+    if singular:
+        a[3, :, 0] = 0  # system 3: a zero first pivot
+    expected = np.zeros(batch, np.int32)
+    expected[[1, 2]] = -1
+    expected[batch - 1] = -2
+    if singular:
+        expected[3] = 1
+    a_dev, b_dev, spd_dev = cp.asarray(a), cp.asarray(b), cp.asarray(spd)
+    x_dev, inv_dev, l_dev = cp.empty_like(b_dev), cp.empty_like(a_dev), cp.empty_like(a_dev)
+    infos = [cp.full(batch, 7, dtype=cp.int32) for _ in range(3)]
+    _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, x_dev.data.ptr, infos[0].data.ptr,
+         n, 2, batch, dtype)
+    _run(cp, _small.inv, a_dev.data.ptr, inv_dev.data.ptr, infos[1].data.ptr, n, batch, dtype)
+    _run(cp, _small.cholesky, spd_dev.data.ptr, l_dev.data.ptr, infos[2].data.ptr, n, batch,
+         dtype, False)
+    np.testing.assert_array_equal(infos[0].get(), expected)
+    a_only = np.where(expected == -2, 0, expected)
+    np.testing.assert_array_equal(infos[1].get(), a_only)
+    np.testing.assert_array_equal(infos[2].get(), np.where(a_only == 1, 0, a_only))
+    for out in (x_dev.get(), inv_dev.get(), l_dev.get()):
+        assert np.isnan(out[[1, 2]]).all()
+        assert np.isfinite(out[0]).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("n, batch", SIZES)
 def test_inv_against_numpy(cp, dtype, n, batch):
     _skip_unless_fits(n, dtype, "inv")
