@@ -117,6 +117,9 @@ FUNCTIONS = (
     Function("mem_free_host", ("cuMemFreeHost",), (_p,)),
     # CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N);
     Function("memset_d8", ("cuMemsetD8_v2",), (c_ulonglong, c_uint, c_size_t)),
+    # CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+    #     CUstream hStream);
+    Function("memset_d8_async", ("cuMemsetD8Async",), (c_ulonglong, c_uint, c_size_t, _p)),
     # CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
     Function("event_create", ("cuEventCreate",), (POINTER(_p), c_uint)),
     # CUresult cuEventDestroy(CUevent hEvent);

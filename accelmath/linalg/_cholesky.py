@@ -22,8 +22,9 @@ from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, columns_in, columns_out,
-                                       count_of, f_strides, finish_info, gather, info_later,
+                                       batch_strides, c_strides, clear_flags, columns_in,
+                                       columns_out, count_of, f_strides, finish_info, flagged,
+                                       gather, info_bytes, info_later,
                                        item_strides, layout_of, operands_at, plan, rhs_bytes,
                                        run_small, small_fits, solution_of, systems)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_codes, typed
@@ -45,7 +46,7 @@ def cholesky_solver(device_id, package, dtype, n, count, extra):
                                         max(n, 1), DATA_TYPE[dtype], dev, host)
         return dev.value, host.value
 
-    return Solver(device_id, package, {"info": count * 4, "info2": 4, **extra}, query)
+    return Solver(device_id, package, {"info": info_bytes(count), "info2": 4, **extra}, query)
 
 
 def potrf(solver, handles, ws, ptr, n, count, fill, dtype):
@@ -80,8 +81,8 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
     remember (a :class:`~accelmath.linalg._context.SmallCall` or a :class:`CusolverCall`,
-    where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise
-    (:func:`accelmath.linalg._finite.enqueue`)."""
+    where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise (found
+    by the small kernels, else by a's copy: :func:`~accelmath.linalg._context.clear_flags`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -115,11 +116,10 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     key = ("potrf", n, count, batched, in_place)
     solver = plan(ctx, key, lambda: cholesky_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, extra))
-    checks = _finite.prepare((a,), finite)
     layout = _Layout(batch, n, batch_strides(a, batch), upper, in_place, batched, count,
-                     item_strides(batch, n * n), check, checks)
-    layout.factor(ctx, solver, a.ptr, out_ptr, _finite.enqueue_at(ctx, checks, (a.ptr,)))
-    CusolverCall.remember(call, (a,), finite, ctx, key, layout, (shape, strides, ctx.dtype))
+                     item_strides(batch, n * n), check, flagged((a,), finite))
+    layout.factor(ctx, solver, a.ptr, out_ptr)
+    CusolverCall.remember(call, (a,), None, ctx, key, layout, (shape, strides, ctx.dtype))
     return ctx.finish(out)
 
 
@@ -136,35 +136,36 @@ class _Layout(NamedTuple):
     count: int  # matrices in the batch
     dense: tuple  # element strides of the batch laid out densely
     check: bool  # raise for the matrices that failed (else NaN in their factors)
-    checks: Optional[_finite.Plan]  # the finiteness check of a, where NaN and Inf raise
+    checked: tuple  # a's name and batch shape, where NaN and Inf raise (its copy finds them)
 
-    def factor(self, ctx, solver, a_ptr, out_ptr, finite=None):
+    def factor(self, ctx, solver, a_ptr, out_ptr):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
         ``out_ptr`` on the call's stream, and raise for those that failed where it checks
         (see :func:`~accelmath.linalg._context.finish_info`)."""
         batch, n, count, dense, check = self.batch, self.n, self.count, self.dense, self.check
         handles, ws = solver.state(ctx.stream)
         scratch = out_ptr if self.in_place else ws + solver.offsets["a"]
+        flags = clear_flags(ctx, solver, ws, count, self.checked) or (0,)
         _kernels.copy_matrices(a_ptr, scratch, batch, self.src[:-2], dense, n, n,
                                self.src[-2:], (n, 1) if self.upper else (1, n), ctx.dtype,
-                               ctx.stream, ctx.device_id, triangle="U" if self.upper else "L")
+                               ctx.stream, ctx.device_id, triangle="U" if self.upper else "L",
+                               flags_ptr=flags[0])
         if self.batched:
             _batched.potrf(ctx, solver, handles, ws, scratch, n, count, LOWER)
         else:
             potrf(solver, handles, ws, scratch, n, count, LOWER, ctx.dtype)
-        later = info_later(solver, ctx, ws, count, check)
+        later = info_later(solver, ctx, ws, count, check, self.checked)
         if not self.in_place:
             _kernels.copy_matrices(scratch, out_ptr, batch, dense, dense, n, n, (1, n), (n, 1),
                                    ctx.dtype, ctx.stream, ctx.device_id)
         finish_info(solver, ctx, ws, batch, check, NOT_POSITIVE_DEFINITE,
-                    [(out_ptr, n * n, ctx.dtype)], finite, later)
+                    [(out_ptr, n * n, ctx.dtype)], later=later, checked=self.checked)
 
     def recall(self, ctx, solver, addresses, results):
         """The factorization again, of the matrices at ``addresses[0]``, into the
         ``results`` allocated for it (``[(factor, address)]``): the factor."""
         (out, out_ptr), = results
-        self.factor(ctx, solver, addresses[0], out_ptr,
-                    _finite.enqueue_at(ctx, self.checks, addresses))
+        self.factor(ctx, solver, addresses[0], out_ptr)
         return out
 
 

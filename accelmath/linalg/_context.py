@@ -19,8 +19,10 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import host_flag, read_back_later
 from accelmath._core.operand import ITEMSIZE, Operand
 from accelmath._core.stream import stream_handle
+from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _finite, _kernels, _medium, _small
+from accelmath.linalg._checks import not_finite_error
 from accelmath.linalg._cusolver import check_codes, check_info, read_info
 from accelmath.linalg._memo import dispatcher
 
@@ -30,7 +32,8 @@ __all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item
            "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
            "small_fits", "run_small", "SmallCall", "CusolverCall", "layout_of", "operands_at",
            "Systems", "systems", "solution",
-           "columns_in", "columns_out", "rhs_bytes", "info_later", "finish_info"]
+           "columns_in", "columns_out", "rhs_bytes", "INFO_WORDS", "info_bytes", "flagged",
+           "clear_flags", "info_later", "finish_info"]
 
 
 class Context:
@@ -89,21 +92,23 @@ class Context:
             return self.adapter.finish(array, self.stream, self.device_id)
         return array
 
-    def copy(self, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None):
+    def copy(self, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None,
+             flags=0):
         """Enqueue a strided copy (element strides; 0 broadcasts) of a batch of matrices
-        (``shape`` ends with their two axes), or of an array of any shape."""
+        (``shape`` ends with their two axes), or of an array of any shape; with ``flags``
+        (the address of an int32 per matrix), flag each matrix that holds a NaN or an
+        infinity (:func:`~accelmath.linalg._kernels.copy_matrices`)."""
         dtype = dtype or self.dtype
         # matrices in C order on both sides (one run of memory, read and written along it by
-        # the generic copy), or a layout past the matrix kernels: the generic copy
-        if (len(shape) < 2 or dtype not in _kernels.DTYPES
-                or len(shape) - 2 > _kernels.MAX_BATCH_DIMS
-                or tuple(src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
+        # the generic copy), or no matrices: the generic copy
+        if not flags and (len(shape) < 2 or dtype not in _kernels.DTYPES or tuple(
+                src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
             copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, self.stream,
                        self.device_id, conj=conj)
             return
         _kernels.copy_matrices(src, dst, shape[:-2], src_strides[:-2], dst_strides[:-2],
                                shape[-2], shape[-1], src_strides[-2:], dst_strides[-2:],
-                               dtype, self.stream, self.device_id, conj=conj)
+                               dtype, self.stream, self.device_id, conj=conj, flags_ptr=flags)
 
 
 def batch_of(*ops, matrix_dims=2):
@@ -160,15 +165,17 @@ def f_strides(batch, rows, cols):
     return item_strides(batch, rows * cols) + (1, rows)
 
 
-def gather(ctx, op, batch, dst, order, conj=False):
+def gather(ctx, op, batch, dst, order, conj=False, flags=0):
     """Copy operand ``op`` (broadcast over ``batch``) into the dense buffer ``dst``: its m x n
     matrices one after another, each in ``order`` "C" (row-major: the caller's element
-    order, read by cuSOLVER as the transpose) or "F" (column-major: the matrix itself)."""
+    order, read by cuSOLVER as the transpose) or "F" (column-major: the matrix itself);
+    with ``flags``, flag those holding a NaN or an infinity (an int32 per matrix of
+    ``batch`` there: :func:`clear_flags`)."""
     m, n = op.shape[-2:]
     src = batch_strides(op, batch)
     mat = (n, 1) if order == "C" else (1, m)
     dense = item_strides(batch, m * n) + mat
-    ctx.copy(op.ptr, dst, batch + (m, n), src, dense, conj=conj)
+    ctx.copy(op.ptr, dst, batch + (m, n), src, dense, conj=conj, flags=flags)
 
 
 def scatter_f(ctx, src, out, batch, m, n, conj=False, ld=None):
@@ -437,12 +444,12 @@ def rhs_bytes(count, n, k, dtype):
     return count * n * k * ITEMSIZE[dtype] if k > 1 else 0
 
 
-def columns_in(ctx, b, batch, x_ptr, scratch):
+def columns_in(ctx, b, batch, x_ptr, scratch, flags=0):
     """Copy right-hand sides ``b`` (..., n, k), column-major, where cuSOLVER solves them in
     place: the solution ``x_ptr`` itself for one column (a column is its own C order), else
-    ``scratch``. Returns that address."""
+    ``scratch`` (``flags``: as :func:`gather` takes them). Returns that address."""
     rhs = x_ptr if b.shape[-1] == 1 else scratch
-    gather(ctx, b, batch, rhs, "F")
+    gather(ctx, b, batch, rhs, "F", flags=flags)
     return rhs
 
 
@@ -453,29 +460,77 @@ def columns_out(ctx, rhs, x_ptr, batch, n, k, ld=None):
         scatter_f(ctx, rhs, x_ptr, batch, n, k, ld=ld)
 
 
-def info_later(solver, ctx, ws, count, check):
-    """With ``check``, the read back of a factorization's info codes (the solver's
-    ``"info"`` part, ``count`` of them), enqueued right after it, for :func:`finish_info` to
-    wait for once the rest of the call's work is enqueued (the GPU busy with it meanwhile);
-    else None."""
-    if not check:
+#: Words per matrix in a solver's ``"info"`` part (:func:`info_bytes`).
+INFO_WORDS = 3
+
+
+def info_bytes(count):
+    """Bytes of a solver's ``"info"`` part for ``count`` matrices: their info codes, then,
+    for each of up to two operands whose copies check them for NaN and Inf
+    (:func:`clear_flags`), a flag per matrix, read back with the codes in one copy."""
+    return 4 * INFO_WORDS * count
+
+
+def flagged(operands, names):
+    """The operands a call's copies check for NaN and Inf: ``(name, its batch shape)`` of
+    each of ``operands`` (stacks of matrices), named by ``names`` (None: none)."""
+    if names is None:
+        return ()
+    return tuple((name, tuple(op.shape[:-2])) for op, name in zip(operands, names))
+
+
+def clear_flags(ctx, solver, ws, count, checked):
+    """Enqueue the clearing of the finiteness flags of the operands of ``checked``
+    (:func:`flagged`'s) in the solver's ``"info"`` part, after the info codes of its
+    ``count`` matrices: their addresses, one per operand, for the copies to set
+    (:func:`gather`), or () where none is checked."""
+    if not checked:
+        return ()
+    first = ws + solver.offsets["info"] + 4 * count
+    driver.lib.memset_d8_async(first, 0, 4 * count * len(checked), ctx.stream)
+    return tuple(first + 4 * count * j for j in range(len(checked)))
+
+
+def info_later(solver, ctx, ws, count, check, checked=()):
+    """With ``check`` (or operands ``checked`` for NaN and Inf by their copies:
+    :func:`flagged`'s), the read back of a factorization's info codes (the solver's
+    ``"info"`` part, ``count`` of them, and the operands' flags after them), enqueued right
+    after it, for :func:`finish_info` to wait for once the rest of the call's work is
+    enqueued (the GPU busy with it meanwhile); else None."""
+    if not (check or checked):
         return None
-    return read_back_later(ws + solver.offsets["info"], count, numpy.int32, ctx.stream)
+    return read_back_later(ws + solver.offsets["info"], count * (1 + len(checked)),
+                           numpy.int32, ctx.stream)
 
 
-def finish_info(solver, ctx, ws, batch, check, message, results, finite=None, later=None):
-    """After a factorization: with ``check``, raise for the matrices whose info code (the
-    solver's ``"info"`` part, or its read back ``later`` of :func:`info_later`) says they
-    failed, after the pending finiteness check ``finite`` (:mod:`accelmath.linalg._finite`)
-    where given; else fill their ``results`` (``(address, elements per matrix, dtype)``)
-    with NaN, reading nothing back."""
-    info = ws + solver.offsets["info"]
-    if check:
-        _finite.check(finite)
+def finish_info(solver, ctx, ws, batch, check, message, results, finite=None, later=None,
+                checked=()):
+    """After a factorization: raise for NaN and Inf in the operands, as the pending
+    finiteness check ``finite`` (:mod:`accelmath.linalg._finite`) says where given, then as
+    the flags of the operands ``checked`` by their copies (:func:`flagged`'s) say; then, with
+    ``check``, for the matrices whose info code (the solver's ``"info"`` part, or its read
+    back ``later`` of :func:`info_later`) says they failed; without it, fill their
+    ``results`` (``(address, elements per matrix, dtype)``) with NaN, reading nothing back
+    (but the flags)."""
+    info, count = ws + solver.offsets["info"], count_of(batch)
+    _finite.check(finite)
+    if check or checked:
         codes = (later.result() if later is not None
-                 else read_info(info, count_of(batch), ctx.stream))
-        check_codes(codes, batch, message)
-        return
+                 else read_info(info, count * (1 + len(checked)), ctx.stream))
+        for j, (name, shape) in enumerate(checked):
+            bad = numpy.flatnonzero(codes[count * (j + 1):count * (j + 2)])
+            if bad.size:
+                raise not_finite_error(name, _own_index(
+                    numpy.unravel_index(int(bad[0]), batch), shape))
+        if check:
+            check_codes(codes[:count], batch, message)
+            return
     for ptr, per_matrix, dtype in results:
-        _kernels.fail_to_nan(info, ptr, per_matrix, count_of(batch), dtype, ctx.stream,
-                             ctx.device_id)
+        _kernels.fail_to_nan(info, ptr, per_matrix, count, dtype, ctx.stream, ctx.device_id)
+
+
+def _own_index(index, shape):
+    """Batch index ``index`` of a broadcast batch, as an index of an operand of batch shape
+    ``shape`` broadcast into it."""
+    index = tuple(index)[len(index) - len(shape):] if shape else ()
+    return tuple(int(i) if extent > 1 else 0 for i, extent in zip(index, shape))

@@ -27,15 +27,17 @@ template <> struct Real<double2> { typedef double type; };
 // batch offset): a transpose is the launcher swapping d_i and d_j. mode: bits 0-1 the
 // triangle of the source kept (0 all, 1 lower, 2 upper; zeros elsewhere), bit 2 conjugates.
 // Threads run i fastest; the launcher makes i the axis the destination runs along, so writes
-// are coalesced (and reads too where the source runs along it as well).
+// are coalesced (and reads too where the source runs along it as well). Where `bad` is set,
+// every source element is read (both triangles), and bad[b] set to 1 for the (flat) batch
+// index b of each matrix holding a NaN or an infinity (the others left as they are).
 template <typename T, typename I>
 __device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim, Batch d,
                               long long s_i, long long s_j, long long d_i, long long d_j,
-                              int mode) {
+                              int mode, int* bad) {
     const I step = (I)blockDim.x * gridDim.x;
     for (I e = (I)blockIdx.x * blockDim.x + threadIdx.x; e < total; e += step) {
-        const I i = e % m, rest = e / m, j = rest % n;
-        I b = rest / n;
+        const I i = e % m, rest = e / m, j = rest % n, flat = rest / n;
+        I b = flat;
         long long so = i * s_i + j * s_j, dof = i * d_i + j * d_j;
         for (int k = ndim - 1; k >= 0; --k) {
             const I idx = b % (I)d.shape[k];
@@ -45,7 +47,9 @@ __device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim,
         }
         const int tri = mode & 3;
         const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
-        T v = keep ? src[so] : zero_of(T());
+        T v = keep || bad ? src[so] : zero_of(T());
+        if (bad && !finite_of(v)) bad[flat] = 1;
+        if (!keep) v = zero_of(T());
         if (mode & 4) v = conj_of(v);
         dst[dof] = v;
     }
@@ -55,14 +59,16 @@ __device__ void copy_matrices(const T* src, T* dst, I total, I m, I n, int ndim,
 // A 32 x 32 tile goes through shared memory: read along j (the source's fast axis, x threads),
 // written along i (the destination's), so both sides are coalesced. Blocks are 32 x 8 threads
 // and take tiles grid-stride: tile t is tile (t % per_matrix) of matrix t / per_matrix.
+// `bad` as copy_matrices takes it.
 template <typename T, typename I>
 __device__ void copy_tiles(const T* src, T* dst, I tiles, I tiles_j, I per_matrix, I m, I n,
                            int ndim, Batch d, long long s_i, long long s_j, long long d_i,
-                           long long d_j, int mode) {
+                           long long d_j, int mode, int* bad) {
     __shared__ T tile[32][33];
     const int tri = mode & 3;
     for (I t = blockIdx.x; t < tiles; t += gridDim.x) {
-        I b = t / per_matrix;
+        const I flat = t / per_matrix;
+        I b = flat;
         const I r = t - b * per_matrix;
         const I i0 = r / tiles_j * 32, j0 = r % tiles_j * 32;
         long long so = 0, dof = 0;
@@ -76,7 +82,9 @@ __device__ void copy_tiles(const T* src, T* dst, I tiles, I tiles_j, I per_matri
             const I i = i0 + y, j = j0 + threadIdx.x;
             if (i < m && j < n) {
                 const bool keep = tri == 0 || (tri == 1 ? i >= j : i <= j);
-                T v = keep ? src[so + i * s_i + j * s_j] : zero_of(T());
+                T v = keep || bad ? src[so + i * s_i + j * s_j] : zero_of(T());
+                if (bad && !finite_of(v)) bad[flat] = 1;
+                if (!keep) v = zero_of(T());
                 if (mode & 4) v = conj_of(v);
                 tile[y][threadIdx.x] = v;
             }
@@ -299,23 +307,24 @@ extern "C" __global__ void lu_det_##NAME##_##PNAME(const T* lu, const P* ipiv, l
 #define DEFINE(NAME, T) \
 extern "C" __global__ void copy_##NAME(const T* s, T* d, long long total, long long m, \
         long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
-        long long d_j, int mode) { \
-    copy_matrices<T, unsigned long long>(s, d, total, m, n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
+        long long d_j, int mode, int* bad) { \
+    copy_matrices<T, unsigned long long>(s, d, total, m, n, ndim, b, s_i, s_j, d_i, d_j, mode, \
+                                         bad); } \
 extern "C" __global__ void copy32_##NAME(const T* s, T* d, long long total, long long m, \
         long long n, int ndim, Batch b, long long s_i, long long s_j, long long d_i, \
-        long long d_j, int mode) { \
+        long long d_j, int mode, int* bad) { \
     copy_matrices<T, unsigned>(s, d, (unsigned)total, (unsigned)m, (unsigned)n, ndim, b, \
-                               s_i, s_j, d_i, d_j, mode); } \
+                               s_i, s_j, d_i, d_j, mode, bad); } \
 extern "C" __global__ void tiles_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
         long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
-        long long s_j, long long d_i, long long d_j, int mode) { \
+        long long s_j, long long d_i, long long d_j, int mode, int* bad) { \
     copy_tiles<T, unsigned long long>(s, d, tiles, tiles_j, per_matrix, m, n, ndim, b, s_i, \
-                                      s_j, d_i, d_j, mode); } \
+                                      s_j, d_i, d_j, mode, bad); } \
 extern "C" __global__ void tiles32_##NAME(const T* s, T* d, long long tiles, long long tiles_j, \
         long long per_matrix, long long m, long long n, int ndim, Batch b, long long s_i, \
-        long long s_j, long long d_i, long long d_j, int mode) { \
+        long long s_j, long long d_i, long long d_j, int mode, int* bad) { \
     copy_tiles<T, unsigned>(s, d, (unsigned)tiles, (unsigned)tiles_j, (unsigned)per_matrix, \
-                            (unsigned)m, (unsigned)n, ndim, b, s_i, s_j, d_i, d_j, mode); } \
+                            (unsigned)m, (unsigned)n, ndim, b, s_i, s_j, d_i, d_j, mode, bad); } \
 DEFINE_LU_DET(NAME, T, int32, int) \
 DEFINE_LU_DET(NAME, T, int64, long long) \
 extern "C" __global__ void fail_to_nan_##NAME(const int* info, T* data, long long count, \

@@ -14,6 +14,8 @@ Matrices are column-major (Fortran) batches unless a launcher takes strides: ele
 
 import ctypes
 import functools
+import itertools
+import math
 
 import numpy
 
@@ -123,7 +125,7 @@ def _launch_rows(name, per_matrix, batch, args, stream, device_id, dtype, blocks
 
 def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_strides, m, n,
                   src_strides, dst_strides, dtype, stream, device_id, triangle=None,
-                  conj=False, transpose=False):
+                  conj=False, transpose=False, flags_ptr=0):
     """Enqueue a copy of a strided batch of m x n matrices into another strided layout.
 
     Parameters
@@ -131,7 +133,8 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
     src_ptr, dst_ptr : int
         Device addresses of the first elements; the two must not overlap.
     batch_shape : tuple of int
-        The batch extents (at most :data:`MAX_BATCH_DIMS` after merging contiguous ones).
+        The batch extents (any number: past :data:`MAX_BATCH_DIMS` after merging contiguous
+        ones, a launch for each index of the leading ones).
     src_batch_strides, dst_batch_strides : tuple of int
         Batch strides in elements; a source stride may be 0 (a broadcast batch dimension).
     m, n : int
@@ -154,23 +157,31 @@ def copy_matrices(src_ptr, dst_ptr, batch_shape, src_batch_strides, dst_batch_st
         Conjugate the values (complex dtypes).
     transpose : bool
         Write source element ``(i, j)`` at destination ``(j, i)``.
+    flags_ptr : int, optional
+        Device address of an int32 per matrix of the batch (C order over ``batch_shape``):
+        set to 1 for each matrix holding a NaN or an infinity (every element read, both
+        triangles), the others left as they are; 0: no check.
     """
-    prepared = _copy_launch(tuple(batch_shape), tuple(src_batch_strides),
+    launches = _copy_launch(tuple(batch_shape), tuple(src_batch_strides),
                             tuple(dst_batch_strides), m, n, tuple(src_strides),
                             tuple(dst_strides), dtype, device_id, triangle, bool(conj),
                             bool(transpose))
-    if prepared is not None:
-        function, launch_config, args = prepared
+    for src_offset, dst_offset, flag_offset, function, launch_config, args in launches:
         launch(function, launch_config,
-               (ctypes.c_void_p(src_ptr), ctypes.c_void_p(dst_ptr)) + args, stream)
+               (ctypes.c_void_p(src_ptr + src_offset), ctypes.c_void_p(dst_ptr + dst_offset))
+               + args + (ctypes.c_void_p(flags_ptr + flag_offset if flags_ptr else 0),),
+               stream)
 
 
 @functools.lru_cache(maxsize=512)
 def _copy_launch(batch_shape, src_batch_strides, dst_batch_strides, m, n, src_strides,
                  dst_strides, dtype, device_id, triangle, conj, transpose):
     """What :func:`copy_matrices` launches for its arguments but the addresses and the
-    stream, checked and made once: ``(kernel, launch configuration, the arguments after
-    the two addresses)``, or None for an empty copy. (The ctypes values are only read.)"""
+    stream, checked and made once: per launch, ``(source, destination and flags offsets in
+    bytes, kernel, launch configuration, the arguments between the two addresses and the
+    flags)``; none for an empty copy, one but for a batch of more than
+    :data:`MAX_BATCH_DIMS` dimensions after merging (a launch for each index of the
+    leading ones). (The ctypes values are only read.)"""
     _check_dtype(dtype)
     if triangle not in _TRIANGLES:
         raise InvalidArgumentError(f"triangle={triangle!r} is not one of None, 'L' or 'U'")
@@ -182,13 +193,21 @@ def _copy_launch(batch_shape, src_batch_strides, dst_batch_strides, m, n, src_st
     dims = merge_dims([(e, s, d) for e, s, d in zip(batch_shape, src_batch_strides,
                                                      dst_batch_strides) if e != 1])
     if len(dims) > MAX_BATCH_DIMS:
-        raise InvalidArgumentError(
-            f"a batch of {len(dims)} non-mergeable dimensions exceeds {MAX_BATCH_DIMS}")
+        lead, rest = dims[:-MAX_BATCH_DIMS], dims[-MAX_BATCH_DIMS:]
+        one = _copy_launch(tuple(e for e, _, _ in rest), tuple(s for _, s, _ in rest),
+                           tuple(d for _, _, d in rest), m, n, src_strides, dst_strides,
+                           dtype, device_id, triangle, conj, transpose)
+        per, size = 4 * math.prod(e for e, _, _ in rest), ITEMSIZE[dtype]
+        return tuple(
+            (size * sum(i * s for i, (_, s, _) in zip(index, lead)),
+             size * sum(i * d for i, (_, _, d) in zip(index, lead)), per * k) + part[3:]
+            for k, index in enumerate(itertools.product(*(range(e) for e, _, _ in lead)))
+            for part in one)
     count = m * n
     for extent, _, _ in dims:
         count *= extent
     if count == 0:
-        return None
+        return ()
     batch = _Batch()
     for k, (extent, s, d) in enumerate(dims):
         batch.shape[k], batch.src[k], batch.dst[k] = extent, s, d
@@ -213,14 +232,14 @@ def _copy_launch(batch_shape, src_batch_strides, dst_batch_strides, m, n, src_st
         args = (ctypes.c_longlong(tiles), ctypes.c_longlong(tiles_j),
                 ctypes.c_longlong(per_matrix), ctypes.c_longlong(m), ctypes.c_longlong(n),
                 ctypes.c_int(len(dims)), batch) + strides
-        return (module.function(name),
-                config(min(tiles, most * _THREADS // _TILE_THREADS),
-                       (_TILE, _TILE_THREADS // _TILE)), args)
+        return ((0, 0, 0, module.function(name),
+                 config(min(tiles, most * _THREADS // _TILE_THREADS),
+                        (_TILE, _TILE_THREADS // _TILE)), args),)
     # 32-bit index arithmetic where it suffices: its divisions cost a fraction of 64-bit ones
     name = ("copy32_" if count < 2**32 else "copy_") + dtype
     args = (ctypes.c_longlong(count), ctypes.c_longlong(m), ctypes.c_longlong(n),
             ctypes.c_int(len(dims)), batch) + strides
-    return module.function(name), config(_blocks(count, most), _THREADS), args
+    return ((0, 0, 0, module.function(name), config(_blocks(count, most), _THREADS), args),)
 
 
 def _lu_det(lu_ptr, ipiv_ptr, n, batch, dtype, pivot_dtype, sign_ptr, logabs_ptr, det_ptr,

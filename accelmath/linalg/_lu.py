@@ -12,7 +12,8 @@ from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                        batch_strides, c_strides, columns_in, columns_out,
-                                       count_of, f_strides, finish_info, gather, info_later,
+                                       clear_flags, count_of, f_strides, finish_info, flagged,
+                                       gather, info_bytes, info_later,
                                        layout_of, operands_at, plan, rhs_bytes, run_small,
                                        scatter_f, small_fits, solution_of, systems)
 from accelmath.linalg._cholesky import trsm
@@ -37,7 +38,7 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=
     isz = ITEMSIZE[dtype]
     m = n if m is None else m
     if batched:
-        return Solver(device_id, package, {"info": count * 4, "lu": count * n * n * isz,
+        return Solver(device_id, package, {"info": info_bytes(count), "lu": count * n * n * isz,
                                            **_batched.parts(count, n, pivots=True), **extra},
                       blas=True)
 
@@ -47,7 +48,7 @@ def lu_solver(device_id, package, dtype, n, count, extra, scratch=True, batched=
                                         max(m, 1), DATA_TYPE[dtype], dev, host)
         return dev.value, host.value
 
-    parts = {"info": count * 4, "info2": 4, **extra}
+    parts = {"info": info_bytes(count), "info2": 4, **extra}
     if scratch:
         parts.update(lu=count * m * n * isz, ipiv=count * min(m, n) * 8)
     return Solver(device_id, package, parts, query, blas=blas)
@@ -62,19 +63,21 @@ def _lu_plan(ctx, n, k, count, batched=False):
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count, {"b": rhs}, batched=batched))
 
 
-def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched, check):
+def _factor_and_solve(ctx, solver, handles, ws, op, n, k, rhs, count, batched, check,
+                      checked):
     """Enqueue the LU of the matrices in the solver's ``"lu"`` part, then ``op(a) x = b``
-    for the right-hand sides at ``rhs``, in place; with ``check``, the read back of the
-    info codes in between: returns :func:`info_later`'s."""
+    for the right-hand sides at ``rhs``, in place; with ``check`` (or operands ``checked``
+    for NaN and Inf), the read back of the info codes (and flags) in between: returns
+    :func:`info_later`'s."""
     lu = ws + solver.offsets["lu"]
     if batched:
         _batched.getrf(ctx, solver, handles, ws, lu, n, count)
-        later = info_later(solver, ctx, ws, count, check)
+        later = info_later(solver, ctx, ws, count, check, checked)
         _batched.getrs(ctx, solver, handles, ws, op, n, k, rhs, count)
         return later
     ipiv = ws + solver.offsets["ipiv"]
     getrf(solver, handles, ws, lu, ipiv, n, count, ctx.dtype)
-    later = info_later(solver, ctx, ws, count, check)
+    later = info_later(solver, ctx, ws, count, check, checked)
     getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count)
     return later
 
@@ -122,7 +125,8 @@ def getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count):
 def solve(a, b, *, vector, check, method, stream, call=None, finite=None):
     """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k). ``call``: the
     call key to remember (:func:`~accelmath.linalg._context.run_small`); ``finite``: the
-    names of a and b where NaN and Inf raise (see :func:`accelmath.linalg._finite.prepare`)."""
+    names of a and b where NaN and Inf raise (found by the small kernels, else by the
+    copies of a and b: :func:`~accelmath.linalg._context.clear_flags`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
@@ -130,16 +134,19 @@ def solve(a, b, *, vector, check, method, stream, call=None, finite=None):
         run_small(ctx, _small.solve, (a, b), (x, x_ptr), batch, check, SINGULAR, n, k, count,
                   names=("a", "b"), call=call, finite=finite)
         return ctx.finish(x)
-    finite = _finite.enqueue(ctx, (a, b), finite)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, k, count, batched)
     handles, ws = solver.state(ctx.stream)
-    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T, column-major: trans="T"
-    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
-    later = _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched, check)
+    checked = flagged((a, b), finite)
+    flags = clear_flags(ctx, solver, ws, count, checked) or (0, 0)
+    # A^T, column-major: trans="T"
+    gather(ctx, a, batch, ws + solver.offsets["lu"], "C", flags=flags[0])
+    rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"], flags=flags[1])
+    later = _factor_and_solve(ctx, solver, handles, ws, _T, n, k, rhs, count, batched, check,
+                              checked)
     columns_out(ctx, rhs, x_ptr, batch, n, k)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)], finite,
-                later)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * k, ctx.dtype)],
+                later=later, checked=checked)
     return ctx.finish(x)
 
 
@@ -156,16 +163,18 @@ def inv(a, *, check, method, stream, call=None, finite=None):
         run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count,
                   names=("a",), call=call, finite=finite)
         return ctx.finish(x)
-    finite = _finite.enqueue(ctx, (a,), finite)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, 1, count, batched)
     handles, ws = solver.state(ctx.stream)
-    gather(ctx, a, batch, ws + solver.offsets["lu"], "C")  # A^T
+    checked = flagged((a,), finite)
+    flags = clear_flags(ctx, solver, ws, count, checked) or (0,)
+    gather(ctx, a, batch, ws + solver.offsets["lu"], "C", flags=flags[0])  # A^T
     _kernels.identity(x_ptr, n, count, ctx.dtype, ctx.stream, ctx.device_id)
     # A^T X = I gives X = inv(A)^T column-major: inv(A) in C order
-    later = _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched, check)
-    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)], finite,
-                later)
+    later = _factor_and_solve(ctx, solver, handles, ws, _N, n, n, x_ptr, count, batched, check,
+                              checked)
+    finish_info(solver, ctx, ws, batch, check, SINGULAR, [(x_ptr, n * n, ctx.dtype)],
+                later=later, checked=checked)
     return ctx.finish(x)
 
 
@@ -206,11 +215,10 @@ def slogdet(a, *, stream):
 def lu_factor(a, *, check, stream, finite=None):
     """SciPy's ``lu_factor``: ``(lu, piv)``, L and U of ``P a = L U`` in one matrix and the
     min(m, n) 0-based row interchanges (int32) of each m x n matrix; ``finite``: a's name
-    where NaN and Inf raise (see :func:`accelmath.linalg._finite.enqueue`). ``lu`` has
+    where NaN and Inf raise (found by its copy). ``lu`` has
     SciPy's layout, each matrix column-major (C order for JAX), where cuSOLVER factors it and
     :func:`lu_solve` reads it."""
     ctx = Context(a, stream)
-    finite = _finite.enqueue(ctx, (a,), finite)
     batch = batch_of(a)
     m, n = a.shape[-2:]
     k = min(m, n)
@@ -221,7 +229,6 @@ def lu_factor(a, *, check, stream, finite=None):
         batch, m, n))
     piv, piv_ptr = ctx.empty(batch + (k,), "int32")
     if count == 0 or k == 0:
-        _finite.check(finite)
         return ctx.finish(lu), ctx.finish(piv)
     solver = plan(ctx, ("lu_factor", m, n, count, scratch), lambda: lu_solver(
         ctx.device_id, ctx.adapter.package, ctx.dtype, n, count,
@@ -230,14 +237,16 @@ def lu_factor(a, *, check, stream, finite=None):
     handles, ws = solver.state(ctx.stream)
     ipiv = ws + solver.offsets["ipiv"]
     factors = ws + solver.offsets["lu"] if scratch else lu_ptr
-    gather(ctx, a, batch, factors, "F")
+    checked = flagged((a,), finite)
+    flags = clear_flags(ctx, solver, ws, count, checked) or (0,)
+    gather(ctx, a, batch, factors, "F", flags=flags[0])
     getrf(solver, handles, ws, factors, ipiv, n, count, ctx.dtype, m=m)
-    later = info_later(solver, ctx, ws, count, check)
+    later = info_later(solver, ctx, ws, count, check, checked)
     if scratch:
         scatter_f(ctx, factors, lu_ptr, batch, m, n)
     _kernels.pivots_to_scipy(ipiv, piv_ptr, count * k, ctx.stream, ctx.device_id)
     finish_info(solver, ctx, ws, batch, check, SINGULAR, [(lu_ptr, m * n, ctx.dtype)],
-                finite, later)
+                later=later, checked=checked)
     return ctx.finish(lu), ctx.finish(piv)
 
 

@@ -1215,6 +1215,34 @@ def test_nan_and_inf_under_check_on_the_gpu(request, n, package):
         assert np.isnan(result[1]).any() and np.isfinite(result[[0, 2]]).all()
 
 
+@pytest.mark.parametrize("method", ["cusolver", "batched"])
+def test_nan_and_inf_found_by_the_copies_name_the_operands_own_matrix(cupy, method):
+    # cuSOLVER's routes find NaN and Inf in the copies they make of the operands: a
+    # broadcast operand is named at its own batch index, a's before b's, and with
+    # check=False only check_finite reads its flags back (cho_factor)
+    n = 40
+    a = np.broadcast_to(np.eye(n) * 2, (1, 1, n, n)).copy()
+    b = np.ones((2, 3, n, 1))
+    spoiled_a, spoiled_b = a.copy(), b.copy()
+    spoiled_a[0, 0, n - 1, 0] = np.nan
+    spoiled_b[1, 2, 0, 0] = np.inf
+    for x, y, name, index in [(spoiled_a, b, "a", (0, 0)), (a, spoiled_b, "b", (1, 2)),
+                              (spoiled_a, spoiled_b, "a", (0, 0))]:
+        with pytest.raises(LinAlgError, match=f"^{name}: array must not contain") as e:
+            la.solve(cupy.put(x), cupy.put(y), method=method)
+        assert e.value.index == index
+    for call in (lambda x: la.inv(x, method=method), lambda x: la.cholesky(x, method=method),
+                 lambda x: la.cholesky(x, upper=True, method=method),
+                 lambda x: la.cho_factor(x, check=False), lambda x: la.lu_factor(x)):
+        bad = np.broadcast_to(a[0], (3, n, n)).copy()
+        bad[2, 0, n - 1] = np.inf  # (the upper triangle: read by the check alone)
+        with pytest.raises(LinAlgError, match="^a: array must not contain") as e:
+            call(cupy.put(bad))
+        assert e.value.index == (2,)
+    x = cupy.get(la.solve(cupy.put(a), cupy.put(b), method=method))
+    close(x, b / 2, "float64")
+
+
 @pytest.mark.parametrize("cls", ["Cholesky", "LU", "QR"])
 def test_factor_objects_refuse_a_lossy_dtype_on_the_gpu(cupy, cls):
     a = cupy.put(spd((4, 4), "float64"))

@@ -98,10 +98,6 @@ def test_bad_copies_are_refused(no_device):
         gather(0, 0, (), (), 4, 4, 4, 1, "float64", 0, 0, triangle="X")
     with pytest.raises(InvalidArgumentError, match="differ in length"):
         copy_matrices(0, 0, (2, 3), (9,), (9, 3), 3, 3, (3, 1), (1, 3), "float64", 0, 0)
-    shape = (2,) * (MAX_BATCH_DIMS + 1)
-    strides = tuple(4 ** k * 100 for k in range(MAX_BATCH_DIMS + 1))[::-1]  # gaps: no merging
-    with pytest.raises(InvalidArgumentError, match=f"exceeds {MAX_BATCH_DIMS}"):
-        copy_matrices(0, 0, shape, strides, strides, 3, 3, (3, 1), (1, 3), "float64", 0, 0)
     with pytest.raises(InvalidArgumentError, match="n=65536"):
         identity(0, 65536, 1, "float64", 0, 0)
 
@@ -144,13 +140,28 @@ def test_copies_run_along_the_destination(launches, src, dst, kernel, swapped):
     # the tiled kernel takes (tiles, tiles along j, tiles a matrix) first, the other a count
     dims = args[5:7] if name.startswith("tiles") else args[3:5]
     assert tuple(dims) == ((n, m) if swapped else (m, n))
-    d_i, d_j, mode = args[-3:]
+    d_i, d_j, mode, flags = args[-4:]
+    assert flags is None  # (no check)
     assert abs(d_i) <= abs(d_j)  # threads along the destination's fast axis
     assert mode == (2 if swapped else 1)  # the lower triangle, seen swapped, is the upper
     if name.startswith("tiles"):
         assert config.block == (32, 8, 1)
         rows, cols = (n, m) if swapped else (m, n)
         assert args[2] == -(-rows // 32) * -(-cols // 32) * 3  # every tile of 3 matrices
+
+
+def test_a_batch_past_the_kernels_dimensions_is_launched_in_parts(launches):
+    # 7 dimensions that do not merge: a launch for each index of the first, at its offsets
+    # (elements of 8 bytes, flags of 4)
+    shape = (2,) * (MAX_BATCH_DIMS + 1)
+    src = tuple(4 ** k * 100 for k in range(MAX_BATCH_DIMS + 1))[::-1]  # gaps: no merging
+    dst = tuple(9 * 2 ** k for k in range(MAX_BATCH_DIMS + 1))[::-1]
+    copy_matrices(1000, 2000, shape, src, dst, 3, 3, (3, 1), (1, 3), "float64", 0, 0,
+                  flags_ptr=3000)
+    assert [args[:2] + args[-1:] for _, _, args in launches] == [
+        [1000, 2000, 3000], [1000 + 8 * src[0], 2000 + 8 * dst[0], 3000 + 4 * 2 ** 6]]
+    (first, _, args0), (second, _, args1) = launches
+    assert first == second and args0[2:-1] == args1[2:-1]  # (the same 6-dimension copy)
 
 
 def test_small_matrices_are_not_tiled(launches):
@@ -223,6 +234,55 @@ def test_gather_against_numpy(cp, dtype, triangle, transpose, conj):
         expected = np.swapaxes(expected, -1, -2)
     rows, cols = expected.shape[-2:]
     np.testing.assert_array_equal(_column_major(dst.get(), (2, 3), rows, cols), expected)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float64", "complex64"])
+@pytest.mark.parametrize("m, n, order", [(5, 4, (1, 5)), (40, 33, (1, 40)), (40, 33, (33, 1))])
+@pytest.mark.parametrize("triangle", [None, "L"])
+def test_copies_flag_the_matrices_holding_nan_or_inf(cp, dtype, m, n, order, triangle):
+    # each element read (the triangle left out too), by the elementwise kernel and the
+    # tiled one (row-major to column-major, 40 x 33), the copy itself unchanged; the flags
+    # of the matrices without any left as they were (here 0, one of them 7)
+    rng = np.random.default_rng()
+    host = _random(rng, (2, 3, m, n), dtype)
+    host[0, 1, 0, n - 1] = np.nan  # above the diagonal
+    host[1, 2, m - 1, 0] = np.inf
+    host[1, 0, m // 2, n // 2] = complex(0, np.inf) if dtype == "complex64" else -np.inf
+    src = cp.asarray(host)
+    dst = cp.zeros(host.size, dtype)
+    flags = cp.asarray(np.array([0, 0, 0, 0, 7, 0], np.int32))
+    s = _strides(src)
+    copy_matrices(src.data.ptr, dst.data.ptr, (2, 3), s[:2], (3 * m * n, m * n), m, n, s[2:],
+                  order, dtype, _stream(cp), 0, triangle=triangle, flags_ptr=flags.data.ptr)
+    _synchronize(cp)
+    np.testing.assert_array_equal(flags.get(), [0, 1, 0, 1, 7, 1])
+    expected = np.tril(host) if triangle == "L" else host
+    got = dst.get().reshape(2, 3, n, m) if order == (1, m) else dst.get().reshape(2, 3, m, n)
+    np.testing.assert_array_equal(np.swapaxes(got, -1, -2) if order == (1, m) else got,
+                                  expected)
+
+
+@pytest.mark.gpu
+def test_a_copy_in_parts_flags_each_part(cp):
+    # a batch of 7 dimensions that do not merge: two launches, each with its own flags
+    rng = np.random.default_rng()
+    shape = (2,) * (MAX_BATCH_DIMS + 1) + (3, 3)
+    host = _random(rng, (3,) * (MAX_BATCH_DIMS + 1) + (3, 3), "float64")
+    src = cp.asarray(host)[(slice(0, 2),) * (MAX_BATCH_DIMS + 1)]  # gaps in every axis
+    expected = host[(slice(0, 2),) * (MAX_BATCH_DIMS + 1)].copy()
+    expected[1, 0, 1, 0, 0, 1, 1, 2, 2] = np.nan
+    src[1, 0, 1, 0, 0, 1, 1, 2, 2] = np.nan
+    dst = cp.zeros(int(np.prod(shape)), "float64")
+    flags = cp.zeros(2 ** (MAX_BATCH_DIMS + 1), np.int32)
+    s = _strides(src)
+    dense = tuple(int(x) for x in np.cumprod((9,) + (2,) * MAX_BATCH_DIMS)[::-1])
+    copy_matrices(src.data.ptr, dst.data.ptr, shape[:-2], s[:-2], dense, 3, 3, s[-2:], (3, 1),
+                  "float64", _stream(cp), 0, flags_ptr=flags.data.ptr)
+    _synchronize(cp)
+    np.testing.assert_array_equal(dst.get().reshape(shape), expected)
+    assert np.flatnonzero(flags.get()).tolist() == [
+        int(np.ravel_multi_index((1, 0, 1, 0, 0, 1, 1), (2,) * (MAX_BATCH_DIMS + 1)))]
 
 
 @pytest.mark.gpu
