@@ -106,7 +106,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
                             flag_ptr)
 
         run_small(ctx, kernel, (a,), (out, out_ptr), batch, check, NOT_POSITIVE_DEFINITE, n,
-                  count, names=("a",), call=call, finite=finite)
+                  count, names=("a",), call=call)
         return ctx.finish(out)
     isz = ITEMSIZE[ctx.dtype]
     batched = _batched.fits(method, n, count)

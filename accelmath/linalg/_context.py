@@ -10,7 +10,7 @@ copy; elsewhere it transposes.
 
 import logging
 import math
-from typing import Any, NamedTuple, Optional
+from typing import Any, NamedTuple
 
 import numpy
 
@@ -250,41 +250,31 @@ def _dense_c(ctx, op, batch):
     return ptr, array
 
 
-def run_small(ctx, kernel, operands, result, batch, check, message, *args, names, call=None,
-              finite=None):
+def run_small(ctx, kernel, operands, result, batch, check, message, *args, names, call=None):
     """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``
     (named ``names``), each read as a dense C-ordered batch, into ``result`` (a new C-ordered
     array and its address): ``kernel(*operand addresses, result address, info, *args, dtype,
     stream, device_id, flag_ptr=)``. With ``check``, raise for the matrices that failed, and
     for those holding a NaN or an infinity (which the kernel finds as it loads them, and
     reports in their info codes, naming the operand), both of which the kernel flags in the
-    thread's :func:`~accelmath._core.memory.host_flag`. Without ``check``, the operands that
-    ``finite`` names (as :func:`_finite.prepare` takes them; None: none) are checked for NaN
-    and Inf all the same (SciPy's ``check_finite``), by a check of their own. ``call``
+    thread's :func:`~accelmath._core.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
-    :class:`SmallCall` where the kernel read the operands where they lie and that check
-    reads them on the device alone."""
-    if check:
-        finite = None  # (the kernel's own codes say it)
-    checks = _finite.prepare(operands, finite)
+    :class:`SmallCall` where the kernel read the operands where they lie."""
     flag = host_flag() if check else None
-    pending = _finite.enqueue_at(ctx, checks, tuple(op.ptr for op in operands))
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
            ctx.device_id, flag_ptr=flag.ptr if flag else 0)
-    if _remembers(call, ctx, tuple(ptr for ptr, _ in copies), operands, finite):
+    if _remembers(call, ctx, tuple(ptr for ptr, _ in copies), operands, None):
         shape = tuple(result[0].shape)
         adapter, device_id = ctx.adapter, ctx.device_id
         dispatcher.remember(call[0], SmallCall(
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
-            adapter.stream_getter(device_id), check, batch, message, names, checks))
+            adapter.stream_getter(device_id), check, batch, message, names))
     if check:
         _check_flagged(flag, info_ptr, batch, ctx.stream, message, names)
-    else:
-        _finite.check(pending)
 
 
 def _remembers(call, ctx, addresses, operands, finite):
@@ -322,7 +312,6 @@ class SmallCall(NamedTuple):
     batch: tuple
     message: str
     names: tuple  # the operands'
-    checks: Optional[_finite.Plan]  # their check_finite without check (else the kernel's)
 
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
@@ -330,14 +319,11 @@ class SmallCall(NamedTuple):
         handle, explicit = recalled_stream(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         flag = host_flag() if self.check else None
-        pending = _finite.enqueue_at(ctx, self.checks, addresses)
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
             _check_flagged(flag, info_ptr, self.batch, handle, self.message, self.names)
-        else:
-            _finite.check(pending)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 
@@ -492,29 +478,25 @@ def clear_flags(ctx, solver, ws, count, checked):
 
 
 def info_later(solver, ctx, ws, count, check, checked=()):
-    """With ``check`` (or operands ``checked`` for NaN and Inf by their copies:
-    :func:`flagged`'s), the read back of a factorization's info codes (the solver's
-    ``"info"`` part, ``count`` of them, and the operands' flags after them), enqueued right
-    after it, for :func:`finish_info` to wait for once the rest of the call's work is
-    enqueued (the GPU busy with it meanwhile); else None."""
-    if not (check or checked):
+    """With ``check``, the read back of a factorization's info codes (the solver's
+    ``"info"`` part, ``count`` of them, and after them the flags of the operands
+    ``checked`` for NaN and Inf by their copies: :func:`flagged`'s), enqueued right after
+    it, for :func:`finish_info` to wait for once the rest of the call's work is enqueued
+    (the GPU busy with it meanwhile); else None."""
+    if not check:
         return None
     return read_back_later(ws + solver.offsets["info"], count * (1 + len(checked)),
                            numpy.int32, ctx.stream)
 
 
-def finish_info(solver, ctx, ws, batch, check, message, results, finite=None, later=None,
-                checked=()):
-    """After a factorization: raise for NaN and Inf in the operands, as the pending
-    finiteness check ``finite`` (:mod:`accelmath.linalg._finite`) says where given, then as
-    the flags of the operands ``checked`` by their copies (:func:`flagged`'s) say; then, with
-    ``check``, for the matrices whose info code (the solver's ``"info"`` part, or its read
-    back ``later`` of :func:`info_later`) says they failed; without it, fill their
-    ``results`` (``(address, elements per matrix, dtype)``) with NaN, reading nothing back
-    (but the flags)."""
+def finish_info(solver, ctx, ws, batch, check, message, results, later=None, checked=()):
+    """After a factorization, with ``check``: raise for NaN and Inf in the operands
+    ``checked`` by their copies (:func:`flagged`'s), as their flags say, then for the
+    matrices whose info code (the solver's ``"info"`` part, or its read back ``later`` of
+    :func:`info_later`) says they failed. Without it, fill their ``results`` (``(address,
+    elements per matrix, dtype)``) with NaN, reading nothing back."""
     info, count = ws + solver.offsets["info"], count_of(batch)
-    _finite.check(finite)
-    if check or checked:
+    if check:
         codes = (later.result() if later is not None
                  else read_info(info, count * (1 + len(checked)), ctx.stream))
         for j, (name, shape) in enumerate(checked):
@@ -522,9 +504,8 @@ def finish_info(solver, ctx, ws, batch, check, message, results, finite=None, la
             if bad.size:
                 raise not_finite_error(name, _own_index(
                     numpy.unravel_index(int(bad[0]), batch), shape))
-        if check:
-            check_codes(codes[:count], batch, message)
-            return
+        check_codes(codes[:count], batch, message)
+        return
     for ptr, per_matrix, dtype in results:
         _kernels.fail_to_nan(info, ptr, per_matrix, count, dtype, ctx.stream, ctx.device_id)
 

@@ -1,6 +1,10 @@
-"""SciPy's ``check_finite`` on the device (and NaN and Inf under ``check=True``), enqueued
-with a call's work and waited for once that is enqueued, so that the GPU never waits for the
-check.
+"""SciPy's ``check_finite`` on the device (and NaN and Inf under ``check=True``) for the
+operands that a call reads where they lie (the factors and right-hand sides of
+``cho_solve``, ``lu_solve`` and ``solve_triangular``) or copies by routes of their own
+(``svd``, the factor objects), enqueued with a call's work and waited for once that is
+enqueued, so that the GPU never waits for the check. (Operands that cuSOLVER's routes copy
+are checked by their copies: :func:`accelmath.linalg._context.clear_flags`; accelmath's
+kernels of small systems check what they load: :mod:`accelmath.linalg._small`.)
 
 :func:`prepare` plans the check of a call's operands once per layout (a remembered call
 keeps the plan); its :class:`Pending` check launches, for each dense operand (its matrices
@@ -13,8 +17,7 @@ operands), so that the GPU starts on that work first. :meth:`Pending.check` rais
 LinAlgError naming the operand and the batch index of its first matrix flagged, before any
 failure of the work is reported. Where an operand has another layout (a broadcast or
 strided view), the call's operands are checked at once through their own package instead (a
-read back of their own). (accelmath's own kernels of small systems find NaN and Inf
-themselves, as they load the matrices: see :mod:`accelmath.linalg._small`.)
+read back of their own).
 """
 
 import math

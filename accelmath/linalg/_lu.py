@@ -132,7 +132,7 @@ def solve(a, b, *, vector, check, method, stream, call=None, finite=None):
         return ctx.finish(x)
     if small_fits(ctx, method, "solve", n, count):
         run_small(ctx, _small.solve, (a, b), (x, x_ptr), batch, check, SINGULAR, n, k, count,
-                  names=("a", "b"), call=call, finite=finite)
+                  names=("a", "b"), call=call)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, k, count, batched)
@@ -161,7 +161,7 @@ def inv(a, *, check, method, stream, call=None, finite=None):
         return ctx.finish(x)
     if small_fits(ctx, method, "inv", n, count):
         run_small(ctx, _small.inv, (a,), (x, x_ptr), batch, check, SINGULAR, n, count,
-                  names=("a",), call=call, finite=finite)
+                  names=("a",), call=call)
         return ctx.finish(x)
     batched = _batched.fits(method, n, count)
     solver = _lu_plan(ctx, n, 1, count, batched)

@@ -5,7 +5,7 @@
 ``orgqr``/``ungqr``)."""
 
 import ctypes
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cusolver
@@ -14,9 +14,9 @@ from accelmath.linalg import _finite, _kernels
 from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE,
                                       real_dtype)
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, count_of, f_strides,
-                                       finish_info, gather, item_strides, layout_of,
-                                       operands_at, plan, scatter_f)
+                                       batch_strides, c_strides, clear_flags, count_of,
+                                       f_strides, finish_info, flagged, gather, info_bytes,
+                                       item_strides, layout_of, operands_at, plan, scatter_f)
 from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
 
 __all__ = ["eigh", "svd", "qr", "geqrf"]
@@ -39,8 +39,8 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
     method (``syevjBatched``). The eigenvectors are made in the result itself, each matrix
     column-major (torch's layout), but for JAX (C order). ``call``: the call key to remember
     (a :class:`~accelmath.linalg._context.CusolverCall`, where ``a`` was read where it
-    lies); ``finite``: a's name where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.prepare`)."""
+    lies); ``finite``: a's name where NaN and Inf raise (found by its copy:
+    :func:`~accelmath.linalg._context.clear_flags`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -61,7 +61,7 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
                          cusolver.EIG_MODE["VECTOR" if vectors else "NOVECTOR"],
                          method == "batched" or (method == "auto" and count > 1
                                                  and n <= _JACOBI_MAX_N),
-                         in_place, check, _finite.prepare((a,), finite))
+                         in_place, check, flagged((a,), finite))
 
     def query(handles):
         if layout.jacobi:
@@ -79,9 +79,9 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
     key = ("syevj" if layout.jacobi else "syevd", n, count, layout.jobz, layout.fill, in_place)
     solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
-        {"a": 0 if in_place else count * n * n * isz, "info": count * 4}, query))
+        {"a": 0 if in_place else count * n * n * isz, "info": info_bytes(count)}, query))
     out = layout.recall(ctx, solver, (a.ptr,), results)
-    CusolverCall.remember(call, (a,), finite, ctx, key, layout, *shapes)
+    CusolverCall.remember(call, (a,), None, ctx, key, layout, *shapes)
     return out
 
 
@@ -99,7 +99,7 @@ class _EighLayout(NamedTuple):
     jacobi: bool  # syevjBatched (else one Xsyevd a matrix)
     in_place: bool  # the eigenvectors made in the result (else in scratch, copied out)
     check: bool  # raise for the matrices that did not converge (else NaN in their results)
-    checks: Optional[_finite.Plan]  # the finiteness check of a, where NaN and Inf raise
+    checked: tuple  # a's name and batch shape, where NaN and Inf raise (its copy finds them)
 
     def recall(self, ctx, solver, addresses, results):
         """Enqueue the decomposition of the matrices at ``addresses[0]`` into ``results``
@@ -107,14 +107,15 @@ class _EighLayout(NamedTuple):
         those that did not converge where it checks (for NaN and Inf in them first, where
         they are checked): ``w``, or ``(w, v)``."""
         batch, n, count = self.batch, self.n, self.count
-        finite = _finite.enqueue_at(ctx, self.checks, addresses)
         real = real_dtype(ctx.dtype)
         isz, dt, dt_real = ITEMSIZE[ctx.dtype], DATA_TYPE[ctx.dtype], DATA_TYPE[real]
         w_ptr = results[0][1]
         handles, ws = solver.state(ctx.stream)
         scratch = results[1][1] if self.in_place else ws + solver.offsets["a"]
         info = ws + solver.offsets["info"]
-        gather(ctx, *operands_at(addresses, (self.a,)), batch, scratch, "C", conj=True)
+        flags = clear_flags(ctx, solver, ws, count, self.checked) or (0,)
+        gather(ctx, *operands_at(addresses, (self.a,)), batch, scratch, "C", conj=True,
+               flags=flags[0])
         work, wbytes, host, hbytes = solver.work(ws)
         if self.jacobi:
             typed(cusolver.lib, ctx.dtype, "syevj_batched", "heevj_batched")(
@@ -132,7 +133,7 @@ class _EighLayout(NamedTuple):
                 scatter_f(ctx, scratch, results[1][1], batch, n, n)
             failed.append((results[1][1], n * n, ctx.dtype))
         finish_info(solver, ctx, ws, batch, self.check, EIGENVALUES_DID_NOT_CONVERGE, failed,
-                    finite)
+                    checked=self.checked)
         return _finished(ctx, [r for r, _ in results])
 
 

@@ -1218,8 +1218,8 @@ def test_nan_and_inf_under_check_on_the_gpu(request, n, package):
 @pytest.mark.parametrize("method", ["cusolver", "batched"])
 def test_nan_and_inf_found_by_the_copies_name_the_operands_own_matrix(cupy, method):
     # cuSOLVER's routes find NaN and Inf in the copies they make of the operands: a
-    # broadcast operand is named at its own batch index, a's before b's, and with
-    # check=False only check_finite reads its flags back (cho_factor)
+    # broadcast operand is named at its own batch index, a's before b's (cho_factor: the
+    # small kernels find them)
     n = 40
     a = np.broadcast_to(np.eye(n) * 2, (1, 1, n, n)).copy()
     b = np.ones((2, 3, n, 1))
@@ -1233,7 +1233,7 @@ def test_nan_and_inf_found_by_the_copies_name_the_operands_own_matrix(cupy, meth
         assert e.value.index == index
     for call in (lambda x: la.inv(x, method=method), lambda x: la.cholesky(x, method=method),
                  lambda x: la.cholesky(x, upper=True, method=method),
-                 lambda x: la.cho_factor(x, check=False), lambda x: la.lu_factor(x)):
+                 lambda x: la.cho_factor(x), lambda x: la.lu_factor(x)):
         bad = np.broadcast_to(a[0], (3, n, n)).copy()
         bad[2, 0, n - 1] = np.inf  # (the upper triangle: read by the check alone)
         with pytest.raises(LinAlgError, match="^a: array must not contain") as e:
