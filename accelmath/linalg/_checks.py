@@ -10,6 +10,8 @@ bad value and lists the allowed ones. Every message is written here once; the me
 failed factorizations (NumPy's words) are here too, for the CPU and the device paths.
 """
 
+import warnings
+
 import numpy
 
 from accelmath._core.arguments import check_flag
@@ -17,6 +19,7 @@ from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDType
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
            "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "RANK_DEFICIENT", "NOT_FINITE", "QR_MODES",
+           "QR_DEPRECATED", "deprecated_qr_mode",
            "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
@@ -234,6 +237,35 @@ def lu_pivots(lu_shape, piv_shape, piv_dtype):
         raise InvalidArgumentError(f"piv of shape {tuple(piv_shape)} does not match lu of "
                                    f"shape {tuple(lu_shape)}: (..., {lu_shape[-1]}) needed")
     broadcast_batch(lu_shape[:-2], piv_shape[:-1], ("lu", "piv"))
+
+
+#: NumPy's deprecated modes of qr: the mode each now stands for ("economic": the reflectors of
+#: "raw", untransposed), and NumPy's warning.
+QR_DEPRECATED = {
+    "full": ("reduced", "The 'full' option is deprecated in favor of 'reduced'.\n"
+                        "For backward compatibility let mode default."),
+    "economic": ("economic", "The 'economic' option is deprecated.")}
+QR_DEPRECATED["f"], QR_DEPRECATED["e"] = QR_DEPRECATED["full"], QR_DEPRECATED["economic"]
+
+
+def deprecated_qr_mode(mode, stacklevel=3):
+    """The mode that NumPy's deprecated qr ``mode`` (a key of :data:`QR_DEPRECATED`) stands
+    for, after NumPy's DeprecationWarning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from accelmath.linalg._checks import deprecated_qr_mode
+    >>> with warnings.catch_warnings(record=True) as seen:
+    ...     warnings.simplefilter("always")
+    ...     deprecated_qr_mode("f")
+    'reduced'
+    >>> seen[0].category.__name__
+    'DeprecationWarning'
+    """
+    now, message = QR_DEPRECATED[mode]
+    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    return now
 
 
 def check_mode(mode):

@@ -25,8 +25,8 @@ from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read,
-                                        read_stack, runs_on_host, to_caller)
+from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, namespace,
+                                        read, read_stack, runs_on_host, to_caller)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult"]
@@ -331,7 +331,9 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     mode : {"reduced", "complete", "r", "raw"}, optional
         "reduced": Q (..., m, k) and R (..., k, n), k = min(m, n); "complete": Q (..., m, m)
         and R (..., m, n); "r": R alone; "raw": LAPACK's Householder reflectors h
-        (..., n, m), transposed as NumPy gives them, and their factors tau (..., k).
+        (..., n, m), transposed as NumPy gives them, and their factors tau (..., k). NumPy's
+        deprecated modes work as there, with its DeprecationWarning: "full" (or "f") is
+        "reduced", "economic" (or "e") gives the reflectors alone, (..., m, n).
     stream : int or stream object, optional
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
@@ -353,6 +355,12 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     >>> q.shape, r.shape, bool(np.allclose(q @ r, a))
     ((4, 3), (3, 3), True)
     """
+    economic = False
+    if isinstance(mode, str) and mode in checks.QR_DEPRECATED:
+        mode = checks.deprecated_qr_mode(mode)
+        economic = mode == "economic"
+        if economic:  # (the reflectors of "raw", untransposed)
+            mode = "raw"
     call = call_key("qr", (a,), mode, execution)
     result = recalled(call, stream)
     if result is None:
@@ -364,6 +372,9 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
         else:
             result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode,
                                  stream=stream, call=call)
+    if economic:
+        h = result[0]
+        return (numpy if isinstance(h, numpy.ndarray) else namespace(h)).swapaxes(h, -1, -2)
     return result if mode in ("r", "raw") else QRResult(*result)
 
 

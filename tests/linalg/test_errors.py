@@ -87,7 +87,7 @@ def test_torch_half_and_grad():
         assert la.inv(torch.eye(2, requires_grad=True)).shape == (2, 2)
 
 
-@pytest.mark.parametrize("mode", ["full", "economic", "R", 1, None])
+@pytest.mark.parametrize("mode", ["Full", "econ", "R", 1, None, ["full"]])
 def test_bad_qr_mode(mode):
     with pytest.raises(InvalidArgumentError, match="Invalid mode"):
         la.qr(np.eye(2), mode)

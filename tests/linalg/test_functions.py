@@ -191,6 +191,26 @@ def test_qr(xp, dtype, shape, mode):
     assert np.all(np.tril(r, -1) == 0)
 
 
+@pytest.mark.parametrize("shape", [(6, 4), (4, 6), (3, 6, 4)])
+@pytest.mark.parametrize("mode", ["full", "f", "economic", "e"])
+def test_qr_takes_numpys_deprecated_modes(xp, shape, mode):
+    # as NumPy: its DeprecationWarning, "full" the reduced factors, "economic" the reflectors
+    # of "raw", untransposed; each call warns (a remembered one too)
+    a = random(shape, "float64")
+    for _ in range(2):
+        with pytest.warns(DeprecationWarning, match=f"The '{mode[0]}"):
+            result = la.qr(xp.put(a), mode)
+        with pytest.warns(DeprecationWarning):
+            expected = np.linalg.qr(a, mode)
+        if mode[0] == "f":
+            q, r = xp.get(result.Q), xp.get(result.R)
+            assert q.shape == expected.Q.shape and r.shape == expected.R.shape
+            close(q @ r, a, "float64", 10)
+        else:
+            assert xp.get(result).shape == expected.shape == shape
+            close(xp.get(result), expected, "float64", 10)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(6, 6), (4, 5, 5)])
 @pytest.mark.parametrize("uplo", ["L", "U"])
