@@ -10,6 +10,8 @@ hold NaN. The SciPy functions run matrix by matrix over the broadcast batch (Sci
 wrappers take one matrix), zero-size batches included.
 """
 
+import math
+
 import numpy
 import scipy.linalg
 from scipy.linalg.lapack import get_lapack_funcs
@@ -216,12 +218,80 @@ def _solve_each(solve_one, arrays, cores):
     return x
 
 
+#: Batches of at least this many systems per row of each are solved by :func:`_substitute`
+#: (row by row, each row over the whole batch at once) rather than a LAPACK call a matrix:
+#: measured on 2 cores, 10000 8 x 8 systems take 3.2 ms so against 74 ms (cho_solve), 1000
+#: 32 x 32 ones 3.7 against 8.8, and 100 64 x 64 ones 2.1 against 1.4.
+SUBSTITUTE_PER_ROW = 4
+
+
+def _batched(arrays, cores):
+    """Whether a SciPy solve of ``arrays`` (``cores`` as :func:`_solve_each` takes them)
+    goes through :func:`_substitute`: at least :data:`SUBSTITUTE_PER_ROW` systems per
+    row of each."""
+    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+    return math.prod(batch) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
+
+
+def _substitute(t, b, lower, trans=0, unit=False):
+    """``op(t) x = b`` for a batch of triangular matrices ``t`` (..., n, n) (the ``lower``
+    triangle read, else the upper; ``op`` by ``trans``: 0 itself, 1 its transpose, 2 its
+    conjugate transpose; ones on the diagonal where ``unit``) and right-hand sides ``b``
+    (..., n, k), broadcast together: substitution a row at a time, each row over the whole
+    batch (in the dtype of t and b together). A zero on the diagonal raises LinAlgError
+    naming the first such matrix, as SciPy's ``solve_triangular`` does for one."""
+    if trans:
+        t = numpy.swapaxes(t, -1, -2)
+        t, lower = (numpy.conj(t) if trans == 2 else t), not lower
+    batch = numpy.broadcast_shapes(t.shape[:-2], b.shape[:-2])
+    n = t.shape[-1]
+    if not unit:
+        diagonal = numpy.broadcast_to(numpy.diagonal(t, axis1=-2, axis2=-1), batch + (n,))
+        zero = numpy.flatnonzero((diagonal == 0).any(axis=-1))
+        if zero.size:
+            index = numpy.unravel_index(int(zero[0]), batch) if batch else ()
+            raise LinAlgError(checks.SINGULAR, tuple(int(i) for i in index))
+    x = numpy.array(numpy.broadcast_to(b, batch + b.shape[-2:]),
+                    dtype=numpy.result_type(t, b))
+    for i in (range(n) if lower else range(n - 1, -1, -1)):
+        done = slice(0, i) if lower else slice(i + 1, n)
+        row = x[..., i, :] - (t[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
+        x[..., i, :] = row if unit else row / t[..., i, i, None]
+    return x
+
+
+def _interchange(x, piv, reverse):
+    """Apply LAPACK's row interchanges ``piv`` (..., n) (0-based: row i with row piv[i], in
+    order, or in reverse order where ``reverse``) to each matrix of the batch ``x``, in
+    place."""
+    piv = numpy.broadcast_to(piv, x.shape[:-2] + piv.shape[-1:])
+    for i in (reversed(range(piv.shape[-1])) if reverse else range(piv.shape[-1])):
+        j = piv[..., i, None, None]
+        row = x[..., i, :].copy()
+        x[..., i, :] = numpy.take_along_axis(x, j, axis=-2)[..., 0, :]
+        numpy.put_along_axis(x, j, row[..., None, :], axis=-2)
+
+
+def _as_columns(b, vector):
+    """Right-hand sides as (..., n, k): a vector's one column."""
+    return b[..., None] if vector else b
+
+
 def cho_factor(a, *, lower, check_finite, check):
     """``scipy.linalg.cho_factor(a, lower)``'s ``c``, matrix by matrix (the triangle not
     factored holds a's entries, as SciPy leaves it)."""
     if check_finite:
         checks.check_finite(a, 2, "a")
     c = column_major(numpy.empty(a.shape, a.dtype))  # (SciPy's: LAPACK reads it so)
+    if math.prod(a.shape[:-2]) > 1:  # NumPy's batched factorization, where none fails
+        try:
+            factor = numpy.linalg.cholesky(a, upper=not lower)
+        except numpy.linalg.LinAlgError:
+            factor = None  # (found matrix by matrix below)
+        if factor is not None:
+            keep = numpy.tri(a.shape[-1], dtype=bool)
+            c[...] = numpy.where(keep if lower else keep.T, factor, a)
+            return c
     _factor_each("potrf", a, checks.NOT_POSITIVE_DEFINITE, check, (c,), lower=lower,
                  clean=False)
     return c
@@ -232,6 +302,12 @@ def cho_solve(c, b, *, lower, check_finite):
     if check_finite:
         checks.check_finite(c, 2, "c")
         checks.check_finite(b, _rhs_axes(b), "b")
+
+    if _batched((c, b), (2, _rhs_axes(b))):  # c = L L^H or U^H U
+        vector = b.ndim == 1
+        y = _substitute(c, _as_columns(b, vector), lower, trans=0 if lower else 2)
+        x = _substitute(c, y, lower, trans=2 if lower else 0)
+        return x[..., 0] if vector else x
 
     def solve_one(c, b):
         return scipy.linalg.cho_solve((c, lower), b, check_finite=False)
@@ -257,6 +333,20 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
     if check_finite:
         checks.check_finite(b, _rhs_axes(b), "b")
 
+    if _batched((lu, piv, b), (2, 1, _rhs_axes(b))):  # P a = L U (L unit lower)
+        vector = b.ndim == 1
+        batch = numpy.broadcast_shapes(lu.shape[:-2], piv.shape[:-1],
+                                       b.shape[:b.ndim - 2 + vector])
+        x = numpy.array(numpy.broadcast_to(_as_columns(b, vector), batch + (
+            lu.shape[-1], 1 if vector else b.shape[-1])), dtype=numpy.result_type(lu, b))
+        if trans == 0:  # L U x = P b
+            _interchange(x, piv, reverse=False)
+            x = _substitute(lu, _substitute(lu, x, True, unit=True), False)
+        else:  # U^T L^T P x = b: x = P^T (L^T \\ (U^T \\ b)), conjugated for trans 2
+            x = _substitute(lu, _substitute(lu, x, False, trans), True, trans, unit=True)
+            _interchange(x, piv, reverse=True)
+        return x[..., 0] if vector else x
+
     def solve_one(lu, piv, b):
         return scipy.linalg.lu_solve((lu, piv), b, trans=trans, check_finite=False)
 
@@ -269,6 +359,11 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
     if check_finite:
         checks.check_finite(a, 2, "a")
         checks.check_finite(b, _rhs_axes(b), "b")
+
+    if _batched((a, b), (2, _rhs_axes(b))):
+        vector = b.ndim == 1
+        x = _substitute(a, _as_columns(b, vector), lower, trans, unit_diagonal)
+        return x[..., 0] if vector else x
 
     def solve_one(a, b):
         return scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower,

@@ -105,3 +105,77 @@ def test_lstsq_failure_is_an_accelmath_error(monkeypatch):
     monkeypatch.setattr(_cpu._numpy, "lstsq", fail)
     with pytest.raises(LinAlgError, match="SVD did not converge in Linear Least Squares"):
         _cpu.lstsq(np.ones((3, 2)), np.ones(3), rcond=None)
+
+
+def _triangular_systems(rng, dtype, count, n):
+    """``count`` well-conditioned n x n matrices (random off the diagonal, n + 1 on it)."""
+    a = rng.standard_normal((count, n, n))
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * rng.standard_normal((count, n, n))
+    return (a / n + (n + 1) * np.eye(n)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+@pytest.mark.parametrize("n, k", [(1, 1), (5, None), (8, 3)])
+def test_batched_solves_are_scipys_matrix_by_matrix(dtype, n, k):
+    # past SUBSTITUTE_PER_ROW systems a row: substitution over the batch, as SciPy's solvers
+    # give it a matrix at a time, every triangle, trans, diagonal, and broadcast b
+    rng = np.random.default_rng()
+    count = _cpu.SUBSTITUTE_PER_ROW * n + 3
+    a = _triangular_systems(rng, dtype, count, n)
+    b = (rng.standard_normal(n) if k is None else rng.standard_normal((count, n, k)))
+    b = b.astype(dtype)
+    tol = 1e-4 if dtype == "float32" else 1e-12
+
+    def each(function, *arrays):
+        batch = np.broadcast_to(b, (count,) + b.shape[-2:]) if b.ndim > 1 else [b] * count
+        return np.stack([function(*(x[i] for x in arrays), batch[i]) for i in range(count)])
+
+    assert _cpu._batched((a, b), (2, 1 if k is None else 2))
+    for lower in (True, False):
+        c = _cpu.cho_factor(a @ np.conj(np.swapaxes(a, -1, -2)), lower=lower,
+                            check_finite=False, check=True)
+        expected = each(lambda c, b: scipy.linalg.cho_solve((c, lower), b), c)
+        np.testing.assert_allclose(_cpu.cho_solve(c, b, lower=lower, check_finite=False),
+                                   expected, rtol=tol, atol=tol)
+        for trans in (0, 1, 2):
+            for unit in (False, True):
+                expected = each(lambda t, b: scipy.linalg.solve_triangular(
+                    t, b, trans=trans, lower=lower, unit_diagonal=unit), a)
+                got = _cpu.solve_triangular(a, b, trans=trans, lower=lower, unit_diagonal=unit,
+                                            check_finite=False)
+                np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+    lu, piv = _cpu.lu_factor(a, check_finite=False, check=True)
+    for trans in (0, 1, 2):
+        expected = each(lambda lu, piv, b: scipy.linalg.lu_solve((lu, piv), b, trans=trans),
+                        lu, piv)
+        np.testing.assert_allclose(_cpu.lu_solve(lu, piv, b, trans=trans, check_finite=False),
+                                   expected, rtol=tol, atol=tol)
+
+
+def test_batched_cho_factor_is_scipys_and_locates_a_failure():
+    rng = np.random.default_rng()
+    a = _triangular_systems(rng, "float64", 6, 4)
+    spd = a @ np.swapaxes(a, -1, -2)
+    for lower in (True, False):
+        c = _cpu.cho_factor(spd, lower=lower, check_finite=False, check=True)
+        for i in range(6):  # (the other triangle: a's entries, as SciPy leaves them)
+            np.testing.assert_allclose(c[i], scipy.linalg.cho_factor(spd[i], lower=lower)[0],
+                                       rtol=1e-13, atol=1e-13)
+    spd[4] = -np.eye(4)
+    with pytest.raises(LinAlgError, match=r"\(batch index \(4,\)\)"):
+        _cpu.cho_factor(spd, lower=True, check_finite=False, check=True)
+    c = _cpu.cho_factor(spd, lower=True, check_finite=False, check=False)
+    assert np.isnan(c[4]).all() and np.isfinite(c[[0, 5]]).all()
+
+
+def test_a_zero_on_a_batched_triangles_diagonal_names_its_matrix():
+    count, n = 4 * _cpu.SUBSTITUTE_PER_ROW, 4
+    a = np.broadcast_to(np.eye(n), (count, n, n)).copy()
+    a[9, 2, 2] = 0
+    with pytest.raises(LinAlgError, match=r"^Singular matrix \(batch index \(9,\)\)"):
+        _cpu.solve_triangular(a, np.ones(n), trans=0, lower=True, unit_diagonal=False,
+                              check_finite=False)
+    x = _cpu.solve_triangular(a, np.ones(n), trans=0, lower=True, unit_diagonal=True,
+                              check_finite=False)
+    np.testing.assert_array_equal(x, np.ones((count, n)))
