@@ -33,12 +33,17 @@ class Side:
         ensure_context(device_id)
         lib = self._driver = driver.lib
         handles = []
-        for make, flags in ((lib.stream_create, _NON_BLOCKING),
-                            (lib.event_create, _EVENT_DISABLE_TIMING),
-                            (lib.event_create, _EVENT_DISABLE_TIMING)):
-            handle = ctypes.c_void_p()
-            make(ctypes.byref(handle), flags)
-            handles.append(handle.value)
+        try:
+            for make, flags in ((lib.stream_create, _NON_BLOCKING),
+                                (lib.event_create, _EVENT_DISABLE_TIMING),
+                                (lib.event_create, _EVENT_DISABLE_TIMING)):
+                handle = ctypes.c_void_p()
+                make(ctypes.byref(handle), flags)
+                handles.append(handle.value)
+        except Exception:  # (what was made goes back before the error is raised)
+            for destroy, handle in zip((lib.stream_destroy, lib.event_destroy), handles):
+                destroy(handle)
+            raise
         self.stream, self.forked, self.joined = handles
 
     def join(self, stream):

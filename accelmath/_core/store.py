@@ -569,4 +569,15 @@ def _report(root, reason):
                f"autotune decisions are not kept across processes. Set ACCELMATH_CACHE_DIR "
                f"to a writable directory, or ACCELMATH_CACHE=0 to turn the store off.")
     _log.warning(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=3)
+    warnings.warn(message, RuntimeWarning, stacklevel=_outside())
+
+
+def _outside():
+    """The ``stacklevel`` that points a warning of :func:`_report`'s at the first caller
+    outside the package (whichever of its functions reached the store)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    frame, level = sys._getframe(2), 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
+            package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -82,3 +82,22 @@ def test_a_side_stream_is_destroyed_with_its_holder(fake):
     del side
     assert sorted(fake.calls) == [("destroy event", 2), ("destroy event", 3),
                                   ("destroy stream", 1)]
+
+
+def test_a_side_stream_made_in_part_is_given_back(fake, monkeypatch):
+    # the second event cannot be made: the stream and the first event go back, the error
+    # is raised, and no side is kept
+    made = fake.event_create
+
+    def event_create(pointer, flags):
+        if fake.made == 2:
+            raise RuntimeError("CUDA_ERROR_OUT_OF_MEMORY")
+        made(pointer, flags)
+
+    from accelmath.bindings import driver
+
+    monkeypatch.setitem(vars(driver.lib), "event_create", event_create)
+    with pytest.raises(RuntimeError, match="OUT_OF_MEMORY"):
+        beside.fork(50, 0)
+    assert fake.calls[-2:] == [("destroy stream", 1), ("destroy event", 2)]
+    assert beside._local.sides == {}

@@ -198,6 +198,7 @@ def _assert_unusable(root, caplog, recwarn, reason):
     assert len(ours) == 1, [str(w.message) for w in ours]
     assert reason in str(ours[0].message) and "ACCELMATH_CACHE_DIR" in str(ours[0].message)
     assert issubclass(ours[0].category, RuntimeWarning)
+    assert ours[0].filename == __file__  # (the first caller outside accelmath)
     assert len(_store_warnings(caplog)) == 1
     assert store.size() == (0, 0)
     assert store.clear() == (0, 0)
