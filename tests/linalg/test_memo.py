@@ -673,7 +673,7 @@ def test_a_recalled_qr_is_right_on_fresh_data(device_package, slow_qrs, dtype, m
         np.testing.assert_allclose(np.tril(r, -1), 0, atol=0)
     assert len(slow_qrs) == 1
     with pytest.raises(InvalidArgumentError, match="mode"):
-        la.qr(put(_random(rng, shape, dtype)), "full")
+        la.qr(put(_random(rng, shape, dtype)), "Full")
 
 
 @pytest.mark.gpu
