@@ -103,7 +103,7 @@ def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     if small:
         def kernel(a_ptr, l_ptr, info_ptr, n, count, dtype, stream, device_id, flag_ptr=0):
             _small.cholesky(a_ptr, l_ptr, info_ptr, n, count, dtype, upper, stream, device_id,
-                            flag_ptr)
+                            flag_ptr, check_finite=finite is not None)
 
         run_small(ctx, kernel, (a,), (out, out_ptr), batch, check, NOT_POSITIVE_DEFINITE, n,
                   count, names=("a",), call=call)

@@ -23,7 +23,7 @@ from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _finite, _kernels, _medium, _small
 from accelmath.linalg._checks import not_finite_error
-from accelmath.linalg._cusolver import check_codes, check_info, read_info
+from accelmath.linalg._cusolver import check_codes, check_info, own_index, read_info
 from accelmath.linalg._memo import dispatcher
 
 _log = logging.getLogger("accelmath")
@@ -100,9 +100,11 @@ class Context:
         infinity (:func:`~accelmath.linalg._kernels.copy_matrices`)."""
         dtype = dtype or self.dtype
         # matrices in C order on both sides (one run of memory, read and written along it by
-        # the generic copy), or no matrices: the generic copy
-        if not flags and (len(shape) < 2 or dtype not in _kernels.DTYPES or tuple(
-                src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
+        # the generic copy), no matrices, or a batch past the matrix kernels' (which they
+        # take in parts, a launch each): the generic copy, unless flags are asked for
+        if not flags and (len(shape) < 2 or dtype not in _kernels.DTYPES
+                          or len(shape) - 2 > _kernels.MAX_BATCH_DIMS or tuple(
+                              src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
             copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, self.stream,
                        self.device_id, conj=conj)
             return
@@ -261,6 +263,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, names
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
     :class:`SmallCall` where the kernel read the operands where they lie."""
     flag = host_flag() if check else None
+    checked = flagged(operands, names)
     copies = [_dense_c(ctx, op, batch) for op in operands]
     info, info_ptr = ctx.empty((max(count_of(batch), 1),), "int32")
     kernel(*(ptr for ptr, _ in copies), result[1], info_ptr, *args, ctx.dtype, ctx.stream,
@@ -272,9 +275,9 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, names
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
-            adapter.stream_getter(device_id), check, batch, message, names))
+            adapter.stream_getter(device_id), check, batch, message, checked))
     if check:
-        _check_flagged(flag, info_ptr, batch, ctx.stream, message, names)
+        _check_flagged(flag, info_ptr, batch, ctx.stream, message, checked)
 
 
 def _remembers(call, ctx, addresses, operands, finite):
@@ -287,12 +290,13 @@ def _remembers(call, ctx, addresses, operands, finite):
             and _finite.on_device(operands, finite))
 
 
-def _check_flagged(flag, info_ptr, batch, stream, message, names):
+def _check_flagged(flag, info_ptr, batch, stream, message, checked):
     """Once the work on ``stream`` is done, raise for the matrices that failed or hold a NaN
-    or an infinity, as their info codes say (``names``: the kernel's operands'): the codes
-    are read back only where a kernel raised ``flag``."""
+    or an infinity, as their info codes say (``checked``: the kernel's operands, as
+    :func:`flagged` gives them): the codes are read back only where a kernel raised
+    ``flag``."""
     if flag.raised_after(stream):
-        check_info(info_ptr, batch, stream, message, names)
+        check_info(info_ptr, batch, stream, message, checked)
 
 
 class SmallCall(NamedTuple):
@@ -311,7 +315,7 @@ class SmallCall(NamedTuple):
     check: bool
     batch: tuple
     message: str
-    names: tuple  # the operands'
+    checked: tuple  # the operands' names and batch shapes (flagged's)
 
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
@@ -323,7 +327,7 @@ class SmallCall(NamedTuple):
         self.kernel(*addresses, x_ptr, info_ptr, *self.args, self.dtype, handle,
                     self.device_id, flag_ptr=flag.ptr if flag else 0)
         if self.check:
-            _check_flagged(flag, info_ptr, self.batch, handle, self.message, self.names)
+            _check_flagged(flag, info_ptr, self.batch, handle, self.message, self.checked)
         del info  # (held until its read back is enqueued: the pools reuse it in stream order)
         return x
 
@@ -502,16 +506,9 @@ def finish_info(solver, ctx, ws, batch, check, message, results, later=None, che
         for j, (name, shape) in enumerate(checked):
             bad = numpy.flatnonzero(codes[count * (j + 1):count * (j + 2)])
             if bad.size:
-                raise not_finite_error(name, _own_index(
+                raise not_finite_error(name, own_index(
                     numpy.unravel_index(int(bad[0]), batch), shape))
         check_codes(codes[:count], batch, message)
         return
     for ptr, per_matrix, dtype in results:
         _kernels.fail_to_nan(info, ptr, per_matrix, count, dtype, ctx.stream, ctx.device_id)
-
-
-def _own_index(index, shape):
-    """Batch index ``index`` of a broadcast batch, as an index of an operand of batch shape
-    ``shape`` broadcast into it."""
-    index = tuple(index)[len(index) - len(shape):] if shape else ()
-    return tuple(int(i) if extent > 1 else 0 for i, extent in zip(index, shape))

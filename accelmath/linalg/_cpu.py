@@ -233,19 +233,20 @@ def _batched(arrays, cores):
     return math.prod(batch) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
 
 
-def _substitute(t, b, lower, trans=0, unit=False):
+def _substitute(t, b, lower, trans=0, unit=False, singular=False):
     """``op(t) x = b`` for a batch of triangular matrices ``t`` (..., n, n) (the ``lower``
     triangle read, else the upper; ``op`` by ``trans``: 0 itself, 1 its transpose, 2 its
     conjugate transpose; ones on the diagonal where ``unit``) and right-hand sides ``b``
     (..., n, k), broadcast together: substitution a row at a time, each row over the whole
-    batch (in the dtype of t and b together). A zero on the diagonal raises LinAlgError
-    naming the first such matrix, as SciPy's ``solve_triangular`` does for one."""
+    batch (in the dtype of t and b together). Where ``singular``, a zero on the diagonal
+    raises LinAlgError naming the first such matrix, as SciPy's ``solve_triangular`` does
+    for one; else it gives inf and NaN, as LAPACK's ``potrs`` and ``getrs`` do."""
     if trans:
         t = numpy.swapaxes(t, -1, -2)
         t, lower = (numpy.conj(t) if trans == 2 else t), not lower
     batch = numpy.broadcast_shapes(t.shape[:-2], b.shape[:-2])
     n = t.shape[-1]
-    if not unit:
+    if singular and not unit:
         diagonal = numpy.broadcast_to(numpy.diagonal(t, axis1=-2, axis2=-1), batch + (n,))
         zero = numpy.flatnonzero((diagonal == 0).any(axis=-1))
         if zero.size:
@@ -253,10 +254,11 @@ def _substitute(t, b, lower, trans=0, unit=False):
             raise LinAlgError(checks.SINGULAR, tuple(int(i) for i in index))
     x = numpy.array(numpy.broadcast_to(b, batch + b.shape[-2:]),
                     dtype=numpy.result_type(t, b))
-    for i in (range(n) if lower else range(n - 1, -1, -1)):
-        done = slice(0, i) if lower else slice(i + 1, n)
-        row = x[..., i, :] - (t[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
-        x[..., i, :] = row if unit else row / t[..., i, i, None]
+    with numpy.errstate(divide="ignore", invalid="ignore"):  # (a zero pivot's inf and NaN)
+        for i in (range(n) if lower else range(n - 1, -1, -1)):
+            done = slice(0, i) if lower else slice(i + 1, n)
+            row = x[..., i, :] - (t[..., i:i + 1, done] @ x[..., done, :])[..., 0, :]
+            x[..., i, :] = row if unit else row / t[..., i, i, None]
     return x
 
 
@@ -362,7 +364,7 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
 
     if _batched((a, b), (2, _rhs_axes(b))):
         vector = b.ndim == 1
-        x = _substitute(a, _as_columns(b, vector), lower, trans, unit_diagonal)
+        x = _substitute(a, _as_columns(b, vector), lower, trans, unit_diagonal, singular=True)
         return x[..., 0] if vector else x
 
     def solve_one(a, b):

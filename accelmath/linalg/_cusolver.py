@@ -23,7 +23,7 @@ from accelmath.linalg._arithmetic import NONFINITE
 from accelmath.linalg._checks import not_finite_error
 
 __all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
-           "check_info", "check_codes"]
+           "check_info", "check_codes", "own_index"]
 
 #: cudaDataType of each dtype.
 DATA_TYPE = cusolver.DATA_TYPE
@@ -159,27 +159,29 @@ def read_info(info_ptr, count, stream):
     return read_back(info_ptr, count, numpy.int32, stream)
 
 
-def check_info(info_ptr, batch_shape, stream, message, names=None):
+def check_info(info_ptr, batch_shape, stream, message, checked=None):
     """Read the info codes of a batch (one per matrix, C order over ``batch_shape``) and
     raise as :func:`check_codes` says."""
     check_codes(read_info(info_ptr, math.prod(batch_shape), stream), batch_shape, message,
-                names)
+                checked)
 
 
-def check_codes(info, batch_shape, message, names=None):
+def check_codes(info, batch_shape, message, checked=None):
     """Raise LinAlgError naming the first matrix whose info code (``info``, host int32 in C
     order over ``batch_shape``) is positive (``message`` describes the failure). Negative
-    codes are cuSOLVER's invalid arguments, but for accelmath's own kernels (``names``, the
-    names of their operands, given): those say that a system's operand holds a NaN or an
-    infinity (:data:`~accelmath.linalg._arithmetic.NONFINITE`), which is raised first, for
-    the first such operand, naming its first such matrix."""
+    codes are cuSOLVER's invalid arguments, but for accelmath's own kernels (``checked``
+    given: ``(name, batch shape)`` of their operands, in order): those say that a system's
+    operand holds a NaN or an infinity (:data:`~accelmath.linalg._arithmetic.NONFINITE`),
+    which is raised first, for the first such operand, naming its first such matrix at its
+    own batch index (a broadcast operand's)."""
     if not info.any():
         return
-    if names is not None:
-        for name, code in zip(names, NONFINITE):
+    if checked is not None:
+        for (name, shape), code in zip(checked, NONFINITE):
             hits = numpy.flatnonzero(info == code)
             if hits.size:
-                raise not_finite_error(name, _index(int(hits[0]), batch_shape))
+                raise not_finite_error(name, own_index(_index(int(hits[0]), batch_shape),
+                                                       shape))
     first = int(numpy.flatnonzero(info)[0])
     if info[first] < 0:
         raise RuntimeError(f"cuSOLVER reported an invalid argument {-info[first]}")
@@ -189,3 +191,17 @@ def check_codes(info, batch_shape, message, names=None):
 def _index(flat, batch_shape):
     """The batch index of the ``flat``-th matrix of a C-ordered batch."""
     return tuple(int(i) for i in numpy.unravel_index(flat, batch_shape))
+
+
+def own_index(index, shape):
+    """Batch index ``index`` of a broadcast batch, as an index of an operand of batch shape
+    ``shape`` broadcast into it.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._cusolver import own_index
+    >>> own_index((2, 1, 3), (1, 4)), own_index((3,), ())
+    ((0, 3), ())
+    """
+    index = tuple(index)[len(index) - len(shape):] if shape else ()
+    return tuple(int(i) if extent > 1 else 0 for i, extent in zip(index, shape))

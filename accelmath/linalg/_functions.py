@@ -13,8 +13,9 @@ raised (nor read back from a GPU), and that matrix's results hold NaN. ``check=T
 raises for NaN and Inf in the operands, naming the operand and matrix, on either path: on
 the CPU before LAPACK sees them (its SVD may never return on them; ``check=False`` gives
 that matrix NaN results); on the GPU, accelmath's kernels of small systems find them as they
-load the matrices (at no cost), and cuSOLVER's routes check them beside the call's work
-(:mod:`accelmath.linalg._finite`).
+load the matrices, cuSOLVER's routes of solve, inv, cholesky and eigh in the copies they make
+of the operands (:func:`~accelmath.linalg._context.clear_flags`), and svd's by a check of its
+own beside the call's work (:mod:`accelmath.linalg._finite`).
 """
 
 from typing import Any, NamedTuple
@@ -69,8 +70,9 @@ def _checked_options(check, method, execution):
 
 
 def _finite_names(check, *names):
-    """The operands a device call checks for NaN and Inf (:mod:`accelmath.linalg._finite`):
-    those named, under ``check=True``; none without it."""
+    """The operands a device call checks for NaN and Inf (where its route finds them: the
+    small kernels as they load, cuSOLVER's routes in their copies, else
+    :mod:`accelmath.linalg._finite`): those named, under ``check=True``; none without it."""
     return names if check else None
 
 

@@ -196,22 +196,25 @@ medium_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, i
             }
         }
         // (the barrier: the next system reuses sa)
-        if (__syncthreads_or(bad_b) && failed == 0) failed = NONFINITE_B;
+        if (__syncthreads_or(bad_b) && failed >= 0) failed = NONFINITE_B;  // (before a zero pivot)
         if (t == 0) report(info, flag, b, failed);
     }
 }
 
 #else
-// Cholesky, right-looking: A = L L^H (upper == 0) or A = U^H U (upper != 0).
+// Cholesky, right-looking: A = L L^H (mode bit 0 clear) or A = U^H U (bit 0 set); NaN and
+// Inf anywhere in A reported (NONFINITE_A) where bit 1 is set.
 extern "C" __global__ void __launch_bounds__(THREADS)
-medium_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upper) {
+medium_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int mode) {
+    const int upper = mode & 1;
     T* sa = reinterpret_cast<T*>(shared_raw);
     R* root = reinterpret_cast<R*>(sa + N * S);  // 1 / sqrt(a_kk)
     const int t = threadIdx.x, col = t % COLS, slot = t / COLS;
     const T zero = zero_of(T());
     for (long long b = blockIdx.x; b < batch; b += gridDim.x) {
         // the same in every thread: each reads every diagonal element
-        int failed = load(sa, A + b * N * N, t, upper != 0) ? NONFINITE_A : 0;
+        const int bad = load(sa, A + b * N * N, t, upper != 0);
+        int failed = bad && (mode & 2) ? NONFINITE_A : 0;
         for (int kk = 0; kk < N; ++kk) {
             const R d = real_of(sa[kk * S + kk]);
             if (!(d > R(0)) && failed == 0) failed = kk + 1;  // also NaN
@@ -351,9 +354,10 @@ def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0
 
 
 def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
-             flag_ptr=0):
+             flag_ptr=0, check_finite=True):
     """Enqueue the Cholesky factors of ``batch`` matrices of order ``n``; the arguments are
     :func:`accelmath.linalg._small.cholesky`'s, checked there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(l_ptr), ctypes.c_void_p(info_ptr),
-            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
+            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int((1 if upper else 0) | (2 if check_finite else 0)))
     _launch(device_id, "cholesky", n, dtype, 4, batch, args, stream)

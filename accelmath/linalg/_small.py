@@ -38,8 +38,8 @@ on-disk store like every accelmath kernel).
 
 Failure: an int32 ``info`` per system, 0 when it succeeded; ``i > 0`` when the ``i``-th pivot
 (1-based) was exactly zero (solve, inv) or the leading minor of order ``i`` is not positive
-definite (cholesky); -1 when ``A`` holds a NaN or an infinity (any element, either triangle),
-else -2 when ``B`` does (:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the
+definite (cholesky); -1 when ``A`` holds a NaN or an infinity (any element, either triangle;
+for cholesky where the launcher asks for it), else -2 when ``B`` does, before a zero pivot (:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the
 row it loads, and a segment's lanes join their findings with shuffles, so the check costs
 no memory traffic). Where ``info > 0`` or ``info == -1`` every output element of that system
 is NaN (a NaN or an infinity in ``B`` reaches only its own columns of ``X``, as arithmetic
@@ -257,16 +257,18 @@ small_lu(const T* A, const T* B, T* X, int* info, int* flag, long long batch, in
     __syncwarp();
     stage_store(X + first * N * N, sh.stage, systems * N * N, lane);
 #else
-    if (segment_any(bad_b) && failed == 0) failed = NONFINITE_B;
+    if (segment_any(bad_b) && failed >= 0) failed = NONFINITE_B;  // (before a zero pivot)
 #endif
     if (i == 0 && b < batch) report(info, flag, b, failed);
 }
 
 #else
-// Cholesky, right-looking: A = L L^H (upper == 0) or A = U^H U (upper != 0).
+// Cholesky, right-looking: A = L L^H (mode bit 0 clear) or A = U^H U (bit 0 set); NaN and
+// Inf anywhere in A reported (NONFINITE_A) where bit 1 is set.
 extern "C" __global__ void __launch_bounds__(WARPS * 32)
-small_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int upper) {
+small_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int mode) {
     WARP_SETUP
+    const int upper = mode & 1;
     stage_load(sh.stage, A + first * N * N, systems * N * N, lane);
     __syncwarp();
     // the lower factorization reads the lower triangle; the upper one the upper triangle,
@@ -278,7 +280,8 @@ small_cholesky(const T* A, T* L, int* info, int* flag, long long batch, int uppe
                                      : sh.stage[(g * N + i) * S + j];
     __syncwarp();
 
-    int failed = segment_any(any_nonfinite(a)) ? NONFINITE_A : 0;
+    // (mode is the same in every lane: the shuffles see the whole warp)
+    int failed = (mode & 2) && segment_any(any_nonfinite(a)) ? NONFINITE_A : 0;
 #pragma unroll
     for (int kk = 0; kk < N; ++kk) {
         float4* col4 = sh.row[g][kk & 1];
@@ -424,7 +427,9 @@ def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
         Device address of ``X``, laid out as ``B``; it may be ``b_ptr``.
     info_ptr : int
         Device address of ``batch`` int32: 0 where the system was solved, ``i`` where the
-        ``i``-th pivot (1-based) was exactly zero (that system's ``X`` is then NaN).
+        ``i``-th pivot (1-based) was exactly zero (that system's ``X`` is then NaN), -1
+        where ``A`` holds a NaN or an infinity (``X`` NaN), else -2 where ``B`` does (even
+        with a zero pivot).
     n : int
         The order, 1 to :data:`MAX_N`.
     k : int
@@ -466,7 +471,7 @@ def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0
         Device addresses of ``batch`` row-major n x n matrices, dense; they may be equal.
     info_ptr : int
         Device address of ``batch`` int32, as :func:`solve` sets them (``out`` is NaN where
-        it is not 0).
+        it is not 0; -2 never).
     n : int
         The order, 1 to :data:`MAX_N`.
     batch : int
@@ -495,7 +500,7 @@ def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0
 
 
 def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
-             flag_ptr=0):
+             flag_ptr=0, check_finite=True):
     """Enqueue the Cholesky factors of a batch of small Hermitian positive-definite
     matrices.
 
@@ -509,7 +514,8 @@ def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
         ``A = L L^H`` (``U`` with ``A = U^H U`` where ``upper``), zeros in the other triangle.
     info_ptr : int
         Device address of ``batch`` int32: 0 where the factorization succeeded, ``i`` where
-        the leading minor of order ``i`` is not positive definite (that factor is then NaN).
+        the leading minor of order ``i`` is not positive definite, -1 where ``A`` holds a
+        NaN or an infinity (see ``check_finite``); the factor is then NaN.
     n : int
         The order, 1 to :data:`MAX_N`.
     batch : int
@@ -525,14 +531,19 @@ def cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream, device_id,
     flag_ptr : int, optional
         Address of an int32 set to 1 where any system failed (left as it is otherwise), in
         memory the kernel can write (page-locked host memory at its host address); 0: none.
+    check_finite : bool, optional
+        Report a matrix holding a NaN or an infinity anywhere (either triangle) with info
+        code -1, its factor NaN (default); False: only the triangle read counts, as in
+        LAPACK's ``potrf`` (a NaN there fails the factorization).
     """
     _check(n, dtype, batch)
     if batch == 0:
         return
     if n > WARP_N:
         return _medium.cholesky(a_ptr, l_ptr, info_ptr, n, batch, dtype, upper, stream,
-                                device_id, flag_ptr)
+                                device_id, flag_ptr, check_finite)
     function, warps, per_block = _kernel(device_id, "cholesky", n, dtype, 1)
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(l_ptr), ctypes.c_void_p(info_ptr),
-            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch), ctypes.c_int(1 if upper else 0))
+            ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
+            ctypes.c_int((1 if upper else 0) | (2 if check_finite else 0)))
     _launch(function, warps, per_block, batch, args, stream)

@@ -179,3 +179,22 @@ def test_a_zero_on_a_batched_triangles_diagonal_names_its_matrix():
     x = _cpu.solve_triangular(a, np.ones(n), trans=0, lower=True, unit_diagonal=True,
                               check_finite=False)
     np.testing.assert_array_equal(x, np.ones((count, n)))
+
+
+def test_batched_cho_solve_and_lu_solve_take_a_zero_pivot_as_lapack_does():
+    # only solve_triangular raises for a zero on the diagonal (SciPy's trtrs); potrs and
+    # getrs divide by it, in a batch as a matrix at a time
+    n = 3
+    count = _cpu.SUBSTITUTE_PER_ROW * n
+    lu = np.broadcast_to(np.eye(n) * 2, (count, n, n)).copy()
+    lu[:, 2, 2] = 0
+    piv = np.broadcast_to(np.array([2, 1, 2], np.int32), (count, n))
+    b = np.ones((count, n, 1))
+    for solve, args in ((_cpu.lu_solve, dict(trans=0)), (_cpu.cho_solve, dict(lower=True))):
+        operands = (lu, piv, b) if solve is _cpu.lu_solve else (lu, b)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            one = solve(*(x[:2] for x in operands), check_finite=False, **args)
+            many = solve(*operands, check_finite=False, **args)
+        np.testing.assert_array_equal(np.isnan(many[:2]), np.isnan(one))
+        np.testing.assert_array_equal(np.isinf(many[:2]), np.isinf(one))
+        assert not np.isfinite(many).all()

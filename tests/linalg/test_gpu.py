@@ -1243,6 +1243,31 @@ def test_nan_and_inf_found_by_the_copies_name_the_operands_own_matrix(cupy, meth
     close(x, b / 2, "float64")
 
 
+@pytest.mark.parametrize("n", [6, 40])  # accelmath's warp and block kernels
+def test_the_small_kernels_name_a_broadcast_operands_own_matrix(cupy, n):
+    # a NaN in a broadcast a names a's own index, a NaN in b beside a singular a names b;
+    # cho_factor without check_finite reads one triangle only, as SciPy's does
+    a = np.eye(n) * 2
+    b = np.ones((2, 5, n, 1))
+    bad_a = a.copy()
+    bad_a[n - 1, 0] = np.nan
+    with pytest.raises(LinAlgError, match=r"^a: .*\(batch index \(\)\)"):
+        la.solve(cupy.put(bad_a), cupy.put(b))
+    singular = np.broadcast_to(a, (2, 5, n, n)).copy()
+    singular[1, 3, :, 0] = 0
+    bad_b = b.copy()
+    bad_b[1, 3, 0, 0] = np.inf
+    with pytest.raises(LinAlgError, match=r"^b: .*\(batch index \(1, 3\)\)"):
+        la.solve(cupy.put(singular), cupy.put(bad_b))
+    spd_a = spd((3, n, n), "float64")
+    spoiled = spd_a.copy()
+    spoiled[1, 0, n - 1] = np.nan  # (the upper triangle: not read for lower=True)
+    c, lower = la.cho_factor(cupy.put(spoiled), lower=True, check_finite=False)
+    close(np.tril(cupy.get(c)), np.linalg.cholesky(spd_a), "float64", 10)
+    with pytest.raises(LinAlgError, match=r"^a: .*\(batch index \(1,\)\)"):
+        la.cho_factor(cupy.put(spoiled), lower=True)
+
+
 @pytest.mark.parametrize("cls", ["Cholesky", "LU", "QR"])
 def test_factor_objects_refuse_a_lossy_dtype_on_the_gpu(cupy, cls):
     a = cupy.put(spd((4, 4), "float64"))

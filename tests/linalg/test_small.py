@@ -5,6 +5,7 @@ the launchers refuse what they cannot do before touching a device, and, on a GPU
 positive-definite systems."""
 
 import concurrent.futures
+import functools
 
 import numpy as np
 import pytest
@@ -298,6 +299,10 @@ def test_nan_and_inf_give_the_operands_code(cp, dtype, n, batch, bad):
     expected[batch - 1] = -2
     if singular:
         expected[3] = 1
+    if batch >= 7 and n > 1:  # system 4: a zero pivot and B holding one: B named first
+        a[4, :, 1] = 0
+        b[4, 1, 0] = bad
+        expected[4] = -2
     a_dev, b_dev, spd_dev = cp.asarray(a), cp.asarray(b), cp.asarray(spd)
     x_dev, inv_dev, l_dev = cp.empty_like(b_dev), cp.empty_like(a_dev), cp.empty_like(a_dev)
     infos = [cp.full(batch, 7, dtype=cp.int32) for _ in range(3)]
@@ -308,11 +313,24 @@ def test_nan_and_inf_give_the_operands_code(cp, dtype, n, batch, bad):
          dtype, False)
     np.testing.assert_array_equal(infos[0].get(), expected)
     a_only = np.where(expected == -2, 0, expected)
+    if batch >= 7 and n > 1:
+        a_only[4] = 2  # (inv: its zero second pivot)
     np.testing.assert_array_equal(infos[1].get(), a_only)
-    np.testing.assert_array_equal(infos[2].get(), np.where(a_only == 1, 0, a_only))
+    np.testing.assert_array_equal(infos[2].get(), np.where(a_only > 0, 0, a_only))
     for out in (x_dev.get(), inv_dev.get(), l_dev.get()):
         assert np.isnan(out[[1, 2]]).all()
         assert np.isfinite(out[0]).all()
+    # cholesky without check_finite: only the triangle read counts (LAPACK's potrf): a
+    # value in the other one leaves the factor as it is
+    spd = _positive_definite(rng, batch, n, dtype)
+    expected_l = np.linalg.cholesky(spd.astype(np.complex128))
+    if n > 1:
+        spd[1, 0, n - 1] = bad  # (the upper triangle)
+    spd_dev, info = cp.asarray(spd), cp.full(batch, 7, dtype=cp.int32)
+    unchecked = functools.partial(_small.cholesky, check_finite=False)
+    _run(cp, unchecked, spd_dev.data.ptr, l_dev.data.ptr, info.data.ptr, n, batch, dtype, False)
+    assert (info.get() == 0).all()
+    _close(l_dev.get(), expected_l, dtype)
 
 
 @pytest.mark.gpu
