@@ -27,7 +27,7 @@ from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_nam
                                      check_mutable, check_same_device, device_adapter,
                                      device_name, wrap_operand)
 from accelmath._core.operand.record import unsupported_dtype
-from accelmath._core.stream import stream_handle
+from accelmath._core.stream import check_stream, stream_handle
 from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 
@@ -221,8 +221,7 @@ class Plan:
         layout, or None for the bound operand) into ``out`` (None: a new result) on
         ``stream`` (None: the operand package's current stream): the one execute path."""
         if not self._on_device:
-            if stream is not None:
-                stream_handle(stream)  # (checked, though the CPU has no streams)
+            check_stream(stream)
             return self._run_host(x, out, call)
         read = self._read
         in_ptr = read(x) if read is not None and type(x) is self._type else None

@@ -11,10 +11,24 @@ import ctypes
 
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["resolve_stream", "stream_handle", "cupy_stream", "order_after"]
+__all__ = ["resolve_stream", "stream_handle", "check_stream", "cupy_stream", "order_after"]
 
 _LEGACY = (0, 1)  # the legacy default stream: NULL, or CU_STREAM_LEGACY as the protocols say
 _EVENT_DISABLE_TIMING = 2
+
+
+def check_stream(stream):
+    """Refuse ``stream`` where it is given and is not a stream (as :func:`stream_handle`
+    does): what a path without streams (the CPU's) does with the argument.
+
+    Examples
+    --------
+    >>> from accelmath._core.stream import check_stream
+    >>> check_stream(None), check_stream(0)
+    (None, None)
+    """
+    if stream is not None:
+        stream_handle(stream)
 
 
 def stream_handle(stream):

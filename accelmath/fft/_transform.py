@@ -27,7 +27,7 @@ from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
 from accelmath._core.plan import check_out
-from accelmath._core.stream import resolve_stream, stream_handle
+from accelmath._core.stream import check_stream, resolve_stream, stream_handle
 from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
@@ -179,8 +179,7 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
                 entry = call = None
             if entry is not None:
                 if entry.__class__ is HostCall:
-                    if stream is not None:
-                        stream_handle(stream)  # (checked, though the CPU has no streams)
+                    check_stream(stream)
                     if out is None:
                         return entry.run(x)
                     return _run_host(entry, x, out)

@@ -8,7 +8,7 @@ from accelmath._core.cache import PlanCache
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.stream import stream_handle
+from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_cpu as cpu
 from accelmath.linalg import _matmul_problem as problems
@@ -267,8 +267,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
                                allow_tf32)
     like = problem.ops[0]
     if not problem.on_gpu:
-        if stream is not None:
-            stream_handle(stream)  # (checked, though the CPU has no streams)
+        check_stream(stream)
         return _host(problem, out)
     if like.on_device:
         return _device(problem, out, stream, call)

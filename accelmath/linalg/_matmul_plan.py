@@ -6,7 +6,7 @@ from accelmath._core.arguments import length
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, wrap_operand
 from accelmath._core.plan import Plan, template_operand
-from accelmath._core.stream import stream_handle
+from accelmath._core.stream import check_stream, stream_handle
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg import _matmul_problem as problems
 from accelmath.linalg._context import Context
@@ -96,8 +96,7 @@ class Matmul(Plan):
         self.epilogue = problem.epilogue.name
         self.alpha, self.beta = problem.alpha, problem.beta
         self.stream = stream
-        if stream is not None:
-            stream_handle(stream)  # (checked where it is given, whatever runs the plan)
+        check_stream(stream)  # (where it is given, whatever runs the plan)
         op = problem.ops[0]
         if problem.on_gpu and not op.on_device:
             raise InvalidArgumentError(
@@ -254,8 +253,7 @@ class Matmul(Plan):
         if self._freed:
             self._check_live()
         if not self._on_device:
-            if stream is not None:
-                stream_handle(stream)  # (checked, though the CPU has no streams)
+            check_stream(stream)
             return self._execute_host(a, b, c, bias, aux, out)
         explicit = stream is not None
         handle = stream_handle(stream) if explicit else self._current_stream()

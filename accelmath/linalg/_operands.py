@@ -8,9 +8,9 @@ import importlib
 import numpy
 
 from accelmath._core.dispatch import to_device, to_host
-from accelmath._core.stream import stream_handle
 from accelmath._core.operand import (Operand, adapter_for, adapter_named, check_same_device,
                                      device_name, wrap_operand)
+from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.linalg import _checks as checks
 
@@ -57,8 +57,8 @@ def runs_on_host(operands, execution, stream):
     """Whether a call runs on the CPU: every operand in host memory and ``execution`` not
     "cuda" (its ``stream``, where given, checked all the same)."""
     host = execution != "cuda" and not any(op.on_device for op in operands)
-    if host and stream is not None:
-        stream_handle(stream)  # (checked, though the CPU has no streams)
+    if host:
+        check_stream(stream)
     return host
 
 

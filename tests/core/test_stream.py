@@ -4,7 +4,7 @@ import pytest
 
 from accelmath._core import stream as stream_module
 from accelmath._core.operand import Operand
-from accelmath._core.stream import order_after, resolve_stream, stream_handle
+from accelmath._core.stream import check_stream, order_after, resolve_stream, stream_handle
 from accelmath.errors import UnsupportedOperandError
 
 
@@ -35,6 +35,13 @@ def test_stream_handle(stream, handle):
 def test_stream_handle_refuses_other_objects(bad):
     with pytest.raises(UnsupportedOperandError, match="stream must be an int handle"):
         stream_handle(bad)
+    with pytest.raises(UnsupportedOperandError, match="stream must be an int handle"):
+        check_stream(bad)
+
+
+def test_check_stream_takes_none_and_streams():
+    for stream in (None, 0, Protocol(), CupyLike()):
+        assert check_stream(stream) is None
 
 
 class Adapter:
