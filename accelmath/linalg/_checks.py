@@ -18,9 +18,9 @@ from accelmath._core.arguments import check_flag
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
-           "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "RANK_DEFICIENT", "NOT_FINITE", "QR_MODES",
-           "QR_DEPRECATED", "deprecated_qr_mode",
-           "METHODS", "result_dtype", "real_dtype", "unsupported_dtype_error", "not_finite_error",
+           "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "RANK_DEFICIENT", "NOT_FINITE",
+           "QR_MODES", "QR_DEPRECATED", "deprecated_qr_mode", "METHODS", "result_dtype",
+           "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
            "check_uplo", "check_trans", "check_method", "check_flag", "check_rcond",

@@ -7,7 +7,9 @@ NumPy's); a failed factorization, which NumPy reports for the whole stack, is lo
 with ``check=True`` a :class:`~accelmath.errors.LinAlgError` names the batch index of the
 first matrix that failed, with ``check=False`` nothing is raised and that matrix's results
 hold NaN. The SciPy functions run matrix by matrix over the broadcast batch (SciPy's LAPACK
-wrappers take one matrix), zero-size batches included.
+wrappers take one matrix), zero-size batches included, but for batches of many small
+systems, which the solves take row by row over the whole batch (:func:`_substitute`) and
+``cho_factor`` through NumPy's batched Cholesky.
 """
 
 import math
@@ -40,10 +42,15 @@ def _rhs_axes(b):
     return 1 if b.ndim == 1 else 2
 
 
+def _batch(arrays, cores):
+    """The broadcast batch shape of ``arrays``, each with ``cores`` matrix or vector axes."""
+    return numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+
+
 def _over_batch(arrays, cores):
     """The broadcast batch shape of ``arrays`` (each with ``cores`` matrix or vector axes),
     and the arrays broadcast to it."""
-    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
+    batch = _batch(arrays, cores)
     return batch, [numpy.broadcast_to(x, batch + x.shape[x.ndim - c:])
                    for x, c in zip(arrays, cores)]
 
@@ -109,8 +116,7 @@ def _nonfinite(arrays, cores, names, check):
         flags.append(~finite)
     if not flags:
         return []
-    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
-    failed = numpy.zeros(batch, bool)
+    failed = numpy.zeros(_batch(arrays, cores), bool)
     for flag in flags:
         failed |= flag
     return [tuple(int(i) for i in index) for index in numpy.argwhere(failed)]
@@ -229,8 +235,7 @@ def _batched(arrays, cores):
     """Whether a SciPy solve of ``arrays`` (``cores`` as :func:`_solve_each` takes them)
     goes through :func:`_substitute`: at least :data:`SUBSTITUTE_PER_ROW` systems per
     row of each."""
-    batch = numpy.broadcast_shapes(*(x.shape[:x.ndim - c] for x, c in zip(arrays, cores)))
-    return math.prod(batch) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
+    return math.prod(_batch(arrays, cores)) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
 
 
 def _substitute(t, b, lower, trans=0, unit=False, singular=False):
@@ -335,10 +340,9 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
     if check_finite:
         checks.check_finite(b, _rhs_axes(b), "b")
 
-    if _batched((lu, piv, b), (2, 1, _rhs_axes(b))):  # P a = L U (L unit lower)
-        vector = b.ndim == 1
-        batch = numpy.broadcast_shapes(lu.shape[:-2], piv.shape[:-1],
-                                       b.shape[:b.ndim - 2 + vector])
+    cores = (2, 1, _rhs_axes(b))
+    if _batched((lu, piv, b), cores):  # P a = L U (L unit lower)
+        vector, batch = b.ndim == 1, _batch((lu, piv, b), cores)
         x = numpy.array(numpy.broadcast_to(_as_columns(b, vector), batch + (
             lu.shape[-1], 1 if vector else b.shape[-1])), dtype=numpy.result_type(lu, b))
         if trans == 0:  # L U x = P b
@@ -352,7 +356,7 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
     def solve_one(lu, piv, b):
         return scipy.linalg.lu_solve((lu, piv), b, trans=trans, check_finite=False)
 
-    return _solve_each(solve_one, (lu, piv, b), (2, 1, _rhs_axes(b)))
+    return _solve_each(solve_one, (lu, piv, b), cores)
 
 
 def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):

@@ -89,16 +89,13 @@ class _Factorization(Plan):
                 f"this {self.what} was made for shape {self.shape} on {self.device_id} "
                 f"({self._type.__name__})")
         self._check_dtype(op, "a")
-        names = ("a",) if self.check else None  # (NaN and Inf raise under check)
-        if op.on_device:
+        if op.on_device:  # (NaN and Inf raise under check, on either path)
             op = on_device(op, self.dtype)
             ctx = Context(op, stream)
-            self._factor_device(ctx, op, _finite.enqueue(ctx, (op,), names))
+            self._factor_device(ctx, op,
+                                _finite.enqueue(ctx, (op,), ("a",) if self.check else None))
         else:
-            a = host_array(op, self.dtype)
-            if names:
-                checks.check_finite(a, 2, "a")
-            self._factor_host(a)
+            self._factor_host(host_array(op, self.dtype))
         self._factored = True
 
     def solve(self, b, *, stream=None):
@@ -324,7 +321,7 @@ class LU(_Factorization):
               self._ipiv_ptr, rhs, n, k, self.count)
 
     def _factor_host(self, a):
-        self._factors = _cpu.lu_factor(a, check_finite=False, check=self.check)
+        self._factors = _cpu.lu_factor(a, check_finite=self.check, check=self.check)
 
     def _solve_host(self, b, vector):
         lu, piv = self._factors
@@ -437,6 +434,8 @@ class QR(_Factorization):
         return ctx.finish(x)
 
     def _factor_host(self, a):
+        if self.check:
+            checks.check_finite(a, 2, "a")
         q, r = numpy.linalg.qr(a, mode="reduced")
         self._factors = q, _cpu.column_major(r)
         if self.check:
