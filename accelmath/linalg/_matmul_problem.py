@@ -191,8 +191,7 @@ def _check_inputs(epilogue, product, dtype, bias, aux):
         if not epilogue.bias:
             raise InvalidArgumentError(
                 f"bias= is given, but {label} adds no bias; use epilogue='bias' (or "
-                "'relu_bias', "
-                "'gelu_bias', ...)")
+                "'relu_bias', 'gelu_bias', ...)")
         rules.bias_length(bias.shape, bias.strides, product.n)
     if epilogue.takes_aux and aux is None:
         raise InvalidArgumentError(

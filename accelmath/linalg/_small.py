@@ -39,9 +39,9 @@ on-disk store like every accelmath kernel).
 Failure: an int32 ``info`` per system, 0 when it succeeded; ``i > 0`` when the ``i``-th pivot
 (1-based) was exactly zero (solve, inv) or the leading minor of order ``i`` is not positive
 definite (cholesky); -1 when ``A`` holds a NaN or an infinity (any element, either triangle;
-for cholesky where the launcher asks for it), else -2 when ``B`` does, before a zero pivot (:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the
-row it loads, and a segment's lanes join their findings with shuffles, so the check costs
-no memory traffic). Where ``info > 0`` or ``info == -1`` every output element of that system
+for cholesky where the launcher asks for it), else -2 when ``B`` does, before a zero pivot
+(:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the row it loads, and a
+segment's lanes join their findings with shuffles, so the check costs no memory traffic). Where ``info > 0`` or ``info == -1`` every output element of that system
 is NaN (a NaN or an infinity in ``B`` reaches only its own columns of ``X``, as arithmetic
 carries it).
 

@@ -9,8 +9,8 @@ photometric ratio, float64), and reports what a user checks:
 - the residual noise against the expected: the robust standard deviation (1.4826 times the
   median absolute deviation, which a bright star's residual does not move) of the difference
   over the pixels farther than ``2 * half_width`` from the edge and farther than
-  ``8 * sigma_science`` from the transient, against ``sqrt(s_sci^2 + s_ref^2 * sum(K^2))``, where ``s_sci`` and
-  ``s_ref`` are the root mean squares of the images' per-pixel noise sigmas over those pixels
+  ``8 * sigma_science`` from the transient, against ``sqrt(s_sci^2 + s_ref^2 * sum(K^2))``,
+  where ``s_sci`` and ``s_ref`` are the root mean squares of the images' per-pixel noise sigmas over those pixels
   and ``sum(K^2)`` is the sum of the squared kernel pixels, averaged over a grid of positions
   (the reference's noise, convolved with the kernel, adds ``s_ref^2 * sum(K^2)``);
 - the transient's detection: the difference is smoothed with the science image's Gaussian
