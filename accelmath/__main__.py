@@ -185,6 +185,9 @@ def cache_lines():
         directory = str(store.cache_dir())
     except RuntimeError as exc:  # no home directory, and no ACCELMATH_CACHE_DIR
         directory = f"unknown ({exc})"
+    if store.relative_origin() is not None:
+        directory += (f" (ACCELMATH_CACHE_DIR={store.relative_origin()!r}, relative: taken "
+                      f"against the working directory at start)")
     if not store.enabled():
         state = f"off (ACCELMATH_CACHE={os.environ.get('ACCELMATH_CACHE')})"
     else:
@@ -219,13 +222,24 @@ def _store_problem(store):
 
 def _cache_clear(args):
     from accelmath._core import store
+    from accelmath.errors import StateError
 
-    if not store.enabled() or _store_problem(store) is not None:
+    if not store.enabled():
         print(cache_lines()[1].replace("Store: ", "Nothing to clear: the store is ", 1))
         return 0
-    entries, nbytes = store.clear()
-    print(f"Removed {entries} entr{'y' if entries == 1 else 'ies'} ({nbytes / 1e6:.1f} MB) "
-          f"from {store.location()}")
+    problem = _store_problem(store)
+    if problem is not None:
+        print(f"accelmath cache clear: the store is not usable: {problem}", file=sys.stderr)
+        return 1
+    try:
+        cleared = store.clear()
+    except StateError as exc:
+        print(f"accelmath cache clear: {exc}", file=sys.stderr)
+        return 1
+    for path in cleared.files:
+        print(f"removed {path}")
+    print(f"Removed {cleared.entries} entr{'y' if cleared.entries == 1 else 'ies'} "
+          f"({cleared.bytes / 1e6:.1f} MB) from {store.cache_dir()}")
     return 0
 
 

@@ -14,17 +14,17 @@ from accelmath.__main__ import main
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _python(*args, env=None):
-    """Run ``python ...`` from the repository root, where the package is importable."""
+def _python(*args, env=None, cwd=REPO):
+    """Run ``python ...`` (from the repository root unless told), the package importable."""
     environment = {**os.environ, **(env or {})}
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), environment.get("PYTHONPATH")]))
     return subprocess.run([sys.executable, *args], capture_output=True, text=True,
-                          env=environment, cwd=REPO, stdin=subprocess.DEVNULL, timeout=120)
+                          env=environment, cwd=cwd, stdin=subprocess.DEVNULL, timeout=120)
 
 
-def _run(*args, env=None):
+def _run(*args, env=None, cwd=REPO):
     """Run ``python -m accelmath ...``."""
-    return _python("-m", "accelmath", *args, env=env)
+    return _python("-m", "accelmath", *args, env=env, cwd=cwd)
 
 
 def test_info_in_process(capsys):
@@ -128,9 +128,11 @@ def test_cache_clear(store_dir, capsys):
     from accelmath._core import store
 
     (store_dir / "not-ours.txt").write_text("kept")
+    entries = sorted(store_dir.glob("*/*.entry"))
     assert main(["cache", "clear"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"Removed 3 entries (1.5 MB) from {store_dir}")
+    assert sorted(out.splitlines()[:3]) == [f"removed {path}" for path in entries]
+    assert out.splitlines()[3] == f"Removed 3 entries (1.5 MB) from {store_dir}"
     assert store.size() == (0, 0) and store.load("nvrtc", "a") is None
     assert (store_dir / "not-ours.txt").read_text() == "kept"
     main(["cache", "clear"])
@@ -142,7 +144,7 @@ def test_cache_clear(store_dir, capsys):
 def test_cache_clear_as_a_module(store_dir):
     result = _run("cache", "clear", env={"ACCELMATH_CACHE_DIR": str(store_dir)})
     assert result.returncode == 0, result.stderr
-    assert result.stdout == f"Removed 3 entries (1.5 MB) from {store_dir}\n"
+    assert result.stdout.endswith(f"Removed 3 entries (1.5 MB) from {store_dir}\n")
 
 
 def test_cache_clear_with_the_store_off(store_dir, capsys, monkeypatch):
@@ -160,11 +162,77 @@ def test_an_unusable_store_is_explained(tmp_path, capsys, monkeypatch, recwarn):
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(blocker / "store"))
     monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
     main(["info"])
-    problem = f"not usable: cannot create '{blocker / 'store'}': Not a directory"
-    assert f"Store: {problem}\n" in capsys.readouterr().out
-    assert main(["cache", "clear"]) == 0
-    assert capsys.readouterr().out == f"Nothing to clear: the store is {problem}\n"
+    problem = f"cannot create '{blocker / 'store'}': '{blocker}' is not a directory"
+    assert f"Store: not usable: {problem}\n" in capsys.readouterr().out
+    assert main(["cache", "clear"]) == 1
+    assert capsys.readouterr().err == f"accelmath cache clear: the store is not usable: {problem}\n"
     assert not [w for w in recwarn if "store" in str(w.message)]  # printed, not warned
+
+
+def test_cache_creates_nothing(tmp_path, capsys, monkeypatch):
+    directory = tmp_path / "new" / "store"
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    assert main(["cache"]) == 0
+    assert capsys.readouterr().out == f"Cache directory: {directory}\nStore: on, 0 entries, 0.0 MB\n"
+    assert main(["cache", "clear"]) == 0
+    assert not (tmp_path / "new").exists()
+
+
+def test_cache_clear_refuses_a_directory_that_is_not_the_stores(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    (home / "timing").mkdir(parents=True, mode=0o700)
+    (home / "timing" / ("0" * 64 + ".entry")).write_text("a user's file")
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(home))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    assert main(["cache", "clear"]) == 1
+    err = capsys.readouterr().err
+    assert "does not carry accelmath's store marker" in err and "nothing was removed" in err
+    assert (home / "timing" / ("0" * 64 + ".entry")).read_text() == "a user's file"
+
+
+@pytest.mark.parametrize("argv", [["info"], ["cache"], ["cache", "clear"]])
+def test_an_unreadable_parent_prints_no_traceback(tmp_path, argv, monkeypatch):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "store").mkdir(mode=0o700)
+    if os.geteuid() == 0:
+        pytest.skip("permissions do not stop root")
+    locked.chmod(0)
+    try:
+        result = _run(*argv, env={"ACCELMATH_CACHE_DIR": str(locked / "store")})
+    finally:
+        locked.chmod(0o700)
+    assert "Traceback" not in result.stderr
+    assert "Permission denied" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("argv", [["info"], ["cache"], ["cache", "clear"]])
+def test_a_parent_that_cannot_be_searched_prints_no_traceback(tmp_path, argv, capsys,
+                                                              monkeypatch, recwarn):
+    from accelmath._core import private_files
+
+    directory = tmp_path / "locked" / "store"
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.setattr("accelmath._core.store._warned", {})
+
+    def denied(path, follow=True):  # what a parent without permission gives, even to root
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(private_files, "distrust", denied)
+    status = main(argv)
+    captured = capsys.readouterr()
+    assert f"cannot read '{directory}': Permission denied" in captured.out + captured.err
+    assert status == (1 if argv == ["cache", "clear"] else 0)
+
+
+def test_a_relative_directory_is_reported_as_absolute(tmp_path):
+    result = _run("cache", env={"ACCELMATH_CACHE_DIR": "relative-store"}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (f"Cache directory: {tmp_path / 'relative-store'} (ACCELMATH_CACHE_DIR="
+            f"'relative-store', relative: taken against the working directory at start)"
+            in result.stdout)
 
 
 def test_cache_with_an_unknown_action(capsys):

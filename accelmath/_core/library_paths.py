@@ -1,24 +1,34 @@
 """Where each CUDA library was found, kept in the store: a new process loads the file it
-found before instead of importing cuda-pathfinder again (tens of milliseconds of its first
-call).
+found before instead of importing cuda-pathfinder again (about 45 ms of its import and first
+lookups).
 
 The memo is keyed by the library's name, the Python environment (``sys.prefix``) and the
 variables that change where cuda-pathfinder looks (``CUDA_HOME``, ``CUDA_PATH``,
-``CONDA_PREFIX``, ``LD_LIBRARY_PATH``); a remembered file that no longer loads is looked up
-again by the loader. ``ACCELMATH_CACHE=0`` turns it off with the rest of the store.
+``CONDA_PREFIX``, ``LD_LIBRARY_PATH``). A remembered path is a file that a later process
+loads and runs, so it is checked again before each use (:func:`distrust`): a file of that
+library's name, in a place that a lookup searches, a regular file that only its owner (this
+user or root) can write, in a directory that only its owner can write, and the same file
+(device, inode, size, modification time) as the one found. Anything else, or a file that no
+longer loads, is looked up again. ``ACCELMATH_CACHE=0`` turns the memo off with the rest of
+the store.
 """
 
 import json
+import logging
 import os
+import site
+import stat
 import sys
 
 from accelmath._core import store
 from accelmath.bindings import _loader
 
-__all__ = ["install", "key"]
+__all__ = ["distrust", "install", "key"]
 
 NAMESPACE = "library-paths"
 _SEARCH_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "CONDA_PREFIX", "LD_LIBRARY_PATH")
+_SYSTEM = ("/usr", "/lib", "/lib32", "/lib64", "/opt")  # where the loader's own search looks
+_log = logging.getLogger("accelmath.store")
 
 
 def key(name):
@@ -26,14 +36,76 @@ def key(name):
     return json.dumps([name, sys.prefix, [os.environ.get(v) for v in _SEARCH_VARIABLES]])
 
 
+def distrust(name, path, identity):
+    """Why the remembered ``path`` of library ``name`` is not loaded, as a phrase; ``None``
+    where it may be. ``identity`` is what :func:`_identity` said of the file when it was
+    found."""
+    if not os.path.isabs(path):
+        return "not an absolute path"
+    if not _named_like(name, os.path.basename(path)):
+        return f"not a file of {name}"
+    real = os.path.realpath(path)
+    if not any(os.path.commonpath([real, root]) == root for root in _search_roots()):
+        return "not in a place that a lookup searches"
+    try:
+        status = os.stat(real)
+        directory = os.stat(os.path.dirname(real))
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or str(exc)
+    if not stat.S_ISREG(status.st_mode):
+        return "not a regular file"
+    if os.name == "posix":
+        for what, found in (("the file", status), ("its directory", directory)):
+            if found.st_uid not in (0, os.geteuid()):
+                return f"{what} belongs to another user (uid {found.st_uid})"
+            if found.st_mode & 0o022:
+                return f"{what} can be written by its group or by others"
+    if identity != _identity(status):
+        return "not the file that was found (replaced or changed since)"
+    return None
+
+
+def _named_like(name, basename):
+    if os.name == "nt":
+        return basename.lower().startswith(name.lower()) and basename.lower().endswith(".dll")
+    return basename.startswith(f"lib{name}.so")
+
+
+def _search_roots():
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *_SYSTEM}
+    try:
+        roots.update(site.getsitepackages())
+        roots.add(site.getusersitepackages())
+    except AttributeError:  # a virtualenv's old site module
+        pass
+    for variable in _SEARCH_VARIABLES:
+        roots.update(filter(None, (os.environ.get(variable) or "").split(os.pathsep)))
+    return {os.path.realpath(root) for root in roots if os.path.isabs(root)}
+
+
+def _identity(status):
+    return [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns]
+
+
 def _recall(name):
     entry = store.load_json(NAMESPACE, key(name))
-    path = entry.get("path") if isinstance(entry, dict) else None
-    return path if isinstance(path, str) and os.path.isfile(path) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
+        return None
+    path = entry["path"]
+    why = distrust(name, path, entry.get("file"))
+    if why is not None:
+        _log.warning("not loading %s from %s, which the store remembers: %s; looking it up "
+                     "again", name, path, why)
+        return None
+    return path
 
 
 def _keep(name, path):
-    store.save_json(NAMESPACE, key(name), {"path": path})
+    try:
+        identity = _identity(os.stat(os.path.realpath(path)))
+    except OSError:
+        return
+    store.save_json(NAMESPACE, key(name), {"path": path, "file": identity})
 
 
 def install():

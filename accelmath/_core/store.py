@@ -3,26 +3,36 @@ the driver and the library versions, so that the next process starts compiled an
 
 Where: ``$ACCELMATH_CACHE_DIR``, else the user cache directory (:func:`cache_dir`).
 ``ACCELMATH_CACHE=0`` turns the store off. Both are read at each call, so a change of the
-environment takes effect at once.
+environment takes effect at once; a relative ``ACCELMATH_CACHE_DIR`` is taken against the
+working directory of the moment the process first saw it (at import), never a later one.
 
-What: entries in namespaces (one directory each, such as ``"nvrtc"`` or ``"timing"``),
-bytes through :func:`load` and :func:`save`, small JSON values through :func:`load_json` and
+Trust: whoever can write in the store can make the next process load their code (library
+paths, cubins), so the store is used only where it is private. Its directories are made
+``0700`` and its entries ``0600`` whatever the umask, and a directory (the root or a
+namespace) that another user owns or that its group or others can write is neither read nor
+written: the library runs without the store and one warning per directory names it and the
+fix. An entry's file is read without following a link, without blocking and up to a limit,
+and only where it is a regular file of this user's (:mod:`accelmath._core.private_files`).
+
+What: entries in the namespaces of :data:`NAMESPACES` (one directory each), bytes through
+:func:`load` and :func:`save`, small JSON values through :func:`load_json` and
 :func:`save_json`. A key is any string; the entry's file is named by the key's SHA-256. Each
 file begins with a header (format version, namespace, the whole key, payload length and
 SHA-256), so that an entry that is truncated, corrupted, written in another format, or that
-holds another key (a hash collision, a file put there by something else) is detected: it is
-ignored, a warning goes to the ``accelmath.store`` logger, and the next save of the key
-replaces it. Hits and misses are logged at DEBUG.
+holds another key is detected: it is ignored, one log line of the ``accelmath.store`` logger
+names its file, and the next save of the key replaces it. Hits and misses are logged at DEBUG.
+The root carries a marker file (:data:`MARKER`), written with the first entry; :func:`clear`
+refuses a directory without it, and removes only files of the store's own names and header.
 
 How: an entry is written to a temporary file in its own directory, then renamed over the old
 one (``os.replace``), so that readers and concurrent writers, threads or processes, see a whole
 entry or none, never a mixture.
 
 Failures: the store never raises into its caller because of the file system. Where the
-directory cannot be used (it cannot be created, it is a file, it is read-only, the home
-directory is unknown...) :func:`load` returns ``None``, :func:`save` does nothing, and one
-warning per directory and process (:mod:`warnings` and the log) names the problem. A read-only
-store that already holds entries is still read.
+directory cannot be used (it cannot be created, it is a file, it is read-only, it is not
+private, the home directory is unknown...) :func:`load` returns ``None``, :func:`save` does
+nothing, and one warning per directory and process (:mod:`warnings` and the log) names the
+problem. A read-only store that already holds entries is still read.
 
 Examples
 --------
@@ -30,11 +40,11 @@ Examples
 >>> from unittest import mock
 >>> from accelmath._core import store
 >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
-...     store.save("demo", "the answer", b"42")
-...     store.load("demo", "the answer")
-...     store.load("demo", "another question") is None
-...     store.save_json("demo", "best algorithm", {"algorithm": 3})
-...     store.load_json("demo", "best algorithm")
+...     store.save("nvrtc", "the answer", b"42")
+...     store.load("nvrtc", "the answer")
+...     store.load("nvrtc", "another question") is None
+...     store.save_json("timing", "best algorithm", {"algorithm": 3})
+...     store.load_json("timing", "best algorithm")
 ...     store.size().entries
 b'42'
 True
@@ -43,9 +53,6 @@ True
 """
 
 import contextlib
-import dataclasses
-import hashlib
-import importlib
 import json
 import logging
 import os
@@ -58,57 +65,64 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple
 
+from accelmath._core import private_files, store_format
+from accelmath._core.private_files import Unreadable
+from accelmath._core.store_format import FORMAT, BadEntry
 from accelmath._core.switches import switched_off
-from accelmath.errors import InvalidArgumentError
+from accelmath.errors import InvalidArgumentError, StateError
 
-__all__ = ["FORMAT", "Usage", "cache_dir", "clear", "enabled", "fingerprint", "load",
-           "load_json", "location", "problem", "save", "save_json", "size"]
+__all__ = ["FORMAT", "MARKER", "NAMESPACES", "Cleared", "Usage", "cache_dir", "clear",
+           "enabled", "load", "load_json", "location", "problem", "save",
+           "save_json", "size"]
 
-FORMAT = 1  # the entry format; an entry of another format is stale and is not read
-_MAGIC = b"accelmath-store\n"
-_SUFFIX = ".entry"
-_TEMPORARY = ".tmp"
+NAMESPACES = {  # every namespace of the store, and what it holds
+    "library-paths": "where each CUDA library was found",
+    "nvrtc": "code compiled by NVRTC",
+    "nvjitlink": "code linked by nvJitLink",
+    "timing": "autotune decisions",
+    "algorithms": "a library's algorithm candidates for a problem",
+    "layouts": "the strides of array packages' results",
+}
+MARKER = ".accelmath-store"  # the file that makes a directory the store's root
+_MARKER_TEXT = b"accelmath on-disk store; `accelmath cache clear` empties it\n"
+_ENTRY = re.compile(r"[0-9a-f]{64}\.entry")
+_TEMPORARY = re.compile(r"[0-9a-f]{64}\.[a-z0-9_]{8}\.tmp")  # tempfile.mkstemp's names
 _WRITE_SECONDS = 60  # a temporary file older than this is left over from an interrupted write
-_NAMESPACE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+_ENTRY_LIMIT = 1 << 28  # bytes of an entry's file (compiled code is a few MB at most)
+_HEAD_LIMIT = 1 << 16  # bytes read of a file to recognize the store's header (clear)
+_FIX = ("Set ACCELMATH_CACHE_DIR to a private directory of your own (it is made 0700 if "
+        "missing), or ACCELMATH_CACHE=0 to turn the store off.")
 
 _log = logging.getLogger("accelmath.store")
 _lock = threading.Lock()
-_warned = set()       # directories whose problem was already reported in this process
-_fingerprints = {}    # (device_id, libraries) -> fingerprint, once per process
+_warned = {}          # directory -> the problem reported for it in this process
+_absolute = {}        # a relative ACCELMATH_CACHE_DIR -> the directory it named when first seen
 
 
 class Usage(NamedTuple):
-    """What the store holds (:func:`size`) or what was removed from it (:func:`clear`)."""
+    """What the store holds (:func:`size`)."""
 
     entries: int
     bytes: int
 
 
-@dataclasses.dataclass(frozen=True)
-class _Header:
-    """The header line at the start of each entry's file, after the magic line."""
+class Cleared(NamedTuple):
+    """What :func:`clear` removed: entries, their bytes, and every file removed (entries and
+    temporary files that interrupted writes left)."""
 
-    format: int
-    namespace: str
-    key: str
-    length: int
-    sha256: str
-
-    def encode(self):
-        return _MAGIC + json.dumps(dataclasses.asdict(self)).encode() + b"\n"
-
-
-class _BadEntry(Exception):
-    """An entry's file that cannot be trusted; the message says why."""
+    entries: int
+    bytes: int
+    files: tuple
 
 
 def cache_dir():
-    """The directory of the on-disk store (not created here).
+    """The directory of the on-disk store (not created here), always absolute.
 
     Returns
     -------
     pathlib.Path
-        ``$ACCELMATH_CACHE_DIR`` when set and not empty; otherwise the user cache directory:
+        ``$ACCELMATH_CACHE_DIR`` when set and not empty (a relative one taken against the
+        working directory when the process first saw it); otherwise the user cache directory:
         ``$XDG_CACHE_HOME/accelmath`` or ``~/.cache/accelmath`` on Linux,
         ``~/Library/Caches/accelmath`` on macOS, ``%LOCALAPPDATA%\\accelmath\\Cache`` on
         Windows.
@@ -130,7 +144,7 @@ def cache_dir():
     """
     explicit = os.environ.get("ACCELMATH_CACHE_DIR")
     if explicit:
-        return Path(explicit).expanduser()
+        return _made_absolute(explicit)
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local"
         return Path(base) / "accelmath" / "Cache"
@@ -140,6 +154,23 @@ def cache_dir():
     # The XDG specification says to ignore a relative path.
     base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
     return base / "accelmath"
+
+
+def relative_origin():
+    """The relative ``ACCELMATH_CACHE_DIR`` that :func:`cache_dir` made absolute, or ``None``
+    where it is absolute or unset (for reports)."""
+    explicit = os.environ.get("ACCELMATH_CACHE_DIR")
+    return explicit if explicit in _absolute else None
+
+
+def _made_absolute(text):
+    path = Path(text).expanduser()
+    if path.is_absolute():
+        return path
+    with _lock:
+        if text not in _absolute:
+            _absolute[text] = Path(os.path.abspath(path))
+        return _absolute[text]
 
 
 def enabled():
@@ -160,8 +191,8 @@ def enabled():
 
 
 def location():
-    """The store's directory, created if needed, or ``None`` where the store is off or
-    cannot be used (then a warning names the problem, once).
+    """The store's directory, created (private) if needed, or ``None`` where the store is off
+    or cannot be used (then a warning names the problem, once).
 
     Examples
     --------
@@ -173,16 +204,14 @@ def location():
     ...     str(store.location()) == directory
     True
     """
-    root, reason = _diagnose()
-    if reason is not None:
-        _report(root, reason)
-        return None
-    return root
+    root = _usable_root(create=True)
+    return None if root in _warned else root  # (a read-only store is read, not written)
 
 
 def problem():
     """Why the store, switched on, cannot be used, as a sentence; ``None`` where it can be
-    used or is switched off. Creates the directory if needed, and tries a write in it.
+    used (or will be, once its directory is made at the first save) or is switched off.
+    Creates nothing.
 
     Examples
     --------
@@ -192,9 +221,31 @@ def problem():
     >>> blocker = tempfile.mkstemp()[1]  # a file: no directory can be made under it
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=os.path.join(blocker, "store")):
     ...     store.problem()
-    "cannot create '.../store': Not a directory"
+    "cannot create '.../store': '...' is not a directory"
     """
-    return _diagnose()[1]
+    root, reason = _named_root()
+    if root is None:
+        return reason
+    if root in _warned:
+        return _warned[root]
+    try:
+        why = private_files.distrust(root)
+    except (FileNotFoundError, NotADirectoryError):
+        parent = _nearest_existing(root)
+        if parent == root:
+            return f"'{root}' is not a directory"
+        if not parent.is_dir():
+            return f"cannot create '{root}': '{parent}' is not a directory"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"cannot create '{root}': no permission to write in '{parent}'"
+        return None
+    except OSError as exc:
+        return f"cannot read '{root}': {_reason(exc)}"
+    if why is not None:
+        return _untrusted(why)
+    if not os.access(root, os.W_OK | os.X_OK):
+        return f"cannot write in '{root}': no permission"
+    return None
 
 
 def load(namespace, key):
@@ -204,7 +255,7 @@ def load(namespace, key):
     Parameters
     ----------
     namespace : str
-        A plain name (letters, digits, ``_``, ``.``, ``-``): one directory of the store.
+        One of :data:`NAMESPACES`: one directory of the store.
     key : str
         Anything that identifies the entry; all of it is compared, not only its hash.
 
@@ -214,20 +265,16 @@ def load(namespace, key):
         If ``namespace`` or ``key`` is not as described (a mistake of the caller; the file
         system never makes this raise).
     """
-    path = _entry_path(namespace, key)
-    if path is None:
-        return None
+    name = _entry_name(namespace, key)
+    directory = _namespace_directory(namespace, create=False)
+    path = None if directory is None else directory / name
     try:
-        blob = path.read_bytes()
-    except FileNotFoundError:
-        _log.debug("store miss: %s %r", namespace, key)
-        return None
-    except OSError as exc:  # a file in place of the directory, no permission to read...
-        _report(path.parents[1], f"cannot read '{path.parents[1]}': {_reason(exc)}")
-        return None
-    try:
-        payload = _decode(blob, namespace, key)
-    except _BadEntry as exc:
+        blob = None if path is None else private_files.read_file(path, _ENTRY_LIMIT)
+        if blob is None:
+            _log.debug("store miss: %s %r", namespace, key)
+            return None
+        payload = store_format.decode(blob, namespace, key)
+    except (Unreadable, BadEntry) as exc:
         _log.warning("ignoring the store entry %s (%s %r): %s; the next save replaces it",
                      path, namespace, key, exc)
         return None
@@ -260,36 +307,41 @@ def save(namespace, key, data):
     >>> from unittest import mock
     >>> from accelmath._core import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
-    ...     store.save("demo", "k", bytearray(b"v"))
-    ...     store.load("demo", "k")
+    ...     store.save("nvrtc", "k", bytearray(b"v"))
+    ...     store.load("nvrtc", "k")
     b'v'
     """
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise InvalidArgumentError(
             f"data must be bytes, bytearray or memoryview, got {type(data).__name__}")
-    path = _entry_path(namespace, key)
-    if path is None:
-        return
+    name = _entry_name(namespace, key)
     payload = bytes(data)
-    header = _Header(FORMAT, namespace, key, len(payload), hashlib.sha256(payload).hexdigest())
+    blob = store_format.encode(namespace, key, payload)
+    if len(blob) > _ENTRY_LIMIT:
+        _log.warning("not saving the store entry %s %r: %d bytes, more than the %d an entry "
+                     "may hold", namespace, key, len(blob), _ENTRY_LIMIT)
+        return
+    directory = _namespace_directory(namespace, create=True)
+    if directory is None:
+        return
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomically(path, header.encode() + payload)
-    except OSError as exc:  # read-only, a file in place of the directory, disk full...
-        _report(path.parents[1], f"cannot write in '{path.parents[1]}': {_reason(exc)}")
+        _write_atomically(directory / name, blob)
+    except OSError as exc:  # read-only, disk full...
+        _report(directory.parent, f"cannot write in '{directory.parent}': {_reason(exc)}")
         return
     _log.debug("store save: %s %r (%d bytes)", namespace, key, len(payload))
 
 
 def load_json(namespace, key):
-    """The value saved by :func:`save_json` under ``key``, or ``None`` as for :func:`load`."""
+    """The value saved by :func:`save_json` under ``key``, or ``None`` as for :func:`load`
+    (also where the entry is not JSON, larger than 1 MiB or nested more than 32 deep)."""
     payload = load(namespace, key)
     if payload is None:
         return None
     try:
-        return json.loads(payload)
-    except ValueError as exc:  # whole and unchanged, but not JSON: saved by save(), not here
-        _log.warning("ignoring the store entry %s %r: not JSON (%s); the next save replaces it",
+        return store_format.decode_json(payload)
+    except BadEntry as exc:  # saved by save(), not here
+        _log.warning("ignoring the store entry %s %r: %s; the next save replaces it",
                      namespace, key, exc)
         return None
 
@@ -310,13 +362,13 @@ def save_json(namespace, key, value):
     >>> from unittest import mock
     >>> from accelmath._core import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
-    ...     store.save_json("demo", "choice", {"algorithm": 3, "workspace": 1024})
-    ...     store.load_json("demo", "choice")["algorithm"]
+    ...     store.save_json("timing", "choice", {"algorithm": 3, "workspace": 1024})
+    ...     store.load_json("timing", "choice")["algorithm"]
     3
     """
     try:
         text = json.dumps(value, sort_keys=True, allow_nan=False)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, RecursionError) as exc:
         raise InvalidArgumentError(f"value {value!r} cannot be kept as JSON: {exc}") from None
     save(namespace, key, text.encode())
 
@@ -330,22 +382,28 @@ def size():
         ``(entries, bytes)``; ``(0, 0)`` where the store is off or unusable.
     """
     entries = total = 0
-    for path in _files(_SUFFIX):
-        with contextlib.suppress(OSError):  # removed meanwhile by another process
-            total += path.stat().st_size
-            entries += 1
+    for _, path, status in _own_files():
+        if _ENTRY.fullmatch(path.name):
+            entries, total = entries + 1, total + status.st_size
     return Usage(entries, total)
 
 
 def clear():
-    """Remove every entry of the store (and temporary files that interrupted writes left).
+    """Remove every entry of the store, and the temporary files that interrupted writes left.
 
-    Files that are not the store's, such as other directories' contents, are kept.
+    Only what the store wrote goes: in its namespaces' directories, files of its own names
+    whose header is its own; symbolic links are never followed, and other files stay.
 
     Returns
     -------
-    Usage
-        The entries removed and their bytes.
+    Cleared
+        The entries removed, their bytes, and every file removed.
+
+    Raises
+    ------
+    StateError
+        If the directory does not carry the store's marker (:data:`MARKER`): it may be
+        another program's, and nothing is removed.
 
     Examples
     --------
@@ -353,101 +411,48 @@ def clear():
     >>> from unittest import mock
     >>> from accelmath._core import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
-    ...     store.save("demo", "k", b"12345")
+    ...     store.save("nvrtc", "k", b"12345")
     ...     store.clear().entries, store.size().entries
     (1, 0)
     """
+    root = _usable_root(create=False)
+    if root is not None and not _marked(root):
+        raise StateError(
+            f"'{root}' does not carry accelmath's store marker ({MARKER}), so it may not be "
+            f"the store's: nothing was removed. Point ACCELMATH_CACHE_DIR at accelmath's "
+            f"own directory, or remove this one yourself if it is the store of an older "
+            f"accelmath.")
     entries = total = 0
+    removed = []
     now = time.time()
-    for path in [*_files(_SUFFIX), *_files(_TEMPORARY)]:
-        try:
-            stat = path.stat()
-            # A recent temporary file may be a write in progress in another process.
-            if path.suffix == _TEMPORARY and now - stat.st_mtime < _WRITE_SECONDS:
-                continue
-            nbytes = stat.st_size
-            path.unlink()
-        except OSError as exc:
-            _log.warning("could not remove the store file %s: %s", path, _reason(exc))
+    for namespace, path, status in _own_files():
+        entry = _ENTRY.fullmatch(path.name) is not None
+        # A recent temporary file may be a write in progress in another process.
+        if not entry and now - status.st_mtime < _WRITE_SECONDS:
             continue
-        if path.suffix == _SUFFIX:
-            entries, total = entries + 1, total + nbytes
+        try:
+            head = private_files.read_file(path, _HEAD_LIMIT, head=True) or b""
+            if not store_format.written_by_store(head, namespace, path.name, not entry):
+                continue
+            path.unlink()
+        except (OSError, Unreadable) as exc:
+            _log.warning("could not remove the store file %s: %s", path, exc)
+            continue
+        removed.append(path)
+        if entry:
+            entries, total = entries + 1, total + status.st_size
     _log.debug("store cleared: %d entries, %d bytes", entries, total)
-    return Usage(entries, total)
+    return Cleared(entries, total, tuple(removed))
 
-
-def fingerprint(device_id, libraries=()):
-    """What an autotune decision depends on besides the problem: the GPU's name and compute
-    capability, the driver, and the versions of ``libraries``, as one string to put in a key.
-
-    Computed once per process and arguments; never raises (what cannot be read is written
-    as ``none`` or ``unavailable``).
-
-    Parameters
-    ----------
-    device_id : int
-        The device ordinal.
-    libraries : sequence of str
-        Library names of :data:`accelmath.bindings.LIBRARIES`.
-
-    Examples
-    --------
-    >>> from accelmath._core.store import fingerprint
-    >>> text = fingerprint(0, ("nvrtc",))
-    >>> text.startswith("gpu=") and "; nvrtc=" in text
-    True
-    """
-    key = (device_id, tuple(libraries))
-    found = _fingerprints.get(key)
-    if found is None:
-        found = _fingerprints[key] = _make_fingerprint(device_id, key[1])
-    return found
-
-
-def _make_fingerprint(device_id, libraries):
-    from accelmath._core import device
-
-    gpu, capability = "none", "none"
-    try:
-        for found in device.devices():
-            if found["index"] == device_id:
-                gpu = found["name"]
-                capability = "{}.{}".format(*found["compute_capability"])
-    except Exception:  # a driver too broken to answer: the fingerprint must not raise
-        pass
-    driver = device.driver_version()
-    parts = [f"gpu={gpu}", f"sm={capability}",
-             "driver=" + ("none" if driver is None else "{}.{}".format(*driver))]
-    for name in libraries:
-        parts.append(f"{name}={_library_version(name)}")
-    return "; ".join(parts)
-
-
-def _library_version(name):
-    from accelmath.bindings import LIBRARIES
-
-    module_name = LIBRARIES.get(name)
-    if module_name is None:
-        return "unknown"
-    try:
-        version = importlib.import_module(f"accelmath.bindings.{module_name}").version()
-    except Exception:  # not installed, or a failing query: the fingerprint must not raise
-        return "unavailable"
-    return ".".join(map(str, version)) if isinstance(version, tuple) else str(version)
-
-
-def _entry_path(namespace, key):
-    """The file of an entry, or None where the store is off or its directory is unknown."""
-    if not isinstance(namespace, str) or not _NAMESPACE.fullmatch(namespace):
+def _entry_name(namespace, key):
+    """The file name of an entry; raises where the namespace or key is not as described."""
+    if not isinstance(namespace, str) or namespace not in NAMESPACES:
         raise InvalidArgumentError(
-            f"namespace={namespace!r} is not a plain name: expected letters, digits, '_', "
-            f"'.' and '-', not starting with '.' or '-'")
+            f"namespace={namespace!r} is not one of the store's: expected one of "
+            f"{', '.join(map(repr, NAMESPACES))}")
     if not isinstance(key, str):
         raise InvalidArgumentError(f"key must be a str, got {type(key).__name__}")
-    root = _root()
-    if root is None:
-        return None
-    return root / namespace / (hashlib.sha256(key.encode()).hexdigest() + _SUFFIX)
+    return store_format.file_stem(key) + ".entry"
 
 
 def _named_root():
@@ -461,89 +466,112 @@ def _named_root():
         return None, f"no cache directory: {exc}"
 
 
-def _root():
-    """The store's directory, or None where it is off or cannot be named (then reported)."""
+def _usable_root(create):
+    """The store's root where it is private (made first where ``create``), else None: off,
+    not made yet (``create`` false), or unusable (then reported once)."""
     root, reason = _named_root()
-    if reason is not None:
-        _report(None, reason)
+    if root is None:
+        if reason is not None:
+            _report(None, reason)
+        return None
+    try:
+        if create:
+            private_files.make_directory(root)
+        why = private_files.distrust(root)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        if os.path.lexists(root) and not os.path.isdir(root):
+            _report(root, f"'{root}' is not a directory")
+        elif create or isinstance(exc, NotADirectoryError):
+            _report(root, f"cannot {'create' if create else 'read'} '{root}': {_reason(exc)}")
+        return None
+    except OSError as exc:  # a parent without permission, a file in the way...
+        _report(root, f"cannot {'create' if create else 'read'} '{root}': {_reason(exc)}")
+        return None
+    if why is not None:
+        _report(root, _untrusted(why))
+        return None
+    if create and not _marked(root):
+        try:
+            _write_atomically(root / MARKER, _MARKER_TEXT)
+        except OSError as exc:
+            _report(root, f"cannot write in '{root}': {_reason(exc)}")
+            return None
     return root
 
 
-def _diagnose():
-    """``(directory, None)`` where the store can be used; ``(directory or None, reason)``
-    where it cannot; ``(None, None)`` where it is off."""
-    root, reason = _named_root()
+def _namespace_directory(namespace, create):
+    """The private directory of ``namespace`` (made first where ``create``), or None."""
+    root = _usable_root(create)
     if root is None:
-        return None, reason
-    if root.exists() and not root.is_dir():
-        return root, f"'{root}' is not a directory"
+        return None
+    directory = root / namespace
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        if create:
+            with contextlib.suppress(FileExistsError):  # (then distrust says what is there)
+                os.mkdir(directory, private_files.DIRECTORY_MODE)
+        why = private_files.distrust(directory, follow=False)
+    except FileNotFoundError:
+        return None
     except OSError as exc:
-        return root, f"cannot create '{root}': {_reason(exc)}"
-    try:
-        fd, probe = tempfile.mkstemp(dir=root, prefix=".probe-", suffix=_TEMPORARY)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        return root, f"cannot write in '{root}': {_reason(exc)}"
-    return root, None
+        _report(directory, f"cannot {'create' if create else 'read'} '{directory}': "
+                           f"{_reason(exc)}")
+        return None
+    if why is not None:
+        _report(directory, _untrusted(why))
+        return None
+    return directory
 
 
-def _files(suffix):
-    """The store's files ending in ``suffix``, in every namespace."""
-    root = _root()
+def _untrusted(why):
+    return (f"{why}, so another user could plant code in it; the store uses only "
+            f"directories of your own that only you can write (chmod 700)")
+
+
+def _nearest_existing(path):
+    while not os.path.lexists(path) and path.parent != path:
+        path = path.parent
+    return path
+
+
+def _marked(root):
+    try:
+        return private_files.read_file(root / MARKER, len(_MARKER_TEXT)) == _MARKER_TEXT
+    except Unreadable:
+        return False
+
+
+def _own_files():
+    """``(namespace, path, lstat)`` of each file in a private namespace directory of a
+    private root whose name is an entry's or a temporary file's; no link is followed."""
+    root = _usable_root(create=False)
     if root is None:
-        return []
-    try:
-        namespaces = [p for p in root.iterdir() if p.is_dir()]
-    except OSError:  # missing (nothing stored yet), not a directory, or not readable
-        return []
-    found = []
-    for directory in namespaces:
-        with contextlib.suppress(OSError):
-            found += [p for p in directory.iterdir() if p.name.endswith(suffix)]
-    return found
-
-
-def _decode(blob, namespace, key):
-    """The payload of an entry's file, checked against its header; raises _BadEntry."""
-    if not blob.startswith(_MAGIC):
-        if _MAGIC.startswith(blob):
-            raise _BadEntry(f"truncated: {len(blob)} bytes, not even a header")
-        raise _BadEntry("not an accelmath store entry")
-    end = blob.find(b"\n", len(_MAGIC))
-    if end < 0:
-        raise _BadEntry("truncated in its header")
-    try:
-        fields = json.loads(blob[len(_MAGIC):end])
-    except ValueError:
-        raise _BadEntry("corrupted header") from None
-    if not isinstance(fields, dict):
-        raise _BadEntry("corrupted header")
-    if fields.get("format") != FORMAT:
-        raise _BadEntry(f"stale: format {fields.get('format')!r}, this accelmath reads "
-                        f"format {FORMAT}")
-    try:
-        header = _Header(**fields)
-    except TypeError:
-        raise _BadEntry("corrupted header") from None
-    if (header.namespace, header.key) != (namespace, key):
-        raise _BadEntry(f"holds another entry ({header.namespace} {header.key!r})")
-    payload = blob[end + 1:]
-    if len(payload) != header.length:
-        raise _BadEntry(f"truncated: {len(payload)} of {header.length} bytes")
-    if hashlib.sha256(payload).hexdigest() != header.sha256:
-        raise _BadEntry("corrupted: its checksum does not match")
-    return payload
+        return
+    for namespace in NAMESPACES:
+        directory = _namespace_directory(namespace, create=False)
+        if directory is None:
+            continue
+        try:
+            with os.scandir(directory) as found:
+                items = [(item.name, item.stat(follow_symlinks=False)) for item in found
+                         if _ENTRY.fullmatch(item.name) or _TEMPORARY.fullmatch(item.name)]
+        except OSError as exc:  # removed meanwhile, or not readable
+            _log.warning("could not list the store directory %s: %s", directory, _reason(exc))
+            continue
+        for name, status in items:
+            path = directory / name
+            why = private_files.owned_regular(path, status)
+            if why is None:
+                yield namespace, path, status
+            else:
+                _log.warning("ignoring %s in the store: %s", path, why)
 
 
 def _write_atomically(path, blob):
-    """Write ``blob`` to ``path`` through a temporary file in the same directory."""
+    """Write ``blob`` to ``path`` through a temporary file (``0600``) in the same directory."""
     # No fsync: after a crash an entry may be cut short, which _decode detects; syncing
     # every entry would cost more than recompiling the rare damaged one.
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.stem + ".",
-                                     suffix=_TEMPORARY)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name.split(".")[0] + ".",
+                                     suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(blob)
@@ -559,15 +587,14 @@ def _reason(exc):
     return exc.strerror or str(exc)
 
 
-def _report(root, reason):
-    """Warn, once per directory and process, that the store cannot be used."""
+def _report(directory, reason):
+    """Warn, once per directory and process, that the store cannot be used there."""
     with _lock:
-        if root in _warned:
+        if directory in _warned:
             return
-        _warned.add(root)
+        _warned[directory] = reason
     message = (f"accelmath's on-disk store is not used ({reason}): compiled code and "
-               f"autotune decisions are not kept across processes. Set ACCELMATH_CACHE_DIR "
-               f"to a writable directory, or ACCELMATH_CACHE=0 to turn the store off.")
+               f"autotune decisions are not kept across processes. {_FIX}")
     _log.warning(message)
     warnings.warn(message, RuntimeWarning, stacklevel=_outside())
 
@@ -581,3 +608,8 @@ def _outside():
             package + os.sep):
         frame, level = frame.f_back, level + 1
     return level
+
+
+# A relative ACCELMATH_CACHE_DIR names the directory it names now, at import, for good.
+with contextlib.suppress(Exception):
+    cache_dir()

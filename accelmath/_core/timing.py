@@ -20,6 +20,7 @@ import statistics
 from dataclasses import dataclass
 
 from accelmath._core import store
+from accelmath._core.fingerprint import fingerprint
 from accelmath.bindings import driver
 
 __all__ = ["Choice", "choose", "known", "device_time"]
@@ -180,4 +181,4 @@ def known(problem, labels, device_id, libraries=()):
 
 
 def _key(problem, labels, device_id, libraries):
-    return f"{problem}|{'|'.join(labels)}|{store.fingerprint(device_id, tuple(libraries))}"
+    return f"{problem}|{'|'.join(labels)}|{fingerprint(device_id, tuple(libraries))}"

@@ -18,6 +18,7 @@ from typing import NamedTuple, Optional
 
 from accelmath._core import hostcall, store, timing
 from accelmath._core.device import ensure_context
+from accelmath._core.fingerprint import fingerprint
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
@@ -33,7 +34,7 @@ _log = logging.getLogger("accelmath")
 
 _WORKSPACE = 32 << 20  # the most workspace cuBLASLt's algorithms may ask for (Hopper's advice)
 _CANDIDATES = 8  # the heuristic's candidates kept, for autotuning
-_HEURISTIC = "cublaslt-heuristic"  # the store's namespace of the heuristic's answers
+_HEURISTIC = "algorithms"  # the store's namespace of the heuristic's answers
 # Autotuning times each candidate over runs of a few calls back to back (the throughput of a
 # loop, not of one launch), the candidates in turn round after round (their medians count:
 # see timing.choose), and the heuristic's first choice keeps its place unless another
@@ -332,7 +333,7 @@ class LtPlan:
         """``[(algo, workspace bytes)]``: the heuristic's candidates, best first, kept in the
         store (keyed by the problem, the GPU and cuBLASLt's version): asking the heuristic
         costs milliseconds per product shape, much of a new process's first call."""
-        key = f"{self.problem}|{store.fingerprint(self.device_id, ('cublasLt',))}"
+        key = f"{self.problem}|{fingerprint(self.device_id, ('cublasLt',))}"
         kept = store.load_json(_HEURISTIC, key)
         if isinstance(kept, list) and kept:
             try:

@@ -1,11 +1,21 @@
-"""The memo of where each CUDA library was found: a new process skips cuda-pathfinder."""
+"""The memo of where each CUDA library was found: a new process skips cuda-pathfinder, and
+never loads a file that was planted in its place."""
 
+import hashlib
+import json
 import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from accelmath._core import library_paths, store
+from accelmath._core import store_format
 from accelmath.bindings import _loader
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -36,7 +46,7 @@ def _forbid_pathfinder(monkeypatch):
 def test_found_path_is_kept_and_used_next_time(fresh, monkeypatch):
     path = _pathfinder_path("cufft")
     assert _loader.load_library("cufft")[1] == path
-    assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft")) == {"path": path}
+    assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft"))["path"] == path
     monkeypatch.setattr(_loader, "_loaded", {})
     _forbid_pathfinder(monkeypatch)
     assert _loader.load_library("cufft")[1] == path
@@ -47,7 +57,7 @@ def test_a_missing_file_is_looked_up_again(fresh, tmp_path):
     store.save_json(library_paths.NAMESPACE, library_paths.key("cufft"),
                     {"path": str(tmp_path / "gone.so")})
     assert _loader.load_library("cufft")[1] == path
-    assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft")) == {"path": path}
+    assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft"))["path"] == path
 
 
 def test_a_file_that_does_not_load_is_looked_up_again(fresh, tmp_path):
@@ -72,3 +82,108 @@ def test_off_with_the_store(fresh, monkeypatch):
     assert _loader.load_library("cufft")[1] == path
     monkeypatch.delenv("ACCELMATH_CACHE")
     assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft")) is None
+
+
+# -- a planted library is never loaded --------------------------------------------------------
+
+_CONSTRUCTOR = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen(getenv("PLANTED_PROOF"), "w");
+    if (f) { fputs("planted code ran", f); fclose(f); }
+}
+"""
+
+
+@pytest.fixture
+def planted_library(tmp_path):
+    """A shared library named like cuFFT whose constructor writes $PLANTED_PROOF."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None or os.name != "posix":
+        pytest.skip("no C compiler to build a planted library")
+    source = tmp_path / "planted.c"
+    source.write_text(_CONSTRUCTOR)
+    library = tmp_path / "planted" / "libcufft.so.11"
+    library.parent.mkdir(mode=0o700)
+    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    return library
+
+
+def _plant(root, name, path, identity=None):
+    """Write a library-paths entry for ``name`` straight into the store's files."""
+    directory = root / library_paths.NAMESPACE
+    directory.mkdir(parents=True, exist_ok=True)
+    value = {"path": str(path)} if identity is None else {"path": str(path), "file": identity}
+    key = library_paths.key(name)
+    entry = directory / (hashlib.sha256(key.encode()).hexdigest() + ".entry")
+    entry.write_bytes(store_format.encode(library_paths.NAMESPACE, key,
+                                          json.dumps(value).encode()))
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o777])
+def test_a_store_that_others_can_write_plants_no_library(planted_library, tmp_path, mode):
+    root = tmp_path / "shared-store"
+    proof = tmp_path / "proof"
+    environment = {**os.environ, "ACCELMATH_CACHE_DIR": str(root), "PLANTED_PROOF": str(proof),
+                   "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO),
+                                                               os.environ.get("PYTHONPATH")]))}
+    environment.pop("ACCELMATH_CACHE", None)
+    # the key as the child process computes it (the same interpreter and environment)
+    key_of = subprocess.run(
+        [sys.executable, "-c", "from accelmath._core import library_paths as l; "
+                               "print(l.key('cufft'))"],
+        env=environment, capture_output=True, text=True, check=True).stdout.strip()
+    directory = root / library_paths.NAMESPACE
+    directory.mkdir(parents=True)
+    (directory / (hashlib.sha256(key_of.encode()).hexdigest() + ".entry")).write_bytes(
+        store_format.encode(library_paths.NAMESPACE, key_of,
+                            b'{"path": "%s"}' % str(planted_library).encode()))
+    root.chmod(mode)
+    directory.chmod(mode)
+    result = subprocess.run([sys.executable, "-m", "accelmath", "info"], env=environment,
+                            capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert not proof.exists(), "the planted library's code ran"
+    assert f"'{root}' can be written by its group or by others" in result.stdout + result.stderr
+
+
+def test_a_remembered_file_outside_the_lookups_places_is_not_loaded(fresh, planted_library,
+                                                                   store_root, monkeypatch,
+                                                                   tmp_path, caplog):
+    proof = tmp_path / "proof"
+    monkeypatch.setenv("PLANTED_PROOF", str(proof))
+    identity = library_paths._identity(os.stat(planted_library))
+    _plant(store_root, "cufft", planted_library, identity)
+    assert library_paths._recall("cufft") is None
+    assert "not in a place that a lookup searches" in caplog.text
+    assert not proof.exists()
+
+
+def test_a_remembered_file_is_checked_before_it_is_loaded(fresh, tmp_path, monkeypatch):
+    real = _pathfinder_path("cufft")
+    status = os.stat(os.path.realpath(real))
+    identity = library_paths._identity(status)
+    assert library_paths.distrust("cufft", real, identity) is None
+    assert library_paths.distrust("cufft", real, [*identity[:3], identity[3] + 1]) == (
+        "not the file that was found (replaced or changed since)")
+    assert library_paths.distrust("cublas", real, identity) == "not a file of cublas"
+    assert library_paths.distrust("cufft", "libcufft.so.11", identity) == "not an absolute path"
+    writable = tmp_path / "lib"
+    writable.mkdir()
+    copy = writable / os.path.basename(real)
+    copy.symlink_to(real)  # through a link: the file it names is what counts
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    assert library_paths.distrust("cufft", str(copy), identity) is None
+    monkeypatch.setattr(library_paths.os, "stat", _with_mode(os.stat, 0o777))
+    assert "can be written by its group or by others" in library_paths.distrust(
+        "cufft", str(copy), identity)
+
+
+def _with_mode(stat_function, mode):
+    def patched(path, *args, **kwargs):
+        found = stat_function(path, *args, **kwargs)
+        fields = list(found)
+        fields[0] = (found.st_mode & ~0o777) | mode
+        return os.stat_result(fields)
+    return patched

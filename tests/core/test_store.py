@@ -1,5 +1,5 @@
 """The on-disk store: round trips, damaged entries ignored and replaced, unusable directories
-that warn once and never raise, the switch, concurrent writers, size and clear, fingerprints."""
+that warn once and never raise, the switch, concurrent writers, size and clear."""
 
 import errno
 import hashlib
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import store
-from accelmath.errors import InvalidArgumentError
+from accelmath._core import store, store_format
+from accelmath.errors import InvalidArgumentError, StateError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def root(store_root, monkeypatch):
     """An empty store directory (not created yet), the store on, no problem reported yet."""
-    monkeypatch.setattr(store, "_warned", set())
+    monkeypatch.setattr(store, "_warned", {})
     return store_root
 
 
@@ -49,20 +49,20 @@ def test_bytes_round_trip(root, payload):
 
 
 def test_namespaces_and_keys_are_independent(root):
-    store.save("a", "key", b"in a")
-    store.save("b", "key", b"in b")
-    store.save("a", "key2", b"other key")
-    assert store.load("a", "key") == b"in a"
-    assert store.load("b", "key") == b"in b"
-    assert store.load("a", "key2") == b"other key"
+    store.save("layouts", "key", b"in a")
+    store.save("algorithms", "key", b"in b")
+    store.save("layouts", "key2", b"other key")
+    assert store.load("layouts", "key") == b"in a"
+    assert store.load("algorithms", "key") == b"in b"
+    assert store.load("layouts", "key2") == b"other key"
 
 
 def test_save_replaces(root):
-    store.save("ns", "k", b"first")
-    store.save("ns", "k", bytearray(b"second"))
-    store.save("ns", "k", memoryview(b"third"))
-    assert store.load("ns", "k") == b"third"
-    assert sorted(p.name for p in (root / "ns").iterdir()) == [_entry(root, "ns", "k").name]
+    store.save("timing", "k", b"first")
+    store.save("timing", "k", bytearray(b"second"))
+    store.save("timing", "k", memoryview(b"third"))
+    assert store.load("timing", "k") == b"third"
+    assert sorted(p.name for p in (root / "timing").iterdir()) == [_entry(root, "timing", "k").name]
 
 
 def test_json_round_trip(root):
@@ -88,31 +88,34 @@ def test_json_of_bytes_that_are_not_json(root, caplog):
 
 def test_hits_and_misses_are_logged(root, caplog):
     caplog.set_level(logging.DEBUG, logger="accelmath.store")
-    store.load("ns", "k")
-    store.save("ns", "k", b"v")
-    store.load("ns", "k")
+    store.load("timing", "k")
+    store.save("timing", "k", b"v")
+    store.load("timing", "k")
     messages = [r.getMessage() for r in caplog.records if r.name == "accelmath.store"]
-    assert messages[0].startswith("store miss: ns 'k'")
-    assert messages[1].startswith("store save: ns 'k'")
-    assert messages[2].startswith("store hit: ns 'k'")
+    assert messages[0].startswith("store miss: timing 'k'")
+    assert messages[1].startswith("store save: timing 'k'")
+    assert messages[2].startswith("store hit: timing 'k'")
     assert all(r.levelno == logging.DEBUG for r in caplog.records)
 
 
-@pytest.mark.parametrize("namespace", ["", "../escape", "a/b", ".hidden", "-x", 3, None])
-def test_namespace_must_be_a_plain_name(root, namespace):
-    with pytest.raises(InvalidArgumentError, match="is not a plain name"):
+@pytest.mark.parametrize("namespace", ["", "../escape", "a/b", ".hidden", "-x", "other", 3,
+                                       None])
+def test_namespace_must_be_one_of_the_stores(root, namespace):
+    with pytest.raises(InvalidArgumentError, match="is not one of the store's: expected one of "
+                                                   "'library-paths', 'nvrtc'"):
         store.load(namespace, "k")
-    with pytest.raises(InvalidArgumentError, match="is not a plain name"):
+    with pytest.raises(InvalidArgumentError, match="is not one of the store's"):
         store.save(namespace, "k", b"v")
+    assert not root.exists()
 
 
 def test_key_and_data_types(root):
     with pytest.raises(InvalidArgumentError, match="key must be a str, got bytes"):
-        store.load("ns", b"k")
+        store.load("timing", b"k")
     with pytest.raises(InvalidArgumentError, match="data must be bytes, .* got str"):
-        store.save("ns", "k", "text")
+        store.save("timing", "k", "text")
     with pytest.raises(InvalidArgumentError, match="got int"):
-        store.save("ns", "k", 5)  # bytes(5) would be five zero bytes: refused
+        store.save("timing", "k", 5)  # bytes(5) would be five zero bytes: refused
 
 
 # -- damaged entries: ignored, logged, replaced -----------------------------------------------
@@ -165,24 +168,24 @@ def _stale_format(blob):
     (_truncate_magic, "truncated: 5 bytes"),
     (_flip_a_payload_byte, "corrupted: its checksum does not match"),
     (_garble_header, "corrupted header"),
-    (_foreign_key, "holds another entry (ns 'some other key')"),
+    (_foreign_key, "holds another entry ('timing' 'some other key')"),
     (_other_file, "not an accelmath store entry"),
     (_stale_format, f"stale: format {store.FORMAT + 1}"),
 ])
 def test_a_damaged_entry_is_ignored_logged_and_replaced(root, caplog, damage, reason):
     payload = bytes(range(100))
-    store.save("ns", "the key", payload)
-    path = _entry(root, "ns", "the key")
+    store.save("timing", "the key", payload)
+    path = _entry(root, "timing", "the key")
     path.write_bytes(damage(path.read_bytes()))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a damaged entry is logged, not a Python warning
-        assert store.load("ns", "the key") is None
+        assert store.load("timing", "the key") is None
     logged = _store_warnings(caplog)
     assert len(logged) == 1
     message = logged[0].getMessage()
     assert reason in message and str(path) in message and "'the key'" in message
-    store.save("ns", "the key", payload)
-    assert store.load("ns", "the key") == payload
+    store.save("timing", "the key", payload)
+    assert store.load("timing", "the key") == payload
 
 
 # -- directories that cannot be used ---------------------------------------------------------
@@ -190,9 +193,9 @@ def test_a_damaged_entry_is_ignored_logged_and_replaced(root, caplog, damage, re
 def _assert_unusable(root, caplog, recwarn, reason):
     """The store works as a store that keeps nothing, and says why exactly once."""
     for _ in range(3):
-        assert store.load("ns", "k") is None
-        store.save("ns", "k", b"v")
-        assert store.load("ns", "k") is None
+        assert store.load("timing", "k") is None
+        store.save("timing", "k", b"v")
+        assert store.load("timing", "k") is None
         assert store.location() is None
     ours = [w for w in recwarn if "on-disk store is not used" in str(w.message)]
     assert len(ours) == 1, [str(w.message) for w in ours]
@@ -201,7 +204,7 @@ def _assert_unusable(root, caplog, recwarn, reason):
     assert ours[0].filename == __file__  # (the first caller outside accelmath)
     assert len(_store_warnings(caplog)) == 1
     assert store.size() == (0, 0)
-    assert store.clear() == (0, 0)
+    assert store.clear()[:2] == (0, 0)
     assert reason in store.problem()
 
 
@@ -239,7 +242,7 @@ def test_no_home_directory(root, caplog, recwarn, monkeypatch):
 
 
 def test_a_read_only_directory_is_read_but_not_written(root, caplog, recwarn, monkeypatch):
-    store.save("ns", "kept", b"saved before")
+    store.save("timing", "kept", b"saved before")
 
     def read_only(*args, **kwargs):
         raise OSError(errno.EROFS, "Read-only file system")
@@ -247,10 +250,10 @@ def test_a_read_only_directory_is_read_but_not_written(root, caplog, recwarn, mo
     # As root, chmod stops nothing: the file system's refusal is simulated at its source.
     monkeypatch.setattr(store.tempfile, "mkstemp", read_only)
     for _ in range(3):
-        store.save("ns", "kept", b"changed")
-        store.save("ns", "new", b"v")
-    assert store.load("ns", "kept") == b"saved before"
-    assert store.load("ns", "new") is None
+        store.save("timing", "kept", b"changed")
+        store.save("timing", "new", b"v")
+    assert store.load("timing", "kept") == b"saved before"
+    assert store.load("timing", "new") is None
     ours = [w for w in recwarn if "on-disk store is not used" in str(w.message)]
     assert len(ours) == 1
     assert f"cannot write in '{root}': Read-only file system" in str(ours[0].message)
@@ -262,16 +265,16 @@ def test_a_read_only_directory_is_read_but_not_written(root, caplog, recwarn, mo
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
                     reason="permissions do not stop root")
 def test_a_directory_without_write_permission(root, recwarn):
-    store.save("ns", "kept", b"saved before")
+    store.save("timing", "kept", b"saved before")
     root.chmod(0o500)
-    (root / "ns").chmod(0o500)
+    (root / "timing").chmod(0o500)
     try:
-        store.save("ns", "kept", b"changed")
-        store.save("ns", "new", b"v")
-        assert store.load("ns", "kept") == b"saved before"
+        store.save("timing", "kept", b"changed")
+        store.save("timing", "new", b"v")
+        assert store.load("timing", "kept") == b"saved before"
         assert store.problem().startswith(f"cannot write in '{root}'")
     finally:
-        (root / "ns").chmod(0o700)
+        (root / "timing").chmod(0o700)
         root.chmod(0o700)
     assert len([w for w in recwarn if "on-disk store is not used" in str(w.message)]) == 1
 
@@ -279,8 +282,8 @@ def test_a_directory_without_write_permission(root, recwarn):
 @pytest.mark.parametrize("value", ["0", "off", "False", " no "])
 def test_switched_off(root, recwarn, monkeypatch, value):
     monkeypatch.setenv("ACCELMATH_CACHE", value)
-    store.save("ns", "k", b"v")
-    assert store.load("ns", "k") is None
+    store.save("timing", "k", b"v")
+    assert store.load("timing", "k") is None
     assert not root.exists()
     assert not store.enabled()
     assert store.location() is None and store.problem() is None
@@ -289,14 +292,14 @@ def test_switched_off(root, recwarn, monkeypatch, value):
 
 
 def test_the_environment_is_read_at_each_call(tmp_path, root, monkeypatch):
-    store.save("ns", "k", b"first directory")
+    store.save("timing", "k", b"first directory")
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path / "second"))
-    assert store.load("ns", "k") is None
+    assert store.load("timing", "k") is None
     monkeypatch.setenv("ACCELMATH_CACHE", "0")
-    assert store.load("ns", "k") is None
+    assert store.load("timing", "k") is None
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(root))
     monkeypatch.delenv("ACCELMATH_CACHE")
-    assert store.load("ns", "k") == b"first directory"
+    assert store.load("timing", "k") == b"first directory"
     assert store.location() == root
 
 
@@ -313,19 +316,19 @@ def test_default_location(tmp_path, root, monkeypatch):
 
 _WRITER = """
 import sys
-from accelmath._core import store
+from accelmath._core import store, store_format
 which = int(sys.argv[1])
 for round in range(int(sys.argv[2])):
     # distinct payloads, large enough that a write is not one system call's worth
-    store.save("race", "the same key", bytes([which]) * (200_000 + 1000 * which + round))
+    store.save("nvjitlink", "the same key", bytes([which]) * (200_000 + 1000 * which + round))
 """
 
 _READER = """
 import sys
-from accelmath._core import store
+from accelmath._core import store, store_format
 seen, bad = 0, 0
 for _ in range(int(sys.argv[1])):
-    payload = store.load("race", "the same key")
+    payload = store.load("nvjitlink", "the same key")
     if payload is None:
         bad += seen > 0  # once written, an entry must stay readable: never half replaced
         continue
@@ -346,7 +349,7 @@ def _python(code, *args, root):
 
 
 def test_processes_racing_on_one_key(root):
-    store.save("race", "the same key", bytes([9]) * 200_000)
+    store.save("nvjitlink", "the same key", bytes([9]) * 200_000)
     writers = [_python(_WRITER, which, 40, root=root) for which in range(4)]
     reader = _python(_READER, 3000, root=root)
     for process in [*writers, reader]:
@@ -355,9 +358,9 @@ def test_processes_racing_on_one_key(root):
         assert "warning" not in err.lower(), err
     seen, bad = map(int, out.split())
     assert seen > 0 and bad == 0, (seen, bad)
-    final = store.load("race", "the same key")
+    final = store.load("nvjitlink", "the same key")
     assert final is not None and len(set(final)) == 1 and final[0] in range(4)
-    assert [p.name for p in (root / "race").iterdir()] == [_entry(root, "race", "the same key").name]
+    assert [p.name for p in (root / "nvjitlink").iterdir()] == [_entry(root, "nvjitlink", "the same key").name]
 
 
 def test_threads_racing_on_one_key(root, caplog):
@@ -365,15 +368,15 @@ def test_threads_racing_on_one_key(root, caplog):
 
     def write(payload):
         for _ in range(20):
-            store.save("race", "k", payload)
-            assert store.load("race", "k") in payloads
+            store.save("nvjitlink", "k", payload)
+            assert store.load("nvjitlink", "k") in payloads
 
     threads = [threading.Thread(target=write, args=(p,)) for p in payloads]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert store.load("race", "k") in payloads
+    assert store.load("nvjitlink", "k") in payloads
     assert not _store_warnings(caplog)
 
 
@@ -392,69 +395,244 @@ def test_size_and_clear(root):
     (root / "hostcall").mkdir()
     (root / "hostcall" / "shim.so").write_bytes(b"not ours")
     (root / "README").write_text("not ours")
-    old, recent = root / "nvrtc" / "x.123.tmp", root / "nvrtc" / "y.456.tmp"
-    old.write_bytes(b"partial")
-    recent.write_bytes(b"partial")
+    stem = hashlib.sha256(b"a").hexdigest()
+    old, recent = root / "nvrtc" / f"{stem}.x1y2z3_4.tmp", root / "nvrtc" / f"{stem}.abcdefgh.tmp"
+    old.write_bytes(b"accelmath-st")
+    recent.write_bytes(b"accelmath-st")
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
-    assert store.clear() == (entries, nbytes)
+    cleared = store.clear()
+    assert cleared[:2] == (entries, nbytes)
+    assert sorted(cleared.files) == sorted([*root.glob("*/*.entry.gone"), old,
+                                            *[_entry(root, n, k) for n, k in
+                                              [("nvrtc", "a"), ("nvrtc", "b"), ("timing", "c")]]])
     assert store.size() == (0, 0)
     assert store.load("nvrtc", "a") is None
     assert not old.exists() and recent.exists()
     assert (root / "hostcall" / "shim.so").exists() and (root / "README").exists()
-    assert store.clear() == (0, 0)
+    assert store.clear()[:2] == (0, 0)
 
 
 def test_size_of_a_store_never_written(root):
-    assert store.size() == (0, 0) and store.clear() == (0, 0)
+    assert store.size() == (0, 0) and store.clear()[:2] == (0, 0)
     assert not root.exists()
 
 
-# -- fingerprints -----------------------------------------------------------------------------
+# -- trust: only a private store is used ------------------------------------------------------
 
-def test_fingerprint_without_a_gpu(monkeypatch):
-    from accelmath._core import device
-
-    if device.gpu_available():
-        pytest.skip("a GPU is present")
-    monkeypatch.setattr(store, "_fingerprints", {})
-    text = store.fingerprint(0, ("nvrtc", "no-such-library"))
-    assert text.startswith("gpu=none; sm=none; driver=")
-    assert text.endswith("; no-such-library=unknown")
-    nvrtc = device.library_info()["nvrtc"]["version"]
-    if nvrtc is not None:
-        assert "; nvrtc={}.{};".format(*nvrtc) in text
+def _warnings_about(recwarn, text):
+    return [str(w.message) for w in recwarn if text in str(w.message)]
 
 
-def test_fingerprint_names_the_gpu_driver_and_versions(monkeypatch):
-    from accelmath._core import device
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize("umask", [0o000, 0o002, 0o022, 0o077])
+def test_directories_0700_and_entries_0600_whatever_the_umask(root, umask):
+    previous = os.umask(umask)
+    try:
+        store.save("nvrtc", "k", b"v")
+    finally:
+        os.umask(previous)
+    for path in [root.parent / "store", root / "nvrtc"]:
+        assert path.stat().st_mode & 0o777 == 0o700, oct(path.stat().st_mode)
+    for path in [_entry(root, "nvrtc", "k"), root / store.MARKER]:
+        assert path.stat().st_mode & 0o777 == 0o600, oct(path.stat().st_mode)
 
-    monkeypatch.setattr(store, "_fingerprints", {})
-    monkeypatch.setattr(device, "devices", lambda: [
-        {"index": 0, "name": "GPU A", "compute_capability": (8, 0)},
-        {"index": 1, "name": "GPU B", "compute_capability": (9, 0)}])
-    monkeypatch.setattr(device, "driver_version", lambda: (12, 4))
-    monkeypatch.setattr("accelmath.bindings.cufft.version", lambda: 11401)
-    assert store.fingerprint(1, ["cufft"]) == "gpu=GPU B; sm=9.0; driver=12.4; cufft=11401"
-    assert store.fingerprint(0) == "gpu=GPU A; sm=8.0; driver=12.4"
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+def test_missing_parents_are_made_private(tmp_path, root, monkeypatch):
+    previous = os.umask(0)
+    try:
+        monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path / "a" / "b" / "store"))
+        store.save("nvrtc", "k", b"v")
+    finally:
+        os.umask(previous)
+    for path in [tmp_path / "a", tmp_path / "a" / "b"]:
+        assert path.stat().st_mode & 0o777 == 0o700
 
 
-def test_fingerprint_is_computed_once_and_never_raises(monkeypatch):
-    from accelmath._core import device
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777, 0o720])
+def test_a_root_that_others_can_write_is_neither_read_nor_written(root, recwarn, caplog, mode):
+    store.save("nvrtc", "planted", b"code someone else could have put there")
+    root.chmod(mode)
+    for _ in range(3):
+        assert store.load("nvrtc", "planted") is None
+        store.save("nvrtc", "new", b"v")
+    root.chmod(0o700)
+    assert store.load("nvrtc", "new") is None  # nothing was written meanwhile
+    root.chmod(mode)
+    [message] = _warnings_about(recwarn, "on-disk store is not used")
+    assert f"'{root}' can be written by its group or by others (mode {mode:04o})" in message
+    assert "chmod 700" in message and "ACCELMATH_CACHE_DIR" in message
+    assert store.size() == (0, 0)
+    assert store.problem().startswith(f"'{root}' can be written by its group or by others")
 
-    calls = []
 
-    def broken():
-        calls.append(1)
-        raise RuntimeError("a broken driver")
+@pytest.mark.skipif(os.name != "posix", reason="POSIX modes")
+def test_a_namespace_that_others_can_write_is_neither_read_nor_written(root, recwarn):
+    store.save("nvrtc", "planted", b"cubin")
+    store.save("timing", "kept", b"{}")
+    (root / "nvrtc").chmod(0o775)
+    assert store.load("nvrtc", "planted") is None
+    store.save("nvrtc", "new", b"v")
+    assert store.load("timing", "kept") == b"{}"  # another namespace is still used
+    [message] = _warnings_about(recwarn, "on-disk store is not used")
+    assert f"'{root / 'nvrtc'}' can be written by its group or by others" in message
+    assert store.size().entries == 1
+    assert store.clear().entries == 1 and _entry(root, "nvrtc", "planted").exists()
 
-    def failing_version():
-        raise OSError("cannot load")
 
-    monkeypatch.setattr(store, "_fingerprints", {})
-    monkeypatch.setattr(device, "devices", broken)
-    monkeypatch.setattr(device, "driver_version", lambda: None)
-    monkeypatch.setattr("accelmath.bindings.cufft.version", failing_version)
-    first = store.fingerprint(0, ("cufft",))
-    assert first == "gpu=none; sm=none; driver=none; cufft=unavailable"
-    assert store.fingerprint(0, ("cufft",)) is first and len(calls) == 1
+def test_a_namespace_that_is_a_link_is_not_followed(root, tmp_path, recwarn):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    store.save("timing", "k", b"v")
+    (elsewhere / _entry(root, "timing", "k").name).write_bytes(_entry(root, "timing", "k")
+                                                               .read_bytes())
+    (root / "nvrtc").symlink_to(elsewhere)
+    (elsewhere / (hashlib.sha256(b"x").hexdigest() + ".entry")).write_bytes(b"their file")
+    assert store.load("nvrtc", "x") is None
+    store.save("nvrtc", "y", b"v")
+    assert sorted(p.name for p in elsewhere.iterdir()) == sorted(
+        [_entry(root, "timing", "k").name, hashlib.sha256(b"x").hexdigest() + ".entry"])
+    assert store.clear().entries == 1  # the timing entry; nothing through the link
+    assert len(list(elsewhere.iterdir())) == 2
+    assert _warnings_about(recwarn, f"'{root / 'nvrtc'}' is a symbolic link")
+
+
+@pytest.mark.skipif(not hasattr(os, "chown") or os.geteuid() != 0,
+                    reason="a second owner needs root's chown")
+def test_another_users_store_namespace_or_entry_is_not_read(root, recwarn, caplog):
+    store.save("nvrtc", "k", b"v")
+    store.save("timing", "k", b"{}")
+    os.chown(_entry(root, "timing", "k"), 4321, 4321)
+    assert store.load("timing", "k") is None
+    assert "belongs to another user (uid 4321" in caplog.text
+    assert str(_entry(root, "timing", "k")) in caplog.text
+    os.chown(root / "nvrtc", 4321, 4321)
+    assert store.load("nvrtc", "k") is None
+    assert _warnings_about(recwarn, f"'{root / 'nvrtc'}' belongs to another user")
+    os.chown(root, 4321, 4321)
+    assert store.problem().startswith(f"'{root}' belongs to another user (uid 4321")
+
+
+# -- reading an entry never blocks, never reads without bound, never raises -------------------
+
+def _load_in_time(namespace, key, seconds=10):
+    result = []
+    thread = threading.Thread(target=lambda: result.append(store.load(namespace, key)),
+                              daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), "store.load blocked"
+    return result[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX's")
+def test_a_fifo_in_place_of_an_entry_does_not_block(root, caplog):
+    store.save("library-paths", "k", b"{}")
+    path = _entry(root, "library-paths", "k")
+    path.unlink()
+    os.mkfifo(path, 0o600)
+    assert _load_in_time("library-paths", "k") is None
+    assert f"ignoring the store entry {path}" in caplog.text
+    assert "not a regular file" in caplog.text
+    assert store.size() == (0, 0) and store.clear().entries == 0 and path.exists()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_a_link_to_a_device_is_not_read(root, caplog):
+    store.save("nvrtc", "k", b"v")
+    path = _entry(root, "nvrtc", "k")
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert _load_in_time("nvrtc", "k") is None
+    assert "a symbolic link" in caplog.text and str(path) in caplog.text
+
+
+def test_a_link_to_another_entry_is_not_followed(root, caplog):
+    store.save("nvrtc", "real", b"v")
+    path = _entry(root, "nvrtc", "alias")
+    path.symlink_to(_entry(root, "nvrtc", "real"))
+    assert store.load("nvrtc", "alias") is None
+    assert store.clear().entries == 1 and path.is_symlink()
+
+
+def test_an_entry_past_the_size_limit_is_not_read(root, caplog, monkeypatch):
+    store.save("nvrtc", "k", b"x" * 1000)
+    monkeypatch.setattr(store, "_ENTRY_LIMIT", 500)
+    assert store.load("nvrtc", "k") is None
+    assert "more than the 500 an entry may hold" in caplog.text
+    store.save("nvrtc", "big", b"y" * 1000)  # not kept either
+    monkeypatch.setattr(store, "_ENTRY_LIMIT", 1 << 20)
+    assert store.load("nvrtc", "big") is None
+
+
+@pytest.mark.parametrize("text", [b"[" * 100_000 + b"]" * 100_000,
+                                  b'{"a": ' * 40 + b"1" + b"}" * 40,
+                                  b'"' + b"x" * (2 << 20) + b'"'])
+def test_deep_or_huge_json_is_not_parsed(root, caplog, text):
+    store.save("timing", "k", text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert store.load_json("timing", "k") is None
+    [line] = _store_warnings(caplog)
+    assert "'k'" in line.getMessage()
+
+
+def test_shallow_json_with_brackets_in_strings_is_read(root):
+    value = {"a": "[[[[" * 50, "b": [[[1]]]}
+    store.save_json("timing", "k", value)
+    assert store.load_json("timing", "k") == value
+
+
+# -- clear: only what the store wrote ---------------------------------------------------------
+
+def test_clear_refuses_a_directory_without_the_marker(tmp_path, root, monkeypatch):
+    home = tmp_path / "home"
+    (home / "timing").mkdir(parents=True, mode=0o700)
+    theirs = home / "timing" / (hashlib.sha256(b"k").hexdigest() + ".entry")
+    theirs.write_bytes(b"a user's results")
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(home))
+    with pytest.raises(StateError, match=f"'{home}' does not carry accelmath's store marker "
+                                         r"\(.accelmath-store\).*nothing was removed"):
+        store.clear()
+    assert theirs.read_bytes() == b"a user's results"
+    assert store.problem() is None and not (home / store.MARKER).exists()
+
+
+def test_clear_keeps_files_of_other_programs(tmp_path, root, monkeypatch):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(home))
+    store.save("timing", "ours", b"{}")
+    stem = hashlib.sha256(b"theirs").hexdigest()
+    an_hour_ago = time.time() - 3600
+    theirs = {home / "session.tmp": b"x", home / "results.entry": b"x",
+              home / "timing" / "session.tmp": b"x", home / "timing" / "results.entry": b"x",
+              home / "timing" / f"{stem}.entry": b"someone else's file, our kind of name",
+              home / "timing" / f"{stem}.abcdefgh.tmp": b"not our header either",
+              home / "nvrtc" / f"{stem}.entry": store_format.encode("timing", "theirs", b"")}
+    (home / "nvrtc").mkdir(mode=0o700)
+    for path, content in theirs.items():
+        path.write_bytes(content)
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    cleared = store.clear()
+    assert cleared.files == (_entry(home, "timing", "ours"),)
+    assert all(path.read_bytes() == content for path, content in theirs.items())
+
+
+# -- the directory's name ---------------------------------------------------------------------
+
+def test_a_relative_directory_is_taken_at_import(tmp_path):
+    (tmp_path / "first").mkdir()
+    code = ("import os; from accelmath._core import store; os.chdir('..'); "
+            "print(store.cache_dir()); print(store.relative_origin())")
+    process = _python(code, root="relative/store")
+    process.wait(timeout=120)
+    out, err = process.communicate()
+    assert out.split("\n")[:2] == [str(REPO / "relative" / "store"), "relative/store"], err
+
+
+def test_problem_creates_nothing(root):
+    assert store.problem() is None
+    assert not root.exists() and not root.parent.joinpath("store").exists()

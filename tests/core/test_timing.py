@@ -7,7 +7,7 @@ from accelmath._core import store, timing
 
 @pytest.fixture
 def fresh_store(store_root, monkeypatch):
-    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-x")
+    monkeypatch.setattr(timing, "fingerprint", lambda device_id, libraries=(): "gpu-x")
     return store_root
 
 
@@ -39,7 +39,7 @@ def test_another_problem_or_other_candidates_are_timed_anew(fresh_store):
 
 def test_another_machine_is_timed_anew(fresh_store, monkeypatch):
     timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)
-    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-y")
+    monkeypatch.setattr(timing, "fingerprint", lambda device_id, libraries=(): "gpu-y")
     measured = []
     timing.choose("problem", ["a", "b"], lambda i: measured.append(i) or 1.0, 0)
     assert measured == [0, 1]
@@ -52,7 +52,7 @@ def test_one_candidate_needs_no_timing(fresh_store):
 
 def test_without_a_store_every_process_times(monkeypatch):
     monkeypatch.setenv("ACCELMATH_CACHE", "0")
-    monkeypatch.setattr(store, "fingerprint", lambda device_id, libraries=(): "gpu-x")
+    monkeypatch.setattr(timing, "fingerprint", lambda device_id, libraries=(): "gpu-x")
     measured = []
     for _ in range(2):
         timing.choose("problem", ["a", "b"], lambda i: measured.append(i) or 1.0 + i, 0)
