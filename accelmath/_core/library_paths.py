@@ -91,6 +91,8 @@ def _recall(name):
     entry = store.load_json(NAMESPACE, key(name))
     if not isinstance(entry, dict) or not isinstance(entry.get("path"), str):
         return None
+    if "file" not in entry:  # kept by an accelmath that did not check: looked up again
+        return None
     path = entry["path"]
     why = distrust(name, path, entry.get("file"))
     if why is not None:
