@@ -17,6 +17,7 @@ __all__ = [
     "LibraryNotFoundError",
     "LinAlgError",
     "NoDeviceError",
+    "OutOfMemoryError",
     "StateError",
     "UnsupportedDTypeError",
     "UnsupportedOperandError",
@@ -73,6 +74,11 @@ class LinAlgError(AccelmathError, numpy.linalg.LinAlgError):
 
 class NoDeviceError(AccelmathError, RuntimeError):
     """A GPU was required, but none is usable."""
+
+
+class OutOfMemoryError(AccelmathError, MemoryError):
+    """An allocation failed: an argument (a transform length, say) asked for more memory than
+    the host or the GPU could give; the message names it and the bytes asked for."""
 
 
 class LibraryNotFoundError(AccelmathError, RuntimeError):

@@ -152,7 +152,10 @@ def to_device(x):
     if not gpu_available():
         raise NoDeviceError(f'execution="cuda" needs a CUDA GPU: {gpu_unavailable_reason()}')
     op = wrap_operand(x)
-    return device_adapter().to_device(op.adapter.to_numpy(op.obj))
+    a = op.adapter.to_numpy(op.obj)
+    if not a.dtype.isnative:  # (device arrays hold the machine's byte order only)
+        a = a.astype(a.dtype.newbyteorder("="))
+    return device_adapter().to_device(a)
 
 
 def to_host(result, like):

@@ -245,6 +245,11 @@ class HostFlag:
         """Whether the flag was raised once the work enqueued on ``stream`` so far is done
         (this waits for it)."""
         driver.lib.stream_synchronize(stream)
+        return self.raised()
+
+    def raised(self):
+        """Whether the flag was raised, read now: for a caller that has waited already for
+        the work that may raise it (an event after it)."""
         return self._word.value != 0
 
 

@@ -482,8 +482,9 @@ class SourceModules:
     def __call__(self, device_id, variant=None):
         found = self._found.get((device_id, variant))
         if found is None:
-            from accelmath._core.device import devices
+            from accelmath._core.device import compute_capability, devices
 
+            compute_capability(device_id)  # (NoDeviceError, or an error naming a bad ordinal)
             blocks = self.WAVES * devices()[device_id]["multiprocessor_count"]
             found = self._found[device_id, variant] = (
                 loaded(device_id, self._source, self._name, _variant(variant)), blocks)

@@ -125,6 +125,8 @@ def check_out(out, like, shape, dtype, strides=None, name="out"):
         raise
     except UnsupportedOperandError as exc:
         raise UnsupportedOperandError(f"{name} must be of ArrayType: {exc}") from None
+    except UnsupportedDTypeError as exc:  # (long double, object...: no result is written there)
+        raise UnsupportedDTypeError(f"Cannot cast the {dtype} result into {name}: {exc}") from None
     check_same_device(like, out_op, names=("the operand", name))
     if tuple(out_op.shape) != tuple(shape) or (
             strides is not None and tuple(out_op.strides) != tuple(strides)):
@@ -261,7 +263,10 @@ class Plan:
         if type(x) is Operand:
             op = x
         elif type(x) is self._type or (self._type is numpy.ndarray and _host_array_like(x)):
-            op = wrap_operand(x)  # (a NumPy plan reads array-likes as NumPy does)
+            try:
+                op = wrap_operand(x)  # (a NumPy plan reads array-likes as NumPy does)
+            except (UnsupportedDTypeError, UnsupportedOperandError) as exc:
+                raise type(exc)(f"operand: {exc}") from None
         else:
             op = None
         if op is None or (tuple(op.shape), op.strides, op.dtype, op.device_id) != self._key:

@@ -1,12 +1,15 @@
 """Frequency grids and spectrum shifts (``fftfreq``, ``rfftfreq``, ``fftshift``, ``ifftshift``)."""
 
 import importlib
+import numbers
+import sys
 
 import numpy
 
 from accelmath._core.arguments import length, normalize_axis
 from accelmath._core.operand import device_adapter, wrap_operand
-from accelmath.errors import InvalidArgumentError
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.fft._normalize import allocation_error
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
 
@@ -20,6 +23,32 @@ def _grid(values, like, device):
         return values
     op = wrap_operand(like)
     return op.adapter.from_numpy(values, like)
+
+
+def _spacing(d):
+    """The sample spacing ``d`` of :func:`fftfreq`: a nonzero number (a NumPy scalar or 0-d
+    array too), or InvalidArgumentError."""
+    if isinstance(d, numpy.ndarray) and d.ndim == 0:
+        d = d[()]
+    if not isinstance(d, (numbers.Number, numpy.number)) or d == 0:
+        raise InvalidArgumentError(f"d must be a nonzero number (the sample spacing), got {d!r}")
+    return d
+
+
+def _frequencies(function, n, d, count):
+    """``function(n, d)`` (NumPy's fftfreq or rfftfreq, of ``count(n)`` results) of ``n``
+    and ``d`` checked; a count no array holds, or more memory than there is, named as
+    ``n``'s."""
+    given, n, d = n, length(n), _spacing(d)
+    shape = (count(n),)
+    dtype = numpy.result_type(numpy.int64, 1.0 / (n * d))  # (as NumPy computes them)
+    nbytes = shape[0] * max(dtype.itemsize, 8)  # (NumPy's int64 indices, then the results)
+    if nbytes > sys.maxsize:
+        raise allocation_error(f"n = {n}", shape, dtype.name, nbytes, out_of_memory=False)
+    try:  # (of n as given: NumPy's grid of a NumPy integer n, a float32 d, is in float64)
+        return function(given, d)
+    except MemoryError as exc:
+        raise allocation_error(f"n = {n}", shape, dtype.name, nbytes) from exc
 
 
 def fftfreq(n, d=1.0, *, device=None, like=None):
@@ -42,7 +71,7 @@ def fftfreq(n, d=1.0, *, device=None, like=None):
     >>> accelmath.fft.fftfreq(4, 0.5).tolist()
     [0.0, 0.5, -1.0, -0.5]
     """
-    return _grid(numpy.fft.fftfreq(length(n), d), like, device)
+    return _grid(_frequencies(numpy.fft.fftfreq, n, d, lambda n: n), like, device)
 
 
 def rfftfreq(n, d=1.0, *, device=None, like=None):
@@ -54,7 +83,7 @@ def rfftfreq(n, d=1.0, *, device=None, like=None):
     >>> accelmath.fft.rfftfreq(4).tolist()
     [0.0, 0.25, 0.5]
     """
-    return _grid(numpy.fft.rfftfreq(length(n), d), like, device)
+    return _grid(_frequencies(numpy.fft.rfftfreq, n, d, lambda n: n // 2 + 1), like, device)
 
 
 # the packages whose own roll takes (x, shifts, axes), by the module that has it
@@ -64,9 +93,14 @@ _ROLL_MODULES = {"numpy": "numpy", "cupy": "cupy", "jax": "jax.numpy", "torch": 
 def _roll(x, inverse, axes):
     """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
     as in NumPy), by its own package's ``roll``."""
-    op = wrap_operand(x)  # (array-likes: read as NumPy arrays, op.obj)
+    try:
+        op = wrap_operand(x)  # (array-likes: read as NumPy arrays, op.obj)
+    except (UnsupportedDTypeError, UnsupportedOperandError) as exc:
+        raise type(exc)(f"x: {exc}") from None
     x = op.obj if op.package == "numpy" else x
     ndim = len(op.shape)
+    if ndim == 0 and op.package == "numpy":  # (nothing to shift; numpy.roll fails on 0-d)
+        return x.copy()
     if axes is None:
         axes = tuple(range(ndim))
     elif not hasattr(axes, "__len__"):

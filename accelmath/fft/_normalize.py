@@ -7,17 +7,18 @@ lookup; messages quote the bad value and what is allowed. The checks every domai
 """
 
 import math
+import sys
 import warnings
 
 import numpy
 
 from accelmath._core.arguments import index, normalize_axis
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+from accelmath.errors import InvalidArgumentError, OutOfMemoryError, UnsupportedDTypeError
 
 __all__ = ["NORMS", "check_norm", "scale_factor", "scale_exponent", "swap_norm",
            "normalize_axes", "axis_groups", "warn_deprecated", "data_points_error",
            "complex_dtype", "real_dtype", "transform_dtypes", "LONG_DOUBLES",
-           "check_gpu_dtype"]
+           "check_gpu_dtype", "check_size", "too_large_error", "allocation_error"]
 
 NORMS = ("backward", "ortho", "forward")
 
@@ -77,6 +78,61 @@ def data_points_error(n, where):
     return InvalidArgumentError(f"Invalid number of FFT data points ({n}) specified {where}")
 
 
+def _itemsize(dtype):
+    return 4 if dtype == "complex32" else numpy.dtype(dtype).itemsize
+
+
+def _sizes(kind, shape, axes, s, in_dtype, out_dtype):
+    """``(result shape, its bytes, input shape zero-padded to s, its bytes or 0 where s does
+    not pad)`` of a ``kind`` transform of an input of ``shape`` to lengths ``s`` (a c2r's: of
+    its output)."""
+    padded, result = list(shape), list(shape)
+    for axis, n in zip(axes, s):
+        padded[axis] = result[axis] = n
+    if kind == "r2c":
+        result[axes[-1]] = s[-1] // 2 + 1
+    elif kind == "c2r":
+        padded[axes[-1]] = s[-1] // 2 + 1
+    pads = any(n > m for n, m in zip(padded, shape))
+    # (extents of 0 left out, as NumPy leaves them out of its bound of an array's bytes)
+    return (tuple(result), _product(result) * _itemsize(out_dtype), tuple(padded),
+            _product(padded) * _itemsize(in_dtype) if pads else 0)
+
+
+def _product(shape):
+    return math.prod(n for n in shape if n)
+
+
+def allocation_error(argument, shape, dtype, nbytes, out_of_memory=True, besides=""):
+    """The error for an argument (``argument``: its name and value, ``"n = 8"``) that asks
+    for a ``dtype`` result of ``shape`` (``nbytes`` bytes; ``besides``: what else, in words)
+    larger than could be allocated (``out_of_memory``: an OutOfMemoryError) or than an array
+    can hold at all (an InvalidArgumentError)."""
+    error, why = ((OutOfMemoryError, "more memory than could be allocated") if out_of_memory
+                  else (InvalidArgumentError, f"more than an array can hold ({sys.maxsize} "
+                                              f"bytes)"))
+    return error(f"{argument} asks for a {dtype} result of shape {tuple(shape)}: {nbytes} "
+                 f"bytes ({nbytes / 2**30:.1f} GiB){besides}, {why}")
+
+
+def too_large_error(kind, shape, axes, s, in_dtype, out_dtype, out_of_memory=True):
+    """The :func:`allocation_error` of lengths ``s`` (see :func:`check_size`)."""
+    result, nbytes, padded, padded_bytes = _sizes(kind, shape, axes, s, in_dtype, out_dtype)
+    besides = f" (besides the input zero-padded to {padded})" if padded_bytes else ""
+    return allocation_error(f"n or s = {tuple(s)}", result, out_dtype, nbytes, out_of_memory,
+                            besides)
+
+
+def check_size(kind, shape, axes, s, in_dtype, out_dtype):
+    """Raise InvalidArgumentError where lengths ``s`` (one per axis of ``axes``; a c2r's: of
+    its output) of a ``kind`` transform of an input of ``shape`` ask for an array (the
+    result, or the input zero-padded to them) larger than an array can be (``sys.maxsize``
+    bytes): no machine could allocate it."""
+    _, nbytes, _, padded_bytes = _sizes(kind, shape, axes, s, in_dtype, out_dtype)
+    if max(nbytes, padded_bytes) > sys.maxsize:
+        raise too_large_error(kind, shape, axes, s, in_dtype, out_dtype, out_of_memory=False)
+
+
 def normalize_axes(shape, s, axes, default_axes=None, unique=True):
     """Resolve ``s`` and ``axes`` as numpy.fft does.
 
@@ -129,10 +185,13 @@ def normalize_axes(shape, s, axes, default_axes=None, unique=True):
         if len(s) != len(result):
             raise InvalidArgumentError(
                 f"s={s} and axes={tuple(axes)} must have the same length")
-        for i, v in enumerate(s):
+        for i, (v, a) in enumerate(zip(s, result)):
             if v < 1 and v != -1:
                 raise InvalidArgumentError(
                     f"s[{i}] must be at least 1 (or -1: the input's length), got {v}")
+            if v == -1 and shape[a] == 0:  # (NumPy raises too: no points to transform)
+                raise data_points_error(
+                    0, f"by s[{i}] = -1 (the input's length) along axis {a}, which has length 0")
         s = tuple(shape[a] if v == -1 else v for v, a in zip(s, result))
     return tuple(result), s
 
@@ -198,10 +257,10 @@ def real_dtype(dtype):
     return _lookup(_REAL, "float64", dtype)
 
 
-def transform_dtypes(kind, dtype, complex32=True):
+def transform_dtypes(kind, dtype, complex32=True, name="a"):
     """(input dtype, output dtype) a ``kind`` transform computes in, for operands of ``dtype``;
     half precision in single where the package has no ``complex32`` to hold the result (as
-    scipy.fft and CuPy compute float16)."""
+    scipy.fft and CuPy compute float16). ``name``: the operand's argument, in errors."""
     if not complex32 and dtype == "float16":
         dtype = "float32"
     if kind == "c2c":
@@ -210,7 +269,7 @@ def transform_dtypes(kind, dtype, complex32=True):
     if kind == "r2c":
         if dtype.startswith("complex"):
             raise UnsupportedDTypeError(
-                f"a real-to-complex transform needs real input, got dtype {dtype!r}")
+                f"{name}: a real-to-complex transform needs real input, got dtype {dtype!r}")
         return real_dtype(dtype), complex_dtype(dtype)
     return complex_dtype(dtype), real_dtype(dtype)
 

@@ -7,11 +7,14 @@ backend (:mod:`accelmath.fft._cpu`) with ``workers`` threads. Lifetime, result a
 stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 """
 
+import numpy
+
 from accelmath._core.arguments import check_execution, check_workers
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_operand
 from accelmath._core.plan import Call, Plan, template_operand
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout
@@ -22,6 +25,17 @@ _KINDS = ("c2c", "r2c", "c2r")
 _DIRECTIONS = {"forward": False, "inverse": True}
 # The CPU computes half precision in single, as scipy.fft does.
 _CPU_DTYPE = {"float16": "float32", "complex32": "complex64"}
+
+
+def _host_numpy_dtype(op, compute_dtype):
+    """The NumPy dtype of host operand ``op`` as the CPU engine is given it (a NumPy array's
+    own, byte order included), or ``compute_dtype`` where NumPy has no such dtype."""
+    if isinstance(op.obj, numpy.ndarray):
+        return op.obj.dtype
+    try:
+        return numpy.dtype(op.dtype)
+    except TypeError:  # (complex32)
+        return numpy.dtype(compute_dtype)
 
 
 class FFT(Plan):
@@ -101,7 +115,10 @@ class FFT(Plan):
         elif (shape, dtype, strides, package, device) != (None,) * 5:
             raise InvalidArgumentError(
                 "give either an operand or shape, dtype, strides, package and device")
-        op = wrap_operand(operand)
+        try:
+            op = wrap_operand(operand)
+        except (UnsupportedDTypeError, UnsupportedOperandError, NoDeviceError) as exc:
+            raise type(exc)(f"operand: {exc}") from None
         norm = norms.check_norm(norm)
         execution = check_execution(execution)
         workers = check_workers(workers)
@@ -118,7 +135,8 @@ class FFT(Plan):
         on_gpu = op.on_device if execution == "auto" else execution == "cuda"
         # half precision runs on the GPU only for packages with complex32 (torch)
         in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype,
-                                                     op.adapter.complex32 or not on_gpu)
+                                                     op.adapter.complex32 or not on_gpu,
+                                                     "operand")
         if op.dtype != in_dtype:
             raise UnsupportedDTypeError(
                 f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
@@ -175,7 +193,11 @@ class FFT(Plan):
                                 for i in (False, True))
         else:
             s = [out_shape[axis] for axis in axes] if kind == "c2r" else None
-            host = host_transform(kind, tuple(op.shape), in_dtype, axes, s, norm, conjugate)
+            # prepared for the operand's NumPy dtype, byte order included: the transform
+            # converts float16 and non-native byte orders to what the engine computes in
+            self._host_dtype = _host_numpy_dtype(op, in_dtype)
+            host = host_transform(kind, tuple(op.shape), self._host_dtype, axes, s, norm,
+                                  conjugate)
             # each direction's transform as a function of the input, and of it and out=
             forward, inverse = (
                 Call(None, None, (host.runner(i, workers), host.writer(i, workers)))
@@ -265,11 +287,17 @@ class FFT(Plan):
     def _run_host(self, x, out, call):
         a, op = self._host_input(x)
         run, write = call.option
+        if op is None:  # (a NumPy array of the plan's layout, taken as it is)
+            if out is not None:
+                write(a, self._host_output(out, None))
+                return out
+            return run(a)
+        if a.dtype != self._host_dtype:  # (the byte order other than the plan's)
+            a = a.astype(self._host_dtype)
         if out is not None:
             write(a, self._host_output(out, op))
             return out
-        result = run(a)
-        return result if op is None else op.adapter.from_numpy(result, op.obj)
+        return op.adapter.from_numpy(run(a), op.obj)
 
     def forward(self, x=None, *, out=None, stream=None):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""

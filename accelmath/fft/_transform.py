@@ -28,8 +28,8 @@ from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
 from accelmath._core.plan import check_out
 from accelmath._core.stream import check_stream, resolve_stream, stream_handle
-from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
-                              UnsupportedOperandError)
+from accelmath.errors import (InvalidArgumentError, NoDeviceError, OutOfMemoryError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout, plan_steps
@@ -191,9 +191,10 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
     axes, s = norms.normalize_axes(op.shape, s, axes, unique=False)
     if not axes and kind != "c2c":
         raise InvalidArgumentError("axes must name at least one axis for a real transform")
-    for axis in axes:
-        if op.shape[axis] == 0 and (s is None or kind == "c2r"):
-            raise norms.data_points_error(0, f"along axis {axis}, which has length 0")
+    if s is None:  # (lengths given pad an axis of length 0 with zeros, as in NumPy)
+        for axis in axes:
+            if op.shape[axis] == 0:
+                raise norms.data_points_error(0, f"along axis {axis}, which has length 0")
     in_dtype, out_dtype = norms.transform_dtypes(kind, op.dtype, op.adapter.complex32)
     last = None
     if kind == "c2r":
@@ -202,6 +203,8 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
             raise norms.data_points_error(
                 last, f"along axis {axes[-1]}: 2 * (m - 1) output points for its m = 1 input "
                       f"point; pass n or s")
+    if s is not None:
+        norms.check_size(kind, op.shape, axes, s, in_dtype, out_dtype)
     if len(set(axes)) < len(axes):
         if s is None:  # NumPy's lengths: the input's, taken before any transform
             s = tuple(op.shape[a] for a in axes[:-1]) + (last or op.shape[axes[-1]],)
@@ -210,6 +213,18 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
     if not axes:  # a c2c over no axes: the input, as numpy.fft and scipy.fft give it back
         return op.obj if out is None else _write_out(op.adapter.astype(op.obj, out_dtype), op,
                                                      out, stream)
+    try:
+        return _execute(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, execution,
+                        workers, in_dtype, out_dtype, last, call)
+    except MemoryError as exc:
+        if s is None or isinstance(exc, OutOfMemoryError):  # (the input's own size, or said)
+            raise
+        raise norms.too_large_error(kind, op.shape, axes, s, in_dtype, out_dtype) from exc
+
+
+def _execute(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, execution, workers,
+             in_dtype, out_dtype, last, call):
+    """Run a checked call on the host or on the device."""
     if not op.on_device and execution != "cuda":
         if stream is not None:
             stream_handle(stream)
@@ -241,7 +256,7 @@ def read_operand(x):
             if a.dtype.name in norms.LONG_DOUBLES:
                 return Operand(a, 0, a.shape, None, a.dtype.name, None, adapter)
         raise UnsupportedDTypeError(f"a: {exc}") from None
-    except UnsupportedOperandError as exc:
+    except (UnsupportedOperandError, NoDeviceError) as exc:
         raise type(exc)(f"a: {exc}") from None
 
 
@@ -275,9 +290,10 @@ def _host(kind, x, op, s, axes, norm, inverse, conjugate, out, workers, call):
     like = Operand(None, 0, op.shape, op.strides, op.dtype, None, op.adapter)
     entry = HostCall(transform, inverse, workers, like, numpy.dtype(transform.out_dtype).name,
                      transform.runner(inverse, workers))
+    result = _run_host(entry, data, out)
+    # (remembered once it ran: a call that failed, out of memory say, fails again the same way)
     if call is not None and (torch or op.obj is x):  # (runs straight on the caller's array)
         dispatcher.remember(call, entry)
-    result = _run_host(entry, data, out)
     if out is None and not torch:  # (NumPy's results are NumPy's; JAX's go back to JAX)
         result = op.adapter.from_numpy(result, op.obj)
     return result

@@ -11,6 +11,7 @@ failed factorizations (NumPy's words) are here too, for the CPU and the device p
 """
 
 import warnings
+from typing import NamedTuple
 
 import numpy
 
@@ -22,7 +23,8 @@ __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
            "QR_MODES", "QR_DEPRECATED", "deprecated_qr_mode", "METHODS", "result_dtype",
            "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
-           "solve_rhs", "scipy_rhs", "lstsq_shapes", "lu_pivots", "check_mode",
+           "solve_rhs", "scipy_rhs", "lstsq_shapes", "factor_pair", "lu_pivots",
+           "BadPivot", "bad_pivot", "check_pivots", "check_mode",
            "check_uplo", "check_trans", "check_method", "check_flag", "check_rcond",
            "first_nonfinite", "check_finite"]
 
@@ -225,10 +227,42 @@ def lstsq_shapes(a_shape, b_shape):
     return vector
 
 
+def factor_pair(pair, name, parts, maker):
+    """A factorization given as one argument (``lu_solve``'s ``lu_and_piv``, ``cho_solve``'s
+    ``c_and_lower``): ``pair``, a tuple or list of two items, else InvalidArgumentError
+    naming ``name``, what ``maker`` returns (``parts``) and what was given.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import factor_pair
+    >>> factor_pair((1, 2, 3), "lu_and_piv", "(lu, piv)", "lu_factor")
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.InvalidArgumentError: lu_and_piv must be the pair (lu, piv) that ...
+    """
+    if isinstance(pair, (tuple, list)):
+        if len(pair) == 2:
+            return pair
+        given = f"a {type(pair).__name__} of {len(pair)} items"
+    else:  # (an array would unpack into its rows: refused, not read as two parts)
+        given = f"an object of type {type(pair).__name__}"
+    raise InvalidArgumentError(f"{name} must be the pair {parts} that {maker} returns, got "
+                               f"{given}")
+
+
 def lu_pivots(lu_shape, piv_shape, piv_dtype):
     """Check lu_solve's factors: ``lu`` a stack of square matrices (..., n, n), ``piv``
     integers of shape (..., n) whose batch broadcasts with lu's; InvalidArgumentError
-    otherwise."""
+    otherwise. Returns the dtype the pivots are read in: int32 (lu_factor's) as they are,
+    any other integers as int64, which keeps every value out of range out of range (a
+    uint64 past int64's range turns negative), where int32 would wrap some into it.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import lu_pivots
+    >>> lu_pivots((2, 3, 3), (3,), "int32"), lu_pivots((3, 3), (3,), "uint64")
+    ('int32', 'int64')
+    """
     check_stacked_square(lu_shape, "lu")
     if piv_dtype not in _INTEGERS or piv_dtype == "bool":
         raise InvalidArgumentError(f"piv must hold integers (as lu_factor gives them), got "
@@ -237,6 +271,76 @@ def lu_pivots(lu_shape, piv_shape, piv_dtype):
         raise InvalidArgumentError(f"piv of shape {tuple(piv_shape)} does not match lu of "
                                    f"shape {tuple(lu_shape)}: (..., {lu_shape[-1]}) needed")
     broadcast_batch(lu_shape[:-2], piv_shape[:-1], ("lu", "piv"))
+    return "int32" if piv_dtype == "int32" else "int64"
+
+
+_UNSIGNED = {4: numpy.dtype("uint32"), 8: numpy.dtype("uint64")}
+
+
+class BadPivot(NamedTuple):
+    """The first pivot out of range in a stack of lu_solve's pivots (:func:`bad_pivot`'s)."""
+
+    index: tuple  # the batch index of its matrix
+    position: int  # its place among the matrix's n pivots
+    value: int
+    n: int  # the order of the matrices
+    one_based: bool  # its matrix's pivots are getrf's 1-based ones (row i's in [i + 1, n])
+
+    def error(self, index=None):
+        """The InvalidArgumentError that refuses it, naming ``piv`` and the batch index
+        (``index`` where given: the index in piv's own batch, where a broadcast of piv was
+        searched)."""
+        index = self.index if index is None else tuple(index)
+        hint = ("; they look 1-based (LAPACK's ipiv): pass piv - 1" if self.one_based
+                else "")
+        return InvalidArgumentError(
+            f"piv: pivot {self.value} at position {self.position} is out of range for lu of "
+            f"order {self.n}: lu_factor's pivots are 0-based, in [0, {self.n}){hint} (batch "
+            f"index {index})")
+
+
+def bad_pivot(piv, n):
+    """The first pivot out of [0, n) in host array ``piv`` (..., n) of signed integers
+    (lu_solve's, as :func:`lu_pivots` reads them: int32 or int64), as a :class:`BadPivot`,
+    or None (one reduction where none is: a negative pivot is a large one as unsigned).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._checks import bad_pivot
+    >>> bad_pivot(np.array([[0, 1, 2], [1, -1, 2]], np.int32), 3)
+    BadPivot(index=(1,), position=1, value=-1, n=3, one_based=False)
+    >>> bad_pivot(np.array([0, 2, 2]), 3) is None
+    True
+    """
+    if piv.itemsize < 4:  # (as unsigned, a negative int8 or int16 may be below n)
+        piv = piv.astype(numpy.int64)
+    if not piv.size or piv.view(_UNSIGNED[piv.itemsize]).max() < n:
+        return None
+    bad = (piv < 0) | (piv >= n)
+    first = numpy.unravel_index(int(numpy.argmax(bad)), piv.shape)
+    index = tuple(int(i) for i in first[:-1])
+    own = piv[index]
+    return BadPivot(index, int(first[-1]), int(own[first[-1]]), n,
+                    bool(((own > numpy.arange(n)) & (own <= n)).all()))
+
+
+def check_pivots(piv, n):
+    """Raise InvalidArgumentError naming ``piv`` and the batch index of the first matrix of
+    host array ``piv`` (..., n) with a pivot out of [0, n) (see :func:`bad_pivot`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._checks import check_pivots
+    >>> check_pivots(np.array([1, 2, 3], np.int32), 3)
+    Traceback (most recent call last):
+    ...
+    accelmath.errors.InvalidArgumentError: piv: pivot 3 at position 2 is out of range ...
+    """
+    found = bad_pivot(piv, n)
+    if found is not None:
+        raise found.error()
 
 
 #: NumPy's deprecated modes of qr: the mode each now stands for ("economic": the reflectors of

@@ -251,7 +251,7 @@ def _substitute(t, b, lower, trans=0, unit=False, singular=False):
         t, lower = (numpy.conj(t) if trans == 2 else t), not lower
     batch = numpy.broadcast_shapes(t.shape[:-2], b.shape[:-2])
     n = t.shape[-1]
-    if singular and not unit:
+    if singular and not unit and b.shape[-1]:  # (no columns: nothing solved, as in SciPy)
         diagonal = numpy.broadcast_to(numpy.diagonal(t, axis1=-2, axis2=-1), batch + (n,))
         zero = numpy.flatnonzero((diagonal == 0).any(axis=-1))
         if zero.size:
@@ -336,9 +336,12 @@ def lu_factor(a, *, check_finite, check):
 
 def lu_solve(lu, piv, b, *, trans, check_finite):
     """``scipy.linalg.lu_solve((lu, piv), b, trans)``, over the broadcast batch (b checked
-    for NaN and Inf, as SciPy checks it)."""
+    for NaN and Inf, as SciPy checks it). A pivot out of [0, n) raises InvalidArgumentError
+    naming its batch index in ``piv`` (int32 or int64: :func:`~._checks.lu_pivots`), before
+    anything is computed: LAPACK's getrs would read and write rows outside the matrix."""
     if check_finite:
         checks.check_finite(b, _rhs_axes(b), "b")
+    checks.check_pivots(piv, lu.shape[-1])
 
     cores = (2, 1, _rhs_axes(b))
     if _batched((lu, piv, b), cores):  # P a = L U (L unit lower)

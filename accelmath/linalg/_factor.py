@@ -3,7 +3,9 @@ batch) once, then solve any number of right-hand sides; ``refactor`` takes a new
 same layout without planning again.
 
 On the device a factorization keeps its factors in its own buffers (column-major, as cuSOLVER
-leaves them) and plans its solver once; host matrices are factored by SciPy's LAPACK.
+leaves them) and plans its solver once; host matrices are factored by SciPy's LAPACK. A matrix
+that ``refactor`` refuses (``check``) leaves the factorization it held: on the device it is
+factored into new buffers, taken once it passed.
 """
 
 import ctypes
@@ -92,9 +94,14 @@ class _Factorization(Plan):
         if op.on_device:  # (NaN and Inf raise under check, on either path)
             op = on_device(op, self.dtype)
             ctx = Context(op, stream)
-            self._factor_device(ctx, op,
-                                _finite.enqueue(ctx, (op,), ("a",) if self.check else None))
-        else:
+            finite = _finite.enqueue(ctx, (op,), ("a",) if self.check else None)
+            # a matrix the check may refuse goes into new buffers, so that a refusal leaves
+            # the factorization held (the first one, and unchecked ones, in place)
+            factors, ptrs = (self._allocate(ctx) if self.check and self._factored
+                             else (self._factors, self._ptrs))
+            self._factor_device(ctx, op, finite, ptrs)
+            self._factors, self._ptrs = factors, ptrs
+        else:  # (each _factor_host sets its factors once its checks passed)
             self._factor_host(host_array(op, self.dtype))
         self._factored = True
 
@@ -225,35 +232,38 @@ class Cholesky(_Factorization):
         n = self.shape[-1]
         out, ptr = ctx.empty(self.shape)
         # the buffer holds L column-major: read in C order and conjugated, it is U
-        ctx.copy(self._buffer_ptr, ptr, self.shape, item_strides(self.batch, n * n) + (
+        ctx.copy(self._ptrs[0], ptr, self.shape, item_strides(self.batch, n * n) + (
             (1, n) if self.lower else (n, 1)), item_strides(self.batch, n * n) + (n, 1),
             conj=not self.lower)
         return ctx.finish(out)
 
     def _prepare_device(self, op):
         n = self.shape[-1]
-        ctx = Context(op, None)
         self._solver = cholesky_solver(self.device_id, self._package, self.dtype, n,
                                        self.count, {})
-        buffer, self._buffer_ptr = ctx.empty(self.shape, self.dtype)
-        self._factors = (buffer,)
+        self._factors, self._ptrs = self._allocate(Context(op, None))
 
-    def _factor_device(self, ctx, op, finite):
+    def _allocate(self, ctx):
+        buffer, ptr = ctx.empty(self.shape, self.dtype)
+        return (buffer,), (ptr,)
+
+    def _factor_device(self, ctx, op, finite, ptrs):
         n = self.shape[-1]
+        (buffer_ptr,) = ptrs
         handles, ws = self._solver.state(ctx.stream)
         src = batch_strides(op, self.batch)
         # the lower triangle, column-major, factored in place (L L^H = a)
-        copy_matrices(op.ptr, self._buffer_ptr, self.batch, src[:-2],
+        copy_matrices(op.ptr, buffer_ptr, self.batch, src[:-2],
                       item_strides(self.batch, n * n), n, n, src[-2:], (1, n), self.dtype,
                       ctx.stream, ctx.device_id, triangle="L")
-        potrf(self._solver, handles, ws, self._buffer_ptr, n, self.count, LOWER, self.dtype)
+        potrf(self._solver, handles, ws, buffer_ptr, n, self.count, LOWER, self.dtype)
         if self.check:
             _finite.check(finite)
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream,
                        NOT_POSITIVE_DEFINITE)
 
     def _solve_columns(self, ctx, handles, ws, rhs, n, k):
-        potrs(self._solver, handles, ws, self._buffer_ptr, rhs, n, k, self.count, LOWER,
+        potrs(self._solver, handles, ws, self._ptrs[0], rhs, n, k, self.count, LOWER,
               self.dtype)
 
     def _factor_host(self, a):
@@ -299,26 +309,29 @@ class LU(_Factorization):
 
     def _prepare_device(self, op):
         n = self.shape[-1]
-        ctx = Context(op, None)
         self._solver = lu_solver(self.device_id, self._package, self.dtype, n, self.count, {},
                                  scratch=False)
-        lu, self._lu_ptr = ctx.empty(self.shape, self.dtype)
-        ipiv, self._ipiv_ptr = ctx.empty(self.batch + (n,), "int64")
-        self._factors = (lu, ipiv)
+        self._factors, self._ptrs = self._allocate(Context(op, None))
 
-    def _factor_device(self, ctx, op, finite):
+    def _allocate(self, ctx):
+        lu, lu_ptr = ctx.empty(self.shape, self.dtype)
+        ipiv, ipiv_ptr = ctx.empty(self.batch + (self.shape[-1],), "int64")
+        return (lu, ipiv), (lu_ptr, ipiv_ptr)
+
+    def _factor_device(self, ctx, op, finite, ptrs):
         n = self.shape[-1]
+        lu_ptr, ipiv_ptr = ptrs
         handles, ws = self._solver.state(ctx.stream)
-        gather(ctx, op, self.batch, self._lu_ptr, "F")
-        getrf(self._solver, handles, ws, self._lu_ptr, self._ipiv_ptr, n, self.count,
-              self.dtype)
+        gather(ctx, op, self.batch, lu_ptr, "F")
+        getrf(self._solver, handles, ws, lu_ptr, ipiv_ptr, n, self.count, self.dtype)
         if self.check:
             _finite.check(finite)
             check_info(ws + self._solver.offsets["info"], self.batch, ctx.stream, SINGULAR)
 
     def _solve_columns(self, ctx, handles, ws, rhs, n, k):
-        getrs(ctx, self._solver, handles, ws, cublas.OPERATION["N"], self._lu_ptr,
-              self._ipiv_ptr, rhs, n, k, self.count)
+        lu_ptr, ipiv_ptr = self._ptrs
+        getrs(ctx, self._solver, handles, ws, cublas.OPERATION["N"], lu_ptr, ipiv_ptr, rhs, n,
+              k, self.count)
 
     def _factor_host(self, a):
         self._factors = _cpu.lu_factor(a, check_finite=self.check, check=self.check)
@@ -383,21 +396,25 @@ class QR(_Factorization):
 
         self._solver = Solver(self.device_id, self._package, {"info": self.count * 4}, query,
                               blas=True)
-        qr, self._qr_ptr = ctx.empty(self.batch + (n, m), self.dtype)
-        tau, self._tau_ptr = ctx.empty(self.batch + (max(n, 1),), self.dtype)
-        self._factors = (qr, tau)
+        self._factors, self._ptrs = self._allocate(ctx)
         self._isz = isz
         self._ormqr_work = {}  # right-hand-side columns -> ormqr's work, in elements
 
-    def _factor_device(self, ctx, op, finite):
+    def _allocate(self, ctx):
         m, n = self.shape[-2:]
+        qr, qr_ptr = ctx.empty(self.batch + (n, m), self.dtype)
+        tau, tau_ptr = ctx.empty(self.batch + (max(n, 1),), self.dtype)
+        return (qr, tau), (qr_ptr, tau_ptr)
+
+    def _factor_device(self, ctx, op, finite, ptrs):
+        m, n = self.shape[-2:]
+        qr_ptr, tau_ptr = ptrs
         handles, ws = self._solver.state(ctx.stream)
-        gather(ctx, op, self.batch, self._qr_ptr, "F")
-        geqrf(self._solver, handles, ws, self._qr_ptr, self._tau_ptr, m, n, self.count,
-              self.dtype, m * n)
+        gather(ctx, op, self.batch, qr_ptr, "F")
+        geqrf(self._solver, handles, ws, qr_ptr, tau_ptr, m, n, self.count, self.dtype, m * n)
         if self.check:  # R's diagonal: element j (j, j) of each column-major m x n matrix
             diagonal, diagonal_ptr = ctx.empty(self.batch + (n,), self.dtype)
-            ctx.copy(self._qr_ptr, diagonal_ptr, self.batch + (n,),
+            ctx.copy(qr_ptr, diagonal_ptr, self.batch + (n,),
                      item_strides(self.batch, m * n) + (m + 1,), contiguous_strides(
                          self.batch + (n,)))
             _finite.check(finite)
@@ -413,20 +430,21 @@ class QR(_Factorization):
         handles, ws = self._solver.state(ctx.stream)
         side, trans = cublas.SIDE["LEFT"], cublas.OPERATION[
             "C" if self.dtype.startswith("complex") else "T"]
+        qr_ptr, tau_ptr = self._ptrs
         lwork = self._ormqr_work.get(k)
         if lwork is None:
             size = ctypes.c_int()
             typed(cusolver.lib, self.dtype, "ormqr_buffer_size", "unmqr_buffer_size")(
-                handles[0], side, trans, m, k, n, self._qr_ptr, m, self._tau_ptr, rhs, m,
+                handles[0], side, trans, m, k, n, qr_ptr, m, tau_ptr, rhs, m,
                 ctypes.byref(size))
             lwork = self._ormqr_work[k] = max(size.value, 1)
         work, work_ptr = ctx.empty((lwork,), self.dtype)
         info = ws + self._solver.offsets["info"]
         apply = typed(cusolver.lib, self.dtype, "ormqr", "unmqr")
         for i in range(self.count):
-            qr, b = self._qr_ptr + i * m * n * isz, rhs + i * m * k * isz
+            qr, b = qr_ptr + i * m * n * isz, rhs + i * m * k * isz
             # b = Q^H b, then R x = its first n rows
-            apply(handles[0], side, trans, m, k, n, qr, m, self._tau_ptr + i * n * isz, b, m,
+            apply(handles[0], side, trans, m, k, n, qr, m, tau_ptr + i * n * isz, b, m,
                   work_ptr, lwork, info)
             trsm(handles[2], self.dtype, UPPER, cublas.OPERATION["N"], cublas.DIAG["NON_UNIT"],
                  n, k, qr, m, b, m)
@@ -437,9 +455,10 @@ class QR(_Factorization):
         if self.check:
             checks.check_finite(a, 2, "a")
         q, r = numpy.linalg.qr(a, mode="reduced")
-        self._factors = q, _cpu.column_major(r)
-        if self.check:
-            self._check_rank(numpy.diagonal(self._factors[1], axis1=-2, axis2=-1))
+        r = _cpu.column_major(r)
+        if self.check:  # (before the factors are taken: a refused matrix leaves those held)
+            self._check_rank(numpy.diagonal(r, axis1=-2, axis2=-1))
+        self._factors = q, r
 
     def _check_rank(self, diagonal):
         """Raise for the first matrix whose R has a diagonal element (of ``diagonal``, n a

@@ -279,15 +279,38 @@ __device__ void pivots_to_scipy(const P* ipiv, int* out, long long count) {
 }
 extern "C" __global__ void pivots_int32(const int* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
 extern "C" __global__ void pivots_int64(const long long* p, int* o, long long c) { pivots_to_scipy(p, o, c); }
-// SciPy's 0-based int32 pivots as cuSOLVER's 1-based int64 ones
-// (a pivot out of 0..n-1, which no factorization makes, interchanges nothing: no row is
-// read or written out of its matrix)
-extern "C" __global__ void pivots_from_scipy(const int* p, long long* o, long long count,
-                                             int n) {
-    long long step = (long long)blockDim.x * gridDim.x;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += step) {
-        const int v = p[i];
-        o[i] = (v >= 0 && v < n ? v : (int)(i % n)) + 1LL;
+// SciPy's 0-based pivots (int32 or int64), n per matrix, as cuSOLVER's 1-based int64 ones:
+// a matrix to each row of a block (threadIdx.y), its pivots along x (blocks in x share them
+// out). A pivot out of 0..n-1 (which no factorization makes) becomes its own row, so that
+// no row is read or written out of its matrix; its matrix's right-hand sides (per_matrix
+// elements at rhs, which the solve works on next) become NaN, so that its solution is NaN,
+// never a wrong one; and the host flag (null: none) is raised for the caller's check.
+template <typename T, typename P>
+__device__ void pivots_from_scipy(const P* __restrict__ piv, long long* __restrict__ ipiv,
+                                  int n, long long batch, T* rhs, long long per_matrix,
+                                  int* flag) {
+    __shared__ int bad[32];  // per row of the block
+    for (long long first = (long long)blockIdx.y * blockDim.y; first < batch;
+         first += (long long)gridDim.y * blockDim.y) {
+        const long long b = first + threadIdx.y;
+        if (threadIdx.x == 0) bad[threadIdx.y] = 0;
+        __syncthreads();
+        if (b < batch) {
+            for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n;
+                 i += blockDim.x * gridDim.x) {
+                const P v = piv[b * n + i];
+                const bool in = v >= 0 && v < n;
+                ipiv[b * n + i] = (in ? (long long)v : (long long)i) + 1;
+                if (!in) bad[threadIdx.y] = 1;
+            }
+        }
+        __syncthreads();
+        if (b < batch && bad[threadIdx.y]) {
+            if (flag && threadIdx.x == 0) *(volatile int*)flag = 1;
+            T* x = rhs + b * per_matrix;
+            for (long long e = threadIdx.x; e < per_matrix; e += blockDim.x) x[e] = nan_of(T());
+        }
+        __syncthreads();  // (bad is cleared for the next matrices)
     }
 }
 
@@ -336,7 +359,13 @@ extern "C" __global__ void zero_diagonal_##NAME(const T* data, int n, long long 
 extern "C" __global__ void identity_##NAME(T* dst, unsigned n, long long batch) { \
     identity<T>(dst, n, batch); } \
 extern "C" __global__ void swap_rows_##NAME(T* x, const long long* ipiv, int n, long long k, \
-        long long batch, int reverse) { swap_rows<T>(x, ipiv, n, k, batch, reverse); }
+        long long batch, int reverse) { swap_rows<T>(x, ipiv, n, k, batch, reverse); } \
+extern "C" __global__ void pivots_from_scipy_##NAME##_int32(const int* p, long long* o, int n, \
+        long long batch, T* rhs, long long per_matrix, int* flag) { \
+    pivots_from_scipy<T, int>(p, o, n, batch, rhs, per_matrix, flag); } \
+extern "C" __global__ void pivots_from_scipy_##NAME##_int64(const long long* p, long long* o, \
+        int n, long long batch, T* rhs, long long per_matrix, int* flag) { \
+    pivots_from_scipy<T, long long>(p, o, n, batch, rhs, per_matrix, flag); }
 
 #ifdef ACCELMATH_float32
 DEFINE(float32, float)

@@ -427,31 +427,67 @@ def pivots_to_scipy(ipiv_ptr, out_ptr, count, stream, device_id, pivot_dtype="in
     _launch_flat("pivots_" + pivot_dtype, count, args, stream, device_id)
 
 
-def pivots_from_scipy(piv_ptr, ipiv_ptr, count, n, stream, device_id):
-    """Enqueue ``ipiv = piv + 1`` as int64: SciPy's 0-based int32 pivots (``lu_factor``'s) as
-    cuSOLVER's ``cusolverDnXgetrs`` takes them. A pivot out of ``0..n-1`` (which no
-    factorization makes) becomes its own row: no interchange, nothing read out of bounds.
+def pivots_from_scipy(piv_ptr, ipiv_ptr, n, batch, rhs_ptr, per_matrix, dtype, stream,
+                      device_id, pivot_dtype="int32", flag_ptr=0):
+    """Enqueue ``ipiv = piv + 1`` as int64: SciPy's 0-based pivots (``lu_factor``'s) as
+    cuSOLVER's ``cusolverDnXgetrs`` and :func:`swap_rows` take them, checked on the way. A
+    matrix with a pivot out of ``0..n-1`` (which no factorization makes) gets NaN right-hand
+    sides (so its solution is NaN, not a wrong one), its pivot is made its own row (no
+    interchange: nothing read or written out of the matrix), and the host flag at
+    ``flag_ptr`` is raised: lu_solve's check of its pivots rides on this conversion, which
+    every solve makes anyway.
 
     Parameters
     ----------
     piv_ptr : int
-        Device address of ``count`` int32 pivots.
+        Device address of ``batch * n`` pivots of ``pivot_dtype``, n per matrix.
     ipiv_ptr : int
-        Device address of ``count`` int64.
-    count : int
-        The number of pivots (a multiple of ``n``).
-    n : int
-        The rows of each matrix, and the pivots of each.
+        Device address of ``batch * n`` int64.
+    n, batch : int
+        The rows of each matrix (and its pivots) and the number of matrices.
+    rhs_ptr : int
+        Device address of ``batch`` runs of ``per_matrix`` elements of ``dtype``: the
+        right-hand sides the solve works on (written only for a matrix with a bad pivot).
+    per_matrix : int
+        Elements of the right-hand sides of each matrix.
+    dtype : str
+        "float32", "float64", "complex64" or "complex128".
     stream : int
         The stream handle.
     device_id : int
         The device the data lives on.
+    pivot_dtype : str, optional
+        "int32" (default) or "int64".
+    flag_ptr : int, optional
+        The host address of an int32 (:func:`~accelmath._core.memory.host_flag`'s) set to 1
+        where a pivot is out of range (0: none).
     """
-    if count == 0:
+    found = _pivots_launch(device_id, dtype, pivot_dtype, n, batch)
+    if found is None:
         return
-    args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_longlong(count),
-            ctypes.c_int(n))
-    _launch_flat("pivots_from_scipy", count, args, stream, device_id)
+    args = (ctypes.c_void_p(piv_ptr), ctypes.c_void_p(ipiv_ptr), ctypes.c_int(n),
+            ctypes.c_longlong(batch), ctypes.c_void_p(rhs_ptr), ctypes.c_longlong(per_matrix),
+            ctypes.c_void_p(flag_ptr))
+    launch(*found, args, stream)
+
+
+@functools.lru_cache(maxsize=256)
+def _pivots_launch(device_id, dtype, pivot_dtype, n, batch):
+    """``(kernel, launch configuration)`` of :func:`pivots_from_scipy` for ``batch``
+    matrices of ``n`` pivots, found once per arguments (their dtypes checked), or None where
+    there is nothing to convert."""
+    _check_dtype(dtype)
+    _check_dtype(pivot_dtype, PIVOT_DTYPES, "pivot_dtype")
+    if batch == 0 or n == 0:
+        return None
+    module, most = _module(device_id, dtype)
+    # a row of threads per matrix, at least a warp, as wide as its pivots up to a block;
+    # a short matrix leaves its row's other threads idle, but every matrix is one pass
+    width = min(_THREADS, max(32, 1 << (n - 1).bit_length()))
+    rows = _THREADS // width
+    grid = (min(-(-n // width), most), min(-(-batch // rows), _MAX_GRID_Y))
+    return (module.function(f"pivots_from_scipy_{dtype}_{pivot_dtype}"),
+            config(grid, (width, rows)))
 
 
 def swap_rows_fit(n, dtype):

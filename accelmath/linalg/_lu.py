@@ -7,9 +7,10 @@ import ctypes
 from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.memory import host_flag, read_back
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg import _batched, _finite, _kernels, _small
-from accelmath.linalg._checks import SINGULAR, real_dtype
+from accelmath.linalg._checks import SINGULAR, bad_pivot, real_dtype
 from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                        batch_strides, c_strides, columns_in, columns_out,
                                        clear_flags, count_of, f_strides, finish_info, flagged,
@@ -17,7 +18,7 @@ from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of
                                        layout_of, operands_at, plan, rhs_bytes, run_small,
                                        scatter_f, small_fits, solution_of, systems)
 from accelmath.linalg._cholesky import trsm
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver
+from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, own_index
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
            "lu_solver"]
@@ -251,31 +252,34 @@ def lu_factor(a, *, check, stream, finite=None):
 
 
 def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
-    """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)``;
-    ``finite``: the names of lu, piv and b where NaN and Inf raise (None for one not
-    checked; see :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to
-    remember (a :class:`~accelmath.linalg._context.CusolverCall`, where the operands were
-    read where they lie)."""
+    """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)`` (piv
+    int32 or int64: :func:`~accelmath.linalg._checks.lu_pivots`); ``finite``: the names of
+    lu, piv and b where NaN and Inf raise (None for one not checked; see
+    :func:`accelmath.linalg._finite.enqueue`), and where given (SciPy's check_finite), a
+    pivot out of range raises too (see :meth:`_LuSolveLayout.solve`); ``call``: the call
+    key to remember (a :class:`~accelmath.linalg._context.CusolverCall`, where the operands
+    were read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
     operands = (lu, piv, b)
-    if count == 0 or n == 0 or k == 0:
+    if count == 0 or n == 0 or k == 0:  # (nothing solved: no pivot is used)
         _finite.check(_finite.enqueue(ctx, operands, finite))
         return ctx.finish(x)
     isz = ITEMSIZE[ctx.dtype]
     # lu_factor's layout (dense, each matrix column-major, not broadcast) is read where it
-    # lies, and its pivots (dense int32, as device_call gives them); others are copied so
+    # lies, and its pivots (dense, as device_call gives them); others are copied so
     in_place = (tuple(lu.shape) == batch + (n, n)
                 and tuple(lu.strides) == f_strides(batch, n, n))
     pivots_in_place = (tuple(piv.shape) == batch + (n,)
                        and tuple(piv.strides) == contiguous_strides(batch + (n,)))
-    key = ("getrs", n, k, count, in_place, pivots_in_place)
+    key = ("getrs", n, k, count, in_place, pivots_in_place, piv.dtype)
     solver = plan(ctx, key, lambda: Solver(
         ctx.device_id, ctx.adapter.package,
         {"lu": 0 if in_place else count * n * n * isz, "ipiv": count * n * 8,
-         "piv": 0 if pivots_in_place else count * n * 4,
+         "piv": 0 if pivots_in_place else count * n * ITEMSIZE[piv.dtype],
          "b": rhs_bytes(count, n, k, ctx.dtype), "info2": 4}, blas=True))
     layout = _LuSolveLayout(*map(layout_of, operands), batch, n, k, count, in_place,
-                            pivots_in_place, trans, _finite.prepare(operands, finite))
+                            pivots_in_place, trans, _finite.prepare(operands, finite),
+                            finite is not None)
     layout.solve(ctx, solver, operands, x_ptr)
     CusolverCall.remember(call, operands, finite, ctx, key, layout, solution_of(ctx, x))
     return ctx.finish(x)
@@ -297,31 +301,49 @@ class _LuSolveLayout(NamedTuple):
     pivots_in_place: bool  # piv read where it lies (else a dense copy over the batch)
     trans: int  # 0: a x = b, 1: a^T x = b, 2: a^H x = b
     checks: Optional[_finite.Plan]  # the finiteness check of the operands named to be
+    check_pivots: bool  # raise for a pivot out of range (SciPy's check_finite)
 
     def solve(self, ctx, solver, operands, x_ptr):
         """Enqueue the solves with the ``(lu, piv, b)`` of ``operands`` (of the layout) into
-        the solution at ``x_ptr``, and raise for NaN and Inf where they are checked."""
+        the solution at ``x_ptr``, and raise for NaN and Inf where they are checked, then
+        for a pivot out of range where pivots are: the kernel that converts the pivots
+        finds it, raises the thread's host flag and makes that system's solution NaN
+        (:func:`~accelmath.linalg._kernels.pivots_from_scipy`). The flag is read once the
+        finiteness check has waited for the work (enqueued after the conversion, so that it
+        waits for the conversion too; without it, a wait of its own), and only where it was
+        raised are the pivots read back, to name the first bad one."""
         lu, piv, b = operands
         batch, n, k, count = self.batch, self.n, self.k, self.count
-        finite = _finite.enqueue_at(ctx, self.checks, tuple(op.ptr for op in operands))
         handles, ws = solver.state(ctx.stream)
         ipiv = ws + solver.offsets["ipiv"]
-        piv_ptr = piv.ptr
+        piv_ptr, pivot_dtype = piv.ptr, piv.dtype
         if not self.pivots_in_place:
-            piv_ptr = ws + solver.offsets["piv"]
-            ctx.copy(piv.ptr, piv_ptr, batch + (n,), batch_strides(piv, batch, core=1),
-                     contiguous_strides(batch + (n,)), dtype="int32")
+            # (int64 pivots copied as pairs of int32 words: the copy kernel takes int32)
+            piv_ptr, words = ws + solver.offsets["piv"], ITEMSIZE[pivot_dtype] // 4
+            shape = batch + (n, words)
+            ctx.copy(piv.ptr, piv_ptr, shape, tuple(
+                s * words for s in batch_strides(piv, batch, core=1)) + (1,),
+                contiguous_strides(shape), dtype="int32")
+        rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
+        flag = host_flag() if self.check_pivots else None
+        _kernels.pivots_from_scipy(piv_ptr, ipiv, n, count, rhs, n * k, ctx.dtype, ctx.stream,
+                                   ctx.device_id, pivot_dtype, flag.ptr if flag else 0)
+        finite = _finite.enqueue_at(ctx, self.checks, tuple(op.ptr for op in operands))
         if self.in_place:
             factors = lu.ptr
         else:
             factors = ws + solver.offsets["lu"]
             gather(ctx, lu, batch, factors, "F")
-        _kernels.pivots_from_scipy(piv_ptr, ipiv, count * n, n, ctx.stream, ctx.device_id)
-        rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])
         getrs(ctx, solver, handles, ws, (_N, _T, _C)[self.trans], factors, ipiv, rhs, n, k,
               count)
         columns_out(ctx, rhs, x_ptr, batch, n, k)
         _finite.check(finite)
+        if self.check_pivots and (flag is None or (
+                flag.raised() if finite is not None else flag.raised_after(ctx.stream))):
+            pivots = read_back(piv_ptr, count * n, pivot_dtype, ctx.stream)
+            found = bad_pivot(pivots.reshape(batch + (n,)), n)
+            if found is not None:
+                raise found.error(own_index(found.index, self.piv[0][:-1]))
 
     def recall(self, ctx, solver, addresses, results):
         """The solves again, with the operands at ``addresses``, into the ``results``

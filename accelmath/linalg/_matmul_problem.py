@@ -15,7 +15,7 @@ from accelmath._core.arguments import check_execution
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_same_device, device_name, wrap_operand
 from accelmath._core.plan import check_out
-from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
+from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._epilogue import aux_shape, check_epilogue_dtype, epilogue_named
@@ -75,7 +75,7 @@ def _operand(x, name):
     view: a copy); errors name the argument."""
     try:
         return wrap_operand(x)
-    except UnsupportedOperandError as exc:
+    except (UnsupportedOperandError, UnsupportedDTypeError, NoDeviceError) as exc:
         raise type(exc)(f"{name}: {exc}") from None
 
 

@@ -11,7 +11,8 @@ from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.operand import (Operand, adapter_for, adapter_named, check_same_device,
                                      device_name, wrap_operand)
 from accelmath._core.stream import check_stream
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.linalg import _checks as checks
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
@@ -40,7 +41,7 @@ def read(x, name):
         if isinstance(dtype, numpy.dtype) and dtype.kind in "fc":
             raise checks.unsupported_dtype_error(name, dtype.name) from None
         raise UnsupportedDTypeError(f"{name}: {exc}") from None
-    except UnsupportedOperandError as exc:
+    except (UnsupportedOperandError, NoDeviceError) as exc:
         raise type(exc)(f"{name}: {exc}") from None
 
 

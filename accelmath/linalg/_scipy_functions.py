@@ -104,6 +104,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
         return c, bool(lower)  # (a remembered lower passed check_flag)
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
+    checks.check_flag(overwrite_a, "overwrite_a")  # (accepted, as SciPy's; never done)
     a, dtype = read_stack(a, "a")
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
@@ -148,7 +149,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     >>> cho_solve(cho_factor(a), np.array([8.0, 12.0]))
     array([1., 2.])
     """
-    c, lower = c_and_lower
+    c, lower = checks.factor_pair(c_and_lower, "c_and_lower", "(c, lower)", "cho_factor")
     # (an identical call on CuPy or torch arrays read where they lie: remembered, run again
     # on the new addresses without reading and checking the arguments, which it repeats)
     call = call_key("cho_solve", (c, b), lower, check_finite, execution)
@@ -157,6 +158,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
         return x
     execution = check_execution(execution)
     lower = checks.check_flag(lower, "lower")
+    checks.check_flag(overwrite_b, "overwrite_b")
     check_finite = _check_finite(check_finite)
     c, b, dtype, vector = _triangular_system(c, b, ("c", "b"))
     return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution,
@@ -203,6 +205,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     array([1, 1], dtype=int32)
     """
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
+    checks.check_flag(overwrite_a, "overwrite_a")
     a, dtype = read_stack(a, "a", square=False)
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
@@ -239,6 +242,17 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     x : array
         Of b's shape broadcast with lu's and piv's batch, of the package of b.
 
+    Raises
+    ------
+    InvalidArgumentError
+        For ``lu_and_piv`` that is not a pair, ``piv`` that is not integers of shape
+        (..., n), and a pivot out of [0, n) (SciPy's pivots are 0-based), naming the batch
+        index of piv's first matrix holding one: on the CPU before anything is computed;
+        on the GPU, where ``check_finite``, once the call's work is done (the kernel that
+        converts the pivots for cuSOLVER finds it; no input is written). Without
+        ``check_finite`` the GPU reads nothing back: a system with a pivot out of range
+        gets NaN.
+
     Examples
     --------
     >>> import numpy as np
@@ -247,7 +261,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     >>> lu_solve(lu_factor(a), np.array([5.0, 11.0]))
     array([1., 2.])
     """
-    lu, piv = lu_and_piv
+    lu, piv = checks.factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)", "lu_factor")
     # (remembered as cho_solve is)
     call = call_key("lu_solve", (lu, piv, b), trans, check_finite, execution)
     x = recalled(call, stream)
@@ -257,11 +271,12 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     trans = checks.check_trans(trans)
     lu, piv, b = read(lu, "lu"), read(piv, "piv"), read(b, "b")
     dtype = checks.result_dtype(("lu", lu.dtype), ("b", b.dtype))
-    checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
+    piv_dtype = checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
     vector, batch = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
     checks.broadcast_batch(piv.shape[:-1], batch, ("piv", "lu and b"))
+    checks.check_flag(overwrite_b, "overwrite_b")
     check_finite = _check_finite(check_finite)
-    return _solve("lu_solve", (lu, piv, b), (dtype, "int32", dtype), ("lu", "piv", "b"),
+    return _solve("lu_solve", (lu, piv, b), (dtype, piv_dtype, dtype), ("lu", "piv", "b"),
                   execution, (None, None, "b") if check_finite else None, vector, stream,
                   call=call, trans=trans)
 
@@ -319,6 +334,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     trans = checks.check_trans(trans)
     lower = checks.check_flag(lower, "lower")
     unit_diagonal = checks.check_flag(unit_diagonal, "unit_diagonal")
+    checks.check_flag(overwrite_b, "overwrite_b")
     check_finite = _check_finite(check_finite)
     a, b, dtype, vector = _triangular_system(a, b, ("a", "b"))
     return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,

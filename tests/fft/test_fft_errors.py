@@ -2,6 +2,9 @@
 (ValueError, TypeError, RuntimeError) whose message says what was wrong."""
 
 import re
+import subprocess
+import sys
+import textwrap
 from contextlib import contextmanager
 
 import numpy as np
@@ -90,13 +93,43 @@ def test_real_transforms_of_no_axes(name):
 @pytest.mark.parametrize("call, axis", [
     (lambda: accelmath.fft.fft(np.zeros((0, 4)), axis=0), 0),
     (lambda: accelmath.fft.rfftn(np.zeros((3, 0))), 1),
-    (lambda: accelmath.fft.irfft(np.zeros((3, 0), np.complex128), n=4), 1),
+    (lambda: accelmath.fft.irfftn(np.zeros((0, 4), np.complex128)), 0),
     (lambda: accelmath.fft.ifft([]), 0),
 ])
 def test_zero_size_transform_axes(call, axis):
     with raises(ValueError, f"Invalid number of FFT data points (0) specified along axis {axis}, "
                             f"which has length 0"):
         call()
+
+
+@pytest.mark.parametrize("name, shape, s, axis", [
+    ("fftn", (0, 4), (-1, 4), 0), ("ifftn", (4, 0), (4, -1), 1), ("rfftn", (0, 0), (-1, 4), 0),
+    ("rfft2", (4, 0), (-1, -1), 1), ("irfftn", (0, 4), (-1, 4), 0), ("fft2", (0, 0), (4, -1), 1),
+])
+def test_s_of_minus_one_along_an_axis_of_length_zero(name, shape, s, axis):
+    """-1 in s is the input's length: 0 points there, which NumPy refuses too."""
+    x = np.zeros(shape, np.complex128 if name.startswith(("i", "f")) else np.float64)
+    with pytest.raises(ValueError, match=re.escape("Invalid number of FFT data points (0)")):
+        getattr(np.fft, name)(x, s=s, axes=(0, 1))
+    with raises(ValueError, f"Invalid number of FFT data points (0) specified by s[{axis}] = -1 "
+                            f"(the input's length) along axis {axis}, which has length 0"):
+        getattr(accelmath.fft, name)(x, s=s, axes=(0, 1))
+
+
+@pytest.mark.parametrize("name, shape, kwargs", [
+    ("fft", (0,), {"n": 4}), ("irfft", (3, 0), {"n": 4}), ("irfft", (0,), {"n": 1}),
+    ("hfft", (0, 3), {"n": 4, "axis": 0}), ("irfftn", (0, 4), {"s": (4, -1), "axes": (0, 1)}),
+    ("irfft2", (0, 0), {"s": (2, 2)}), ("rfftn", (0, 3), {"s": (2, 3), "axes": (0, 1)}),
+])
+def test_lengths_given_pad_axes_of_length_zero(name, shape, kwargs):
+    """Lengths given zero-pad an axis of length 0, as NumPy does (c2r transforms too): the
+    transform of zeros (NumPy's c2r leaves such results uninitialized: only its shape and
+    dtype are compared)."""
+    x = np.zeros(shape, np.float64 if name.startswith("rfft") else np.complex128)
+    expected = getattr(np.fft, name)(x, **kwargs)
+    got = getattr(accelmath.fft, name)(x, **kwargs)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_array_equal(got, np.zeros_like(expected))
 
 
 def test_zero_size_plan_axes():
@@ -118,9 +151,12 @@ def test_unsupported_dtypes(x, dtype):
 
 @pytest.mark.parametrize("name", ["rfft", "ihfft", "rfft2", "rfftn"])
 def test_complex_input_to_a_real_transform(name):
-    with raises(TypeError, "a real-to-complex transform needs real input, got dtype "
+    # (the argument named: found by the fuzz)
+    with raises(TypeError, "a: a real-to-complex transform needs real input, got dtype "
                            "'complex128'"):
         getattr(accelmath.fft, name)(X)
+    with raises(TypeError, "operand: a real-to-complex transform needs real input"):
+        FFT(X, kind="r2c")
 
 
 def test_complex_torch_input_to_rfft():
@@ -198,6 +234,9 @@ def test_use_after_free():
     # a wrong shape is said first, as NumPy says it
     ("irfft2", np.empty((4, 11), np.complex128), ValueError, "out has wrong shape (4, 11)"),
     ("fft", "", TypeError, "out must be of ArrayType: unsupported operand of type builtins.str"),
+    # (a dtype accelmath reads nowhere, named: found by the fuzz)
+    ("fft", np.empty((4, 6), object), TypeError,
+     "Cannot cast the complex128 result into out: unsupported dtype 'object'"),
 ])
 def test_wrong_out_for_a_function(name, out, builtin, message):
     x = X.real if name == "rfft" else X
@@ -402,3 +441,158 @@ def test_cache_limits():
         with pytest.raises(InvalidArgumentError, match=next(iter(kwargs))):
             accelmath.fft.set_cache_limits(**kwargs)
     assert accelmath.fft.cache_info() == info
+
+
+# -- issue 38: half precision and other byte orders, huge lengths, fake device arrays ---------
+
+def _values(rng, shape, dtype):
+    x = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        x = x + 1j * rng.standard_normal(shape)
+    return x.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype, kind, reference", [
+    ("float16", None, np.fft.rfftn), (">f8", None, np.fft.rfftn), (">f4", None, np.fft.rfftn),
+    (">c16", None, np.fft.fftn), (">c8", None, np.fft.fftn), (">c16", "c2r", np.fft.irfftn),
+])
+def test_host_plans_of_half_precision_and_other_byte_orders(dtype, kind, reference):
+    """A host plan of float16 or big-endian data computes what NumPy does (converted first,
+    NumPy's result dtype): made from such an operand, and given one after a plan made from
+    the native byte order."""
+    x = _values(np.random.default_rng(), (4, 6), dtype)
+    expected = reference(x)
+    kwargs = {} if kind is None else {"kind": kind}
+    native = x.astype(x.dtype.newbyteorder("="))
+    for template in (x, native):
+        with FFT(template, **kwargs) as plan:
+            got = plan.execute(x)
+            assert got.dtype == expected.dtype
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+            out = np.empty(expected.shape, expected.dtype)
+            assert plan.execute(x, out=out) is out
+            np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-4)
+    functions = {np.fft.rfftn: accelmath.fft.rfftn, np.fft.fftn: accelmath.fft.fftn,
+                 np.fft.irfftn: accelmath.fft.irfftn}
+    got = functions[reference](x)
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+
+
+def test_host_plans_of_half_precision_torch_tensors():
+    torch = pytest.importorskip("torch")
+    t = torch.arange(8, dtype=torch.float16)
+    with FFT(t) as plan:
+        got = plan.execute()
+    assert got.dtype == torch.complex64
+    np.testing.assert_allclose(got.numpy(), np.fft.rfft(t.numpy()), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.parametrize("call, s", [
+    (lambda: accelmath.fft.fft(np.ones(4), n=2**62), (2**62,)),
+    (lambda: accelmath.fft.irfft(np.ones(4, np.complex128), n=2**62), (2**62,)),
+    (lambda: accelmath.fft.fftn(np.ones((4, 4)), s=(2**40, 2**40), axes=(0, 1)),
+     (2**40, 2**40)),
+    (lambda: accelmath.fft.rfft(np.ones((0, 3)), n=2**62), (2**62,)),
+])
+def test_lengths_no_array_can_hold(call, s):
+    """Lengths whose result (or zero-padded input) no array can hold are refused before
+    anything is allocated, naming n or s."""
+    with raises(ValueError, f"n or s = {s} asks for a "):
+        call()
+    with raises(ValueError, "more than an array can hold (9223372036854775807 bytes)"):
+        call()
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+def test_frequencies_of_too_many_points(monkeypatch, name):
+    from accelmath.errors import OutOfMemoryError
+
+    count = 2**62 if name == "fftfreq" else 2**61 + 1
+    with raises(ValueError, f"n = {2**62} asks for a float64 result of shape ({count},): "
+                            f"{8 * count} bytes"):
+        getattr(accelmath.fft, name)(2**62)
+
+    def out_of_memory(*args):
+        raise MemoryError("Unable to allocate")
+
+    monkeypatch.setattr(np.fft, name, out_of_memory)
+    with raises(MemoryError, "n = 64 asks for a float64 result of shape") as info:
+        getattr(accelmath.fft, name)(64)
+    assert isinstance(info.value, OutOfMemoryError)
+
+
+def test_lengths_that_run_out_of_memory(monkeypatch):
+    """An allocation of a padded transform that fails names n or s and the bytes asked for;
+    the call is not remembered, so that the same call fails the same way."""
+    from accelmath.errors import OutOfMemoryError
+    from accelmath.fft import _cpu
+
+    def out_of_memory(self, *args, **kwargs):
+        raise MemoryError("Unable to allocate 1.00 KiB")
+
+    monkeypatch.setattr(_cpu.HostTransform, "execute", out_of_memory)
+    accelmath.fft.clear_cache()
+    for _ in range(2):
+        with raises(MemoryError, "n or s = (64,) asks for a complex128 result of shape (64,): "
+                                 "1024 bytes (0.0 GiB) (besides the input zero-padded to "
+                                 "(64,)), more memory than could be allocated") as info:
+            accelmath.fft.fft(np.ones(4), n=64)
+        assert isinstance(info.value, OutOfMemoryError)
+        assert isinstance(info.value.__cause__, MemoryError)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="bounds memory by RLIMIT_AS")
+def test_n_of_2_to_the_40_names_n():
+    """The case of the issue, allocated for real (in a process whose address space is bounded,
+    so that no overcommitting kernel lets 8 TiB through)."""
+    code = textwrap.dedent("""
+        import resource
+        import numpy as np
+        import accelmath.fft
+        soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+        bound = 1 << 36
+        resource.setrlimit(resource.RLIMIT_AS, (bound if hard < 0 else min(bound, hard), hard))
+        try:
+            accelmath.fft.fft(np.ones(4), n=2**40)
+        except MemoryError as exc:
+            print(type(exc).__name__, exc)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OutOfMemoryError n or s = (1099511627776,) asks for a "
+                                  "complex128 result of shape (1099511627776,): "
+                                  "17592186044416 bytes"), done.stdout
+
+
+class _FakeDeviceArray:
+    """An object whose ``__cuda_array_interface__`` names device memory at an address no
+    driver knows."""
+
+    def __init__(self, **changes):
+        self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f8",
+                                         "data": (0x7F0000001000, False), "version": 3,
+                                         **changes}
+
+
+def test_a_device_array_without_a_gpu(monkeypatch):
+    from accelmath._core import device
+    from accelmath._core.operand import protocols
+    from accelmath.errors import NoDeviceError
+
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no NVIDIA driver (a test)")
+    monkeypatch.setattr(protocols, "pointer_device", lambda ptr: None)
+    for call, name in ((lambda: accelmath.fft.fft(_FakeDeviceArray()), "a"),
+                       (lambda: FFT(_FakeDeviceArray()), "operand")):
+        with raises(RuntimeError, f"{name}: an operand of type {__name__}._FakeDeviceArray has "
+                                  f"__cuda_array_interface__ (CUDA device memory), but no CUDA "
+                                  f"GPU is usable: no NVIDIA driver (a test)") as info:
+            call()
+        assert isinstance(info.value, NoDeviceError)
+
+
+def test_a_malformed_array_interface_names_the_argument():
+    with raises(TypeError, "a: the __cuda_array_interface__ of "
+                           f"{__name__}._FakeDeviceArray has shape (-4,); expected a dict"):
+        accelmath.fft.fft(_FakeDeviceArray(shape=(-4,)))

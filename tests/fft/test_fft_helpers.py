@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import accelmath.fft
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 8, 11, 4088])
@@ -79,3 +80,29 @@ def test_shifts_as_numpy_takes_them():
     x = np.arange(15).reshape(3, 5)
     assert (accelmath.fft.fftshift(x, axes=(1, 1)) == np.fft.fftshift(x, axes=(1, 1))).all()
     assert (accelmath.fft.fftfreq(5, device="cpu") == np.fft.fftfreq(5)).all()
+
+
+@pytest.mark.parametrize("name", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("d", [None, 0, 0.0, "x", np.zeros(2)])
+def test_frequencies_refuse_a_spacing_that_is_not_a_nonzero_number(name, d):
+    # (NumPy's own raise TypeError, ZeroDivisionError, or warn and give inf: found by the fuzz)
+    with pytest.raises(InvalidArgumentError, match=r"^d must be a nonzero number"):
+        getattr(accelmath.fft, name)(4, d)
+
+
+def test_frequencies_take_numpy_spacings():
+    assert (accelmath.fft.fftfreq(4, np.array(0.5)) == np.fft.fftfreq(4, 0.5)).all()
+    assert (accelmath.fft.rfftfreq(4, np.float32(2)) == np.fft.rfftfreq(4, np.float32(2))).all()
+
+
+@pytest.mark.parametrize("x", [None, [[1.0, 2.0], [3.0]], np.zeros(3, object)])
+def test_shifts_name_x_for_what_is_not_an_array(x):
+    with pytest.raises((UnsupportedOperandError, UnsupportedDTypeError), match=r"^x: "):
+        accelmath.fft.fftshift(x)
+
+
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+def test_shifts_of_a_0d_array_give_it_back(name):
+    # (numpy.fft's fail inside numpy.roll: "not enough values to unpack")
+    actual = getattr(accelmath.fft, name)(np.float64(3.0))
+    assert isinstance(actual, np.ndarray) and actual.shape == () and actual == 3.0

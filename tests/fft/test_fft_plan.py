@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import accelmath.fft
-from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.errors import (InvalidArgumentError, StateError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.fft import FFT
 
 NORMS = [None, "backward", "ortho", "forward"]
@@ -247,3 +248,13 @@ def test_a_host_plan_of_torch_tensors_checks_the_dtype_of_out():
         out = np.empty((4, 8), np.complex128)
         assert plan.execute(out=out) is out
         np.testing.assert_allclose(out, np.fft.fft2(np.ones((4, 8))), atol=1e-12)
+
+
+@pytest.mark.parametrize("x", [np.zeros(4, object), np.array(["a", "b", "c", "d"]),
+                               [[1.0, 2.0], [3.0]]])
+def test_an_operand_the_plan_cannot_read_is_named(x):
+    # (the operand's own error once had no name: found by the fuzz)
+    with FFT(np.zeros(4)) as plan:
+        with pytest.raises((UnsupportedDTypeError, UnsupportedOperandError),
+                           match=r"^operand: "):
+            plan.execute(x)

@@ -179,6 +179,11 @@ def test_a_zero_on_a_batched_triangles_diagonal_names_its_matrix():
     x = _cpu.solve_triangular(a, np.ones(n), trans=0, lower=True, unit_diagonal=True,
                               check_finite=False)
     np.testing.assert_array_equal(x, np.ones((count, n)))
+    # no right-hand side: nothing solved and nothing raised, in a batch as for one matrix
+    # (SciPy's solve_triangular; found by the fuzz)
+    x = _cpu.solve_triangular(a, np.ones((n, 0)), trans=0, lower=True, unit_diagonal=False,
+                              check_finite=False)
+    assert x.shape == (count, n, 0)
 
 
 def test_batched_cho_solve_and_lu_solve_take_a_zero_pivot_as_lapack_does():

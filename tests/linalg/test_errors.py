@@ -271,3 +271,170 @@ def test_a_bad_stream_is_refused_on_host_arrays_too(call):
     with pytest.raises(UnsupportedOperandError, match="stream must be an int handle"):
         call("x")
     call(0)
+
+
+# ---- lu_solve's factors: the pair, and pivots in range ----
+
+def _lu_system(batch, n=3):
+    """lu_factor's factors of well-conditioned n x n matrices (rows interchanged), and
+    right-hand sides (..., n, 1)."""
+    rng = np.random.default_rng()
+    a = rng.standard_normal(batch + (n, n)) + 2 * n * np.eye(n)[::-1]
+    lu, piv = sla.lu_factor(a)
+    return lu, piv, rng.standard_normal(batch + (n, 1))
+
+
+def _refuse_to_solve(*args, **kwargs):
+    pytest.fail("a solve ran with a pivot out of range")
+
+
+@pytest.fixture
+def no_solve(monkeypatch):
+    """Fail a test whose lu_solve gets as far as solving (SciPy's LAPACK given a pivot out
+    of range reads and writes outside the matrix: the test process could crash)."""
+    import scipy.linalg
+
+    from accelmath.linalg import _cpu
+
+    def refuse():
+        monkeypatch.setattr(scipy.linalg, "lu_solve", _refuse_to_solve)
+        monkeypatch.setattr(_cpu, "_substitute", _refuse_to_solve)
+
+    return refuse
+
+
+# one matrix (SciPy's lu_solve, which crashed), a few (SciPy's, each), many (row by row over
+# the batch, which raised IndexError, or gave a wrong answer for a negative pivot)
+@pytest.mark.parametrize("batch, index", [((), ()), ((2,), (1,)), ((40,), (17,))])
+@pytest.mark.parametrize("bad", [3, -1, -3, 700000, 2**31 - 1, -2**31])
+def test_lu_solve_refuses_a_pivot_out_of_range_before_solving(no_solve, batch, index, bad):
+    import re
+
+    lu, piv, b = _lu_system(batch)
+    piv[index + (1,)] = bad
+    if batch:
+        piv[batch[0] - 1, 2] = -5  # (another, at or after it: the first is named)
+    kept = [x.copy() for x in (lu, piv, b)]
+    no_solve()
+    message = (rf"^piv: pivot {bad} at position 1 is out of range for lu of order 3: "
+               rf"lu_factor's pivots are 0-based, in \[0, 3\) \(batch index "
+               rf"{re.escape(str(index))}\)$")
+    for trans in (0, 2):
+        with pytest.raises(InvalidArgumentError, match=message):
+            sla.lu_solve((lu, piv), b, trans=trans)
+    with pytest.raises(InvalidArgumentError, match=message):  # (checked without check_finite)
+        sla.lu_solve((lu, piv), b, check_finite=False)
+    for before, after in zip(kept, (lu, piv, b)):
+        np.testing.assert_array_equal(before, after)
+
+
+def test_lu_solve_with_a_wild_pivot_does_not_crash_the_interpreter():
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\n"
+            "from accelmath.errors import InvalidArgumentError\n"
+            "from accelmath.linalg import lu_solve\n"
+            "try:\n"
+            "    lu_solve((np.eye(3), np.array([0, 1, 700000], np.int32)), np.ones(3))\n"
+            "except InvalidArgumentError as e:\n"
+            "    print('refused:', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "refused: piv: pivot 700000 at position 2" in done.stdout
+
+
+def test_lu_solve_names_a_broadcast_pivots_own_index_and_one_based_pivots(no_solve):
+    lu, _, b = _lu_system((4, 5), n=3)
+    no_solve()
+    piv = np.array([[0, 1, 2], [2, 2, 3]], np.int32)[:, None]  # (2, 1, 3) with lu's (4, 5)
+    with pytest.raises(InvalidArgumentError, match=r"look 1-based .* pass piv - 1 \(batch "
+                                                   r"index \(1, 0\)\)$"):
+        sla.lu_solve((lu[:2, :1], piv), b[:2])
+    piv[1, 0] = [2, 1, 3]  # (row 1 with row 0: not getrf's, whatever its base)
+    with pytest.raises(InvalidArgumentError) as e:
+        sla.lu_solve((lu[:2, :1], piv), b[:2])
+    assert "1-based" not in str(e.value)
+
+
+@pytest.mark.parametrize("dtype, value", [("int64", 2**32 + 1), ("int64", -2**63),
+                                          ("uint64", 2**64 - 1), ("uint32", 2**32 - 1),
+                                          ("int8", -1), ("uint8", 255), ("int16", 3)])
+def test_lu_solve_pivots_of_other_integer_types_are_checked_before_they_narrow(no_solve, dtype,
+                                                                              value):
+    # (as int32, 2**32 + 1 would be a pivot 1 in range, and 2**32 - 1 a -1)
+    lu, piv, b = _lu_system((), n=3)
+    wide = piv.astype(dtype)
+    np.testing.assert_allclose(sla.lu_solve((lu, wide), b), sla.lu_solve((lu, piv), b))
+    wide[0] = value
+    no_solve()
+    with pytest.raises(InvalidArgumentError, match=r"^piv: pivot -?\d+ at position 0 .*"
+                                                   r"\(batch index \(\)\)$"):
+        sla.lu_solve((lu, wide), b)
+
+
+@pytest.mark.parametrize("piv, message", [
+    (np.zeros(3), "piv must hold integers .* got dtype float64"),
+    (np.zeros(3, bool), "piv must hold integers .* got dtype bool"),
+    (np.zeros(3, complex), "piv must hold integers .* got dtype complex128"),
+    (np.int32(0), r"piv of shape \(\) does not match lu of shape \(3, 3\)"),
+    (np.zeros(4, np.int32), r"piv of shape \(4,\) does not match lu of shape \(3, 3\): "
+                            r"\(\.\.\., 3\) needed"),
+    (np.zeros((3, 1), np.int32), r"piv of shape \(3, 1\) does not match")])
+def test_lu_solve_refuses_pivots_of_a_wrong_dtype_or_shape(piv, message):
+    with pytest.raises(InvalidArgumentError, match=f"^{message}"):
+        sla.lu_solve((np.eye(3), piv), np.ones(3))
+
+
+@pytest.mark.parametrize("pair, given", [
+    ((np.eye(2), np.zeros(2, np.int32), 0), "a tuple of 3 items"),
+    ((np.eye(2),), "a tuple of 1 items"),
+    (np.eye(2), "an object of type ndarray"),
+    (None, "an object of type NoneType")])
+def test_lu_solve_and_cho_solve_say_what_pair_they_take(pair, given):
+    with pytest.raises(InvalidArgumentError, match=rf"^lu_and_piv must be the pair \(lu, piv\) "
+                                                   rf"that lu_factor returns, got {given}$"):
+        sla.lu_solve(pair, np.ones(2))
+    with pytest.raises(InvalidArgumentError, match=r"^c_and_lower must be the pair \(c, "
+                                                   r"lower\) that cho_factor returns"):
+        sla.cho_solve(pair, np.ones(2))
+    assert sla.lu_solve([np.eye(2), np.zeros(2, np.int32)], np.ones(2)).shape == (2,)
+    assert sla.cho_solve([np.eye(2), True], np.ones(2)).shape == (2,)
+
+
+def test_prepare_without_a_gpu():
+    """linalg.prepare(wait=True) without a GPU says so (it raised an IndexError)."""
+    from accelmath._core.device import gpu_available
+    from accelmath.errors import NoDeviceError
+
+    if gpu_available():
+        pytest.skip("a GPU is usable here")
+    for wait in (True, False):
+        with pytest.raises(NoDeviceError, match="^device 0 was asked for, but no CUDA GPU is "
+                                                "usable: "):
+            linalg.prepare("float64", wait=wait)
+
+
+class _FakeDeviceArray:
+    __cuda_array_interface__ = {"shape": (2, 2), "typestr": "<f8",
+                                "data": (0x7F0000001000, False), "version": 3}
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: la.solve(_FakeDeviceArray(), np.ones(2)), "a"),
+    (lambda: la.solve(np.eye(2), _FakeDeviceArray()), "b"),
+    (lambda: linalg.LU(_FakeDeviceArray()), "a"),
+    (lambda: linalg.matmul(np.eye(2), _FakeDeviceArray()), "b")])
+def test_a_device_array_without_a_gpu_names_the_argument(monkeypatch, call, name):
+    """(It said "unsupported dtype 'object'".)"""
+    from accelmath._core import device
+    from accelmath._core.operand import protocols
+    from accelmath.errors import NoDeviceError
+
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no NVIDIA driver (a test)")
+    monkeypatch.setattr(protocols, "pointer_device", lambda ptr: None)
+    with pytest.raises(NoDeviceError, match=f"^{name}: an operand of type .*_FakeDeviceArray "
+                                            f"has __cuda_array_interface__ .* no CUDA GPU is "
+                                            f"usable: no NVIDIA driver \\(a test\\)"):
+        call()

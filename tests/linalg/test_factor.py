@@ -186,3 +186,71 @@ def test_device_objects_raise_for_nan_and_inf_under_check(cp, cls, n):
         with pytest.raises(np.linalg.LinAlgError, match=r"^a: .*\(batch index \(1,\)\)"):
             factor.refactor(cp.asarray(a))
         cls(cp.asarray(a), check=False)
+
+
+def _refused(cls, rng, shape):
+    """``(a good matrix batch of shape, one refactor refuses)``: for QR a rank-deficient one,
+    for LU a singular one, for Cholesky one not positive definite, each at batch index 1."""
+    good = _spd(rng, shape) if cls is not QR else rng.standard_normal(shape)
+    bad = good.copy()
+    if cls is QR:  # (zeros stay exactly zero through the factorization: no rounding luck)
+        bad[1, :, -1] = 0
+    elif cls is LU:
+        bad[1, -1] = 0
+    else:
+        bad[1] = -bad[1]
+    return good, bad
+
+
+def _solution(cls, a, b):
+    if cls is QR:
+        return np.stack([np.linalg.lstsq(m, c, rcond=None)[0] for m, c in zip(a, b)])
+    return np.linalg.solve(a, b)
+
+
+@pytest.mark.parametrize("cls, shape", [(Cholesky, (3, 5, 5)), (LU, (3, 5, 5)),
+                                        (QR, (3, 8, 5))])
+@pytest.mark.parametrize("bad", ["refused", "nan"])
+def test_a_refused_refactor_keeps_the_factorization(cls, shape, bad):
+    """A matrix refactor refuses (issue 38, point 6) leaves the factorization held: solves
+    go on with the previous matrix."""
+    rng = np.random.default_rng()
+    a, refused = _refused(cls, rng, shape)
+    if bad == "nan":
+        refused = a.copy()
+        refused[1, 0, 0] = np.nan
+    b = rng.standard_normal(shape[:-1] + (2,))
+    with cls(a) as factor:
+        before = factor.solve(b)
+        with pytest.raises(np.linalg.LinAlgError, match=r"\(batch index \(1,\)\)"):
+            factor.refactor(refused)
+        np.testing.assert_array_equal(factor.solve(b), before)
+        np.testing.assert_allclose(before, _solution(cls, a, b), rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cls, shape", [(Cholesky, (3, 5, 5)), (LU, (3, 5, 5)),
+                                        (QR, (3, 8, 5))])
+@pytest.mark.parametrize("bad", ["refused", "nan"])
+def test_a_refused_refactor_keeps_the_factorization_on_the_device(cp, cls, shape, bad):
+    """On the device too: a matrix that may be refused is factored into new buffers."""
+    rng = np.random.default_rng()
+    a, refused = _refused(cls, rng, shape)
+    if bad == "nan":
+        refused = a.copy()
+        refused[1, 0, 0] = np.nan
+    b = cp.asarray(rng.standard_normal(shape[:-1] + (2,)))
+    with cls(cp.asarray(a)) as factor:
+        before = cp.asnumpy(factor.solve(b))
+        with pytest.raises(np.linalg.LinAlgError, match=r"\(batch index \(1,\)\)"):
+            factor.refactor(cp.asarray(refused))
+        np.testing.assert_array_equal(cp.asnumpy(factor.solve(b)), before)
+        np.testing.assert_allclose(before, _solution(cls, a, cp.asnumpy(b)), rtol=1e-9,
+                                   atol=1e-11)
+        a2 = _refused(cls, rng, shape)[0]  # (a matrix that passes is taken, as before)
+        factor.refactor(cp.asarray(a2))
+        np.testing.assert_allclose(cp.asnumpy(factor.solve(b)),
+                                   _solution(cls, a2, cp.asnumpy(b)), rtol=1e-9, atol=1e-11)
+        if cls is Cholesky:
+            np.testing.assert_allclose(cp.asnumpy(factor.factor), np.linalg.cholesky(a2),
+                                       rtol=1e-10, atol=1e-12)

@@ -1302,3 +1302,116 @@ def test_check_finite_names_the_first_bad_operand_of_mixed_layouts(cupy):
         la.cho_solve((cupy.put(c), True), cupy.put(b).T)
     with pytest.raises(LinAlgError, match="^b: array must not contain"):
         la.cho_solve((cupy.put(np.eye(5)), True), cupy.put(b).T)
+
+
+# ---- lu_solve's pivots out of range: refused under check_finite, NaN without it ----
+
+def _refused_pivot(bad, position, index):
+    """The message of lu_solve's refusal of pivot ``bad`` at ``position`` of the matrix at
+    batch ``index`` of piv, as a pattern."""
+    import re
+
+    return (rf"^piv: pivot {bad} at position {position} is out of range for lu of order "
+            rf"\d+: .*\(batch index {re.escape(str(index))}\)$")
+
+
+# 8 x 8, alone and batched: swap_rows and cuBLAS's triangular solves (the conversion of the
+# pivots checks them: no launch more); 40: the same beside two batch dimensions; 4200 rows
+# of float64: cusolverDnXgetrs (swap_rows takes at most 4096), whose pivots the same
+# conversion makes
+@pytest.mark.parametrize("n, batch", [(8, ()), (8, (3, 100)), (40, (2,)), (4200, ())])
+@pytest.mark.parametrize("trans", [0, 2])
+def test_lu_solve_refuses_a_pivot_out_of_range(cupy, n, batch, trans):
+    a, b = well(batch + (n, n), "float64"), random(batch + (n, 2), "float64")
+    lu, piv = la.lu_factor(cupy.put(a))
+    index = tuple(s - 1 for s in batch)
+    bad_system = np.zeros(batch, bool)
+    bad_system[index] = True
+    op = a if trans == 0 else mT(a)
+    for bad in (n, -1, 2**31 - 1):
+        spoiled = piv.copy()
+        spoiled[index + (n // 2,)] = bad
+        kept = [cupy.get(x) for x in (lu, spoiled)]
+        with pytest.raises(InvalidArgumentError, match=_refused_pivot(bad, n // 2, index)):
+            la.lu_solve((lu, spoiled), cupy.put(b), trans=trans)
+        for before, after in zip(kept, (lu, spoiled)):
+            np.testing.assert_array_equal(before, cupy.get(after))
+        # without check_finite nothing is read back: that system's solution is NaN
+        x = cupy.get(la.lu_solve((lu, spoiled), cupy.put(b), trans=trans, check_finite=False))
+        assert np.isnan(x[bad_system]).all()
+        residual(op[~bad_system], x[~bad_system], b[~bad_system], False, "float64")
+
+
+def test_lu_solve_checks_the_pivots_of_a_remembered_call(cupy):
+    a = well((5, 8, 8), "float64")
+    lu, piv = la.lu_factor(cupy.put(a))
+    b = cupy.put(random((5, 8, 1), "float64"))
+    for _ in range(3):  # (remembered after the first: run again on the same addresses)
+        residual(a, cupy.get(la.lu_solve((lu, piv), b)), cupy.get(b), False, "float64")
+    piv[3, 4] = -7
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(-7, 4, (3,))):
+        la.lu_solve((lu, piv), b)
+    assert np.isnan(cupy.get(la.lu_solve((lu, piv), b, check_finite=False))[3]).all()
+
+
+def test_lu_solve_checks_pivots_of_other_types_and_layouts(cupy):
+    cp = cupy.cp
+    a, b = well((4, 8, 8), "float64"), random((4, 8, 1), "float64")
+    lu, piv = la.lu_factor(cupy.put(a))
+    expected = cupy.get(la.lu_solve((lu, piv), cupy.put(b)))
+    wide = piv.astype(cp.int64)
+    spaced = cp.zeros((4, 16), cp.int64)  # (copied as pairs of int32 words)
+    spaced[:, ::2] = piv
+    for given in (wide, spaced[:, ::2], piv.astype(cp.uint8)):
+        np.testing.assert_array_equal(cupy.get(la.lu_solve((lu, given), cupy.put(b))),
+                                      expected)
+    wide[2, 1] = 2**32 + 1  # (as int32, a pivot 1 in range)
+    spaced[1, 10] = -2**40
+    for given, bad, position, index in ((wide, 2**32 + 1, 1, (2,)),
+                                        (spaced[:, ::2], -2**40, 5, (1,))):
+        with pytest.raises(InvalidArgumentError, match=_refused_pivot(bad, position, index)):
+            la.lu_solve((lu, given), cupy.put(b))
+    # piv broadcast over lu's batch: its own batch index is named
+    lu2, piv2 = la.lu_factor(cupy.put(well((2, 4, 8, 8), "float64")))
+    one = piv2[0].copy()
+    one[3, 0] = 8
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(8, 0, (3,))):
+        la.lu_solve((lu2, one), cupy.put(random((2, 4, 8, 1), "float64")))
+
+
+def test_lu_solve_refuses_bad_pivots_beside_a_large_check_and_with_a_strided_b(cupy):
+    # b of 8.96 MB: its finiteness check runs beside the solve, and the pivots' flag is read
+    # once it is done; a strided b is checked through CuPy, and the flag read after a wait
+    cp, count = cupy.cp, 140000
+    lu = cp.ascontiguousarray(cp.broadcast_to(cp.eye(8), (count, 8, 8)))  # (a = I)
+    piv = cp.tile(cp.arange(8, dtype=cp.int32), (count, 1))
+    b = cupy.put(random((count, 8, 1), "float64"))
+    np.testing.assert_array_equal(cupy.get(la.lu_solve((lu, piv), b)), cupy.get(b))
+    piv[count - 2, 7] = 9
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(9, 7, (count - 2,))):
+        la.lu_solve((lu, piv), b)
+    strided = cupy.put(random((5, 8, 2), "float64"))[..., :1]
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(9, 7, (3,))):
+        la.lu_solve((lu[-5:], piv[-5:]), strided)
+
+
+def test_lu_solve_refuses_bad_pivots_with_execution_cuda():
+    lu, piv = scipy.linalg.lu_factor(well((8, 8), "float64"))
+    piv[5] = 8
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(8, 5, ())):
+        la.lu_solve((lu, piv), np.ones(8), execution="cuda")
+    x = la.lu_solve((lu, piv), np.ones(8), execution="cuda", check_finite=False)
+    assert isinstance(x, np.ndarray) and np.isnan(x).all()
+
+
+def test_lu_solve_refuses_bad_pivots_of_torch_and_jax(package):
+    a, b = well((3, 8, 8), "float64"), random((3, 8, 1), "float64")
+    lu, piv = la.lu_factor(a)  # (on the CPU: int32 pivots; torch's own are int64)
+    piv = piv.astype(np.int64)
+    piv[1, 2] = -1
+    with pytest.raises(InvalidArgumentError, match=_refused_pivot(-1, 2, (1,))):
+        la.lu_solve((package.put(lu), package.put(piv)), package.put(b))
+    x = package.get(la.lu_solve((package.put(lu), package.put(piv)), package.put(b),
+                                check_finite=False))
+    assert np.isnan(x[1]).all()
+    residual(a[::2], x[::2], b[::2], False, "float64")

@@ -18,10 +18,11 @@ def entry_points(dtype):
     return ([f"{k}_{dtype}" for k in ("copy", "copy32", "tiles", "tiles32", "fail_to_nan",
                                           "flag_nonfinite", "identity", "swap_rows",
                                           "zero_diagonal")]
-            + [f"lu_det_{dtype}_{p}" for p in ("int32", "int64")])
+            + [f"{k}_{dtype}_{p}" for k in ("lu_det", "pivots_from_scipy")
+               for p in ("int32", "int64")])
 
 
-DTYPE_FREE = ["pivots_int32", "pivots_int64", "pivots_from_scipy", "pointer_array"]
+DTYPE_FREE = ["pivots_int32", "pivots_int64", "pointer_array"]
 
 
 def _dense_batch_strides(batch_shape, size):
@@ -65,14 +66,20 @@ def test_the_source_compiles(arch, nvrtc):
             assert name.encode() in cubin, name
 
 
+def _clear_launches():
+    """Forget the launches the launchers prepared (with the module they were given)."""
+    _kernels._copy_launch.cache_clear()
+    _kernels._pivots_launch.cache_clear()
+
+
 @pytest.fixture
 def no_device(monkeypatch):
     """Fail if a launcher gets as far as loading its module."""
     monkeypatch.setattr(_kernels, "_module",
                         lambda *args: pytest.fail("module loaded"))
-    _kernels._copy_launch.cache_clear()  # (copies prepared with another module)
+    _clear_launches()  # (prepared with another module)
     yield
-    _kernels._copy_launch.cache_clear()
+    _clear_launches()
 
 
 def test_bad_dtypes_are_refused(no_device):
@@ -84,10 +91,13 @@ def test_bad_dtypes_are_refused(no_device):
         det(0, 0, 4, 2, "float64", 0, 0, 0, pivot_dtype="int16")
     with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='float64'"):
         pivots_to_scipy(0, 0, 4, 0, 0, pivot_dtype="float64")
+    with pytest.raises(UnsupportedDTypeError, match="pivot_dtype='uint32'"):
+        pivots_from_scipy(0, 0, 4, 2, 0, 4, "float64", 0, 0, pivot_dtype="uint32")
     for call in (lambda: fail_to_nan(0, 0, 4, 2, "bool", 0, 0),
                  lambda: flag_nonfinite(0, 4, 2, "bool", 0, 0, 0),
                  lambda: identity(0, 4, 2, "bool", 0, 0),
                  lambda: swap_rows(0, 0, 4, 1, 1, "bool", False, 0, 0),
+                 lambda: pivots_from_scipy(0, 0, 4, 2, 0, 4, "bool", 0, 0),
                  lambda: zero_diagonal(0, 4, 2, "bool", 0, 0, 0)):
         with pytest.raises(UnsupportedDTypeError, match="dtype='bool'"):
             call()
@@ -121,9 +131,9 @@ def launches(monkeypatch):
     monkeypatch.setattr(_kernels, "_module", lambda device_id, dtype: (Module(), 132 * 16))
     monkeypatch.setattr(_kernels, "launch", lambda func, config, args, stream: seen.append(
         (func, config, [getattr(a, "value", None) for a in args])))
-    _kernels._copy_launch.cache_clear()  # (copies prepared with another module)
+    _clear_launches()  # (prepared with another module)
     yield seen
-    _kernels._copy_launch.cache_clear()
+    _clear_launches()
 
 
 @pytest.mark.parametrize("src, dst, kernel, swapped", [
@@ -169,6 +179,21 @@ def test_small_matrices_are_not_tiled(launches):
     assert launches[0][0] == "copy32_float64"
 
 
+@pytest.mark.parametrize("n, batch, grid, block", [
+    (8, 1, (1, 1, 1), (32, 8, 1)), (8, 100, (1, 13, 1), (32, 8, 1)),
+    (40, 5, (1, 2, 1), (64, 4, 1)), (4200, 1, (17, 1, 1), (256, 1, 1)),
+    (8, 10**6, (1, 65535, 1), (32, 8, 1))])
+def test_pivots_are_converted_and_checked_in_one_launch(launches, n, batch, grid, block):
+    # (lu_solve's check of its pivots rides on the conversion it makes anyway)
+    for pivot_dtype in ("int32", "int64"):
+        pivots_from_scipy(1, 2, n, batch, 3, 2 * n, "complex64", 0, 0, pivot_dtype, 4)
+    (first, config, args), (second, _, _) = launches
+    assert (first, second) == ("pivots_from_scipy_complex64_int32",
+                               "pivots_from_scipy_complex64_int64")
+    assert (config.grid, config.block) == (grid, block)
+    assert args == [1, 2, n, batch, 3, 2 * n, 4]
+
+
 def test_empty_work_launches_nothing(no_device):
     gather(0, 0, (0, 3), (9, 9), 3, 3, 3, 1, "float64", 0, 0)
     fail_to_nan(0, 0, 9, 0, "float64", 0, 0)
@@ -176,7 +201,8 @@ def test_empty_work_launches_nothing(no_device):
     flag_nonfinite(0, 0, 4, "float64", 0, 0, 0)
     identity(0, 0, 5, "float64", 0, 0)
     pivots_to_scipy(0, 0, 0, 0, 0)
-    pivots_from_scipy(0, 0, 0, 4, 0, 0)
+    pivots_from_scipy(0, 0, 4, 0, 0, 4, "float64", 0, 0)
+    pivots_from_scipy(0, 0, 0, 4, 0, 0, "float64", 0, 0)
     zero_diagonal(0, 4, 0, "float64", 0, 0, 0)
     log_det(0, 0, 3, 0, "float64", 0, 0, 0, 0)
 
@@ -432,12 +458,35 @@ def test_zero_diagonal(cp, dtype, n):
 
 
 @pytest.mark.gpu
-def test_pivots_from_scipy_keep_every_row_in_its_matrix(cp):
-    piv = np.array([[2, 2, 2], [3, -1, 2]], np.int32)  # 3 and -1: no row of a 3 x 3 matrix
+@pytest.mark.parametrize("pivot_dtype", ["int32", "int64"])
+@pytest.mark.parametrize("n, batch", [(3, 3), (8, 70000), (300, 2), (129, 65537)])
+def test_pivots_from_scipy_keep_every_row_in_its_matrix(cp, pivot_dtype, n, batch):
+    # (8 matrices a block, 1 a block, and past the grid's 65535 in y)
+    from accelmath._core.memory import host_flag
+
+    rng = np.random.default_rng()
+    piv = np.tile(np.array([rng.integers(i, n) for i in range(n)], pivot_dtype), (batch, 1))
+    good = piv.copy()
+    piv[1, n - 1], piv[batch - 1, 0] = n, -1  # no row of an n x n matrix
+    if pivot_dtype == "int64":
+        piv[0, 0] = 2**32  # (int32 would wrap it to row 0)
+    bad = np.zeros(batch, bool)
+    bad[[0 if pivot_dtype == "int64" else 1, 1, batch - 1]] = True
     out = cp.empty(piv.shape, cp.int64)
-    pivots_from_scipy(cp.asarray(piv).data.ptr, out.data.ptr, piv.size, 3, _stream(cp), 0)
-    _synchronize(cp)
-    np.testing.assert_array_equal(out.get(), [[3, 3, 3], [1, 2, 3]])
+    rhs = cp.asarray(np.ones((batch, 2, n)))
+    flag = host_flag()
+    pivots_from_scipy(cp.asarray(piv).data.ptr, out.data.ptr, n, batch, rhs.data.ptr, 2 * n,
+                      "float64", _stream(cp), 0, pivot_dtype=pivot_dtype, flag_ptr=flag.ptr)
+    assert flag.raised_after(_stream(cp))
+    expected = np.where(bad[:, None] & ((piv < 0) | (piv >= n)), np.arange(n), good) + 1
+    np.testing.assert_array_equal(out.get(), expected)
+    x = rhs.get()
+    assert np.isnan(x[bad]).all() and (x[~bad] == 1).all()
+    flag = host_flag()
+    pivots_from_scipy(cp.asarray(good).data.ptr, out.data.ptr, n, batch, rhs.data.ptr, 2 * n,
+                      "float64", _stream(cp), 0, pivot_dtype=pivot_dtype, flag_ptr=flag.ptr)
+    assert not flag.raised_after(_stream(cp))
+    np.testing.assert_array_equal(out.get(), good + 1)
 
 
 @pytest.mark.gpu
@@ -579,3 +628,16 @@ def test_prepare_compiles_in_the_background_then_the_kernels_are_found(monkeypat
     assert modules.is_compiled(source, options, "prepare.cu")
     linalg.prepare("complex64", device=0, wait=True)
     assert (0, "complex64") in _kernels._module._found
+
+
+@pytest.mark.parametrize("device", [-1, 99, "x"])
+def test_prepare_names_a_device_it_cannot_use(device):
+    # (wait=True once raised IndexError or TypeError from the list of devices, with or
+    # without a GPU: found by the fuzz)
+    from accelmath import linalg
+    from accelmath._core.device import gpu_available
+    from accelmath.errors import NoDeviceError
+
+    with pytest.raises(InvalidArgumentError if gpu_available() else NoDeviceError,
+                       match="device"):
+        linalg.prepare("float64", device=device, wait=True)

@@ -2,13 +2,16 @@
 through operands; fakes made from NumPy arrays stand for device producers (no GPU needed:
 wrapping only reads)."""
 
+import re
+import sys
+
 import numpy as np
 import pytest
 
 from accelmath._core.operand import adapter_for, wrap_operand
 from accelmath._core.operand import protocols
 from accelmath._core.operand.protocols import GenericAdapter
-from accelmath.errors import UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.errors import NoDeviceError, UnsupportedDTypeError, UnsupportedOperandError
 
 DEVICE_POINTER = 0x7F0000000000  # never read: wrap only describes
 
@@ -70,11 +73,102 @@ def test_array_interface_without_strides_is_c_order(device_pointers):
     assert op.shape == (2, 3, 4) and op.strides == (12, 4, 1) and op.dtype == "int16"
 
 
-def test_array_interface_of_host_memory():
-    a = np.zeros(5)
-    op = wrap_operand(ArrayInterfaceProducer((5,), "<f8", ptr=a.ctypes.data))
-    assert op.ptr == a.ctypes.data and op.device_id is None  # (the driver does not know it)
-    assert wrap_operand(ArrayInterfaceProducer((0,), "<f8", ptr=0)).device_id is None
+class HostArrayInterfaceProducer(ArrayInterfaceProducer):
+    """A producer of both protocols over host memory (NumPy reads it through the other)."""
+
+    def __init__(self, a):
+        super().__init__(a.shape, a.dtype.str, ptr=a.ctypes.data)
+        self.__array_interface__ = a.__array_interface__
+
+
+def test_array_interface_of_host_memory(monkeypatch):
+    # (the driver does not know the pointer: host memory, read through __array_interface__)
+    monkeypatch.setattr(protocols, "pointer_device", lambda ptr: None)
+    a = np.arange(5.0)
+    producer = HostArrayInterfaceProducer(a)
+    op = wrap_operand(producer)
+    assert op.ptr == a.ctypes.data and op.device_id is None
+    np.testing.assert_array_equal(op.adapter.to_numpy(producer), a)
+    empty = ArrayInterfaceProducer((0, 3), "<f8", ptr=0)  # (no data, at no address)
+    op = wrap_operand(empty)
+    assert op.device_id is None and op.shape == (0, 3)
+    host = op.adapter.to_numpy(empty)
+    assert host.shape == (0, 3) and host.dtype == np.float64
+
+
+def test_array_interface_data_no_driver_knows(monkeypatch):
+    """A pointer the driver does not know, of an object with no other way to its data: no
+    GPU (NoDeviceError), or no CUDA memory (an unsupported operand), never read as host
+    memory."""
+    from accelmath._core import device
+
+    monkeypatch.setattr(protocols, "pointer_device", lambda ptr: None)
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no NVIDIA driver (a test)")
+    with pytest.raises(NoDeviceError, match=re.escape(
+            f"an operand of type {__name__}.ArrayInterfaceProducer has __cuda_array_interface__ "
+            f"(CUDA device memory), but no CUDA GPU is usable: no NVIDIA driver (a test)")):
+        wrap_operand(ArrayInterfaceProducer((3,), "<f4"))
+    monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: None)
+    with pytest.raises(UnsupportedOperandError, match=re.escape(
+            f"has data pointer {DEVICE_POINTER:#x}, which is no memory the CUDA driver knows")):
+        wrap_operand(ArrayInterfaceProducer((3,), "<f4"))
+
+
+class Interface:
+    """An object whose ``__cuda_array_interface__`` is what it is given."""
+
+    def __init__(self, cai):
+        self.__cuda_array_interface__ = cai
+
+
+class Failing:
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("the producer failed")
+
+
+_GOOD = {"shape": (4, 3), "typestr": "<f8", "data": (DEVICE_POINTER, False), "version": 3}
+
+
+@pytest.mark.parametrize("cai, problem", [
+    ([("shape", (4,))], "is a list, not a dict"),
+    ({"typestr": "<f8", "data": (DEVICE_POINTER, False)}, "has no 'shape' entry"),
+    ({"shape": (4,), "data": (DEVICE_POINTER, False)}, "has no 'typestr' entry"),
+    ({"shape": (4,), "typestr": "<f8"}, "has no 'data' entry"),
+    ({**_GOOD, "shape": (4, -3)}, "has shape (4, -3)"),
+    ({**_GOOD, "shape": "4"}, "has shape '4'"),
+    ({**_GOOD, "shape": (4.0, 3)}, "has shape (4.0, 3)"),
+    ({**_GOOD, "shape": (True, 3)}, "has shape (True, 3)"),
+    ({**_GOOD, "typestr": 8}, "has typestr 8"),
+    ({**_GOOD, "data": DEVICE_POINTER}, f"has data {DEVICE_POINTER}"),
+    ({**_GOOD, "data": ("0x10", False)}, "has data ('0x10', False)"),
+    ({**_GOOD, "data": (0, False)}, "has a null data pointer for 12 elements of shape (4, 3)"),
+    ({**_GOOD, "strides": (8,)}, "has strides (8,) for shape (4, 3)"),
+    ({**_GOOD, "strides": (24, "8")}, "has strides (24, '8') for shape (4, 3)"),
+    ({**_GOOD, "mask": object()}, "has a mask: masked arrays are not read"),
+    ({**_GOOD, "stream": "default"}, "has stream 'default'"),
+])
+def test_malformed_array_interfaces(device_pointers, cai, problem):
+    with pytest.raises(UnsupportedOperandError, match=re.escape(
+            f"the __cuda_array_interface__ of {__name__}.Interface {problem}; expected a dict "
+            f"with 'shape'")):
+        wrap_operand(Interface(cai))
+
+
+def test_an_array_interface_that_cannot_be_read():
+    with pytest.raises(UnsupportedOperandError, match=re.escape(
+            "could not be read (RuntimeError: the producer failed)")):
+        GenericAdapter("test").wrap(Failing())
+
+
+def test_array_interface_of_the_other_byte_order(device_pointers):
+    other, native = (">", "<") if sys.byteorder == "little" else ("<", ">")
+    with pytest.raises(UnsupportedDTypeError, match=re.escape(
+            f"unsupported dtype '{other}f8': not this machine's byte order "
+            f"({sys.byteorder}-endian), expected '{native}f8'")):
+        wrap_operand(ArrayInterfaceProducer((3,), f"{other}f8"))
+    assert wrap_operand(ArrayInterfaceProducer((3,), f"{other}i1")).dtype == "int8"
+    assert wrap_operand(ArrayInterfaceProducer((3,), "|b1")).dtype == "bool"
 
 
 def test_pointer_device_of_no_pointer():
