@@ -25,12 +25,14 @@ True
 b'payload'
 """
 
+import contextlib
 import errno
 import os
 import stat
+import tempfile
 
 __all__ = ["DIRECTORY_MODE", "Unreadable", "distrust", "make_directory", "owned_regular",
-           "read_file"]
+           "read_file", "write_atomically"]
 
 DIRECTORY_MODE = 0o700
 _POSIX = os.name == "posix"
@@ -154,3 +156,21 @@ def read_file(path, limit, head=False):
     if len(blob) > limit:  # grew while it was read
         raise Unreadable(f"more than the {limit} bytes an entry may hold")
     return blob
+
+
+def write_atomically(path, blob):
+    """Write ``blob`` to the file ``path`` through a temporary file (``0600``, named
+    ``<stem>.<8 characters>.tmp``) in the same directory, renamed over it: readers see the
+    whole file or none. Raises OSError."""
+    # No fsync: after a crash a file may be cut short, which its reader must detect (the
+    # store checks each entry whole); syncing every write would cost more.
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name.split(".")[0] + ".",
+                                     suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(blob)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise

@@ -58,7 +58,6 @@ import logging
 import os
 import re
 import sys
-import tempfile
 import threading
 import time
 import warnings
@@ -86,7 +85,7 @@ NAMESPACES = {  # every namespace of the store, and what it holds
 MARKER = ".accelmath-store"  # the file that makes a directory the store's root
 _MARKER_TEXT = b"accelmath on-disk store; `accelmath cache clear` empties it\n"
 _ENTRY = re.compile(r"[0-9a-f]{64}\.entry")
-_TEMPORARY = re.compile(r"[0-9a-f]{64}\.[a-z0-9_]{8}\.tmp")  # tempfile.mkstemp's names
+_TEMPORARY = re.compile(r"[0-9a-f]{64}\.[a-z0-9_]{8}\.tmp")  # private_files.write_atomically
 _WRITE_SECONDS = 60  # a temporary file older than this is left over from an interrupted write
 _ENTRY_LIMIT = 1 << 28  # bytes of an entry's file (compiled code is a few MB at most)
 _HEAD_LIMIT = 1 << 16  # bytes read of a file to recognize the store's header (clear)
@@ -325,7 +324,7 @@ def save(namespace, key, data):
     if directory is None:
         return
     try:
-        _write_atomically(directory / name, blob)
+        private_files.write_atomically(directory / name, blob)
     except OSError as exc:  # read-only, disk full...
         _report(directory.parent, f"cannot write in '{directory.parent}': {_reason(exc)}")
         return
@@ -492,7 +491,7 @@ def _usable_root(create):
         return None
     if create and not _marked(root):
         try:
-            _write_atomically(root / MARKER, _MARKER_TEXT)
+            private_files.write_atomically(root / MARKER, _MARKER_TEXT)
         except OSError as exc:
             _report(root, f"cannot write in '{root}': {_reason(exc)}")
             return None
@@ -564,22 +563,6 @@ def _own_files():
                 yield namespace, path, status
             else:
                 _log.warning("ignoring %s in the store: %s", path, why)
-
-
-def _write_atomically(path, blob):
-    """Write ``blob`` to ``path`` through a temporary file (``0600``) in the same directory."""
-    # No fsync: after a crash an entry may be cut short, which _decode detects; syncing
-    # every entry would cost more than recompiling the rare damaged one.
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name.split(".")[0] + ".",
-                                     suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            file.write(blob)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
 
 
 def _reason(exc):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import store, store_format
+from accelmath._core import private_files, store, store_format
 from accelmath.errors import InvalidArgumentError, StateError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -248,7 +248,7 @@ def test_a_read_only_directory_is_read_but_not_written(root, caplog, recwarn, mo
         raise OSError(errno.EROFS, "Read-only file system")
 
     # As root, chmod stops nothing: the file system's refusal is simulated at its source.
-    monkeypatch.setattr(store.tempfile, "mkstemp", read_only)
+    monkeypatch.setattr(private_files.tempfile, "mkstemp", read_only)
     for _ in range(3):
         store.save("timing", "kept", b"changed")
         store.save("timing", "new", b"v")
@@ -316,7 +316,7 @@ def test_default_location(tmp_path, root, monkeypatch):
 
 _WRITER = """
 import sys
-from accelmath._core import store, store_format
+from accelmath._core import private_files, store, store_format
 which = int(sys.argv[1])
 for round in range(int(sys.argv[2])):
     # distinct payloads, large enough that a write is not one system call's worth
@@ -325,7 +325,7 @@ for round in range(int(sys.argv[2])):
 
 _READER = """
 import sys
-from accelmath._core import store, store_format
+from accelmath._core import private_files, store, store_format
 seen, bad = 0, 0
 for _ in range(int(sys.argv[1])):
     payload = store.load("nvjitlink", "the same key")
