@@ -9,7 +9,7 @@ stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 
 import numpy
 
-from accelmath._core.arguments import check_execution, check_workers
+from accelmath._core.arguments import check_execution, check_flag, check_workers, index
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_operand
 from accelmath._core.plan import Call, Plan, template_operand
@@ -141,11 +141,14 @@ class FFT(Plan):
             raise UnsupportedDTypeError(
                 f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
                 f"it first (the accelmath.fft functions do)")
+        conjugate = check_flag(conjugate, "conjugate")  # (2 was True here, False on the CPU)
         if conjugate and kind == "c2c":
             raise InvalidArgumentError(
                 "conjugate applies to r2c and c2r plans (hfft, ihfft), not to c2c ones")
         if last_axis_size is not None and kind != "c2r":
             raise InvalidArgumentError("last_axis_size applies to c2r plans only")
+        if last_axis_size is not None:
+            last_axis_size = index(last_axis_size, "last_axis_size")
         if kind == "c2r":
             # cuFFT reads last_axis_size // 2 + 1 points of the halved axis: they must exist.
             m = op.shape[axes[-1]]

@@ -240,6 +240,18 @@ def test_conjugate_is_for_real_plans():
         FFT(x, kind="c2c", conjugate=True)
 
 
+@pytest.mark.parametrize("kwargs, message", [
+    # (conjugate=2 once conjugated on one side of the plan and not on the other, and a float
+    # last_axis_size gave a float output shape: found by the fuzz)
+    ({"conjugate": 2}, "conjugate must be True or False, got 2"),
+    ({"kind": "c2r", "last_axis_size": 1.5}, "last_axis_size must be an integer, got 1.5")])
+def test_plan_options_are_checked(kwargs, message):
+    with pytest.raises(InvalidArgumentError, match=f"^{message}$"):
+        FFT(np.ones(4, np.complex128 if "kind" in kwargs else np.float64), **kwargs)
+    with FFT(np.ones(3), conjugate=np.True_) as plan:  # (NumPy's bools are bools)
+        np.testing.assert_allclose(plan.execute(), np.conj(np.fft.rfft(np.ones(3))))
+
+
 def test_a_host_plan_of_torch_tensors_checks_the_dtype_of_out():
     torch = pytest.importorskip("torch")
     with FFT(torch.ones(4, 8, dtype=torch.complex128)) as plan:
