@@ -191,6 +191,15 @@ def test_cache_clear_refuses_a_directory_that_is_not_the_stores(tmp_path, capsys
     assert (home / "timing" / ("0" * 64 + ".entry")).read_text() == "a user's file"
 
 
+def test_cache_clear_of_an_empty_directory(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    (tmp_path / "theirs.entry").write_text("a user's file")
+    assert main(["cache", "clear"]) == 0
+    assert capsys.readouterr().out == f"Removed 0 entries (0.0 MB) from {tmp_path}\n"
+    assert (tmp_path / "theirs.entry").exists() and not (tmp_path / ".accelmath-store").exists()
+
+
 @pytest.mark.parametrize("argv", [["info"], ["cache"], ["cache", "clear"]])
 def test_an_unreadable_parent_prints_no_traceback(tmp_path, argv, monkeypatch):
     locked = tmp_path / "locked"

@@ -415,7 +415,9 @@ def clear():
     (1, 0)
     """
     root = _usable_root(create=False)
-    if root is not None and not _marked(root):
+    if root is None or not any(os.path.lexists(root / name) for name in NAMESPACES):
+        return Cleared(0, 0, ())  # (nothing of the store's: nothing to refuse either)
+    if not _marked(root):
         raise StateError(
             f"'{root}' does not carry accelmath's store marker ({MARKER}), so it may not be "
             f"the store's: nothing was removed. Point ACCELMATH_CACHE_DIR at accelmath's "
