@@ -32,7 +32,11 @@ def _gelu(x):
 
 def _product_reference(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, out=None,
                        **ours_only):
-    """``epilogue(alpha * a @ b + beta * c)`` as NumPy computes it (in a's and b's dtype)."""
+    """``epilogue(alpha * a @ b + beta * c)`` as NumPy computes it (in a's and b's dtype).
+    Object arrays are not given to NumPy: its matmul of object arrays corrupted memory in
+    these runs (a segfault later in the process); accelmath must refuse them all the same."""
+    if any(np.asarray(x).dtype == object for x in (a, b, c) if x is not None):
+        raise TypeError("object arrays: not multiplied by the reference")
     d = np.matmul(a, b)
     dtype = d.dtype
     d = alpha * d
