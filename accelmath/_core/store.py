@@ -507,9 +507,8 @@ def _namespace_directory(namespace, create):
         return None
     directory = root / namespace
     try:
-        if create:
-            with contextlib.suppress(FileExistsError):  # (then distrust says what is there)
-                os.mkdir(directory, private_files.DIRECTORY_MODE)
+        if create:  # (where something is there already, distrust says what)
+            private_files.make_directory(directory)
         why = private_files.distrust(directory, follow=False)
     except FileNotFoundError:
         return None
