@@ -7,8 +7,8 @@ import sys
 import numpy
 
 from accelmath._core.arguments import length, normalize_axis
-from accelmath._core.operand import device_adapter, wrap_operand
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath._core.operand import device_adapter, wrap_named, wrap_operand
+from accelmath.errors import InvalidArgumentError
 from accelmath.fft._normalize import allocation_error
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -93,10 +93,7 @@ _ROLL_MODULES = {"numpy": "numpy", "cupy": "cupy", "jax": "jax.numpy", "torch": 
 def _roll(x, inverse, axes):
     """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
     as in NumPy), by its own package's ``roll``."""
-    try:
-        op = wrap_operand(x)  # (array-likes: read as NumPy arrays, op.obj)
-    except (UnsupportedDTypeError, UnsupportedOperandError) as exc:
-        raise type(exc)(f"x: {exc}") from None
+    op = wrap_named(x, "x")  # (array-likes: read as NumPy arrays, op.obj)
     x = op.obj if op.package == "numpy" else x
     ndim = len(op.shape)
     if ndim == 0 and op.package == "numpy":  # (nothing to shift; numpy.roll fails on 0-d)

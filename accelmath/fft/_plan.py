@@ -11,10 +11,9 @@ import numpy
 
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
 from accelmath._core.layout import check_dense
-from accelmath._core.operand import wrap_operand
+from accelmath._core.operand import wrap_named
 from accelmath._core.plan import Call, Plan, template_operand
-from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
-                              UnsupportedOperandError)
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout
@@ -115,10 +114,7 @@ class FFT(Plan):
         elif (shape, dtype, strides, package, device) != (None,) * 5:
             raise InvalidArgumentError(
                 "give either an operand or shape, dtype, strides, package and device")
-        try:
-            op = wrap_operand(operand)
-        except (UnsupportedDTypeError, UnsupportedOperandError, NoDeviceError) as exc:
-            raise type(exc)(f"operand: {exc}") from None
+        op = wrap_named(operand, "operand")
         norm = norms.check_norm(norm)
         execution = check_execution(execution)
         workers = check_workers(workers)

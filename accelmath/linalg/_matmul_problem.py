@@ -13,10 +13,9 @@ import numpy
 
 from accelmath._core.arguments import check_execution
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import check_same_device, device_name, wrap_operand
+from accelmath._core.operand import check_same_device, device_name, wrap_named
 from accelmath._core.plan import check_out
-from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
-                              UnsupportedOperandError)
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg import _matmul_rules as rules
 from accelmath.linalg._epilogue import aux_shape, check_epilogue_dtype, epilogue_named
 from accelmath.linalg._matmul_cublaslt import Layout, Spec
@@ -73,10 +72,7 @@ def read(x, name):
 def _operand(x, name):
     """The operand of argument ``x``, describing its values (those of a lazily conjugated
     view: a copy); errors name the argument."""
-    try:
-        return wrap_operand(x)
-    except (UnsupportedOperandError, UnsupportedDTypeError, NoDeviceError) as exc:
-        raise type(exc)(f"{name}: {exc}") from None
+    return wrap_named(x, name)
 
 
 def scalar_of(value, name, dtype):

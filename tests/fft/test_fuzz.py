@@ -89,6 +89,10 @@ def _reference(name):
             # NumPy's c2r transforms of an empty input zero-padded (n, s) give whatever their
             # memory held (2.4): the transform of zeros is zeros
             result = np.zeros_like(result)
+        if result.dtype == np.float16:
+            # NumPy 2.4's c2r transforms of float16 input give float16; accelmath computes
+            # half precision in single and gives float32, as scipy.fft does
+            result = result.astype(np.float32)
         if out is None:
             return result
         # NumPy writes into out= as it computes: over several axes it writes each axis's

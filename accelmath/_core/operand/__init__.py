@@ -18,9 +18,10 @@ from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.packages import ADAPTERS, adapter_named, device_adapter
 from accelmath._core.operand.protocols import GenericAdapter
 from accelmath._core.operand.record import ITEMSIZE, Operand, device_name, unsupported_operand
-from accelmath.errors import DeviceMismatchError, InvalidArgumentError, UnsupportedOperandError
+from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, NoDeviceError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
 
-__all__ = ["Operand", "Adapter", "wrap_operand", "adapter_for", "adapter_named",
+__all__ = ["Operand", "Adapter", "wrap_operand", "wrap_named", "adapter_for", "adapter_named",
            "device_adapter", "check_mutable", "check_same_device", "ITEMSIZE", "device_name"]
 
 class _OperandAdapter(Adapter):
@@ -109,6 +110,25 @@ def wrap_operand(x):
     if adapter is None:
         adapter = adapter_for(x)
     return adapter.wrap(x)
+
+
+def wrap_named(x, name):
+    """:func:`wrap_operand` of argument ``name``: its errors (and a device array given where
+    no GPU is usable: NoDeviceError) begin with ``"<name>: "``.
+
+    Examples
+    --------
+    >>> from accelmath._core.operand import wrap_named
+    >>> try:
+    ...     wrap_named("text", "x")
+    ... except TypeError as exc:
+    ...     str(exc).startswith("x: ")
+    True
+    """
+    try:
+        return wrap_operand(x)
+    except (UnsupportedOperandError, UnsupportedDTypeError, NoDeviceError) as exc:
+        raise type(exc)(f"{name}: {exc}") from None
 
 
 def check_mutable(out, name="out"):
