@@ -75,14 +75,21 @@ def products(draw):
     return draw(arrays((dtype,), shape=a_shape)), draw(arrays((b_dtype,), shape=b_shape))
 
 
-@FUZZ
-@given(st.data())
-def test_matmul(data):
+def _drawn_product(data):
+    """``(a, b, kwargs, value, error)``: operands and keywords of a product drawn, and what
+    the reference makes of a @ b (its value, or the exception it raised)."""
     a, b = data.draw(products(), "a, b")
     kwargs = drawn(alpha=data.draw(SCALARS, "alpha"), beta=data.draw(SCALARS, "beta"),
                    epilogue=data.draw(EPILOGUES, "epilogue"),
                    execution=data.draw(EXECUTION, "execution"))
     value, error, _ = reference(_product_reference, (a, b), {})
+    return a, b, kwargs, value, error
+
+
+@FUZZ
+@given(st.data())
+def test_matmul(data):
+    a, b, kwargs, value, error = _drawn_product(data)
     shape = value.shape if error is None else (2,)
     if kwargs.get("beta", 0) != 0 or data.draw(mostly(st.just(False), st.just(True)), "c"):
         kwargs["c"] = data.draw(arrays((a.dtype.str,), shape=data.draw(
@@ -105,11 +112,7 @@ def test_matmul(data):
 @FUZZ
 @given(st.data())
 def test_matmul_plan(data):
-    a, b = data.draw(products(), "a, b")
-    kwargs = drawn(alpha=data.draw(SCALARS, "alpha"), beta=data.draw(SCALARS, "beta"),
-                   epilogue=data.draw(EPILOGUES, "epilogue"),
-                   execution=data.draw(EXECUTION, "execution"))
-    value, error, _ = reference(_product_reference, (a, b), {})
+    a, b, kwargs, value, error = _drawn_product(data)
     if "bias" in str(kwargs.get("epilogue")) and error is None:
         kwargs["bias"] = np.ones(value.shape[-1:] or (1,), a.dtype)
     if kwargs.get("beta", 0) != 0 and error is None:
