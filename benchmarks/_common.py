@@ -202,12 +202,17 @@ def slug(name):
     return "".join(c if c.isalnum() else "-" for c in name).strip("-").lower()
 
 
-def write(name, env, rows, columns, notes=""):
-    """Write ``results/<name>-<device>.json`` and ``.md``; return the Markdown table."""
+def write(name, env, rows, columns, notes="", summary=None):
+    """Write ``results/<name>-<device>.json`` and ``.md``; return the Markdown table.
+    ``summary``, where given, tells ``accelmath bench`` which columns to compare (the JSON
+    file's "summary": see ``accelmath/_benchmarks.py``)."""
     os.makedirs(RESULTS, exist_ok=True)
     base = os.path.join(RESULTS, f"{name}-{slug(env['device'])}")
+    data = {"environment": env, "rows": rows}
+    if summary:
+        data["summary"] = summary
     with open(base + ".json", "w") as f:
-        json.dump({"environment": env, "rows": rows}, f, indent=1)
+        json.dump(data, f, indent=1)
     lines = [f"| {' | '.join(columns)} |", "|" + "---|" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(_cell(row.get(c)) for c in columns) + " |")

@@ -1,22 +1,81 @@
 """accelmath.fft beside CuPy, torch.fft, nvmath-python and raw cuFFT, in one process.
 
-Small cases: host time per call (loops of 2000 calls). Large cases: device time per call
-(CUDA events around 10 calls back to back, median of 30). Run on a GPU machine:
-``python benchmarks/fft.py``; writes ``benchmarks/results/fft-<device>.{json,md}``.
+Small cases: host time per call (loops of 2000 calls), each call beside the same function of
+the package whose arrays it takes (CuPy or torch) and the FFT plans beside the raw cuFFT call,
+with the targets of the issue. Large cases: device time per call (CUDA events around 10 calls
+back to back, median of 30). Run on a GPU machine: ``python benchmarks/fft.py``; writes
+``benchmarks/results/fft-<device>.{json,md}``. Without a GPU it says so and exits.
 """
 
 import ctypes
+import functools
 import sys
+from typing import NamedTuple
 
 import numpy as np
-from _common import device_time_ms, environment, host_times_us, settle, write
+from _common import device_time_ms, environment, error_text, host_times_us, settle, write
 
 import accelmath.fft as afft
 from accelmath._core import hostcall
 from accelmath.bindings import cufft
 
-SMALL = [("c64 256", (256,), (0,)), ("c64 64x64", (64, 64), (0, 1)),
-         ("c64 32x1024 (batched 1-D)", (32, 1024), (1,))]
+# (name, shape, axes, function, keyword arguments): the stateless calls of the issue, the same
+# function in each package (torch names ``axis`` ``dim``); ``axes`` are the raw cuFFT plan's
+# and the FFT plans'
+SMALL = [("c64 256", (256,), (0,), "fft", {}),
+         ("c64 64x64", (64, 64), (0, 1), "fft2", {}),
+         ("c64 32x1024 (batched 1-D)", (32, 1024), (1,), "fft", {"axis": -1})]
+SMALL_TOLERANCE = 1e-5  # relative error of a complex64 result against NumPy in complex128
+
+
+class Ratio(NamedTuple):
+    """A ratio of the small cases' table, ``column`` = ``ours`` / ``theirs`` (columns of
+    times), and its target in the issue: at most ``most`` (the column :attr:`target`)."""
+
+    column: str
+    ours: str
+    theirs: str
+    most: float
+
+    @property
+    def target(self):
+        return f"{self.column} <= {self.most:.1f}"
+
+    @property
+    def columns(self):
+        return [self.column, self.target]
+
+
+STATELESS_CUPY = Ratio("stateless, CuPy / cupy.fft", "accelmath stateless, CuPy", "cupy.fft", 0.9)
+STATELESS_TORCH = Ratio("stateless, torch / torch.fft", "accelmath stateless, torch", "torch.fft",
+                        0.9)
+EXECUTE_CUPY_SHIM = Ratio("execute(out=), CuPy / raw (call shim)",
+                          "accelmath FFT.execute(x, out=), CuPy", "raw cuFFT (call shim)", 1.1)
+EXECUTE_CUPY_CTYPES = Ratio("execute(out=), CuPy / raw (ctypes)",
+                            "accelmath FFT.execute(x, out=), CuPy", "raw cuFFT (ctypes)", 1.1)
+EXECUTE_TORCH_SHIM = Ratio("execute(out=), torch / raw (call shim)",
+                           "accelmath FFT.execute(x, out=), torch", "raw cuFFT (call shim)", 1.1)
+EXECUTE_TORCH_CTYPES = Ratio("execute(out=), torch / raw (ctypes)",
+                             "accelmath FFT.execute(x, out=), torch", "raw cuFFT (ctypes)", 1.1)
+SMALL_RATIOS = [STATELESS_CUPY, STATELESS_TORCH, EXECUTE_CUPY_SHIM, EXECUTE_CUPY_CTYPES,
+                EXECUTE_TORCH_SHIM, EXECUTE_TORCH_CTYPES]
+SMALL_COLUMNS = ["case", "calls",
+                 "accelmath stateless, CuPy", "cupy.fft", *STATELESS_CUPY.columns,
+                 "accelmath stateless, torch", "torch.fft", *STATELESS_TORCH.columns,
+                 "raw cuFFT (ctypes)", "raw cuFFT (call shim)",
+                 "accelmath FFT.execute(x, out=), CuPy", *EXECUTE_CUPY_SHIM.columns,
+                 *EXECUTE_CUPY_CTYPES.columns,
+                 "accelmath FFT.execute(x, out=), torch", *EXECUTE_TORCH_SHIM.columns,
+                 *EXECUTE_TORCH_CTYPES.columns,
+                 "accelmath FFT.execute(x), CuPy", "nvmath FFT.execute()",
+                 "nvmath reset_operand+execute", "nvmath stateless", "check"]
+#: What ``accelmath bench`` compares in fft-small (the result file's "summary"): each stateless
+#: call against the same function of the package whose arrays it takes
+SMALL_SUMMARY = [{"accelmath": "accelmath stateless, CuPy",
+                  "peers": ["cupy.fft", "nvmath stateless"], "unit": "host us",
+                  "label": "CuPy arrays"},
+                 {"accelmath": "accelmath stateless, torch", "peers": ["torch.fft"],
+                  "unit": "host us", "label": "torch tensors"}]
 # (name, shape, real dtype, axes, kind); the c2r inputs are the spectra of real arrays, in
 # torch's own layout for torch (transposed for axes 0 and 1)
 LARGE = [("c2c c64 4096^2", (4096, 4096), "float32", (0, 1), "c2c"),
@@ -76,27 +135,31 @@ def small_cases(rows):
 
     nvfft = _nvmath()
     sync = cp.cuda.Device().synchronize
-    for name, shape, axes in SMALL:
+    for name, shape, axes, func, kwargs in SMALL:
         rng = np.random.default_rng()
         host = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+        ref = getattr(np.fft, func)(host.astype(np.complex128), **kwargs)
         x, out = cp.asarray(host), cp.empty(shape, cp.complex64)
         t = torch.from_numpy(host).cuda()
         t_out = torch.empty_like(t)
         raw, raw_shim, handle = _raw_plan(shape, axes, x, out)
         plan = afft.FFT(x, axes=axes)
         t_plan = afft.FFT(t, axes=axes)
+        # each stateless function looked up once, as each plan is made once
+        ours = getattr(afft, func)
+        t_kwargs = {"dim" if key == "axis" else key: value for key, value in kwargs.items()}
+        settle(functools.partial(ours, x, **kwargs))
         cases = {
             "raw cuFFT (ctypes)": raw,
             "raw cuFFT (call shim)": raw_shim,
-            "accelmath FFT.execute(x, out=)": lambda: plan.execute(x, out=out),
+            "accelmath FFT.execute(x, out=), CuPy": lambda: plan.execute(x, out=out),
             "accelmath FFT.execute(x, out=), torch": lambda: t_plan.execute(t, out=t_out),
-            "accelmath FFT.execute(x)": lambda: plan.execute(x),
-            "accelmath stateless": lambda: afft.fftn(x, axes=axes),
-            "torch.fft": lambda: torch.fft.fftn(t, dim=axes),
-            "cupy.fft": lambda: cp.fft.fftn(x, axes=axes),
+            "accelmath FFT.execute(x), CuPy": lambda: plan.execute(x),
+            "accelmath stateless, CuPy": functools.partial(ours, x, **kwargs),
+            "cupy.fft": functools.partial(getattr(cp.fft, func), x, **kwargs),
+            "accelmath stateless, torch": functools.partial(ours, t, **kwargs),
+            "torch.fft": functools.partial(getattr(torch.fft, func), t, **t_kwargs),
         }
-        ref = np.fft.fftn(host.astype(np.complex128), axes=axes)
-        assert np.linalg.norm(cp.asnumpy(afft.fftn(x, axes=axes)) - ref) <= 1e-5 * np.linalg.norm(ref)
         if nvfft is not None:
             nvplan = nvfft.FFT(x, axes=axes)
             nvplan.plan()
@@ -104,18 +167,48 @@ def small_cases(rows):
             cases["nvmath reset_operand+execute"] = lambda: (nvplan.reset_operand(x),
                                                              nvplan.execute())
             cases["nvmath stateless"] = lambda: nvfft.fft(x, axes=axes)
+        problems = _check_small(cases, ref, out)
+        row = {"case": name,
+               "calls": f"{func}({', '.join(['x'] + [f'{k}={v}' for k, v in kwargs.items()])})"}
         calls = {peer: 200 if "nvmath stateless" in peer else 2000 for peer in cases}
-        row = {"case": name, **host_times_us(cases, calls, repeats=15, sync=sync)}
+        row.update(host_times_us(cases, calls, repeats=15, sync=sync))
         torch.cuda.synchronize()
-        row["execute(out=) / raw"] = row["accelmath FFT.execute(x, out=)"] / row["raw cuFFT (ctypes)"]
-        row["execute(out=), torch / raw"] = (row["accelmath FFT.execute(x, out=), torch"]
-                                             / row["raw cuFFT (ctypes)"])
-        row["stateless / torch"] = row["accelmath stateless"] / row["torch.fft"]
+        for ratio in SMALL_RATIOS:
+            ours_us, theirs_us = row.get(ratio.ours), row.get(ratio.theirs)
+            if isinstance(ours_us, float) and isinstance(theirs_us, float):
+                row[ratio.column] = ours_us / theirs_us
+                row[ratio.target] = "met" if row[ratio.column] <= ratio.most else "missed"
+        row["check"] = "WRONG: " + "; ".join(problems) if problems else "ok"
         rows.append(row)
         print(row, flush=True)
         plan.free()
         t_plan.free()
         cufft.lib.destroy(handle)
+
+
+def _check_small(cases, ref, out):
+    """Call each function of ``cases`` but nvmath's once and compare its result (a raw cuFFT
+    call's: ``out``) with ``ref``; a function that raises is taken out of ``cases``. Returns
+    the problems found."""
+    import torch
+
+    problems = []
+    for label in [label for label in cases if not label.startswith("nvmath")]:
+        try:
+            result = cases[label]()
+            result = out if result is None else result
+            got = result.cpu().numpy() if isinstance(result, torch.Tensor) else result.get()
+        except Exception as exc:
+            problems.append(f"{label}: {error_text(exc)}")
+            del cases[label]
+            continue
+        if got.shape != ref.shape or got.dtype != np.complex64:
+            problems.append(f"{label}: {got.dtype} {got.shape}, expected complex64 {ref.shape}")
+            continue
+        error = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+        if not error <= SMALL_TOLERANCE:
+            problems.append(f"{label}: relative error {error:.1e} > {SMALL_TOLERANCE:.0e}")
+    return problems
 
 
 def large_cases(rows):
@@ -274,20 +367,43 @@ def round_trip_cases(rows):
 
 
 def main():
+    from accelmath._core import device
+
+    if not device.gpu_available():
+        print(f"fft: needs a CUDA GPU ({device.gpu_unavailable_reason()}); nothing to measure.")
+        return 0
+    try:
+        import cupy
+        import torch
+
+        cupy.cuda.runtime.getDeviceCount()
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch has no CUDA")
+    except Exception as exc:
+        print(f"fft: needs CuPy and torch with CUDA ({error_text(exc)}); nothing to measure.")
+        return 0
     env = environment()
     small, large = [], []
     small_cases(small)
-    cols = ["case", "raw cuFFT (ctypes)", "raw cuFFT (call shim)",
-            "accelmath FFT.execute(x, out=)",
-            "accelmath FFT.execute(x, out=), torch", "accelmath FFT.execute(x)",
-            "accelmath stateless", "torch.fft", "cupy.fft", "nvmath FFT.execute()",
-            "nvmath reset_operand+execute", "nvmath stateless", "execute(out=) / raw",
-            "execute(out=), torch / raw", "stateless / torch"]
-    print(write("fft-small", env, small, cols,
+    print(write("fft-small", env, small, SMALL_COLUMNS,
                 "Host time per call, microseconds: the best of 15 loops of 2000 calls "
-                "(nvmath stateless: 200), the cases taking turns loop by loop; complex64 forward. The arrays are CuPy arrays "
-                "except in the torch columns. accelmath calls cuFFT through its call shim "
-                f"({hostcall.status().split(' (')[0]}); the ratios are to the ctypes call."))
+                "(nvmath stateless: 200), the cases taking turns loop by loop; complex64 "
+                "forward, on CuPy arrays or torch tensors as the column says (nvmath-python "
+                "on CuPy arrays). The stateless columns call the same function in every "
+                "package, the one in 'calls': accelmath.fft.fft(x), cupy.fft.fft(x) and "
+                "torch.fft.fft(t) for 256; fft2 for 64x64; fft along the last axis for the "
+                "batch (axis=-1, torch's dim=-1). The raw cuFFT calls (the plan through "
+                "accelmath's bindings, cuFFT's own work area, the status tested inline) take "
+                "addresses, whatever the package: one floor for CuPy and torch alike, called "
+                "through ctypes and through accelmath's call shim; accelmath calls C "
+                f"functions through: {hostcall.status().split(' (')[0]}. Targets of the "
+                "issue, each a column '<ratio> <= <most>' that says met or missed: stateless "
+                "at most 0.9 times the "
+                "package's own function (CuPy arrays: cupy.fft; torch tensors: torch.fft); "
+                "FFT.execute(x, out=) at most 1.1 times the raw call (against both ways of "
+                "calling it). 'check': every result but nvmath-python's against NumPy in "
+                f"complex128, relative error at most {SMALL_TOLERANCE:.0e}.",
+                summary=SMALL_SUMMARY))
     large_cases(large)
     cols = ["case", "accelmath stateless", "accelmath FFT.execute(out=)", "cupy.fft",
             "accelmath stateless, torch", "torch.fft", "torch.fft, C-order out=",

@@ -2,9 +2,9 @@
 
 Device time per call, ms: CUDA events around calls back to back, every function of a case
 timed in turn round after round, each one's median kept (``_common.device_times_ms``); how
-many calls and rounds follows a first timed call. accelmath and nvmath-python run on torch
-tensors (CuPy has no bfloat16), timed with torch's events; CuPy on CuPy arrays viewing the
-same memory, timed with CuPy's. Every accelmath result is checked
+many calls and rounds follows a first timed call. In these device cases accelmath and
+nvmath-python run on torch tensors (CuPy has no bfloat16), timed with torch's events; CuPy on
+CuPy arrays viewing the same memory, timed with CuPy's. Every accelmath result is checked
 against the product in float64 (complex128) on the GPU, as a relative Frobenius error, and
 marked "ok" or "WRONG"; a case that fails leaves "-" in its cells and its error in the notes.
 
@@ -16,8 +16,11 @@ image subtraction, a stack of 21 matrices 4088 x 2045 against one 2045 x 37 (bro
 nvmath-python's RELU_BIAS) and ``gelu_bias`` (``use_gelu=True``, GELU_BIAS), and
 ``relu(a @ b + bias) * 0.5`` (one ``relu_bias`` product with ``alpha=0.5`` and the bias
 halved, beside the eager expressions), each also against accelmath's plain product of the
-same shape; the host time per call of a 64^3 fp32 product (stateless, stateful ``execute``,
-torch, CuPy, nvmath-python's stateful ``execute``). For every device case, the stateful
+same shape; the host time per call of a 64^3 fp32 product, a row on torch tensors and a row
+on CuPy arrays, every call of a row on that package's arrays (stateless, stateful ``execute()``
+and ``execute(out=)``, the package's own ``a @ b``, nvmath-python's stateful ``execute``), with
+the ratios to that ``a @ b`` and the targets of the issue (:data:`HOST_TARGETS`). For every
+device case, the stateful
 ``Matmul`` on the heuristic's first choice and another after ``autotune``, timed in turn:
 the gain is their ratio.
 The store is a fresh temporary folder (unless ``--keep-store``), so that the heuristic's
@@ -29,14 +32,13 @@ and ``--skip`` select them by regular expression). Writes
 ``benchmarks/results/matmul-<device>.{json,md}``. Without a GPU it says so and exits.
 """
 
-import json
 import os
 import sys
 import tempfile
 import time
 
-from _common import (RESULTS, case_parser, device_times_ms, environment, error_text,
-                     first_call_ms, host_times_us, run_case, run_sizes, selected, slug, write)
+from _common import (case_parser, device_times_ms, environment, error_text, first_call_ms,
+                      host_times_us, run_case, run_sizes, selected, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -59,6 +61,14 @@ PLAIN = [(f"{N}^3 fp16", (N, N), (N, N), "float16", False),
 EPILOGUES = [(f"{N}^3 fp16 bias+relu", "relu"), (f"{N}^3 fp16 bias+gelu", "gelu"),
              (f"{N}^3 fp16 relu(a @ b + bias) * 0.5", "scaled")]
 HOST = "host time per call: 64^3 fp32"
+HOST_ARRAYS = {"torch": "torch tensors", "cupy": "CuPy arrays"}
+# the host rows' ratios to the package's own a @ b: (column, accelmath's column)
+HOST_RATIOS = [("stateless / a @ b", "accelmath"),
+               ("Matmul.execute / a @ b", "accelmath Matmul"),
+               ("Matmul.execute(out=) / a @ b", "accelmath Matmul.execute(out=)")]
+# the targets of the issue: (a ratio's column, the most it may be); the target's column is
+# "<ratio's column> <= <most>", and says met or missed
+HOST_TARGETS = [("stateless / a @ b", 1.0), ("Matmul.execute / a @ b", 0.8)]
 
 
 class Wrong(Exception):
@@ -146,6 +156,8 @@ class Context:
         def check(result):
             if isinstance(result, tuple):
                 raise Wrong(f"a tuple of {len(result)} where one array was expected")
+            if not isinstance(result, torch.Tensor):  # (a CuPy result: viewed as a tensor)
+                result = torch.from_dlpack(result)
             if tuple(result.shape) != tuple(expected.shape):
                 raise Wrong(f"shape {tuple(result.shape)}, expected {tuple(expected.shape)}")
             if str(result.dtype).replace("torch.", "") != dtype:
@@ -316,30 +328,39 @@ def epilogue_case(name, kind):
     return name, build
 
 
-def host_case():
+def host_case(package):
+    """The host time per call of a 64^3 float32 product on ``package``'s arrays ("torch" or
+    "cupy"): accelmath's calls, the package's own ``a @ b`` and nvmath-python's, all on them."""
     def build(ctx):
         torch = ctx.torch
         a, b = ctx.randn((64, 64), "float32", 6), ctx.randn((64, 64), "float32", 7)
-        out = torch.empty((64, 64), dtype=torch.float32, device=DEVICE)
-        xa, xb = ctx.to_cupy(a), ctx.to_cupy(b)
-        spec = {"unit": "host us", "cleanup": [],
+        spec = {"unit": "host us", "cleanup": [], "package": package,
                 "check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), "float32",
                                      TOLERANCE["float32"])}
+        if package == "cupy":
+            if ctx.cp is None:
+                raise RuntimeError(f"CuPy is {ctx.missing['cupy']}")
+            # arrays of CuPy's own memory, copies of the torch operands
+            a, b = ctx.to_cupy(a).copy(), ctx.to_cupy(b).copy()
+            out = ctx.cp.empty((64, 64), dtype=ctx.cp.float32)
+        else:
+            out = torch.empty((64, 64), dtype=torch.float32, device=DEVICE)
         plan = _accelmath_plan(spec, a, b)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b),
                         "accelmath Matmul": lambda: plan.execute(),
                         "accelmath Matmul.execute(out=)": lambda: plan.execute(out=out)}
-        spec["peers"] = {"torch": lambda: a @ b, "cupy": xa is not None and (lambda: xa @ xb),
-                         "nvmath Matmul": _nvmath_peer(ctx, spec, a, b)}
-        spec["desc"] = ("the best of 7 loops of 2000 calls, synchronized after each loop; "
-                        "torch a @ b; cupy a @ b; nvmath Matmul.execute() (planned once)")
+        spec["peers"] = {package: lambda: a @ b, "nvmath Matmul": _nvmath_peer(ctx, spec, a, b)}
+        spec["desc"] = (f"the best of 7 loops of 2000 calls, synchronized after each loop, all "
+                        f"on {HOST_ARRAYS[package]}; {package} a @ b; nvmath Matmul.execute() "
+                        "(planned once)")
         return spec
-    return HOST, build
+    return f"{HOST}, {HOST_ARRAYS[package]}", build
 
 
 def all_cases():
     return ([plain_case(*case) for case in PLAIN]
-            + [epilogue_case(*case) for case in EPILOGUES] + [host_case()])
+            + [epilogue_case(*case) for case in EPILOGUES]
+            + [host_case(package) for package in HOST_ARRAYS])
 
 
 # --- running a case ------------------------------------------------------------------------
@@ -384,6 +405,9 @@ def _check(ctx, name, spec, label, fn, wrong):
         error, tolerance = spec.get("checks", {}).get(label, spec["check"])(result)
     except Wrong as exc:
         wrong.append(f"{label}: {exc}")
+        return None
+    except Exception as exc:
+        wrong.append(f"{label}: the check failed: {error_text(exc)}")
         return None
     if not error <= tolerance:
         wrong.append(f"{label}: relative error {error:.2e} > {tolerance:.1e}")
@@ -451,16 +475,27 @@ def _ratios(row, spec):
         row["epilogue / plain"] = ours / plain
         targets.append(f"<= 1.05 plain: {'met' if ours <= 1.05 * plain else 'missed'}")
     elif row["unit"] == "host us":
-        torch_us = row.get("torch")
-        if isinstance(first, float) and isinstance(torch_us, float):
-            targets.append(f"Matmul.execute <= torch: {'met' if first <= torch_us else 'missed'}")
+        _host_ratios(row, row.get(spec["package"]))
     elif isinstance(ours, float) and faster:
         targets.append(f"<= 1.02 faster peer: {'met' if ours <= 1.02 * faster else 'missed'}")
     row["target"] = "; ".join(targets) or None
 
 
+def _host_ratios(row, own):
+    """A host row's ratios to ``own``, the time of its package's ``a @ b``, and the targets."""
+    if not isinstance(own, float):
+        return
+    for column, label in HOST_RATIOS:
+        if isinstance(row.get(label), float):
+            row[column] = row[label] / own
+    for column, most in HOST_TARGETS:
+        if column in row:
+            row[f"{column} <= {most:.1f}"] = "met" if row[column] <= most else "missed"
+
+
 #: What ``accelmath bench`` compares (the result file's "summary"): the stateless product
-#: against torch and CuPy, the stateful ones against nvmath-python's and against them.
+#: against torch and CuPy, the stateful ones against nvmath-python's and against them. (A host
+#: row holds one package's a @ b: its own.)
 SUMMARY = [{"accelmath": "accelmath", "peers": ["torch", "cupy"]},
            {"accelmath": "accelmath autotuned", "peers": ["torch", "cupy"],
             "label": "autotuned Matmul"},
@@ -468,20 +503,13 @@ SUMMARY = [{"accelmath": "accelmath", "peers": ["torch", "cupy"]},
             "label": "Matmul, heuristic's choice"}]
 
 
-def add_summary(path):
-    """Add :data:`SUMMARY` to the result file ``path``."""
-    with open(path) as f:
-        data = json.load(f)
-    data["summary"] = SUMMARY
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
-
-
 COLUMNS = ["case", "unit", "accelmath", "accelmath Matmul", "accelmath autotuned",
            "accelmath Matmul.execute(out=)", "accelmath plain", "torch", "cupy",
            "nvmath Matmul", "torch eager", "cupy eager", "accelmath / faster peer",
            "accelmath autotuned / faster peer", "epilogue / plain", "autotune gain",
-           "autotune choice", "check", "error", "target", "peer calls"]
+           "autotune choice", *(column for column, _ in HOST_RATIOS),
+           *(f"{column} <= {most:.1f}" for column, most in HOST_TARGETS), "check", "error",
+           "target", "peer calls"]
 
 
 def parse_args(argv=None):
@@ -541,7 +569,11 @@ def measure_all(args, cases):
         "call; every function of a case timed in turn, round after round, and its median "
         "kept: runs of 10 calls under 0.3 ms, 5 under 3 ms, 2 under 30 ms, else 1; 20 rounds "
         "where the case's fastest call is under 0.3 ms, 10 under 3 ms, 5 under 30 ms, else 3), "
-        "except the host-time row (us per call: the best of 7 loops of 2000 calls). "
+        "except the host-time rows (us per call: the best of 7 loops of 2000 calls; one row "
+        "on torch tensors, one on CuPy arrays, every call of a row, nvmath-python's too, on "
+        "that package's arrays; their ratios '... / a @ b' divide by that package's own "
+        "a @ b, and their targets, which say met or missed: "
+        + ", ".join(f"{column} <= {most:.1f}" for column, most in HOST_TARGETS) + "). "
         "'accelmath' is the stateless matmul; 'accelmath Matmul' a stateful Matmul.execute() "
         "on the heuristic's first choice, 'accelmath autotuned' another plan of it after "
         f"autotune(iterations={AUTOTUNE_ITERATIONS}) ('autotune gain': their ratio; the "
@@ -549,8 +581,9 @@ def measure_all(args, cases):
         "plans run the same algorithm), and otherwise allows "
         f"{NOISE:.0%} of timing noise; 'autotune "
         "choice': the candidate kept, of the heuristic's, 0 its first); "
-        "'accelmath plain' the product without the epilogue ('epilogue / plain'). accelmath "
-        "and nvmath-python on torch tensors, CuPy on arrays viewing the same memory. The "
+        "'accelmath plain' the product without the epilogue ('epilogue / plain'). In the "
+        "device rows accelmath and nvmath-python on torch tensors, CuPy on arrays viewing the "
+        "same memory. The "
         "ratios divide by the faster of torch and CuPy (for the epilogues, torch's fused "
         "_addmm_activation: the eager columns are for reference). 'error': the largest "
         "relative Frobenius error of the accelmath results against float64 (complex128) on "
@@ -558,8 +591,8 @@ def measure_all(args, cases):
         + ("the usual one." if args.keep_store else "a fresh temporary folder."))
     failures = "\n".join(f"- {n}" for n in notes)
     print(write("matmul", env, rows, COLUMNS,
-                header + ("\n\nNotes and failures:\n" + failures if notes else "")))
-    add_summary(os.path.join(RESULTS, f"matmul-{slug(env['device'])}.json"))
+                header + ("\n\nNotes and failures:\n" + failures if notes else ""),
+                summary=SUMMARY))
     print(f"matmul: {time.perf_counter() - started:.0f} s")
     return 0
 
