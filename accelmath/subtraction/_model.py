@@ -29,13 +29,13 @@ background coefficients by ``pq`` in the same order.
 """
 
 import dataclasses
+import operator
 
 import numpy
 
-from accelmath._core.arguments import check_flag, count, length
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["Configuration", "LagRules", "configure", "check_shape", "terms",
+__all__ = ["Configuration", "LagRules", "configure", "check_integer", "check_shape", "terms",
            "coordinates", "centre", "effective_kernels", "kernel_at", "SOLVERS", "CONVOLVED"]
 
 SOLVERS = ("cholesky", "lu")
@@ -98,6 +98,38 @@ def _choice(value, name, allowed):
     return value
 
 
+def check_integer(value, name, minimum):
+    """``value`` as an int of at least ``minimum`` (anything with ``__index__`` but a bool), or
+    InvalidArgumentError naming ``name``: the showcase's counts (``minimum=0``) and lengths
+    (``minimum=1``).
+
+    The showcase checks its own arguments here: it sits on accelmath's public API only, and
+    these are its options, not the FFT's or the solvers'.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.subtraction._model import check_integer
+    >>> check_integer(np.int64(3), "stars", 0)
+    3
+    """
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise InvalidArgumentError(f"{name} must be an integer, got {value!r}") from None
+    if value < minimum:
+        raise InvalidArgumentError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def _flag(value, name):
+    if not isinstance(value, (bool, numpy.bool_)):
+        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
 def check_shape(shape):
     """``shape`` as a pair of positive ints: an int n means (n, n)."""
     if isinstance(shape, (int, numpy.integer)) and not isinstance(shape, bool):
@@ -110,7 +142,7 @@ def check_shape(shape):
     if len(shape) != 2:
         raise InvalidArgumentError(
             f"shape must be an int or a pair of ints (rows, cols), got {shape!r}")
-    return tuple(length(n, "each length of shape") for n in shape)
+    return tuple(check_integer(n, "each length of shape", 1) for n in shape)
 
 
 def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_ratio=True,
@@ -128,10 +160,10 @@ def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_
     'shape=(64, 64), half_width=3, kernel_order=2, background_order=0, constant_ratio=True'
     """
     shape = check_shape(shape)
-    half_width = count(half_width, "half_width")
-    kernel_order = count(kernel_order, "kernel_order")
-    background_order = count(background_order, "background_order")
-    constant_ratio = check_flag(constant_ratio, "constant_ratio", integers=False)
+    half_width = check_integer(half_width, "half_width", 0)
+    kernel_order = check_integer(kernel_order, "kernel_order", 0)
+    background_order = check_integer(background_order, "background_order", 0)
+    constant_ratio = _flag(constant_ratio, "constant_ratio")
     solver = _choice(solver, "solver", SOLVERS)
     convolve = _choice(convolve, "convolve", CONVOLVED)
     if 4 * half_width + 1 > min(shape):

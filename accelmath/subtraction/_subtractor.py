@@ -14,11 +14,10 @@ import time
 
 import numpy
 
-from accelmath._core.arguments import length
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, StateError,
-                              UnsupportedDTypeError, UnsupportedOperandError)
+                               UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.subtraction import _kernels, _model
-from accelmath.subtraction._model import LagRules, centre, configure
+from accelmath.subtraction._model import LagRules, centre, check_integer, configure
 from accelmath.subtraction._ops import kind_of, kind_of_array
 from accelmath.subtraction._solve import background_products, solve
 from accelmath.subtraction._spectra import CHUNK_BYTES, Spectra
@@ -158,7 +157,7 @@ class Subtractor:
                                        constant_ratio, solver, convolve)
         self._rules = LagRules.of(self.configuration)
         self._background = background_products(self.configuration)
-        self._chunk_bytes = length(chunk_bytes, "chunk_bytes")
+        self._chunk_bytes = check_integer(chunk_bytes, "chunk_bytes", 1)
         self._workers = workers
         self._engine = None
         self._freed = False

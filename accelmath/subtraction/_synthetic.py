@@ -20,8 +20,7 @@ import numpy
 
 from accelmath import fft
 from accelmath.errors import InvalidArgumentError
-from accelmath._core.arguments import count
-from accelmath.subtraction._model import check_shape
+from accelmath.subtraction._model import check_integer, check_shape
 from accelmath.subtraction._ops import kind_of
 from accelmath.subtraction._spectra import kernel_matrices
 
@@ -174,7 +173,7 @@ def synthetic_pair(size, *, seed=None, stars=3000, ratio=1.3, sigma_reference=1.
     ((48, 64), dtype('bool'), 1.3)
     """
     shape = check_shape(size)
-    stars = count(stars, "stars")
+    stars = check_integer(stars, "stars", 0)
     noise_reference, noise_science = _pair_of(noise, "noise")
     for name, value in (("ratio", ratio), ("sigma_reference", sigma_reference),
                         ("sigma_science", sigma_science)):
@@ -186,7 +185,7 @@ def synthetic_pair(size, *, seed=None, stars=3000, ratio=1.3, sigma_reference=1.
             "the reference is the sharper image, convolved to match the science image")
     sigma_kernel = math.sqrt(sigma_science ** 2 - sigma_reference ** 2)
     half = (math.ceil(4 * sigma_kernel) if kernel_half_width is None
-            else count(kernel_half_width, "kernel_half_width"))
+            else check_integer(kernel_half_width, "kernel_half_width", 0))
     if 2 * half + 1 > min(shape):
         raise InvalidArgumentError(
             f"kernel_half_width={half} does not fit images of shape {shape}")

@@ -6,6 +6,7 @@ import pytest
 from _oracle import design
 
 from accelmath.errors import InvalidArgumentError
+from accelmath.subtraction import Subtractor, synthetic_pair
 from accelmath.subtraction._model import LagRules, configure, terms
 from accelmath.subtraction._ops import kind_of
 from accelmath.subtraction._solve import assemble, background_products
@@ -76,3 +77,22 @@ def test_terms_in_the_published_order():
 def test_configuration_errors_name_the_value(options, words):
     with pytest.raises(InvalidArgumentError, match=words):
         configure(**options)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: configure(64, half_width=True), "half_width must be an integer, got True"),
+    (lambda: configure(64, kernel_order=-2), "kernel_order must be at least 0, got -2"),
+    (lambda: configure((64, 0)), "each length of shape must be at least 1, got 0"),
+    (lambda: configure(64, constant_ratio=1), "constant_ratio must be True or False, got 1"),
+    (lambda: Subtractor(64, half_width=3, chunk_bytes=0), "chunk_bytes must be at least 1, got 0"),
+    (lambda: synthetic_pair(64, stars=2.0), "stars must be an integer, got 2.0"),
+    (lambda: synthetic_pair(64, kernel_half_width=-1), "kernel_half_width must be at least 0"),
+])
+def test_the_showcase_checks_its_own_counts_and_lengths(call, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        call()
+
+
+def test_numpy_integers_and_booleans_are_taken():
+    configuration = configure(np.int64(64), half_width=np.int32(3), constant_ratio=np.True_)
+    assert (configuration.shape, configuration.half_width) == ((64, 64), 3)
