@@ -10,8 +10,9 @@ import importlib
 from accelmath import errors
 from accelmath._version import __version__
 
-__all__ = ["__version__", "errors", "fft", "linalg", "fusion", "subtraction", "gpu_available",
-           "gpu_unavailable_reason", "devices", "driver_version", "library_info"]
+__all__ = ["__version__", "errors", "Resource", "fft", "linalg", "fusion", "subtraction",
+           "gpu_available", "gpu_unavailable_reason", "devices", "driver_version",
+           "library_info"]
 
 _SUBMODULES = ("fft", "linalg", "fusion", "subtraction")
 # what this machine offers (accelmath._core.device), imported on first use: the driver is
@@ -25,8 +26,10 @@ def __getattr__(name):
         return importlib.import_module(f"accelmath.{name}")
     if name in _DEVICE_QUERIES:
         return getattr(importlib.import_module("accelmath._core.device"), name)
+    if name == "Resource":  # (the base of objects that hold device resources)
+        return importlib.import_module("accelmath._core.lifetime").Resource
     raise AttributeError(f"module 'accelmath' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_SUBMODULES) | set(_DEVICE_QUERIES))
+    return sorted(set(globals()) | set(_SUBMODULES) | set(_DEVICE_QUERIES) | {"Resource"})

@@ -82,7 +82,7 @@ CHILD_TIMEOUT_S = 300
 # the on-disk caches of compiled code that a first call may fill or find: variable -> folder
 STORES = {"ACCELMATH_CACHE_DIR": "accelmath", "CUPY_CACHE_DIR": "cupy",
           "NUMBA_CACHE_DIR": "numba"}
-# the issue's targets: warm speed-up over the published code, first call (s) with an empty and
+# the targets: warm speed-up over the published code, first call (s) with an empty and
 # a warm store, peak GPU memory (GB) at 4088^2; on the CPU, the speed-up at 1024^2
 TARGET_GPU_SPEEDUP = 7.0
 TARGET_FIRST_EMPTY_S = 2.0
@@ -481,7 +481,7 @@ def one_size(size, space, libraries, repeats, first_call, scratch):
 
 
 def targets(rows, device):
-    """The issue's targets, read off the accelmath rows: a list of phrases."""
+    """The targets, read off the accelmath rows: a list of phrases."""
     notes = []
     for row in rows:
         if row["code"] != "accelmath":

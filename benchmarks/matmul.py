@@ -19,7 +19,7 @@ halved, beside the eager expressions), each also against accelmath's plain produ
 same shape; the host time per call of a 64^3 fp32 product, a row on torch tensors and a row
 on CuPy arrays, every call of a row on that package's arrays (stateless, stateful ``execute()``
 and ``execute(out=)``, the package's own ``a @ b``, nvmath-python's stateful ``execute``), with
-the ratios to that ``a @ b`` and the targets of the issue (:data:`HOST_TARGETS`). For every
+the ratios to that ``a @ b`` and the targets (:data:`HOST_TARGETS`). For every
 device case, the stateful
 ``Matmul`` on the heuristic's first choice and another after ``autotune``, timed in turn:
 the gain is their ratio.
@@ -66,7 +66,7 @@ HOST_ARRAYS = {"torch": "torch tensors", "cupy": "CuPy arrays"}
 HOST_RATIOS = [("stateless / a @ b", "accelmath"),
                ("Matmul.execute / a @ b", "accelmath Matmul"),
                ("Matmul.execute(out=) / a @ b", "accelmath Matmul.execute(out=)")]
-# the targets of the issue: (a ratio's column, the most it may be); the target's column is
+# the targets: (a ratio's column, the most it may be); the target's column is
 # "<ratio's column> <= <most>", and says met or missed
 HOST_TARGETS = [("stateless / a @ b", 1.0), ("Matmul.execute / a @ b", 0.8)]
 
@@ -455,7 +455,7 @@ def _run_spec(ctx, name, spec, row, notes):
 
 
 def _ratios(row, spec):
-    """The ratios and the targets of the issue, from the row's times."""
+    """The ratios and the targets, from the row's times."""
     ours, faster = row.get("accelmath"), _faster_peer(row)
     targets = []
     if isinstance(ours, float) and faster:

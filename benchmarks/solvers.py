@@ -35,7 +35,7 @@ from _solver_data import (Context, Wrong, check_cholesky, check_eigh, check_qr, 
 def small_max():
     """The largest order method="small" takes (0 where accelmath does not import)."""
     try:
-        from accelmath.linalg._small import MAX_N
+        from accelmath.linalg._kernels.small import MAX_N
     except Exception:
         return 0
     return MAX_N

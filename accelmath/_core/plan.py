@@ -21,17 +21,18 @@ import numpy
 
 from accelmath._core import hostcall
 from accelmath._core.arguments import index
+from accelmath._core.call import stream_of
 from accelmath._core.device import ensure_context
 from accelmath._core.layout import check_dense, contiguous_strides
-from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_named,
-                                     check_mutable, check_same_device, device_adapter,
-                                     device_name, wrap_operand)
+from accelmath._core.lifetime import Resource
+from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_named, check_mutable,
+                                     check_same_device, device_adapter, device_name, wrap_operand)
 from accelmath._core.operand.record import unsupported_dtype
-from accelmath._core.stream import check_stream, stream_handle
-from accelmath.errors import (GradientError, InvalidArgumentError, StateError,
-                              UnsupportedDTypeError, UnsupportedOperandError)
+from accelmath._core.stream import check_stream
+from accelmath.errors import (GradientError, InvalidArgumentError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 
-__all__ = ["Call", "Plan", "check_out", "template_operand"]
+__all__ = ["Call", "Plan", "check_out", "mismatch", "template_operand"]
 
 PACKAGES = ("numpy", "cupy", "torch")
 
@@ -147,7 +148,41 @@ def check_out(out, like, shape, dtype, strides=None, name="out"):
     return out_op
 
 
-class Plan:
+def mismatch(name, what, expected, given):
+    """The error for operand ``name`` that does not match the plan it is given to: the one
+    message of every plan, naming the operand and each property that differs.
+
+    Parameters
+    ----------
+    name : str
+        The operand ("x", "a", "out"...).
+    what : str
+        The plan's name in messages (its :attr:`Plan.what`).
+    expected, given : dict
+        The plan's layout and the operand's, property by property in one order ("type",
+        "shape", "strides", "dtype", "device"...); ``given`` holds only "type" for what is
+        not an array of the plan's kind.
+
+    Returns
+    -------
+    InvalidArgumentError
+
+    Examples
+    --------
+    >>> from accelmath._core.plan import mismatch
+    >>> print(mismatch("x", "plan", {"shape": (8,), "dtype": "complex64"},
+    ...                {"shape": (4,), "dtype": "complex64"}))
+    x does not match the plan: shape (4,), expected (8,) (the plan's layout: shape (8,), dtype complex64)
+    """
+    differs = [f"{key} {given[key]}, expected {value}" for key, value in expected.items()
+               if key in given and given[key] != value]
+    layout = ", ".join(f"{key} {value}" for key, value in expected.items())
+    return InvalidArgumentError(
+        f"{name} does not match the {what}: {'; '.join(differs)} (the plan's layout: "
+        f"{layout})")
+
+
+class Plan(Resource):
     """The base of accelmath's plans (see the module docstring).
 
     A domain's plan calls :meth:`_bind` once its checks passed and its library plans exist,
@@ -231,8 +266,7 @@ class Plan:
             op = self._checked(x)
             op.wait_ready(stream)
             in_ptr = op.ptr
-        explicit = stream is not None
-        stream = stream_handle(stream) if explicit else self._current_stream()
+        stream, explicit = stream_of(stream, self._current_stream)
         if out is None:
             out, out_ptr = self._allocate_on(stream) if explicit else self._allocate()
             call.run(in_ptr, out_ptr, stream)
@@ -245,11 +279,6 @@ class Plan:
             out_ptr = self._first_out(out, stream)
         call.run(in_ptr, out_ptr, stream)
         return out
-
-    def _check_live(self):
-        """Raise StateError after :meth:`free`."""
-        if self._freed:
-            raise StateError(f"this {self.what} was freed; create a new one")
 
     def _checked(self, x):
         """The operand of ``x`` after checking it fits the plan (raises, naming what not)."""
@@ -271,11 +300,13 @@ class Plan:
             op = None
         if op is None or (tuple(op.shape), op.strides, op.dtype, op.device_id) != self._key:
             shape, strides, dtype, device = self._key
-            seen = repr(op) if op is not None else f"of type {type(x).__qualname__}"
-            raise InvalidArgumentError(
-                f"operand {seen} does not match the plan's layout: shape {shape}, strides "
-                f"{strides}, dtype {dtype}, device {device_name(device)}, type "
-                f"{self._type.__qualname__}")
+            expected = {"type": self._type.__qualname__, "shape": shape, "strides": strides,
+                        "dtype": dtype, "device": device_name(device)}
+            given = {"type": type(x).__qualname__}
+            if op is not None:
+                given.update(shape=tuple(op.shape), strides=op.strides, dtype=op.dtype,
+                             device=device_name(op.device_id))
+            raise mismatch("x", self.what, expected, given)
         return op
 
     def _first_out(self, out, stream):
@@ -295,11 +326,10 @@ class Plan:
         return out, pointer(out)
 
     def _allocate_on(self, stream):
-        """A new result and its pointer, allocated in the order of ``stream`` (a handle), so
-        that the package's pool does not hand its memory out again while the work on an
-        explicit stream may still be writing it."""
-        if stream == self._current_stream():
-            return self._allocate()
+        """A new result and its pointer, allocated in the order of explicit ``stream`` (a
+        handle: see :func:`~accelmath._core.call.stream_of`), so that the package's pool does
+        not hand its memory out again while the work on that stream may still be writing
+        it."""
         with self._adapter.stream_scope(stream, self.device_id):
             return self._allocate()
 
@@ -333,22 +363,13 @@ class Plan:
     def free(self):
         """Release the plan's handles and workspaces; later use raises StateError
         (idempotent)."""
-        if getattr(self, "_freed", True):
+        if self._freed:
             return
         if "execute" in self.__dict__:  # (first: no C call reaches a released handle)
             self._shim_calls.clear()
             del self.execute
-        self._release()
+        super().free()
         self._operand = self._read = self._host_key = None
-        self._freed = True
-
-    def __enter__(self):
-        """The plan itself, for ``with``: freed when the block ends."""
-        return self
-
-    def __exit__(self, *exc):
-        """Free the plan (see :meth:`free`); exceptions go on."""
-        self.free()
 
 
 def _host_array_like(x):

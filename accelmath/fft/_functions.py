@@ -6,11 +6,13 @@ arrays on SciPy's FFT engine with ``workers`` threads, in their own precision (l
 included); CPU torch tensors on ``torch.fft`` (its own threads), or on SciPy's engine over NumPy
 views of them where that measured faster for their shape and dtype. Device arrays run on their GPU
 through cached cuFFT plans; the result of a torch tensor has the strides ``torch.fft`` gives
-it. Every function ends in :func:`accelmath.fft._transform.transform`.
+it. Every function describes its call as a :class:`~accelmath.fft._records.Transform` and ends
+in :func:`accelmath.fft._transform.transform`.
 """
 
 from accelmath._core.arguments import length
 from accelmath.fft._normalize import swap_norm
+from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -57,8 +59,8 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
     >>> bool(np.allclose(accelmath.fft.fft(x), np.fft.fft(x)))
     True
     """
-    return transform("c2c", a, _one(n), (axis,), norm, False, False, out, stream,
-                     execution, workers)
+    call = record(Transform, ("c2c", _one(n), (axis,), norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
@@ -96,7 +98,8 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.ifft(x), np.fft.ifft(x)))
     True
     """
-    return transform("c2c", a, _one(n), (axis,), norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2c", _one(n), (axis,), norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
@@ -134,8 +137,8 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.rfft(x), np.fft.rfft(x)))
     True
     """
-    return transform("r2c", a, _one(n), (axis,), norm, False, False, out, stream,
-                     execution, workers)
+    call = record(Transform, ("r2c", _one(n), (axis,), norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
@@ -174,7 +177,8 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     >>> bool(np.allclose(accelmath.fft.irfft(x), np.fft.irfft(x)))
     True
     """
-    return transform("c2r", a, _one(n), (axis,), norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2r", _one(n), (axis,), norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
@@ -214,8 +218,9 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.hfft(x), np.fft.hfft(x)))
     True
     """
-    return transform("c2r", a, _one(n), (axis,), swap_norm(norm), True, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("c2r", _one(n), (axis,), swap_norm(norm), True, True,
+                              execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
@@ -253,8 +258,9 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     >>> bool(np.allclose(accelmath.fft.ihfft(x), np.fft.ihfft(x)))
     True
     """
-    return transform("r2c", a, _one(n), (axis,), swap_norm(norm), False, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("r2c", _one(n), (axis,), swap_norm(norm), False, True,
+                              execution, workers))
+    return transform(call, a, out, stream)
 
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
@@ -293,7 +299,8 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.fft2(x), np.fft.fft2(x)))
     True
     """
-    return transform("c2c", a, s, axes, norm, False, False, out, stream, execution, workers)
+    call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
@@ -332,7 +339,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ifft2(x), np.fft.ifft2(x)))
     True
     """
-    return transform("c2c", a, s, axes, norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
@@ -371,7 +379,8 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.rfft2(x), np.fft.rfft2(x)))
     True
     """
-    return transform("r2c", a, s, axes, norm, False, False, out, stream, execution, workers)
+    call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
@@ -410,7 +419,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.irfft2(x), np.fft.irfft2(x)))
     True
     """
-    return transform("c2r", a, s, axes, norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -450,7 +460,8 @@ def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.fftn(x), np.fft.fftn(x)))
     True
     """
-    return transform("c2c", a, s, axes, norm, False, False, out, stream, execution, workers)
+    call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -490,7 +501,8 @@ def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ifftn(x), np.fft.ifftn(x)))
     True
     """
-    return transform("c2c", a, s, axes, norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -530,7 +542,8 @@ def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.rfftn(x), np.fft.rfftn(x)))
     True
     """
-    return transform("r2c", a, s, axes, norm, False, False, out, stream, execution, workers)
+    call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -570,5 +583,6 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.irfftn(x), np.fft.irfftn(x)))
     True
     """
-    return transform("c2r", a, s, axes, norm, True, False, out, stream, execution, workers)
+    call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
+    return transform(call, a, out, stream)
 

@@ -313,7 +313,7 @@ class FFT(Plan):
         self._calls.clear()
 
     def __repr__(self):
-        if not hasattr(self, "_freed"):  # (one whose making raised)
+        if "_freed" not in self.__dict__:  # (one whose making raised)
             return "FFT(not made)"
         state = "freed" if self._freed else self.execution
         return (f"FFT(kind={self.kind}, axes={self.axes}, shape={self.in_shape}, "

@@ -4,10 +4,13 @@
 They take ``scipy.fft``'s arguments (``overwrite_x`` aside; ``workers`` keyword-only) plus
 ``out``, ``stream`` and ``execution``, as :mod:`accelmath.fft._functions` describes. hfft2 and
 hfftn are irfft2 and irfftn of the conjugate with the norm direction swapped; ihfft2 and
-ihfftn the conjugate of rfft2 and rfftn, likewise.
+ihfftn the conjugate of rfft2 and rfftn, likewise: their
+:class:`~accelmath.fft._records.Transform` records say ``conjugate=True`` and hold the swapped
+norm.
 """
 
 from accelmath.fft._normalize import swap_norm
+from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 
 __all__ = ["hfft2", "ihfft2", "hfftn", "ihfftn"]
@@ -50,8 +53,8 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.hfft2(x), scipy.fft.hfft2(x)))
     True
     """
-    return transform("c2r", a, s, axes, swap_norm(norm), True, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
@@ -90,8 +93,8 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ihfft2(x), scipy.fft.ihfft2(x)))
     True
     """
-    return transform("r2c", a, s, axes, swap_norm(norm), False, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -132,8 +135,8 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.hfftn(x), scipy.fft.hfftn(x)))
     True
     """
-    return transform("c2r", a, s, axes, swap_norm(norm), True, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
+    return transform(call, a, out, stream)
 
 
 def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
@@ -173,6 +176,6 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ihfftn(x), scipy.fft.ihfftn(x)))
     True
     """
-    return transform("r2c", a, s, axes, swap_norm(norm), False, True, out, stream,
-                     execution, workers)
+    call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
+    return transform(call, a, out, stream)
 

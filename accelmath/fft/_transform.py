@@ -1,19 +1,22 @@
 """Where every FFT function ends: validate, recall or plan, execute (:func:`transform`).
 
-A call first checks what its memo key cannot hold (``workers``), then looks its arguments
-up in the call memo of :data:`dispatcher` (:mod:`accelmath._core.dispatch`): an identical call
-seen before runs at once, its arguments known to be valid. Otherwise the arguments are
-normalized as NumPy does (deprecation warnings included), and
+A call comes as a :class:`~accelmath.fft._records.Transform` record. It first checks what its
+memo key cannot hold (``workers``), then looks the call up in the call memo of
+:data:`dispatcher` (:mod:`accelmath._core.dispatch`) under a
+:class:`~accelmath.fft._records.CallKey`: an identical call seen before runs at once, its
+arguments known to be valid. Otherwise the arguments are normalized as NumPy does
+(deprecation warnings included) into a :class:`~accelmath.fft._records.Checked` call, and
 
 * host arrays run on the CPU backend (:mod:`accelmath.fft._cpu`: SciPy's engine for NumPy
   arrays; for CPU tensors ``torch.fft``, or SciPy's engine where that measured faster),
   unless ``execution="cuda"``;
-* device arrays run through a cached :class:`~accelmath.fft.FFT` plan (host data with
-  ``execution="cuda"`` is copied there and back);
+* device arrays run through an :class:`~accelmath.fft.FFT` plan cached under a
+  :class:`~accelmath.fft._records.PlanKey` (host data with ``execution="cuda"`` is copied
+  there and back);
 * axes given more than once are transformed run by run of distinct axes, as NumPy does.
 
 hfft and ihfft are irfft and rfft of conjugates with the norm direction swapped, as in NumPy:
-the functions pass ``conjugate=True`` and the swapped norm.
+their records say ``conjugate=True`` and hold the swapped norm.
 """
 
 import contextlib
@@ -23,6 +26,7 @@ from typing import NamedTuple, Optional
 import numpy
 
 from accelmath._core.arguments import check_execution, check_workers
+from accelmath._core.call_key import LAYOUT_READERS, layout_reader, plain
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
@@ -35,6 +39,7 @@ from accelmath.fft._cpu import host_transform
 from accelmath.fft._layout import output_layout, plan_steps
 from accelmath.fft._package_layouts import package_fft_strides
 from accelmath.fft._plan import FFT
+from accelmath.fft._records import CallKey, Checked, PlanKey, record
 
 __all__ = ["transform", "read_operand", "dispatcher", "HostCall", "cache_info", "clear_cache",
            "set_cache_limits", "wait_for_drops"]
@@ -110,82 +115,32 @@ class HostCall(NamedTuple):
     run: object  # ``transform.runner(inverse, workers)``: the call without out=
 
 
-def _plain(value):
-    """Whether ``value`` may be part of a call key: None or a tuple of ints (a bool or a
-    float would equal an int in a dict and find a call whose arguments were valid)."""
-    if value is None:
-        return True
-    if value.__class__ is not tuple:
-        return False
-    for v in value:
-        if v.__class__ is not int:
-            return False
-    return True
-
-
-def _numpy_layout(x):
-    # the CPU engine reads any strides: shape and dtype (byte order included) decide
-    return x.shape, x.dtype
-
-
-def _torch_layout(layout_key):
-    """What a call key holds of a torch tensor: for CPU tensors their shape and dtype, since
-    torch.fft reads any strides and lazily conjugated views (None for one that records
-    gradients: checked against the grad mode each call); ``layout_key``'s for the others."""
-    def read(x):
-        if x.is_cpu:
-            return None if x.requires_grad else (x.shape, x.dtype)
-        return layout_key(x)
-
-    return read
-
-
-_LAYOUTS = {numpy.ndarray: _numpy_layout}  # type -> what a call key holds of its arrays
-
-
-def _new_reader(x):
-    """What reads the call-key part of arrays of ``x``'s type (kept in :data:`_LAYOUTS`), or
-    None for what is not an array (the slow path says why)."""
-    try:
-        adapter = adapter_for(x)
-    except TypeError:
-        return None
-    read = adapter.layout_key
-    if adapter.package == "torch":
-        read = _torch_layout(adapter.layout_key)
-    _LAYOUTS[type(x)] = read
-    return read
-
-
-def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution, workers):
-    """Compute a ``kind`` ("c2c", "r2c", "c2r") transform of ``x``: every function ends here.
-
-    ``s``, ``axes`` and ``norm`` are as the caller gave them (the one-axis functions pass
-    ``(n,)``, ``n`` checked, and ``(axis,)``); hfft and ihfft pass ``conjugate=True`` and the
-    swapped norm. See the module docstring.
-    """
-    if workers is not None:
-        workers = check_workers(workers)
-    call = None
-    if (axes is not None or s is None) and (s is None or _plain(s)) and _plain(axes):
-        read = _LAYOUTS.get(x.__class__) or _new_reader(x)
+def transform(call, x, out, stream):
+    """Compute the transform ``call`` (a :class:`~accelmath.fft._records.Transform`, as the
+    caller gave it) of ``x``: every function ends here. See the module docstring."""
+    if call.workers is not None:  # (a key holds it checked: 2.0 must not find 2's call)
+        call = call._replace(workers=check_workers(call.workers))
+    s, axes = call.s, call.axes
+    key = None
+    if (axes is not None or s is None) and (s is None or plain(s)) and plain(axes):
+        read = LAYOUT_READERS.get(x.__class__) or layout_reader(x)
         layout = None if read is None else read(x)
         if layout is not None:
-            call = (kind, inverse, conjugate, s, axes, norm, execution, workers, out is None,
-                    type(x), layout)
+            key = record(CallKey, (call, out is not None, type(x), layout))
             try:
-                entry = dispatcher.recall(call)
+                entry = dispatcher.recall(key)
             except TypeError:  # an unhashable norm or execution: refused below
-                entry = call = None
+                entry = key = None
             if entry is not None:
                 if entry.__class__ is HostCall:
                     check_stream(stream)
                     if out is None:
                         return entry.run(x)
                     return _run_host(entry, x, out)
-                return entry.execute(x, direction=_DIRECTIONS[inverse], stream=stream)
-    norm = norms.check_norm(norm)
-    check_execution(execution)
+                return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
+    kind = call.kind
+    norm = norms.check_norm(call.norm)
+    check_execution(call.execution)
     norms.warn_deprecated(s, axes, stacklevel=3)  # (the caller of the public function)
     op = read_operand(x)
     axes, s = norms.normalize_axes(op.shape, s, axes, unique=False)
@@ -208,27 +163,27 @@ def transform(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution
     if len(set(axes)) < len(axes):
         if s is None:  # NumPy's lengths: the input's, taken before any transform
             s = tuple(op.shape[a] for a in axes[:-1]) + (last or op.shape[axes[-1]],)
-        return _by_runs(kind, op.obj, s, axes, norm, inverse, conjugate, out, stream, execution,
-                        workers)
+        return _by_runs(call._replace(s=s, axes=axes, norm=norm), op.obj, out, stream)
     if not axes:  # a c2c over no axes: the input, as numpy.fft and scipy.fft give it back
         return op.obj if out is None else _write_out(op.adapter.astype(op.obj, out_dtype), op,
                                                      out, stream)
+    checked = Checked(call._replace(s=s, axes=axes, norm=norm), op, in_dtype, out_dtype, last)
     try:
-        return _execute(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, execution,
-                        workers, in_dtype, out_dtype, last, call)
+        return _execute(checked, x, out, stream, key)
     except MemoryError as exc:
         if s is None or isinstance(exc, OutOfMemoryError):  # (the input's own size, or said)
             raise
         raise norms.too_large_error(kind, op.shape, axes, s, in_dtype, out_dtype) from exc
 
 
-def _execute(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, execution, workers,
-             in_dtype, out_dtype, last, call):
-    """Run a checked call on the host or on the device."""
+def _execute(checked, x, out, stream, key):
+    """Run ``checked`` (a :class:`~accelmath.fft._records.Checked` call of input ``x``) on
+    the host or on the device; remembered under call key ``key`` where given."""
+    op, execution = checked.operand, checked.transform.execution
     if not op.on_device and execution != "cuda":
         if stream is not None:
             stream_handle(stream)
-        return _host(kind, x, op, s, axes, norm, inverse, conjugate, out, workers, call)
+        return _host(checked, x, out, key)
     norms.check_gpu_dtype(op.dtype)
     if execution == "cpu":
         raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
@@ -240,8 +195,7 @@ def _execute(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, execut
             # conversions, copies and allocations below follow its order, as the transform
             scope = op.adapter.stream_scope(stream, op.device_id)
     with scope:
-        return _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers,
-                       in_dtype, out_dtype, last, call)
+        return _device(checked, x, out, stream, key)
 
 
 def read_operand(x):
@@ -260,40 +214,43 @@ def read_operand(x):
         raise type(exc)(f"a: {exc}") from None
 
 
-def _by_runs(kind, x, s, axes, norm, inverse, conjugate, out, stream, execution, workers):
-    """A transform over axes given more than once (of lengths ``s``), as NumPy computes it:
+def _by_runs(call, x, out, stream):
+    """A transform over axes given more than once (``call``: a checked
+    :class:`~accelmath.fft._records.Transform`, ``s`` given), as NumPy computes it:
     one transform per run of distinct axes (:func:`~accelmath.fft._normalize.axis_groups`),
     in NumPy's order (from the last axis; a c2r ends with its halved axis). The runs without
     the halved axis of a real transform are c2c; for hfft and ihfft those go the other way
     with the norm swapped back, since a conjugate transformed one way is the conjugate of the
     other way's result."""
-    runs = norms.axis_groups(axes)
+    runs = norms.axis_groups(call.axes)
     real = runs[-1]  # the run holding the last axis
-    for i, run in enumerate(runs if kind == "c2r" else runs[::-1]):
-        part_kind, part_inverse, part_norm, part_conjugate = kind, inverse, norm, conjugate
+    for i, run in enumerate(runs if call.kind == "c2r" else runs[::-1]):
+        part = call._replace(s=call.s[run], axes=call.axes[run])
         if run is not real:
-            part_kind, part_conjugate = "c2c", False
-            if conjugate:
-                part_inverse, part_norm = not inverse, norms.swap_norm(norm)
-        x = transform(part_kind, x, s[run], axes[run], part_norm, part_inverse, part_conjugate,
-                      out if i == len(runs) - 1 else None, stream, execution, workers)
+            part = part._replace(kind="c2c", conjugate=False)
+            if call.conjugate:
+                part = part._replace(inverse=not call.inverse, norm=norms.swap_norm(call.norm))
+        x = transform(part, x, out if i == len(runs) - 1 else None, stream)
     return x
 
 
-def _host(kind, x, op, s, axes, norm, inverse, conjugate, out, workers, call):
-    """The host execution of a checked call; remembered under ``call`` where given."""
+def _host(checked, x, out, key):
+    """The host execution of a checked call (a :class:`~accelmath.fft._records.Checked` of
+    input ``x``); remembered under call key ``key`` where given."""
+    call, op = checked.transform, checked.operand
     torch = op.package == "torch"
     # torch.fft reads the tensor as given (lazily conjugated views too)
     data = x if torch else op.adapter.to_numpy(op.obj)
-    transform = host_transform(kind, tuple(op.shape), op.dtype if torch else data.dtype, axes,
-                               s, norm, conjugate, op.package)
+    transform = host_transform(call.kind, tuple(op.shape), op.dtype if torch else data.dtype,
+                               call.axes, call.s, call.norm, call.conjugate, op.package)
     like = Operand(None, 0, op.shape, op.strides, op.dtype, None, op.adapter)
-    entry = HostCall(transform, inverse, workers, like, numpy.dtype(transform.out_dtype).name,
-                     transform.runner(inverse, workers))
+    entry = HostCall(transform, call.inverse, call.workers, like,
+                     numpy.dtype(transform.out_dtype).name,
+                     transform.runner(call.inverse, call.workers))
     result = _run_host(entry, data, out)
     # (remembered once it ran: a call that failed, out of memory say, fails again the same way)
-    if call is not None and (torch or op.obj is x):  # (runs straight on the caller's array)
-        dispatcher.remember(call, entry)
+    if key is not None and (torch or op.obj is x):  # (runs straight on the caller's array)
+        dispatcher.remember(key, entry)
     if out is None and not torch:  # (NumPy's results are NumPy's; JAX's go back to JAX)
         result = op.adapter.from_numpy(result, op.obj)
     return result
@@ -355,22 +312,24 @@ def _resize(op, axes, lengths, stream):
     return new
 
 
-def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers, in_dtype,
-            out_dtype, last, call):
-    """The device execution of a checked call (host data moved there and back)."""
+def _device(checked, x, out, stream, key):
+    """The device execution of a checked call (a :class:`~accelmath.fft._records.Checked` of
+    input ``x``; host data moved there and back); remembered under call key ``key`` where
+    given, its plan cached under a :class:`~accelmath.fft._records.PlanKey`."""
+    call, op, last = checked.transform, checked.operand, checked.last
     if not op.on_device:
-        result = transform(kind, to_device(op.obj), s, axes, norm, inverse, conjugate, None,
-                           stream, "auto", workers)
+        result = transform(call._replace(execution="auto"), to_device(op.obj), None, stream)
         if out is None:
             return to_host(result, op)
         host = adapter_for(result).to_numpy(result)
         out_op = check_out(out, op, host.shape, host.dtype.name)
         out_op.adapter.to_numpy(out)[...] = host
         return out
+    kind, s, axes, norm, conjugate = call.kind, call.s, call.axes, call.norm, call.conjugate
     op.wait_ready(stream)  # (producers of the CUDA array protocols: their streams' work)
     direct = op.obj is x
-    if op.dtype != in_dtype:
-        x = op.adapter.astype(x, in_dtype)
+    if op.dtype != checked.in_dtype:
+        x = op.adapter.astype(x, checked.in_dtype)
         op = wrap_operand(x)
         direct = False
     if kind == "c2r":
@@ -382,15 +341,16 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
     given, out_op, gapped = out, None, None
     if out is not None:
         out_shape, _ = output_layout(kind, axes, op.shape, op.strides, last)
-        out_op = check_out(out, op, out_shape, out_dtype)
+        out_op = check_out(out, op, out_shape, checked.out_dtype)
         if not is_dense(out_op.shape, out_op.strides):
             # a view with gaps: the result goes there in one copy
             gapped, out, out_op = out_op, None, None
     # a plan made from the caller's array reads later arrays of its type in a few lookups
     # (the memo's hits); one made from an operand record takes records only
     bound = x if direct else op
-    key = (kind, axes, op.shape, op.strides, op.dtype, norm, conjugate, last,
-           out_op.strides if out_op is not None else None, op.adapter.package, type(bound))
+    plan_key = PlanKey(kind, axes, op.shape, op.strides, op.dtype, norm, conjugate, last,
+                       out_op.strides if out_op is not None else None, op.adapter.package,
+                       type(bound))
 
     def create():
         out_strides = out_op.strides if out_op is not None else _package_strides(
@@ -402,11 +362,11 @@ def _device(kind, x, op, s, axes, norm, inverse, conjugate, out, stream, workers
         return plan
 
     made = []
-    remembered = call if direct and given is None else None
-    plan = dispatcher.plan(op.device_id, key, create, remembered)
+    remembered = key if direct and given is None else None
+    plan = dispatcher.plan(op.device_id, plan_key, create, remembered)
     if made and made[0] is plan and _without_columns(plan):
         _drop_when_compiled(plan)
-    result = plan.execute(op, out=out, direction=_DIRECTIONS[inverse], stream=stream)
+    result = plan.execute(op, out=out, direction=_DIRECTIONS[call.inverse], stream=stream)
     if gapped is None:
         return result
     return _write_out(result, op, gapped.obj, stream)

@@ -13,6 +13,7 @@ import numpy
 
 from accelmath._core import launch, modules
 from accelmath._core.device import ensure_context
+from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_operand
 from accelmath._core.stream import resolve_stream
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
@@ -31,7 +32,7 @@ _SCALARS = {
 }
 
 
-class RawKernel:
+class RawKernel(Resource):
     """A kernel of a CUDA C++ source, compiled for each device it runs on and launched on
     arrays of any package (CuPy, PyTorch, JAX, anything with ``__cuda_array_interface__``
     or ``__dlpack__``).
@@ -59,8 +60,11 @@ class RawKernel:
     'scale'
 
     With a CuPy array ``x`` of float64 on a GPU, ``scale((x.size + 255) // 256, 256,
-    (x, 2.0, x.size))`` doubles it on CuPy's current stream.
+    (x, 2.0, x.size))`` doubles it on CuPy's current stream. :meth:`free` (or the end of a
+    ``with`` block) lets go of the loaded code; a later launch raises StateError.
     """
+
+    what = "RawKernel"
 
     def __init__(self, source, name, *, options=()):
         modules.check_source(source)
@@ -71,6 +75,10 @@ class RawKernel:
                 f"options={options!r} is not a sequence of option strings, such as ('-DN=4',)")
         self.source, self.name, self.options = source, name, tuple(options)
         self._functions = {}  # device ordinal -> CUfunction
+        super().__init__()
+
+    def _release(self):
+        self._functions = {}
 
     def __repr__(self):
         return f"RawKernel({self.name!r}, {len(self.source)} characters of source)"
@@ -87,7 +95,10 @@ class RawKernel:
         ------
         CompileError
             If NVRTC cannot compile the source (with ``wait=True``; else at the launch).
+        StateError
+            After :meth:`free`.
         """
+        self._check_live()
         device = operator.index(device)
         if wait:
             self._function(device)
@@ -130,6 +141,7 @@ class RawKernel:
         InvalidArgumentError
             For no array among ``args`` (nothing says the device), or a bad grid or block.
         """
+        self._check_live()
         values, operands = [], []
         for position, arg in enumerate(args):
             values.append(_parameter(arg, position, operands))

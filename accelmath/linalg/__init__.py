@@ -13,23 +13,23 @@ Examples
 True
 """
 
+from accelmath._core import warmup as _warmup
 from accelmath.linalg._factor import LU, QR, Cholesky
-from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult,
-                                         cholesky, det, eigh, eigvalsh, inv, lstsq, qr, slogdet,
-                                         solve, svd, svdvals)
-from accelmath.linalg._kernels import prepare
-from accelmath.linalg._matmul import matmul
-from accelmath.linalg._matmul_plan import Matmul
+from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky,
+                                         det, eigh, eigvalsh, inv, lstsq, qr, slogdet, solve, svd,
+                                         svdvals)
+from accelmath.linalg._kernels.auxiliary import prepare
+from accelmath.linalg._matmul.plan import Matmul
+from accelmath.linalg._matmul.stateless import matmul
+from accelmath.linalg._memo import cache_info, clear_cache, set_cache_limits
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
                                                solve_triangular)
 
-from accelmath._core import warmup as _warmup
-
 # the first device call's modules and libraries, loaded in the background
-_warmup.start("linalg", _warmup.device_path(("accelmath.linalg._device",),
+_warmup.start("linalg", _warmup.device_path(("accelmath.linalg._device.calls",),
                                             ("driver", "cublaslt", "cusolver", "cublas")))
 
-__all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
-           "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor", "lu_solve",
-           "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
-           "EighResult", "SVDResult", "prepare"]
+__all__ = ["matmul", "Matmul", "solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh",
+           "eigvalsh", "svd", "svdvals", "lstsq", "cho_factor", "cho_solve", "lu_factor",
+           "lu_solve", "solve_triangular", "Cholesky", "LU", "QR", "SlogdetResult", "QRResult",
+           "EighResult", "SVDResult", "prepare", "cache_info", "clear_cache", "set_cache_limits"]

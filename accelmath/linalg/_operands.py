@@ -3,12 +3,11 @@ it), promote, route host operands to the CPU and device ones to ``_device`` (hos
 with ``execution="cuda"``), and return results in the caller's package."""
 
 import functools
-import importlib
 
 import numpy
 
 from accelmath._core.dispatch import to_device, to_host
-from accelmath._core.operand import (Operand, adapter_for, adapter_named, check_same_device,
+from accelmath._core.operand import (Operand, adapter_named, array_namespace, check_same_device,
                                      device_name, wrap_operand)
 from accelmath._core.stream import check_stream
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
@@ -16,14 +15,7 @@ from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDT
 from accelmath.linalg import _checks as checks
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
-           "column", "device_call", "namespace", "hermitian_svd", "keyed_reader", "read_keys"]
-
-# Packages whose arrays a call key describes (:func:`keyed_reader`): their layout keys hold
-# shape, strides, dtype and device, and torch's the lazy conjugation and negation bits; an
-# array of theirs is read where it lies (no array's work to wait for).
-_KEYED = ("cupy", "torch")
-_READERS = {}  # array type -> (layout_key, data_ptr), or None where its calls are not keyed
-
+           "column", "device_call", "hermitian_svd"]
 
 def read(x, name):
     """The :class:`~accelmath._core.operand.Operand` of argument ``x``; errors name it.
@@ -93,7 +85,7 @@ def column(op):
 
 
 def device_call(name, operands, dtypes, names, execution, **options):
-    """Run ``accelmath.linalg._device.<name>`` on ``operands`` (host ones copied to the GPU
+    """Run ``accelmath.linalg._device.calls.<name>`` on ``operands`` (host ones copied to the GPU
     and the results back with ``execution="cuda"``), converted to ``dtypes``; a vector
     right-hand side (``options["vector"]``, the last operand) is given as a column. Returns
     what the device function returns, in the caller's package."""
@@ -120,54 +112,11 @@ def device_call(name, operands, dtypes, names, execution, **options):
 
 @functools.cache
 def _device_function(name):
-    """``accelmath.linalg._device.<name>``, imported on first use (the device path loads CUDA
+    """``accelmath.linalg._device.calls.<name>``, imported on first use (the device path loads CUDA
     libraries)."""
-    from accelmath.linalg import _device
+    from accelmath.linalg._device import calls as _device
 
     return getattr(_device, name)
-
-
-def keyed_reader(x):
-    """``(layout_key, data_ptr)``: the functions that read the call-key part and the address
-    of arrays of ``x``'s type (CuPy and torch arrays), found once per type; None for other
-    types (their calls are not remembered)."""
-    reader = _READERS.get(x.__class__, False)
-    if reader is False:
-        try:
-            adapter = adapter_for(x)
-        except TypeError:  # not an array: the slow path says why
-            adapter = None
-        reader = ((adapter.layout_key, adapter.data_ptr)
-                  if adapter is not None and adapter.package in _KEYED else None)
-        _READERS[x.__class__] = reader
-    return reader
-
-
-def read_keys(operands, key, addresses):
-    """Append to ``key`` each operand's type and layout key and to ``addresses`` its address
-    (None and 0 for an operand that is None), for a call key; False where an operand has no
-    key (see :func:`keyed_reader`), else True."""
-    for x in operands:
-        if x is None:
-            key.append(None)
-            addresses.append(0)
-            continue
-        reader = keyed_reader(x)
-        if reader is None:
-            return False
-        layout = reader[0](x)
-        if layout is None:
-            return False
-        key.append(x.__class__)
-        key.append(layout)
-        addresses.append(reader[1](x))
-    return True
-
-
-def namespace(x):
-    """The array module of device array ``x``: cupy, torch or jax.numpy."""
-    package = type(x).__module__.partition(".")[0]
-    return importlib.import_module("jax.numpy" if package in ("jax", "jaxlib") else package)
 
 
 def hermitian_svd(w, v, compute_uv):
@@ -192,7 +141,7 @@ def hermitian_svd(w, v, compute_uv):
         sign = torch.take_along_dim(torch.copysign(torch.ones_like(w), w), order, dim=-1)
         u = torch.take_along_dim(v, order[..., None, :], dim=-1)
         return u, s, (u * sign[..., None, :]).transpose(-1, -2).conj().resolve_conj()
-    xp = numpy if isinstance(w, numpy.ndarray) else namespace(w)
+    xp = numpy if isinstance(w, numpy.ndarray) else array_namespace(w)
     s = xp.abs(w)
     order = xp.argsort(s, axis=-1)[..., ::-1]
     s = xp.take_along_axis(s, order, axis=-1)

@@ -16,8 +16,8 @@ from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, host_array, read, read_stack,
-                                        runs_on_host, to_caller)
+from accelmath.linalg._operands import (device_call, host_array, read, read_stack, runs_on_host,
+                                        to_caller)
 
 __all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
 
@@ -36,7 +36,7 @@ def _triangular_system(a, b, names):
 def _check_finite(check_finite, when=True):
     """SciPy's ``check_finite``, checked: whether it applies (it and ``when``). The CPU path
     is given it; the device path checks the names given as ``finite=`` (see
-    :mod:`accelmath.linalg._finite`)."""
+    :mod:`accelmath.linalg._device.finite`)."""
     return checks.check_flag(check_finite, "check_finite") and when
 
 

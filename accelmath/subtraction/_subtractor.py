@@ -14,8 +14,9 @@ import time
 
 import numpy
 
-from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, StateError,
-                               UnsupportedDTypeError, UnsupportedOperandError)
+from accelmath import Resource
+from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.subtraction import _kernels, _model
 from accelmath.subtraction._model import LagRules, centre, check_integer, configure
 from accelmath.subtraction._ops import kind_of, kind_of_array
@@ -99,7 +100,7 @@ class _Clock:
             self._last = now
 
 
-class Subtractor:
+class Subtractor(Resource):
     """Subtracts image pairs of one shape with one configuration, keeping its FFT plans,
     DFT matrices and buffers from pair to pair.
 
@@ -150,6 +151,8 @@ class Subtractor:
     [True, True]
     """
 
+    what = "Subtractor"
+
     def __init__(self, shape, *, half_width=9, kernel_order=2, background_order=0,
                  constant_ratio=True, solver="cholesky", convolve="reference", like=None,
                  chunk_bytes=CHUNK_BYTES, workers=None):
@@ -160,7 +163,7 @@ class Subtractor:
         self._chunk_bytes = check_integer(chunk_bytes, "chunk_bytes", 1)
         self._workers = workers
         self._engine = None
-        self._freed = False
+        super().__init__()
         if like is not None:
             self._prepare(kind_of(like))
 
@@ -200,8 +203,7 @@ class Subtractor:
         -------
         SubtractionResult
         """
-        if self._freed:
-            raise StateError("this Subtractor was freed")
+        self._check_live()
         shape = self.configuration.shape
         reference, reference_kind = _image(reference, "reference", shape)
         science, science_kind = _image(science, "science", shape)
@@ -264,19 +266,11 @@ class Subtractor:
         return SubtractionResult(difference, coefficients, ratio, d, clock.timings,
                                  configuration)
 
-    def free(self):
-        """Release the plans and buffers (idempotent); a later :meth:`subtract` raises
-        StateError."""
+    def _release(self):
+        """Release the plans and buffers; a later :meth:`subtract` raises StateError."""
         if self._engine is not None:
             self._engine[1].free()
         self._engine = None
-        self._freed = True
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.free()
 
     def __repr__(self):
         state = "freed" if self._freed else (

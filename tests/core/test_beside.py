@@ -1,6 +1,6 @@
 """The stream beside a call's (accelmath._core.beside): what fork and join enqueue, one side
 stream per thread and device, freed with it (CPU, a stand-in driver); on the GPU, the check
-that runs there is covered by tests/linalg/test_gpu.py."""
+that runs there is covered by tests/linalg/test_finite_gpu.py."""
 
 import threading
 

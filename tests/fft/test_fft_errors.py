@@ -194,15 +194,15 @@ def test_execution_cuda_for_a_host_plan():
 
 
 @pytest.mark.parametrize("other, what", [
-    (np.zeros((4, 7), np.complex128), "shape=(4, 7)"),
-    (np.zeros((4, 6), np.complex64), "dtype=complex64"),
-    (np.zeros((6, 4), np.complex128).T, "strides=(1, 4)"),
+    (np.zeros((4, 7), np.complex128), "shape (4, 7), expected (4, 6)"),
+    (np.zeros((4, 6), np.complex64), "dtype complex64, expected complex128"),
+    (np.zeros((6, 4), np.complex128).T, "strides (1, 4), expected (6, 1)"),
 ])
 def test_operand_of_another_layout(other, what):
     plan = FFT(X)
-    with raises(ValueError, "does not match the plan's layout") as info:
+    with raises(ValueError, "does not match the FFT plan") as info:
         plan.forward(other)
-    assert what in str(info.value) and "operand" in str(info.value)
+    assert what in str(info.value) and str(info.value).startswith("x does not match")
 
 
 def test_operand_of_another_package():

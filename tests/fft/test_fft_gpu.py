@@ -4,6 +4,7 @@ import os
 
 import numpy as np
 import pytest
+from closeness import assert_close
 
 import accelmath.fft as afft
 
@@ -24,12 +25,6 @@ def _data(rng, shape, kind, dtype=np.float64):
     if kind == "r2c":
         return x.astype(dtype)
     return x.astype(np.complex64 if dtype == np.float32 else np.complex128)
-
-
-def _close(got, ref, tol):
-    got = np.asarray(got)
-    err = np.linalg.norm(got.astype(np.complex128) - ref) / max(np.linalg.norm(ref), 1e-300)
-    assert np.isfinite(err) and err <= tol, err
 
 
 @pytest.fixture(params=["cupy", "torch"])
@@ -89,9 +84,9 @@ def test_against_numpy(xp, name, shape, kwargs, view):
     assert isinstance(got, array_type)
     ref = getattr(np.fft, name)(host, **kwargs)
     assert tuple(got.shape) == ref.shape
-    _close(to_host(got), ref, 1e-12)
+    assert_close(to_host(got), ref, 1e-12)
     # the input is never modified
-    _close(to_host(dev), host, 0)
+    assert_close(to_host(dev), host, 0)
 
 
 @pytest.mark.parametrize("name", ["fft", "rfft2", "irfftn", "ifft2"])
@@ -102,16 +97,18 @@ def test_float32(xp, name):
     got = getattr(afft, name)(to_dev(host))
     ref = getattr(np.fft, name)(host.astype(np.complex128 if kind != "r2c" else np.float64))
     assert str(got.dtype).endswith("complex64" if kind != "c2r" else "float32")
-    _close(to_host(got), ref, 2e-6)
+    assert_close(to_host(got), ref, 2e-6)
 
 
 def test_negative_strides_cupy(cp):
     host = _data(np.random.default_rng(), (12, 20), "c2c")[::-1, ::-2]
-    _close(cp.asnumpy(afft.fft2(cp.asarray(np.ascontiguousarray(host))[::1])),
-           np.fft.fft2(host), 1e-12)
+    assert_close(cp.asnumpy(afft.fft2(cp.asarray(np.ascontiguousarray(host))[::1])),
+                 np.fft.fft2(host), 1e-12)
     dev = cp.asarray(_data(np.random.default_rng(), (12, 20), "c2c"))
-    _close(cp.asnumpy(afft.fft2(dev[::-1, ::-2])), np.fft.fft2(cp.asnumpy(dev)[::-1, ::-2]), 1e-12)
-    _close(cp.asnumpy(afft.rfft(dev.real[::-1])), np.fft.rfft(cp.asnumpy(dev.real)[::-1]), 1e-12)
+    assert_close(cp.asnumpy(afft.fft2(dev[::-1, ::-2])),
+                 np.fft.fft2(cp.asnumpy(dev)[::-1, ::-2]), 1e-12)
+    assert_close(cp.asnumpy(afft.rfft(dev.real[::-1])),
+                 np.fft.rfft(cp.asnumpy(dev.real)[::-1]), 1e-12)
 
 
 def test_large_4088_complex128(cp):
@@ -119,9 +116,9 @@ def test_large_4088_complex128(cp):
     host = rng.standard_normal((4088, 4088))
     dev = cp.asarray(host)
     spec = afft.rfft2(dev)
-    _close(cp.asnumpy(spec), np.fft.rfft2(host), 1e-12)
+    assert_close(cp.asnumpy(spec), np.fft.rfft2(host), 1e-12)
     back = afft.irfft2(spec, s=host.shape)
-    _close(cp.asnumpy(back), host, 1e-12)
+    assert_close(cp.asnumpy(back), host, 1e-12)
 
 
 def test_out_and_in_place(cp):
@@ -129,13 +126,13 @@ def test_out_and_in_place(cp):
     dev = cp.asarray(host)
     out = cp.empty_like(dev)
     assert afft.fft(dev, out=out) is out
-    _close(cp.asnumpy(out), np.fft.fft(host), 1e-12)
+    assert_close(cp.asnumpy(out), np.fft.fft(host), 1e-12)
     assert afft.ifft(out, out=out) is out  # in place
-    _close(cp.asnumpy(out), host, 1e-12)
+    assert_close(cp.asnumpy(out), host, 1e-12)
     # an out of Fortran order gets its own plan, no copy needed
     fout = cp.empty((8, 64), cp.complex128, order="F")
     afft.fft(dev, out=fout)
-    _close(cp.asnumpy(fout), np.fft.fft(host), 1e-12)
+    assert_close(cp.asnumpy(fout), np.fft.fft(host), 1e-12)
 
 
 def test_out_views_with_gaps(xp):
@@ -147,7 +144,7 @@ def test_out_views_with_gaps(xp):
     big = asarray(np.zeros((6, 80), np.complex128))
     view = big[:, ::2]
     assert afft.fft(x, out=view) is view
-    _close(to_numpy(big)[:, ::2], np.fft.fft(host), 1e-12)
+    assert_close(to_numpy(big)[:, ::2], np.fft.fft(host), 1e-12)
     assert not to_numpy(big)[:, 1::2].any()  # the gaps are left alone
     with pytest.raises(ValueError, match="out has wrong shape"):
         afft.fft(x, out=asarray(np.zeros((6, 41), np.complex128)))
@@ -184,8 +181,8 @@ def test_bad_arguments_on_the_gpu(xp, call):
 def test_integers_promote_on_the_gpu(xp):
     _, asarray, to_numpy, _ = xp
     host = np.arange(24).reshape(4, 6)
-    _close(to_numpy(afft.fft2(asarray(host))), np.fft.fft2(host), 1e-12)
-    _close(to_numpy(afft.rfft(asarray(host > 5))), np.fft.rfft(host > 5), 1e-12)
+    assert_close(to_numpy(afft.fft2(asarray(host))), np.fft.fft2(host), 1e-12)
+    assert_close(to_numpy(afft.rfft(asarray(host > 5))), np.fft.rfft(host > 5), 1e-12)
 
 
 def test_half_precision_torch(torch_cuda):
@@ -194,10 +191,10 @@ def test_half_precision_torch(torch_cuda):
     got = afft.rfft(torch.from_numpy(host).cuda())
     assert got.dtype == torch.complex32
     ref = np.fft.rfft(host.astype(np.float64))
-    _close(got.to(torch.complex64).cpu().numpy(), ref, 3e-3)
+    assert_close(got.to(torch.complex64).cpu().numpy(), ref, 3e-3)
     back = afft.irfft(got)
     assert back.dtype == torch.float16
-    _close(back.float().cpu().numpy(), host.astype(np.float64), 3e-3)
+    assert_close(back.float().cpu().numpy(), host.astype(np.float64), 3e-3)
     with pytest.raises(ValueError, match="powers of 2"):  # cuFFT's half precision
         afft.fft(torch.from_numpy(host[:, :60]).cuda())
 
@@ -209,10 +206,10 @@ def test_half_precision_without_complex32(cp):
     exact = host.astype(np.float64)
     got = afft.rfft(cp.asarray(host))
     assert got.dtype == cp.complex64
-    _close(cp.asnumpy(got), np.fft.rfft(exact), 1e-6)
+    assert_close(cp.asnumpy(got), np.fft.rfft(exact), 1e-6)
     got = afft.fft2(cp.asarray(host))
     assert got.dtype == cp.complex64
-    _close(cp.asnumpy(got), np.fft.fft2(exact), 1e-6)
+    assert_close(cp.asnumpy(got), np.fft.fft2(exact), 1e-6)
     with pytest.raises(TypeError, match="computes in float32, but the operand is float16"):
         afft.FFT(cp.asarray(host))
 
@@ -224,18 +221,18 @@ def test_plan_execute_new_operands_and_streams(xp):
     devs = [to_dev(h) for h in hosts]
     with afft.FFT(devs[0], axes=(1, 2)) as plan:
         for host, dev in zip(hosts, devs):
-            _close(to_host(plan.execute(dev)), np.fft.fft2(host), 1e-12)
-            _close(to_host(plan.inverse(plan.forward(dev))), host, 1e-12)
+            assert_close(to_host(plan.execute(dev)), np.fft.fft2(host), 1e-12)
+            assert_close(to_host(plan.inverse(plan.forward(dev))), host, 1e-12)
         out = to_dev(np.empty((16, 64, 64), np.complex128))
         assert plan.execute(devs[1], out=out) is out
-        _close(to_host(out), np.fft.fft2(hosts[1]), 1e-12)
+        assert_close(to_host(out), np.fft.fft2(hosts[1]), 1e-12)
         if package == "cupy":
             import cupy as cp
 
             s = cp.cuda.Stream(non_blocking=True)
             r = plan.execute(devs[2], stream=s)
             s.synchronize()
-            _close(to_host(r), np.fft.fft2(hosts[2]), 1e-12)
+            assert_close(to_host(r), np.fft.fft2(hosts[2]), 1e-12)
     with pytest.raises(Exception, match="freed"):
         plan.execute(devs[0])
 
@@ -246,7 +243,7 @@ def test_plans_from_a_layout(xp):
     plan = afft.FFT(shape=host.shape, dtype="float64", package=name, device=0, axes=(1, 2))
     got = plan.execute(asarray(host))
     assert isinstance(got, array_type)
-    _close(to_numpy(got), np.fft.rfft2(host), 1e-12)
+    assert_close(to_numpy(got), np.fft.rfft2(host), 1e-12)
 
 
 def test_r2c_c2r_plans(xp):
@@ -255,9 +252,9 @@ def test_r2c_c2r_plans(xp):
     dev = to_dev(host)
     with afft.FFT(dev, axes=(1, 2), norm="ortho") as fwd:
         spec = fwd.execute()
-        _close(to_host(spec), np.fft.rfft2(host, norm="ortho"), 1e-12)
+        assert_close(to_host(spec), np.fft.rfft2(host, norm="ortho"), 1e-12)
         with afft.FFT(spec, axes=(1, 2), kind="c2r", last_axis_size=21, norm="ortho") as inv:
-            _close(to_host(inv.execute()), host, 1e-12)
+            assert_close(to_host(inv.execute()), host, 1e-12)
 
 
 def test_jax_inputs(jax_gpu):
@@ -268,9 +265,9 @@ def test_jax_inputs(jax_gpu):
     x = jnp.asarray(host)
     got = afft.fft2(x)
     assert isinstance(got, jax.Array)
-    _close(np.asarray(got), np.fft.fft2(host), 1e-12)
+    assert_close(np.asarray(got), np.fft.fft2(host), 1e-12)
     real = jnp.asarray(host.real)
-    _close(np.asarray(afft.rfft(real)), np.fft.rfft(host.real), 1e-12)
+    assert_close(np.asarray(afft.rfft(real)), np.fft.rfft(host.real), 1e-12)
 
 
 def test_jax_results_wait_for_the_transform(jax_gpu):
@@ -292,7 +289,7 @@ def test_jax_results_wait_for_the_transform(jax_gpu):
                 got = run()
                 assert isinstance(got, jax.Array)
                 assert abs(float(jnp.abs(got).sum()) - total) <= 1e-9 * total
-            _close(np.asarray(run()), ref, 1e-12)
+            assert_close(np.asarray(run()), ref, 1e-12)
 
 
 def test_array_interface_stream_is_waited_for(cp):
@@ -318,9 +315,9 @@ def test_array_interface_stream_is_waited_for(cp):
                 cp.matmul(a, y, out=x)
         got = afft.fft2(Producer(x, writer.ptr), stream=stream)
         cp.cuda.Device().synchronize()
-        _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x)), 1e-12)
+        assert_close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x)), 1e-12)
     got = afft.fft2(Producer(x.real.copy()))
-    _close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x.real)), 1e-12)
+    assert_close(cp.asnumpy(got), np.fft.fft2(cp.asnumpy(x.real)), 1e-12)
 
 
 def test_dlpack_producers_are_waited_for(torch_cuda):
@@ -357,7 +354,7 @@ def test_dlpack_producers_are_waited_for(torch_cuda):
             got = run()
         torch.cuda.synchronize()
         got = got.get() if hasattr(got, "get") else got.cpu().numpy()
-        _close(got, np.fft.fft2(x.cpu().numpy()), 1e-12)
+        assert_close(got, np.fft.fft2(x.cpu().numpy()), 1e-12)
 
 
 def _other_stream():
@@ -391,7 +388,7 @@ def test_host_array_with_cuda_execution(cp):
     host = _data(np.random.default_rng(), (8, 30), "c2c")
     got = afft.fft(host, execution="cuda")
     assert isinstance(got, np.ndarray)
-    _close(got, np.fft.fft(host), 1e-12)
+    assert_close(got, np.fft.fft(host), 1e-12)
 
 
 def test_output_right_after_the_workspace(monkeypatch, cp):
@@ -418,7 +415,7 @@ def test_output_right_after_the_workspace(monkeypatch, cp):
         out = cp.ndarray((4096, 2049), cp.complex64, memptr=memory.data + scratch,
                          strides=(8, 4096 * 8))
         plan.execute(cp.asarray(host), out=out)
-        _close(cp.asnumpy(out), np.fft.rfft2(host.astype(np.float64)), 1e-6)
+        assert_close(cp.asnumpy(out), np.fft.rfft2(host.astype(np.float64)), 1e-6)
 
 
 @pytest.mark.parametrize("choice", ["joint", "split", "scratch"])
@@ -446,13 +443,13 @@ def test_tuned_r2c_c2r_candidates(monkeypatch, choice, shape, axes, cp):
         assert [len(s.n) for s in steps if s.kind == "r2c"] == (
             [len(axes)] if choice == "joint" else [1])
         assert (steps[0].dst == "tmp") == (choice == "scratch")
-        _close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)
+        assert_close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)
         with afft.FFT(spec, axes=axes, kind="c2r", last_axis_size=shape[axes[-1]]) as inv:
             # the c2r through the scratch buffer reads its input itself, the others a copy
             assert (inv._executor.copy_in is None) == (choice == "scratch")
             for _ in range(2):
-                _close(cp.asnumpy(inv.execute()), host, 1e-12)
-            _close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)  # left intact
+                assert_close(cp.asnumpy(inv.execute()), host, 1e-12)
+            assert_close(cp.asnumpy(spec), np.fft.rfftn(host, axes=axes), 1e-12)  # left intact
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -470,8 +467,8 @@ def test_r2c_in_torch_layout_through_scratch(monkeypatch, dtype, cp):
         for _ in range(2):
             spec = plan.execute()
             assert spec.strides == (spec.itemsize, 2050 * spec.itemsize)
-            _close(cp.asnumpy(spec), np.fft.rfft2(host.astype(np.float64)),
-                   1e-12 if dtype == "float64" else 1e-5)
+            assert_close(cp.asnumpy(spec), np.fft.rfft2(host.astype(np.float64)),
+                         1e-12 if dtype == "float64" else 1e-5)
 
 
 @pytest.mark.parametrize("name", ["fftn", "rfftn", "irfftn"])
@@ -497,10 +494,10 @@ def test_torch_results_in_torch_layout(name, shape, axes, torch_cuda):
         expected = np.fft.irfftn(host, axes=axes, **kwargs)
     for _ in range(2):
         got = getattr(afft, name)(t, axes=axes, **kwargs)
-        _close(got.cpu().numpy(), expected, 1e-12)
+        assert_close(got.cpu().numpy(), expected, 1e-12)
     theirs = getattr(torch.fft, name)(t, dim=axes, **kwargs).stride()
     assert got.stride() == theirs  # torch's layout, which its transform of a probe tells
-    _close(t.cpu().numpy(), host, 0)  # the input is left intact
+    assert_close(t.cpu().numpy(), host, 0)  # the input is left intact
 
 
 def test_torch_conjugate_and_negative_views(torch_cuda):
@@ -508,19 +505,19 @@ def test_torch_conjugate_and_negative_views(torch_cuda):
     host = _data(np.random.default_rng(), (8, 32), "c2c")
     t = torch.from_numpy(host).cuda()
     for _ in range(2):  # the second call takes the remembered-call path
-        _close(afft.fft(t.conj()).cpu().numpy(), np.fft.fft(host.conj()), 1e-12)
-        _close(afft.fft(t).cpu().numpy(), np.fft.fft(host), 1e-12)
-        _close(afft.rfft(t.conj().imag).cpu().numpy(), np.fft.rfft(-host.imag), 1e-12)
+        assert_close(afft.fft(t.conj()).cpu().numpy(), np.fft.fft(host.conj()), 1e-12)
+        assert_close(afft.fft(t).cpu().numpy(), np.fft.fft(host), 1e-12)
+        assert_close(afft.rfft(t.conj().imag).cpu().numpy(), np.fft.rfft(-host.imag), 1e-12)
     with afft.FFT(t, axes=(1,)) as plan:
-        _close(plan.execute(t).cpu().numpy(), np.fft.fft(host, axis=1), 1e-12)
-        _close(plan.execute(t.conj()).cpu().numpy(), np.fft.fft(host.conj(), axis=1), 1e-12)
+        assert_close(plan.execute(t).cpu().numpy(), np.fft.fft(host, axis=1), 1e-12)
+        assert_close(plan.execute(t.conj()).cpu().numpy(), np.fft.fft(host.conj(), axis=1), 1e-12)
         with afft.FFT(t.real.contiguous(), axes=(1,)) as real_plan:
             # a real plan: the negated view (the imaginary part of a conjugate) is resolved
             for _ in range(2):
-                _close(real_plan.execute(t.conj().imag.contiguous()).cpu().numpy(),
-                       np.fft.rfft(-host.imag, axis=1), 1e-12)
-                _close(real_plan.execute(t.conj().imag).cpu().numpy(),
-                       np.fft.rfft(-host.imag, axis=1), 1e-12)
+                assert_close(real_plan.execute(t.conj().imag.contiguous()).cpu().numpy(),
+                             np.fft.rfft(-host.imag, axis=1), 1e-12)
+                assert_close(real_plan.execute(t.conj().imag).cpu().numpy(),
+                             np.fft.rfft(-host.imag, axis=1), 1e-12)
         out = torch.empty_like(t)
         with pytest.raises(ValueError, match="conjugated"):
             plan.execute(t, out=out.conj())
@@ -537,7 +534,7 @@ def test_plan_fast_path_still_checks_operands(xp):
         out = to_dev(np.empty((32, 64), np.complex128))
         for _ in range(3):
             assert plan.execute(dev, out=out) is out
-        _close(to_host(out), np.fft.fft(host, axis=1), 1e-12)
+        assert_close(to_host(out), np.fft.fft(host, axis=1), 1e-12)
         with pytest.raises(InvalidArgumentError, match="does not match"):
             plan.execute(to_dev(_data(rng, (16, 64), "c2c")))
         with pytest.raises(InvalidArgumentError, match="does not match"):
@@ -558,7 +555,7 @@ def test_plan_fast_path_still_checks_operands(xp):
         for direction, ref in (("inverse", np.fft.ifft(host, axis=1)),
                                ("forward", np.fft.fft(host, axis=1))):
             assert plan.execute(dev, out=out, direction=direction) is out
-            _close(to_host(out), ref, 1e-12)
+            assert_close(to_host(out), ref, 1e-12)
         for direction in ("sideways", ["forward"]):
             with pytest.raises(InvalidArgumentError, match="direction"):
                 plan.execute(dev, out=out, direction=direction)
@@ -576,21 +573,21 @@ def test_stateless_calls_remembered_by_layout(xp):
     afft.clear_cache()
     hosts = [_data(rng, (24, 40), "c2c") for _ in range(3)]
     for host in hosts:
-        _close(to_host(afft.fft(to_dev(host), axis=0)), np.fft.fft(host, axis=0), 1e-12)
+        assert_close(to_host(afft.fft(to_dev(host), axis=0)), np.fft.fft(host, axis=0), 1e-12)
     info = afft.cache_info()
     assert (info["misses"], info["hits"]) == (1, 2)
     # the same call on other layouts, dtypes and lengths gets other plans
     big = _data(rng, (48, 40), "c2c")
-    _close(to_host(afft.fft(to_dev(big)[::2], axis=0)), np.fft.fft(big[::2], axis=0), 1e-12)
-    _close(to_host(afft.fft(to_dev(hosts[0].astype(np.complex64)), axis=0)),
-           np.fft.fft(hosts[0], axis=0), 1e-5)
-    _close(to_host(afft.fft(to_dev(hosts[0]), 30, axis=0)), np.fft.fft(hosts[0], 30, axis=0),
-           1e-12)
-    _close(to_host(afft.fft(to_dev(hosts[0]), axis=0, norm="ortho")),
-           np.fft.fft(hosts[0], axis=0, norm="ortho"), 1e-12)
-    _close(to_host(afft.ifft(to_dev(hosts[0]), axis=0)), np.fft.ifft(hosts[0], axis=0), 1e-12)
+    assert_close(to_host(afft.fft(to_dev(big)[::2], axis=0)), np.fft.fft(big[::2], axis=0), 1e-12)
+    assert_close(to_host(afft.fft(to_dev(hosts[0].astype(np.complex64)), axis=0)),
+                 np.fft.fft(hosts[0], axis=0), 1e-5)
+    assert_close(to_host(afft.fft(to_dev(hosts[0]), 30, axis=0)),
+                 np.fft.fft(hosts[0], 30, axis=0), 1e-12)
+    assert_close(to_host(afft.fft(to_dev(hosts[0]), axis=0, norm="ortho")),
+                 np.fft.fft(hosts[0], axis=0, norm="ortho"), 1e-12)
+    assert_close(to_host(afft.ifft(to_dev(hosts[0]), axis=0)), np.fft.ifft(hosts[0], axis=0), 1e-12)
     afft.clear_cache()
-    _close(to_host(afft.fft(to_dev(hosts[1]), axis=0)), np.fft.fft(hosts[1], axis=0), 1e-12)
+    assert_close(to_host(afft.fft(to_dev(hosts[1]), axis=0)), np.fft.fft(hosts[1], axis=0), 1e-12)
 
 
 @pytest.mark.parametrize("kind", ["c2c", "c2r"])
@@ -625,7 +622,7 @@ def test_each_thread_gets_handles_and_gives_them_back(kind, cp):
             assert len(held.spare) == 1
         assert len(held.workspaces) == 1  # the main thread's; the others were freed
         for got in results:
-            _close(cp.asnumpy(got) / scale, ref, 1e-12)
+            assert_close(cp.asnumpy(got) / scale, ref, 1e-12)
 
 
 @pytest.mark.parametrize("shape,axes", [((48, 40), (0, 1)), ((5, 48, 40), (1, 2))])
@@ -646,7 +643,7 @@ def test_r2c_into_transposed_output_needs_no_copy(shape, axes, cp):
         assert plan._executor.copy_in is None and plan._executor.copy_out is None
         got = plan.execute()
         assert got.strides == tuple(8 * 2 * s for s in out_strides)
-        _close(cp.asnumpy(got), np.fft.rfftn(host, axes=axes), 1e-12)
+        assert_close(cp.asnumpy(got), np.fft.rfftn(host, axes=axes), 1e-12)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -659,9 +656,9 @@ def test_real_transforms_over_a_middle_axis(xp, dtype, shape):
     x = rng.standard_normal(shape).astype(dtype)
     tol = 1e-5 if dtype == np.float32 else 1e-12
     spectrum = afft.rfft(to_dev(x), axis=1)
-    _close(to_host(spectrum), np.fft.rfft(x.astype(np.float64), axis=1), tol)
+    assert_close(to_host(spectrum), np.fft.rfft(x.astype(np.float64), axis=1), tol)
     back = afft.irfft(to_dev(np.fft.rfft(x, axis=1)), shape[1], axis=1)
-    _close(to_host(back), x, tol)
+    assert_close(to_host(back), x, tol)
 
 
 def test_library_calls_through_ctypes_and_the_shim(cp):
@@ -678,12 +675,12 @@ def test_library_calls_through_ctypes_and_the_shim(cp):
         compiled = hostcall.status().startswith("C call shim")
         assert (type(func).__name__ == "Function") == compiled, hostcall.status()
         assert (type(plan.execute).__name__ == "Launch") == compiled
-        _close(cp.asnumpy(plan.execute(x)), np.fft.fft(cp.asnumpy(x), axis=1), 1e-12)
+        assert_close(cp.asnumpy(plan.execute(x)), np.fft.fft(cp.asnumpy(x), axis=1), 1e-12)
         out = cp.empty_like(x)
         for _ in range(3):  # out= checked in Python the first time, then read in C
             y = cp.asarray(_data(np.random.default_rng(), (32, 1024), "c2c"))
             assert plan.execute(y, out=out) is out
-            _close(cp.asnumpy(out), np.fft.fft(cp.asnumpy(y), axis=1), 1e-12)
+            assert_close(cp.asnumpy(out), np.fft.fft(cp.asnumpy(y), axis=1), 1e-12)
     script = (
         "import numpy as np, cupy as cp, accelmath.fft as afft\n"
         "from accelmath._core import hostcall\n"
@@ -753,9 +750,9 @@ def test_explicit_stream_orders_the_whole_call(xp, call):
     if call == "promoted and padded":
         # (the padded copy, freed too, is as large as the result: the address check below
         # would be ambiguous; a conversion or copy left on the busy stream fails this one)
-        _close(to_host(result), ref, 1e-5)
+        assert_close(to_host(result), ref, 1e-5)
         return
-    _close(to_host(result), ref, 1e-12)
+    assert_close(to_host(result), ref, 1e-12)
     address = result.data.ptr if package == "cupy" else result.data_ptr()
     nbytes = result.nbytes if package == "cupy" else result.numel() * result.element_size()
     del result
@@ -769,7 +766,7 @@ def test_host_array_with_cuda_execution_on_a_stream(cp):
     afft.fft(host, execution="cuda", stream=stream)
     spin()  # the current stream is busy
     got = afft.fft(host, execution="cuda", stream=stream)
-    _close(got, np.fft.fft(host), 1e-12)
+    assert_close(got, np.fft.fft(host), 1e-12)
     cp.cuda.get_current_stream().synchronize()
 
 
@@ -792,7 +789,7 @@ def test_a_thread_keeps_workspaces_on_its_last_streams_only(xp):
             for stream in streams:
                 result = plan.execute(x, stream=stream)
                 stream.synchronize()
-                _close(to_host(result), np.fft.fft(host), 1e-12)
+                assert_close(to_host(result), np.fft.fft(host), 1e-12)
         workspaces = plan._executor.resources.local.state.workspaces
         handle = streams[-1].ptr if package == "cupy" else streams[-1].cuda_stream
         assert len(workspaces) == _STREAMS_KEPT and list(workspaces)[-1] == handle
@@ -830,7 +827,7 @@ def test_cache_bound_holds_as_plans_take_workspaces(cp):
         x_plan.on_grow = lambda: (grown.append(1), on_grow())
         stream = cp.cuda.Stream(non_blocking=True)
         with stream:
-            _close(cp.asnumpy(afft.fft(x)), np.fft.fft(cp.asnumpy(x)), 1e-12)
+            assert_close(cp.asnumpy(afft.fft(x)), np.fft.fft(cp.asnumpy(x)), 1e-12)
         stream.synchronize()
         assert grown == [1]
         info = afft.cache_info()

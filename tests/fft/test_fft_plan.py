@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from closeness import assert_close
 
 import accelmath.fft
 from accelmath.errors import (InvalidArgumentError, StateError, UnsupportedDTypeError,
@@ -15,11 +16,6 @@ def complex_data(rng, shape):
     return rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
 
 
-def assert_close(actual, expected, rtol=1e-10):
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    assert np.linalg.norm(actual - expected) <= rtol * np.linalg.norm(expected)
-
-
 @pytest.mark.parametrize("axes", [None, (0,), (1,), (2, 0), (-1, -2), (0, 1, 2)])
 @pytest.mark.parametrize("norm", NORMS)
 def test_c2c_round_trip(axes, norm):
@@ -29,10 +25,10 @@ def test_c2c_round_trip(axes, norm):
     with FFT(x, axes=axes, norm=norm) as plan:
         assert plan.kind == "c2c"
         y = plan.forward()
-        assert_close(y, np.fft.fftn(x, axes=numpy_axes, norm=norm))
-        assert_close(plan.inverse(y), x)
+        assert_close(y, np.fft.fftn(x, axes=numpy_axes, norm=norm), same_type=True)
+        assert_close(plan.inverse(y), x, same_type=True)
         assert_close(plan.execute(y, direction="inverse"),
-                     np.fft.ifftn(y, axes=numpy_axes, norm=norm))
+                     np.fft.ifftn(y, axes=numpy_axes, norm=norm), same_type=True)
 
 
 def test_kind_inference():
@@ -47,8 +43,8 @@ def test_kind_inference():
 def test_r2c(norm):
     x = np.random.default_rng(2).standard_normal((6, 9))
     with FFT(x, axes=(0, 1), norm=norm) as plan:
-        assert_close(plan.forward(), np.fft.rfftn(x, axes=(0, 1), norm=norm))
-        assert_close(plan.execute(), np.fft.rfftn(x, axes=(0, 1), norm=norm))
+        assert_close(plan.forward(), np.fft.rfftn(x, axes=(0, 1), norm=norm), same_type=True)
+        assert_close(plan.execute(), np.fft.rfftn(x, axes=(0, 1), norm=norm), same_type=True)
 
 
 @pytest.mark.parametrize("last_axis_size", [None, 1, 2, 9, 10])
@@ -60,8 +56,8 @@ def test_c2r_odd_and_even_lengths(last_axis_size, norm):
     with FFT(x, kind="c2r", axes=(0, 1), norm=norm, last_axis_size=last_axis_size) as plan:
         assert plan.get_output_layout()[0] == (4, size)
         y = plan.inverse()
-        assert_close(y, np.fft.irfftn(x, s=(4, size), axes=(0, 1), norm=norm))
-        assert_close(plan.execute(), y)
+        assert_close(y, np.fft.irfftn(x, s=(4, size), axes=(0, 1), norm=norm), same_type=True)
+        assert_close(plan.execute(), y, same_type=True)
 
 
 def test_r2c_then_c2r_round_trip():
@@ -69,7 +65,7 @@ def test_r2c_then_c2r_round_trip():
     with FFT(x) as forward:
         spectrum = forward.forward()
     with FFT(spectrum, kind="c2r", last_axis_size=7) as inverse:
-        assert_close(inverse.inverse(), x)
+        assert_close(inverse.inverse(), x, same_type=True)
 
 
 def test_execute_on_new_operands_of_the_same_layout():
@@ -77,10 +73,10 @@ def test_execute_on_new_operands_of_the_same_layout():
     plan = FFT(complex_data(rng, (3, 16)), axes=(1,))
     for _ in range(3):
         x = complex_data(rng, (3, 16))
-        assert_close(plan.forward(x), np.fft.fft(x, axis=1))
+        assert_close(plan.forward(x), np.fft.fft(x, axis=1), same_type=True)
     real_plan = FFT(rng.standard_normal((3, 16)), axes=(1,))
     x = rng.standard_normal((3, 16))
-    assert_close(real_plan.forward(x), np.fft.rfft(x, axis=1))
+    assert_close(real_plan.forward(x), np.fft.rfft(x, axis=1), same_type=True)
 
 
 def test_out_is_written_and_returned():
@@ -89,7 +85,7 @@ def test_out_is_written_and_returned():
     plan = FFT(x)
     out = np.empty((4, 8), np.complex128)
     assert plan.forward(out=out) is out
-    assert_close(out, np.fft.fft2(x))
+    assert_close(out, np.fft.fft2(x), same_type=True)
 
 
 def test_layouts():
@@ -136,8 +132,8 @@ def test_invalid_direction():
 def test_default_direction():
     rng = np.random.default_rng(7)
     x = complex_data(rng, (8,))
-    assert_close(FFT(x).execute(), np.fft.fft(x))
-    assert_close(FFT(x, kind="c2r").execute(), np.fft.irfft(x))
+    assert_close(FFT(x).execute(), np.fft.fft(x), same_type=True)
+    assert_close(FFT(x, kind="c2r").execute(), np.fft.irfft(x), same_type=True)
 
 
 def test_conjugate_gives_hfft_and_ihfft():
@@ -145,14 +141,15 @@ def test_conjugate_gives_hfft_and_ihfft():
     half = complex_data(rng, (9,))
     # hfft(x, norm) == irfft(conj(x), norm swapped)
     assert_close(FFT(half, kind="c2r", conjugate=True, norm="forward").execute(),
-                 np.fft.hfft(half))
+                 np.fft.hfft(half), same_type=True)
     real = rng.standard_normal(16)
-    assert_close(FFT(real, conjugate=True, norm="forward").execute(), np.fft.ihfft(real))
+    assert_close(FFT(real, conjugate=True, norm="forward").execute(),
+                 np.fft.ihfft(real), same_type=True)
 
 
 def test_workers():
     x = complex_data(np.random.default_rng(9), (4, 32))
-    assert_close(FFT(x, workers=2).forward(), np.fft.fft2(x))
+    assert_close(FFT(x, workers=2).forward(), np.fft.fft2(x), same_type=True)
 
 
 def test_torch_operands():
@@ -161,14 +158,14 @@ def test_torch_operands():
     with FFT(x, axes=(1,)) as plan:
         y = plan.forward()
         assert isinstance(y, torch.Tensor)
-        assert_close(y.numpy(), np.fft.fft(x.numpy(), axis=1))
+        assert_close(y.numpy(), np.fft.fft(x.numpy(), axis=1), same_type=True)
         z = plan.forward(torch.randn(4, 8, dtype=torch.complex128))
         assert isinstance(z, torch.Tensor)
         # out= of the operands' package is the result itself, for each way it is written
         for out in (torch.empty(4, 8, dtype=torch.complex128),  # (C order: written directly)
                     torch.empty(8, 4, dtype=torch.complex128).T):  # (copied in)
             assert plan.forward(x, out=out) is out
-            assert_close(out.numpy(), np.fft.fft(x.numpy(), axis=1))
+            assert_close(out.numpy(), np.fft.fft(x.numpy(), axis=1), same_type=True)
 
 
 def test_single_precision_plan():
@@ -189,7 +186,7 @@ def test_repr():
 
 def test_stateless_functions_are_one_shot_plans():
     x = complex_data(np.random.default_rng(11), (4, 6))
-    assert_close(accelmath.fft.fft2(x), FFT(x, axes=(-2, -1)).forward())
+    assert_close(accelmath.fft.fft2(x), FFT(x, axes=(-2, -1)).forward(), same_type=True)
 
 
 @pytest.mark.parametrize("dtype, kind", [("complex128", "c2c"), (np.float32, "r2c"),
@@ -207,7 +204,7 @@ def test_plan_from_a_layout(dtype, kind):
     np.testing.assert_allclose(plan.execute(x), expected, rtol=1e-5, atol=1e-5)
     with pytest.raises(InvalidArgumentError, match="pass x"):
         plan.execute()
-    with pytest.raises(InvalidArgumentError, match="does not match the plan's layout"):
+    with pytest.raises(InvalidArgumentError, match="does not match the"):
         plan.execute(np.ascontiguousarray(x))
 
 

@@ -1,10 +1,10 @@
-"""accelmath.linalg._cusolver's reading of info codes (CPU: the codes given as arrays)."""
+"""accelmath.linalg._device.cusolver's reading of info codes (CPU: the codes given as arrays)."""
 
 import numpy as np
 import pytest
 
 from accelmath.errors import LinAlgError
-from accelmath.linalg._cusolver import check_codes
+from accelmath.linalg._device.cusolver import check_codes
 
 
 def test_no_failure_raises_nothing():

@@ -1,12 +1,11 @@
-"""SciPy's check_finite on the device (accelmath.linalg._finite): which operands go to the
+"""SciPy's check_finite on the device (accelmath.linalg._device.finite): which operands go to the
 kernel and which through their package, in the order given (CPU, with stand-ins for the
-device); the kernel and its read back are covered by the GPU tests of test_gpu.py and
+device); the kernel and its read back are covered by the GPU tests of test_finite_gpu.py and
 test_kernels.py."""
 
 import pytest
 
-from accelmath.linalg import _finite
-
+from accelmath.linalg._device import finite as _finite
 
 class _Op:
     def __init__(self, shape, strides, name, dtype="float64"):

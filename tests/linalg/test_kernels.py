@@ -1,4 +1,4 @@
-"""The auxiliary kernels of the linear-algebra device path (accelmath.linalg._kernels): the
+"""The auxiliary kernels of the linear-algebra device path (accelmath.linalg._kernels.auxiliary): the
 source compiles with NVRTC for sm_90 with every entry point (no GPU needed), the launchers
 refuse bad arguments before touching a device, and, on a GPU, each kernel against NumPy."""
 
@@ -7,11 +7,12 @@ import pytest
 
 from accelmath._core.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _kernels
-from accelmath.linalg._kernels import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det, fail_to_nan,
-                                       flag_nonfinite, identity, log_det, nonfinite_blocks,
-                                       pivots_from_scipy, pivots_to_scipy, swap_rows,
-                                       swap_rows_fit, zero_diagonal)
+from accelmath.linalg._kernels import auxiliary as _kernels
+from accelmath.linalg._kernels.auxiliary import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det,
+                                                  fail_to_nan, flag_nonfinite, identity, log_det,
+                                                  nonfinite_blocks, pivots_from_scipy,
+                                                  pivots_to_scipy, swap_rows, swap_rows_fit,
+                                                  zero_diagonal)
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
@@ -592,13 +593,13 @@ def test_the_device_context_copies_matrices_with_the_matrix_kernels(monkeypatch,
                                                                    dst, generic):
     from types import SimpleNamespace
 
-    from accelmath.linalg import _context
+    from accelmath.linalg._device import context as _context
 
     ran = []
     monkeypatch.setattr(_context, "copy_scale", lambda *a, **k: ran.append("generic"))
     monkeypatch.setattr(_kernels, "copy_matrices", lambda *a, **k: ran.append("matrices"))
     ctx = SimpleNamespace(dtype="float64", stream=0, device_id=0)
-    _context.Context.copy(ctx, 0, 0, shape, src, dst)
+    _context.copy(ctx, 0, 0, shape, src, dst)
     assert ran == ["generic" if generic else "matrices"]
 
 

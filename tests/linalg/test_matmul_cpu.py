@@ -4,15 +4,13 @@ broadcast operands, alpha/beta/c, layouts from operands and from layouts, lifeti
 
 import numpy as np
 import pytest
+from closeness import assert_close_products
 
 from accelmath import linalg
 from accelmath.errors import StateError
-from accelmath.linalg._epilogue import gelu, gelu_derivative, relu_mask
+from accelmath.linalg._matmul.epilogue import gelu, gelu_derivative, relu_mask
 
 DTYPES = ["float16", "float32", "float64", "complex64", "complex128"]
-# relative tolerance per unit of sqrt(k)
-EPS = {"float16": 2e-3, "bfloat16": 1.6e-2, "float32": 2e-6, "float64": 1e-14,
-       "complex64": 2e-6, "complex128": 1e-14}
 
 
 def random(rng, shape, dtype):
@@ -20,15 +18,6 @@ def random(rng, shape, dtype):
     if dtype.startswith("complex"):
         x = x + 1j * rng.standard_normal(shape)
     return x.astype(dtype)
-
-
-def close(result, expected, dtype, k):
-    result = np.asarray(result).astype(np.complex128 if dtype.startswith("complex")
-                                       else np.float64)
-    scale = max(np.abs(expected).max(initial=0.0), 1.0)
-    tol = 8 * EPS[dtype] * np.sqrt(max(k, 1)) * scale
-    assert result.shape == expected.shape
-    np.testing.assert_allclose(result, expected, rtol=0, atol=tol)
 
 
 SHAPES = [((3, 5), (5, 4)), ((1, 1), (1, 1)), ((7,), (7, 3)), ((4, 7), (7,)), ((6,), (6,)),
@@ -45,7 +34,7 @@ def test_products(dtype, a_shape, b_shape):
         expected = expected.real
     result = linalg.matmul(a, b)
     assert result.dtype == dtype
-    close(result, expected, dtype, a_shape[-1])
+    assert_close_products(result, expected, dtype, a_shape[-1])
 
 
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
@@ -58,7 +47,7 @@ def test_views_alpha_beta_c(dtype):
     expected = alpha * (a.astype(complex) @ b.astype(complex)) + beta * c
     if dtype == "float32":
         expected = expected.real
-    close(linalg.matmul(a, b, c, alpha=alpha, beta=beta), expected, dtype, 6)
+    assert_close_products(linalg.matmul(a, b, c, alpha=alpha, beta=beta), expected, dtype, 6)
 
 
 def test_bfloat16():
@@ -68,7 +57,7 @@ def test_bfloat16():
     b = rng.standard_normal((33, 3)).astype(ml_dtypes.bfloat16)
     result = linalg.matmul(a, b)
     assert result.dtype == ml_dtypes.bfloat16
-    close(result, a.astype(np.float64) @ b.astype(np.float64), "bfloat16", 33)
+    assert_close_products(result, a.astype(np.float64) @ b.astype(np.float64), "bfloat16", 33)
 
 
 def test_bfloat16_torch_cpu_tensors_aux_out_and_layout_plans():
@@ -80,23 +69,25 @@ def test_bfloat16_torch_cpu_tensors_aux_out_and_layout_plans():
     exact = a.double().numpy() @ b.double().numpy()
     d, pre = linalg.matmul(a, b, epilogue="gelu_aux")
     assert d.dtype == pre.dtype == torch.bfloat16
-    close(pre.double().numpy(), exact, "bfloat16", 33)
+    assert_close_products(pre.double().numpy(), exact, "bfloat16", 33)
     grad = linalg.matmul(a, b, epilogue="dgelu", aux=pre)
-    close(grad.double().numpy(), exact * gelu_derivative(pre.double().numpy()), "bfloat16", 33)
+    assert_close_products(grad.double().numpy(), exact * gelu_derivative(pre.double().numpy()),
+                          "bfloat16", 33)
     grad, bias_grad = linalg.matmul(a, b, epilogue="dgelu_bgrad", aux=pre)
-    close(bias_grad.double().numpy(), grad.double().numpy().sum(axis=0), "bfloat16", 33)
+    assert_close_products(bias_grad.double().numpy(), grad.double().numpy().sum(axis=0),
+                          "bfloat16", 33)
     out = torch.empty(5, 3, dtype=torch.bfloat16)
     assert linalg.matmul(a, b, out=out) is out
-    close(out.double().numpy(), exact, "bfloat16", 33)
+    assert_close_products(out.double().numpy(), exact, "bfloat16", 33)
     with linalg.Matmul(a_shape=(5, 33), b_shape=(33, 3), dtype="bfloat16",
                        package="torch") as plan:
-        close(plan.execute(a, b).double().numpy(), exact, "bfloat16", 33)
+        assert_close_products(plan.execute(a, b).double().numpy(), exact, "bfloat16", 33)
     ml_dtypes = pytest.importorskip("ml_dtypes")
     with linalg.Matmul(a_shape=(5, 33), b_shape=(33, 3), dtype="bfloat16") as plan:  # NumPy
         result = plan.execute(a.float().numpy().astype(ml_dtypes.bfloat16),
                               b.float().numpy().astype(ml_dtypes.bfloat16))
         assert result.dtype == ml_dtypes.bfloat16
-        close(result.astype(np.float64), exact, "bfloat16", 33)
+        assert_close_products(result.astype(np.float64), exact, "bfloat16", 33)
 
 
 def test_torch_cpu_and_conj_view():
@@ -107,7 +98,7 @@ def test_torch_cpu_and_conj_view():
     t = torch.from_numpy(x)
     result = linalg.matmul(t.mH, torch.from_numpy(b))  # a lazily conjugated transpose
     assert isinstance(result, torch.Tensor)
-    close(result.numpy(), x.conj().T @ b, "complex128", 4)
+    assert_close_products(result.numpy(), x.conj().T @ b, "complex128", 4)
 
 
 def test_torch_conj_view_of_c():
@@ -118,7 +109,7 @@ def test_torch_conj_view_of_c():
     c = random(rng, (4, 3), "complex128")
     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
     result = linalg.matmul(ta, tb, torch.from_numpy(c).conj(), beta=2.0)
-    close(result.numpy(), a @ b + 2.0 * c.conj(), "complex128", 6)
+    assert_close_products(result.numpy(), a @ b + 2.0 * c.conj(), "complex128", 6)
 
 
 EPILOGUES = ["bias", "relu", "gelu", "relu_bias", "gelu_bias"]
@@ -138,7 +129,7 @@ def test_forward_epilogues(dtype, epilogue):
     pre = _pre(a, b, None if bias is None else bias.astype(np.float64))
     expected = {"bias": pre, "relu": np.maximum(pre, 0), "gelu": gelu(pre)}[
         epilogue.split("_")[0]]
-    close(linalg.matmul(a, b, epilogue=epilogue, bias=bias), expected, dtype, 11)
+    assert_close_products(linalg.matmul(a, b, epilogue=epilogue, bias=bias), expected, dtype, 11)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -152,21 +143,22 @@ def test_aux_and_backward(dtype, with_bias):
     pre = _pre(a, b, None if bias is None else bias.astype(np.float64))
     d, mask = linalg.matmul(a, b, epilogue="relu_aux" + suffix, bias=bias)
     assert mask.dtype == np.uint8 and mask.shape == (2, 5, 32)
-    close(d, np.maximum(pre, 0), dtype, 9)
+    assert_close_products(d, np.maximum(pre, 0), dtype, 9)
     np.testing.assert_array_equal(relu_mask(mask, 130), pre > 0)
     d, aux = linalg.matmul(a, b, epilogue="gelu_aux" + suffix, bias=bias)
-    close(d, gelu(pre), dtype, 9)
-    close(aux, pre, dtype, 9)
+    assert_close_products(d, gelu(pre), dtype, 9)
+    assert_close_products(aux, pre, dtype, 9)
     # backward: the gradient g @ b through the activation, and its bias gradient
     grad = _pre(g, b)
-    close(linalg.matmul(g, b, epilogue="drelu", aux=mask), grad * (pre > 0), dtype, 9)
+    assert_close_products(linalg.matmul(g, b, epilogue="drelu", aux=mask), grad * (pre > 0),
+                          dtype, 9)
     dgelu = grad * gelu_derivative(aux.astype(np.float64))
-    close(linalg.matmul(g, b, epilogue="dgelu", aux=aux), dgelu, dtype, 9)
+    assert_close_products(linalg.matmul(g, b, epilogue="dgelu", aux=aux), dgelu, dtype, 9)
     d, db = linalg.matmul(g, b, epilogue="dgelu_bgrad", aux=aux)
-    close(d, dgelu, dtype, 9)
-    close(db, dgelu.sum(axis=-2), dtype, 9 * 5)
+    assert_close_products(d, dgelu, dtype, 9)
+    assert_close_products(db, dgelu.sum(axis=-2), dtype, 9 * 5)
     d, db = linalg.matmul(g, b, epilogue="drelu_bgrad", aux=mask)
-    close(db, (grad * (pre > 0)).sum(axis=-2), dtype, 9 * 5)
+    assert_close_products(db, (grad * (pre > 0)).sum(axis=-2), dtype, 9 * 5)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -174,10 +166,10 @@ def test_bias_gradients(dtype):
     rng = np.random.default_rng()
     a, b = random(rng, (6, 10), dtype), random(rng, (10, 4), dtype)
     d, da = linalg.matmul(a, b, epilogue="bgrada")
-    close(d, _pre(a, b), dtype, 10)
-    close(da, a.astype(np.float64).sum(-1), dtype, 10)
+    assert_close_products(d, _pre(a, b), dtype, 10)
+    assert_close_products(da, a.astype(np.float64).sum(-1), dtype, 10)
     d, db = linalg.matmul(a, b, epilogue="bgradb")
-    close(db, b.astype(np.float64).sum(-2), dtype, 10)
+    assert_close_products(db, b.astype(np.float64).sum(-2), dtype, 10)
 
 
 def test_out():
@@ -185,21 +177,21 @@ def test_out():
     a, b = random(rng, (4, 3), "float64"), random(rng, (3, 5), "float64")
     out = np.empty((4, 5))
     assert linalg.matmul(a, b, out=out) is out
-    close(out, a @ b, "float64", 3)
+    assert_close_products(out, a @ b, "float64", 3)
 
 
 def test_plan_from_operands_and_layout():
     rng = np.random.default_rng()
     a, b = random(rng, (2, 4, 6), "float32"), random(rng, (6, 3), "float32")
     with linalg.Matmul(a, b, alpha=2.0) as plan:
-        close(plan.execute(), 2 * _pre(a, b), "float32", 6)
+        assert_close_products(plan.execute(), 2 * _pre(a, b), "float32", 6)
         a2 = random(rng, (2, 4, 6), "float32")
-        close(plan.execute(a2), 2 * _pre(a2, b), "float32", 6)
+        assert_close_products(plan.execute(a2), 2 * _pre(a2, b), "float32", 6)
         assert plan.autotune() is None  # nothing to time on the CPU
     plan = linalg.Matmul(a_shape=(2, 4, 6), b_shape=(6, 3), dtype="float32",
                          epilogue="bias")
     bias = random(rng, (3,), "float32")
-    close(plan.execute(a, b, bias=bias), _pre(a, b, bias), "float32", 6)
+    assert_close_products(plan.execute(a, b, bias=bias), _pre(a, b, bias), "float32", 6)
     with pytest.raises(ValueError, match="made for a layout"):
         plan.execute()
     plan.free()
@@ -217,10 +209,11 @@ def test_layout_plan_of_a_backward_epilogue():
     _, mask = linalg.matmul(pre, np.eye(130), epilogue="relu_aux")
     with linalg.Matmul(a_shape=(2, 5, 9), b_shape=(9, 130), dtype="float64",
                        epilogue="drelu") as plan:
-        close(plan.execute(g, b, aux=mask), grad * (pre > 0), "float64", 9)
+        assert_close_products(plan.execute(g, b, aux=mask), grad * (pre > 0), "float64", 9)
     with linalg.Matmul(a_shape=(2, 5, 9), b_shape=(9, 130), dtype="float64",
                        epilogue="dgelu") as plan:
-        close(plan.execute(g, b, aux=pre), grad * gelu_derivative(pre), "float64", 9)
+        assert_close_products(plan.execute(g, b, aux=pre), grad * gelu_derivative(pre),
+                              "float64", 9)
 
 
 def test_plan_refuses_other_layouts():
@@ -234,7 +227,7 @@ def test_plan_refuses_other_layouts():
 
 def _key(a, b, c=None, *, bias=None, aux=None, out=None, alpha=1, beta=0, epilogue=None,
          execution="auto", allow_tf32=False):
-    from accelmath.linalg._matmul_problem import call_key
+    from accelmath.linalg._matmul.problem import call_key
 
     found = call_key(a, b, c, bias, aux, out, alpha, beta, epilogue, execution, allow_tf32)
     return None if found is None else found.key
@@ -392,13 +385,14 @@ def fake_device(monkeypatch):
     """matmul's device path on arrays of :class:`_DeviceArray`, computed by :class:`_FakeLt`;
     yields a list that counts the calls that were read and checked."""
     from accelmath._core import operand
-    from accelmath.linalg import _matmul
-    from accelmath.linalg import _matmul_problem as problems
-    from accelmath.linalg import _operands
+    from accelmath.linalg import _memo as linalg_memo
+    from accelmath.linalg._matmul import stateless as _matmul
+    from accelmath.linalg._matmul import problem as problems
+    from accelmath._core import call_key
 
     monkeypatch.setitem(operand._adapters, _DeviceArray, _device_adapter())
-    monkeypatch.setattr(_operands, "_KEYED", ("fake",))
-    monkeypatch.setattr(_operands, "_READERS", {})
+    monkeypatch.setattr(call_key, "_ADDRESSED", ("fake",))
+    monkeypatch.setattr(call_key, "_DEVICE", {})
     monkeypatch.setattr(_matmul, "LtPlan", _FakeLt)
     prepared = []
     prepare = problems.prepare
@@ -408,14 +402,14 @@ def fake_device(monkeypatch):
         return prepare(*args)
 
     monkeypatch.setattr(problems, "prepare", counted)
-    _matmul.dispatcher.clear_cache()
+    linalg_memo.dispatcher.clear_cache()
     yield prepared
-    _matmul.dispatcher.clear_cache()
+    linalg_memo.dispatcher.clear_cache()
 
 
 def test_memo_runs_repeated_calls_unchecked(fake_device):
     from accelmath.errors import InvalidArgumentError
-    from accelmath.linalg import _matmul
+    from accelmath.linalg import _memo as linalg_memo
 
     rng = np.random.default_rng()
 
@@ -424,7 +418,7 @@ def test_memo_runs_repeated_calls_unchecked(fake_device):
 
     def check(result, expected):
         assert isinstance(result, _DeviceArray)
-        close(result.a, expected, "float64", 8)
+        assert_close_products(result.a, expected, "float64", 8)
 
     def run(a, b, *args, **kwargs):
         return linalg.matmul(_DeviceArray(a), b if isinstance(b, _DeviceArray) else
@@ -453,17 +447,17 @@ def test_memo_runs_repeated_calls_unchecked(fake_device):
     check(run(a, b, _DeviceArray(c), alpha=-0.25, beta=0.5), -0.25 * a @ b + 0.5 * c)
     assert len(fake_device) == 5
     # bad input raises every time, and is never remembered
-    size = len(_matmul.dispatcher._calls)
+    size = len(linalg_memo.dispatcher._calls)
     for _ in range(2):
         with pytest.raises(InvalidArgumentError, match="bias"):
             run(a, b, epilogue="bias", bias=_DeviceArray(fresh(4)))
         with pytest.raises(InvalidArgumentError, match="c has shape"):
             run(a, b, _DeviceArray(fresh(3, 5)), beta=1.0)
-    assert len(_matmul.dispatcher._calls) == size
+    assert len(linalg_memo.dispatcher._calls) == size
     check(run(a, b), a @ b)  # the good call still runs from the memo
     assert len(fake_device) == 5 + 4
     # a plan that left the cache: the call is checked and planned again
-    _matmul.dispatcher.clear_cache()
+    linalg_memo.dispatcher.clear_cache()
     check(run(a, b), a @ b)
     assert len(fake_device) == 10 and _FakeLt.made > made
 
@@ -484,20 +478,20 @@ def test_memo_keeps_no_caller_array(fake_device):
     import gc
     import weakref
 
-    from accelmath.linalg import _matmul
+    from accelmath.linalg import _memo as linalg_memo
 
     a, b = np.ones((4, 6)), np.ones((6, 2))
     da, db = _DeviceArray(a), _DeviceArray(b)
     refs = [weakref.ref(da), weakref.ref(db)]
     linalg.matmul(da, db)
-    assert len(_matmul.dispatcher._calls) == 1
+    assert len(linalg_memo.dispatcher._calls) == 1
     del da, db
     gc.collect()
     assert all(r() is None for r in refs)
 
 
 def test_host_scalars_are_kept_but_keep_the_sign_of_a_zero_alpha():
-    from accelmath.linalg._matmul_problem import host_scalars
+    from accelmath.linalg._matmul.problem import host_scalars
 
     first, _ = host_scalars("float32", 2, 0)
     assert host_scalars("float32", 2.0, 0)[0] is first  # one value, kept

@@ -6,8 +6,8 @@ import pytest
 
 from accelmath import linalg
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _matmul_rules as rules
-from accelmath.linalg._epilogue import EPILOGUES
+from accelmath.linalg._matmul import rules
+from accelmath.linalg._matmul.epilogue import EPILOGUES
 
 
 def test_zero_dimensional():
@@ -92,7 +92,7 @@ def test_plan_names_the_operand_that_does_not_match():
                         ({"a": torch.ones(5, 7, dtype=torch.float64)}, "a"),  # another package
                         ({"c": np.ones((3, 5)).T}, "c")]:
         with pytest.raises(InvalidArgumentError,
-                           match=f"^{name} .* does not match the plan's layout: a numpy array"):
+                           match=f"^{name} does not match the matrix product plan: .*package numpy"):
             plan.execute(**given)
     layout = linalg.Matmul(a_shape=(5, 7), b_shape=(7, 3), dtype="float64")
     with pytest.raises(InvalidArgumentError, match="takes no bias"):

@@ -7,6 +7,7 @@ device function on the new addresses."""
 
 import numpy as np
 import pytest
+from closeness import assert_close_elementwise
 
 from accelmath import linalg as la
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedOperandError
@@ -48,7 +49,7 @@ def test_a_library_call_is_remembered_only_on_operands_read_where_they_lie():
     from types import SimpleNamespace
 
     from accelmath._core.operand import Operand
-    from accelmath.linalg._context import CusolverCall
+    from accelmath.linalg._device.context import CusolverCall
 
     def adapter(immutable=False):
         return SimpleNamespace(immutable=immutable, allocator=lambda *layout: layout,
@@ -355,7 +356,7 @@ def test_cho_solve_on_copies_or_conversions_is_not_remembered(device_package, sl
         before = len(slow_solves)
         for _ in range(2):
             x = get(la.cho_solve((operands[0], True), operands[1]))
-            _close(x, np.linalg.solve(a, b), tol)
+            assert_close_elementwise(x, np.linalg.solve(a, b), tol, rtol=tol)
         assert len(slow_solves) - before == slow
 
 
@@ -561,14 +562,9 @@ def test_lu_solve_is_remembered_on_copied_factors_not_on_conversions(device_pack
                                 (((c_ordered, piv), put(b)), 1, 1e-11)]:
         before = len(slow_lu_solves)
         for _ in range(2):
-            _close(get(la.lu_solve(*operands)), np.linalg.solve(a, b), tol)
+            assert_close_elementwise(get(la.lu_solve(*operands)), np.linalg.solve(a, b), tol,
+                                     rtol=tol)
         assert len(slow_lu_solves) - before == slow
-
-
-def _close(x, expected, tol):
-    """Check ``x`` against the float64 solutions ``expected``: to ``tol`` of each element or
-    of the largest one (a small element's relative error grows with the condition number)."""
-    np.testing.assert_allclose(x, expected, rtol=tol, atol=tol * abs(expected).max())
 
 
 def _element_strides(x):
@@ -699,3 +695,35 @@ def test_a_recalled_qr_follows_its_stream_and_conversions_are_not_remembered(cp,
         q, r = la.qr(ints)
         np.testing.assert_allclose(cp.asnumpy(q) @ cp.asnumpy(r), cp.asnumpy(ints), atol=1e-12)
     assert len(slow_qrs) == 4
+
+
+# -- the public cache functions ---------------------------------------------------------------
+
+def test_cache_functions_match_the_ffts():
+    from accelmath import fft
+
+    for name in ("cache_info", "clear_cache", "set_cache_limits"):
+        assert name in la.__all__ and getattr(la, name).__doc__
+    assert sorted(la.cache_info()) == sorted(fft.cache_info())
+    la.set_cache_limits(max_size=7, max_bytes=1 << 20)
+    try:
+        info = la.cache_info()
+        assert (info["max_size"], info["max_bytes"]) == (7, 1 << 20)
+        with pytest.raises(InvalidArgumentError, match="max_size"):
+            la.set_cache_limits(max_size=-1, max_bytes=5)
+        assert la.cache_info()["max_bytes"] == 1 << 20  # (both checked before either changes)
+    finally:
+        la.set_cache_limits(max_size=64, max_bytes=4 << 30)
+    la.clear_cache()
+    assert la.cache_info()["size"] == 0 and not _memo.dispatcher._calls
+
+
+@pytest.mark.gpu
+def test_products_and_solvers_share_one_cache(cp):
+    la.clear_cache()
+    a = cp.asarray(_spd(np.random.default_rng(), (300, 300), "float64"))  # (cuSOLVER)
+    la.matmul(a, a)
+    la.cholesky(a)
+    assert la.cache_info()["size"] >= 2
+    la.clear_cache()
+    assert la.cache_info()["size"] == 0

@@ -1,5 +1,5 @@
-"""The small-matrix kernels (accelmath.linalg._small, and past 32 rows
-accelmath.linalg._medium): every instantiation compiles with NVRTC for sm_90 (no GPU needed),
+"""The small-matrix kernels (accelmath.linalg._kernels.small, and past 32 rows
+accelmath.linalg._kernels.medium): every instantiation compiles with NVRTC for sm_90 (no GPU needed),
 the launchers refuse what they cannot do before touching a device, and, on a GPU, solve / inv
 / cholesky against NumPy in float64 on fresh random data, including singular and not
 positive-definite systems."""
@@ -9,10 +9,12 @@ import functools
 
 import numpy as np
 import pytest
+from closeness import assert_close_elementwise
 
 from accelmath._core.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _medium, _small
+from accelmath.linalg._kernels import medium as _medium
+from accelmath.linalg._kernels import small as _small
 
 ORDERS = (1, 2, 3, 8, 17, 32)  # the warp kernels'
 MEDIUM_ORDERS = (33, 48, 63, 64, 65, 100, 128)  # the block kernels'
@@ -170,12 +172,6 @@ def _positive_definite(rng, batch, n, dtype):
     return (m @ np.conj(np.swapaxes(m, -1, -2)) + n * np.eye(n)).astype(dtype)
 
 
-def _close(actual, expected, dtype):
-    tol = TOLERANCE[dtype]
-    np.testing.assert_allclose(actual, expected, rtol=tol,
-                               atol=tol * max(1.0, float(np.abs(expected).max())))
-
-
 def _skip_unless_fits(n, dtype, *ops):
     """Skip where a block kernel of ``ops`` does not get its shared memory on this GPU (the
     largest complex128 orders)."""
@@ -205,7 +201,8 @@ def test_solve_against_numpy(cp, dtype, n, batch, k):
          batch, dtype)
     expected = np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128))
     assert (info.get() == 0).all()
-    _close(x_dev.get(), expected, dtype)
+    assert_close_elementwise(x_dev.get(), expected, TOLERANCE[dtype], rtol=TOLERANCE[dtype],
+                             floor=1.0)
 
 
 @pytest.mark.gpu
@@ -224,8 +221,9 @@ def test_solve_other_counts_of_right_hand_sides(cp, dtype, k, n):
          batch, dtype)
     assert (info.get() == 0).all()
     if k:
-        _close(x_dev.get(), np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
-               dtype)
+        assert_close_elementwise(x_dev.get(),
+                                 np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
+                                 TOLERANCE[dtype], rtol=TOLERANCE[dtype], floor=1.0)
 
 
 @pytest.mark.gpu
@@ -240,8 +238,9 @@ def test_solve_in_place(cp, dtype, n):
     info = cp.full(batch, -1, dtype=cp.int32)
     _run(cp, _small.solve, a_dev.data.ptr, b_dev.data.ptr, b_dev.data.ptr, info.data.ptr, n, k,
          batch, dtype)
-    _close(b_dev.get(), np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
-           dtype)
+    assert_close_elementwise(b_dev.get(),
+                             np.linalg.solve(a.astype(np.complex128), b.astype(np.complex128)),
+                             TOLERANCE[dtype], rtol=TOLERANCE[dtype], floor=1.0)
 
 
 @pytest.mark.gpu
@@ -330,7 +329,8 @@ def test_nan_and_inf_give_the_operands_code(cp, dtype, n, batch, bad):
     unchecked = functools.partial(_small.cholesky, check_finite=False)
     _run(cp, unchecked, spd_dev.data.ptr, l_dev.data.ptr, info.data.ptr, n, batch, dtype, False)
     assert (info.get() == 0).all()
-    _close(l_dev.get(), expected_l, dtype)
+    assert_close_elementwise(l_dev.get(), expected_l, TOLERANCE[dtype], rtol=TOLERANCE[dtype],
+                             floor=1.0)
 
 
 @pytest.mark.gpu
@@ -345,7 +345,8 @@ def test_inv_against_numpy(cp, dtype, n, batch):
     info = cp.full(batch, -1, dtype=cp.int32)
     _run(cp, _small.inv, a_dev.data.ptr, out.data.ptr, info.data.ptr, n, batch, dtype)
     assert (info.get() == 0).all()
-    _close(out.get(), np.linalg.inv(a.astype(np.complex128)), dtype)
+    assert_close_elementwise(out.get(), np.linalg.inv(a.astype(np.complex128)), TOLERANCE[dtype],
+                             rtol=TOLERANCE[dtype], floor=1.0)
 
 
 @pytest.mark.gpu
@@ -356,7 +357,8 @@ def test_inv_in_place(cp, n):
     a_dev = cp.asarray(a)
     info = cp.full(50, -1, dtype=cp.int32)
     _run(cp, _small.inv, a_dev.data.ptr, a_dev.data.ptr, info.data.ptr, n, 50, "float64")
-    _close(a_dev.get(), np.linalg.inv(a), "float64")
+    assert_close_elementwise(a_dev.get(), np.linalg.inv(a), TOLERANCE["float64"],
+                             rtol=TOLERANCE["float64"], floor=1.0)
 
 
 @pytest.mark.gpu
@@ -379,7 +381,7 @@ def test_cholesky_against_numpy(cp, dtype, n, batch, upper):
          upper)
     assert (info.get() == 0).all()
     result = out.get()
-    _close(result, expected, dtype)
+    assert_close_elementwise(result, expected, TOLERANCE[dtype], rtol=TOLERANCE[dtype], floor=1.0)
     other = np.tril(result, -1) if upper else np.triu(result, 1)
     assert (other == 0).all()
 

@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 import pytest
+from closeness import assert_close_elementwise
 
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 from accelmath.subtraction import _dask, subtract, synthetic_pair
@@ -50,18 +51,12 @@ def _expected(client, pairs):
     return client.gather(futures)
 
 
-def _close(ours, expected, rtol):
-    ours, expected = np.asarray(ours), np.asarray(expected)
-    scale = float(np.abs(expected).max()) or 1.0
-    np.testing.assert_allclose(ours, expected, rtol=rtol, atol=rtol * scale)
-
-
 def assert_same(ours, expected, rtol=RTOL):
     assert isinstance(ours.difference, np.ndarray)
     assert ours.difference.shape == expected.difference.shape
-    _close(ours.difference, expected.difference, rtol)
-    _close(ours.coefficients, expected.coefficients, rtol)
-    _close(ours.background, expected.background, rtol)
+    assert_close_elementwise(ours.difference, expected.difference, rtol, rtol=rtol, if_zero=1.0)
+    assert_close_elementwise(ours.coefficients, expected.coefficients, rtol, rtol=rtol, if_zero=1.0)
+    assert_close_elementwise(ours.background, expected.background, rtol, rtol=rtol, if_zero=1.0)
     assert abs(ours.ratio - expected.ratio) <= rtol * abs(expected.ratio)
 
 

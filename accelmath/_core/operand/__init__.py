@@ -15,14 +15,15 @@ the adapter of each package in ``packages``.
 
 from accelmath._core.operand.array_likes import ArrayLikeAdapter, is_array_like
 from accelmath._core.operand.base import Adapter
-from accelmath._core.operand.packages import ADAPTERS, adapter_named, device_adapter
+from accelmath._core.operand.packages import (ADAPTERS, adapter_named, array_namespace,
+                                              device_adapter)
 from accelmath._core.operand.protocols import GenericAdapter
 from accelmath._core.operand.record import ITEMSIZE, Operand, device_name, unsupported_operand
 from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, NoDeviceError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 
 __all__ = ["Operand", "Adapter", "wrap_operand", "wrap_named", "adapter_for", "adapter_named",
-           "device_adapter", "check_mutable", "check_same_device", "ITEMSIZE", "device_name"]
+           "device_adapter", "array_namespace", "check_mutable", "check_same_device", "ITEMSIZE", "device_name"]
 
 class _OperandAdapter(Adapter):
     """Lets an :class:`Operand` stand for its array (for operands built from views)."""

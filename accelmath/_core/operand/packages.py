@@ -8,7 +8,7 @@ import importlib
 
 from accelmath.errors import UnsupportedOperandError
 
-__all__ = ["ADAPTERS", "adapter_named", "device_adapter"]
+__all__ = ["ADAPTERS", "adapter_named", "array_namespace", "device_adapter"]
 
 # package (the top-level module of its array type) -> (module in accelmath._core.operand,
 # adapter class)
@@ -77,3 +77,18 @@ def device_adapter():
             raise UnsupportedOperandError(
                 "allocating a device result for this operand needs CuPy or PyTorch installed")
     return _device_adapter_cache[0]
+
+
+def array_namespace(x):
+    """The array module of array ``x``: numpy, cupy, torch or jax.numpy (its package's
+    top-level module; JAX's arrays come from ``jaxlib``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath._core.operand import array_namespace
+    >>> array_namespace(np.zeros(2)).__name__
+    'numpy'
+    """
+    package = type(x).__module__.partition(".")[0]
+    return importlib.import_module("jax.numpy" if package in ("jax", "jaxlib") else package)

@@ -4,7 +4,7 @@ matrix would cost more in launches than in arithmetic: ``potrfBatched``/``potrsB
 for Cholesky, and
 cuBLAS's ``getrfBatched``/``getrsBatched`` for LU solves and inverses.
 
-They take device arrays of matrix addresses, which :func:`accelmath.linalg._kernels.pointer_array`
+They take device arrays of matrix addresses, which :func:`accelmath.linalg._kernels.auxiliary.pointer_array`
 writes on the caller's stream into the solver's ``"a_ptrs"`` and ``"b_ptrs"`` parts; cuBLAS's
 LU keeps int32 pivots in the ``"piv32"`` part. Info codes land in the ``"info"`` part, one per
 matrix, as the one-matrix-at-a-time routes leave them.
@@ -13,9 +13,9 @@ matrix, as the one-matrix-at-a-time routes leave them.
 import ctypes
 
 from accelmath.bindings import cublas, cusolver
-from accelmath.linalg import _kernels
-from accelmath.linalg._context import ITEMSIZE
-from accelmath.linalg._cusolver import typed
+from accelmath.linalg._device.context import ITEMSIZE
+from accelmath.linalg._device.cusolver import typed
+from accelmath.linalg._kernels import auxiliary as _kernels
 
 __all__ = ["MAX_N", "fits", "parts", "getrf", "getrs", "potrf", "potrs"]
 

@@ -9,11 +9,11 @@ Q of ``qr`` where it holds a's matrices. Solvers are cached per device by proble
 (:data:`dispatcher`).
 """
 
-from accelmath.linalg._cholesky import cho_factor, cho_solve, cholesky, solve_triangular
+from accelmath.linalg._device.cholesky import cho_factor, cho_solve, cholesky, solve_triangular
+from accelmath.linalg._device.lstsq import lstsq
+from accelmath.linalg._device.lu import det, inv, lu_factor, lu_solve, slogdet, solve
+from accelmath.linalg._device.spectral import eigh, qr, svd
 from accelmath.linalg._memo import dispatcher
-from accelmath.linalg._lstsq import lstsq
-from accelmath.linalg._lu import det, inv, lu_factor, lu_solve, slogdet, solve
-from accelmath.linalg._spectral import eigh, qr, svd
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "svd", "lstsq",
            "cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular",

@@ -10,7 +10,7 @@ triangle is copied into the result as it lies, whose buffer read column-major is
 triangle of its transpose (conjugate, for complex values), factored there in place: read in
 C order, that is U. A stateless ``cholesky``, ``cho_factor``, ``cho_solve`` or
 ``solve_triangular`` that ran on operands read where they lie is remembered
-(:class:`~accelmath.linalg._context.CusolverCall`): an identical one allocates and enqueues
+(:class:`~accelmath.linalg._device.context.CusolverCall`): an identical one allocates and enqueues
 the work again, and reads and checks nothing else.
 """
 
@@ -19,15 +19,19 @@ from typing import NamedTuple, Optional
 
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cublas, cusolver
-from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, SINGULAR
-from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, clear_flags, columns_in,
-                                       columns_out, count_of, f_strides, finish_info, flagged,
-                                       gather, info_bytes, info_later,
-                                       item_strides, layout_of, operands_at, plan, rhs_bytes,
-                                       run_small, small_fits, solution_of, systems)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_codes, typed
+from accelmath.linalg._device import batched as _batched
+from accelmath.linalg._device import finite as _finite
+from accelmath.linalg._device.context import (ITEMSIZE, Context, CusolverCall, batch_of,
+                                              batch_strides, c_strides, clear_flags, columns_in,
+                                              columns_out, count_of, f_strides, finish_info,
+                                              flagged, gather, info_bytes, info_later,
+                                              item_strides, layout_of, operands_at, plan,
+                                              rhs_bytes, run_small, small_fits, solution_of,
+                                              systems)
+from accelmath.linalg._device.cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_codes, typed
+from accelmath.linalg._kernels import auxiliary as _kernels
+from accelmath.linalg._kernels import small as _small
 
 __all__ = ["cholesky", "cho_factor", "cho_solve", "solve_triangular", "potrf", "potrs",
            "cholesky_solver", "trsm"]
@@ -80,9 +84,9 @@ def trsm(handle, dtype, fill, op, diag, n, k, a, lda, b, ldb):
 def cholesky(a, *, upper, check, method, stream, call=None, finite=None):
     """The Cholesky factor of each matrix of ``a``: lower (``L L^H = a``, from ``a``'s lower
     triangle), or upper (``U^H U = a``, from its upper triangle). ``call``: the call key to
-    remember (a :class:`~accelmath.linalg._context.SmallCall` or a :class:`CusolverCall`,
+    remember (a :class:`~accelmath.linalg._device.context.SmallCall` or a :class:`CusolverCall`,
     where ``a`` was read where it lies); ``finite``: a's name where NaN and Inf raise (found
-    by the small kernels, else by a's copy: :func:`~accelmath.linalg._context.clear_flags`)."""
+    by the small kernels, else by a's copy: :func:`~accelmath.linalg._device.context.clear_flags`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -141,7 +145,7 @@ class _Layout(NamedTuple):
     def factor(self, ctx, solver, a_ptr, out_ptr):
         """Enqueue the factorization of the matrices at ``a_ptr`` into the result at
         ``out_ptr`` on the call's stream, and raise for those that failed where it checks
-        (see :func:`~accelmath.linalg._context.finish_info`)."""
+        (see :func:`~accelmath.linalg._device.context.finish_info`)."""
         batch, n, count, dense, check = self.batch, self.n, self.count, self.dense, self.check
         handles, ws = solver.state(ctx.stream)
         scratch = out_ptr if self.in_place else ws + solver.offsets["a"]
@@ -179,7 +183,7 @@ def cho_factor(a, *, lower, check, stream, finite=None, call=None):
 def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
     """Solve ``a x = b`` given the Cholesky factor ``c`` of ``a`` (lower or upper);
     ``finite``: the names of c and b where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.enqueue`); ``call``: the call key to remember (a
+    :func:`accelmath.linalg._device.finite.enqueue`); ``call``: the call key to remember (a
     :class:`CusolverCall`, where c and b were read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(c, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
@@ -213,7 +217,7 @@ def cho_solve(c, b, *, lower, vector, stream, finite=None, call=None):
 
 class _SolveLayout(NamedTuple):
     """Cholesky solves by cuSOLVER of operands of one layout: factors ``c`` and right-hand
-    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their
+    sides ``b`` (as :func:`~accelmath.linalg._device.context.layout_of` gives them), their
     ``batch`` of n x k systems, and the route."""
 
     c: tuple
@@ -277,7 +281,7 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, vector, stream, finit
 
 class _TriangularLayout(NamedTuple):
     """Triangular solves by cuBLAS of operands of one layout: matrices ``a`` and right-hand
-    sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them), their
+    sides ``b`` (as :func:`~accelmath.linalg._device.context.layout_of` gives them), their
     ``batch`` of n x k systems, and the options."""
 
     a: tuple

@@ -14,103 +14,49 @@ from typing import Any, NamedTuple
 
 import numpy
 
+from accelmath._core.call import Context, stream_of
 from accelmath._core.kernels import copy_scale
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import host_flag, read_back_later
 from accelmath._core.operand import ITEMSIZE, Operand
-from accelmath._core.stream import stream_handle
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _finite, _kernels, _medium, _small
 from accelmath.linalg._checks import not_finite_error
-from accelmath.linalg._cusolver import check_codes, check_info, own_index, read_info
+from accelmath.linalg._device import finite as _finite
+from accelmath.linalg._device.cusolver import check_codes, check_info, own_index, read_info
+from accelmath.linalg._kernels import auxiliary as _kernels
+from accelmath.linalg._kernels import medium as _medium
+from accelmath.linalg._kernels import small as _small
 from accelmath.linalg._memo import dispatcher
 
 _log = logging.getLogger("accelmath")
 
-__all__ = ["Context", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
-           "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key", "recalled_stream",
+__all__ = ["Context", "copy", "ITEMSIZE", "batch_of", "batch_strides", "count_of", "item_strides",
+           "c_strides", "f_strides", "gather", "scatter_f", "plan", "plan_key",
            "small_fits", "run_small", "SmallCall", "CusolverCall", "layout_of", "operands_at",
            "Systems", "systems", "solution",
            "columns_in", "columns_out", "rhs_bytes", "INFO_WORDS", "info_bytes", "flagged",
            "clear_flags", "info_later", "finish_info"]
 
 
-class Context:
-    """One call's device, package, stream and allocations.
-
-    Parameters
-    ----------
-    op : Operand
-        The operand whose package and device the results follow.
-    stream : stream object, int or None
-        The caller's stream (None: the package's current stream).
-    """
-
-    __slots__ = ("adapter", "device_id", "stream", "explicit", "dtype")
-
-    def __init__(self, op, stream):
-        self.adapter = op.adapter
-        self.device_id = op.device_id
-        self.dtype = op.dtype
-        self.explicit = stream is not None
-        self.stream = (stream_handle(stream) if self.explicit
-                       else op.adapter.current_stream(op.device_id))
-        op.wait_ready(self.stream)
-
-    @classmethod
-    def on(cls, adapter, device_id, stream, explicit, dtype):
-        """The context of a call whose stream handle is resolved already (a plan's execute,
-        a remembered call): ``explicit`` where the caller named it."""
-        ctx = cls.__new__(cls)
-        ctx.adapter, ctx.device_id, ctx.stream = adapter, device_id, stream
-        ctx.explicit, ctx.dtype = explicit, dtype
-        return ctx
-
-    def allocate(self, *allocators):
-        """Each ``allocate()`` (a package's allocator of one layout: () -> (array,
-        address)) in the order of the call's stream, in one scope: their pairs, in order."""
-        if self.explicit:
-            with self.adapter.stream_scope(self.stream, self.device_id):
-                return [allocate() for allocate in allocators]
-        return [allocate() for allocate in allocators]
-
-    def empty(self, shape, dtype=None, strides=None):
-        """A new array of the caller's package (C order, or dense with element ``strides``)
-        and its address."""
-        shape = tuple(shape)
-        dtype = self.dtype if dtype is None else dtype
-        strides = contiguous_strides(shape) if strides is None else strides
-        if self.explicit:
-            with self.adapter.stream_scope(self.stream, self.device_id):
-                return self.adapter.empty_strided(shape, strides, dtype, self.device_id)
-        return self.adapter.empty_strided(shape, strides, dtype, self.device_id)
-
-    def finish(self, array):
-        """What the caller gets for a result written by the work enqueued so far."""
-        if self.adapter.immutable:
-            return self.adapter.finish(array, self.stream, self.device_id)
-        return array
-
-    def copy(self, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None,
-             flags=0):
-        """Enqueue a strided copy (element strides; 0 broadcasts) of a batch of matrices
-        (``shape`` ends with their two axes), or of an array of any shape; with ``flags``
-        (the address of an int32 per matrix), flag each matrix that holds a NaN or an
-        infinity (:func:`~accelmath.linalg._kernels.copy_matrices`)."""
-        dtype = dtype or self.dtype
-        # matrices in C order on both sides (one run of memory, read and written along it by
-        # the generic copy), no matrices, or a batch past the matrix kernels' (which they
-        # take in parts, a launch each): the generic copy, unless flags are asked for
-        if not flags and (len(shape) < 2 or dtype not in _kernels.DTYPES
-                          or len(shape) - 2 > _kernels.MAX_BATCH_DIMS or tuple(
-                              src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
-            copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, self.stream,
-                       self.device_id, conj=conj)
-            return
-        _kernels.copy_matrices(src, dst, shape[:-2], src_strides[:-2], dst_strides[:-2],
-                               shape[-2], shape[-1], src_strides[-2:], dst_strides[-2:],
-                               dtype, self.stream, self.device_id, conj=conj, flags_ptr=flags)
+def copy(ctx, src, dst, shape, src_strides, dst_strides, conj=False, dtype=None, flags=0):
+    """Enqueue a strided copy (element strides; 0 broadcasts) of a batch of matrices
+    (``shape`` ends with their two axes), or of an array of any shape; with ``flags``
+    (the address of an int32 per matrix), flag each matrix that holds a NaN or an
+    infinity (:func:`~accelmath.linalg._kernels.auxiliary.copy_matrices`)."""
+    dtype = dtype or ctx.dtype
+    # matrices in C order on both sides (one run of memory, read and written along it by
+    # the generic copy), no matrices, or a batch past the matrix kernels' (which they
+    # take in parts, a launch each): the generic copy, unless flags are asked for
+    if not flags and (len(shape) < 2 or dtype not in _kernels.DTYPES
+                      or len(shape) - 2 > _kernels.MAX_BATCH_DIMS or tuple(
+                          src_strides[-2:]) == tuple(dst_strides[-2:]) == (shape[-1], 1)):
+        copy_scale(src, dst, shape, src_strides, dst_strides, dtype, None, ctx.stream,
+                   ctx.device_id, conj=conj)
+        return
+    _kernels.copy_matrices(src, dst, shape[:-2], src_strides[:-2], dst_strides[:-2],
+                           shape[-2], shape[-1], src_strides[-2:], dst_strides[-2:],
+                           dtype, ctx.stream, ctx.device_id, conj=conj, flags_ptr=flags)
 
 
 def batch_of(*ops, matrix_dims=2):
@@ -141,17 +87,6 @@ def batch_strides(op, batch, core=2):
 count_of = math.prod
 
 
-def recalled_stream(stream, current_stream):
-    """``(handle, explicit)`` of a remembered call: the stream named (``explicit`` where it
-    is not the package's current one, in whose order the package's pool allocates already),
-    else the package's current one (``current_stream()``)."""
-    current = current_stream()
-    if stream is None:
-        return current, False
-    handle = stream_handle(stream)
-    return handle, handle != current
-
-
 def item_strides(batch, size):
     """Element strides of a dense C-ordered batch of items of ``size`` elements each."""
     return tuple(s * size for s in contiguous_strides(batch))
@@ -177,14 +112,14 @@ def gather(ctx, op, batch, dst, order, conj=False, flags=0):
     src = batch_strides(op, batch)
     mat = (n, 1) if order == "C" else (1, m)
     dense = item_strides(batch, m * n) + mat
-    ctx.copy(op.ptr, dst, batch + (m, n), src, dense, conj=conj, flags=flags)
+    copy(ctx, op.ptr, dst, batch + (m, n), src, dense, conj=conj, flags=flags)
 
 
 def scatter_f(ctx, src, out, batch, m, n, conj=False, ld=None):
     """Copy column-major m x n matrices (leading dimension ``ld``, one after another) into
     the C-ordered output array at ``out``."""
     ld = m if ld is None else ld
-    ctx.copy(src, out, batch + (m, n), item_strides(batch, ld * n) + (1, ld),
+    copy(ctx, src, out, batch + (m, n), item_strides(batch, ld * n) + (1, ld),
              c_strides(batch, m, n), conj=conj)
 
 
@@ -207,7 +142,7 @@ def plan_key(ctx, key):
 def small_fits(ctx, method, op, n, count):
     """Whether accelmath's own kernels take ``count`` n x n matrices of the call's dtype for
     ``op`` ("solve", "inv" or "cholesky") under ``method``: "small" up to
-    :data:`accelmath.linalg._small.MAX_N` rows, as the GPU's shared memory allows; "auto"
+    :data:`accelmath.linalg._kernels.small.MAX_N` rows, as the GPU's shared memory allows; "auto"
     up to :func:`_auto_n` rows, where they measured faster:
 
     Measured on an H100: a lone 8 x 8 solve costs 53 us a call on them, 151 us on cuSOLVER's
@@ -253,7 +188,7 @@ def _dense_c(ctx, op, batch):
 
 
 def run_small(ctx, kernel, operands, result, batch, check, message, *args, names, call=None):
-    """Run one of accelmath's own kernels (:mod:`accelmath.linalg._small`) on ``operands``
+    """Run one of accelmath's own kernels (:mod:`accelmath.linalg._kernels.small`) on ``operands``
     (named ``names``), each read as a dense C-ordered batch, into ``result`` (a new C-ordered
     array and its address): ``kernel(*operand addresses, result address, info, *args, dtype,
     stream, device_id, flag_ptr=)``. With ``check``, raise for the matrices that failed, and
@@ -320,7 +255,7 @@ class SmallCall(NamedTuple):
     def run(self, addresses, stream):
         """The call again, on the operands at ``addresses``, on ``stream`` (None: the
         package's current one): the new result."""
-        handle, explicit = recalled_stream(stream, self.current_stream)
+        handle, explicit = stream_of(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         flag = host_flag() if self.check else None
         (x, x_ptr), (info, info_ptr) = ctx.allocate(self.allocate, self.allocate_info)
@@ -372,7 +307,7 @@ class CusolverCall(NamedTuple):
         solver = self.cache.get(self.key)
         if solver is None:
             return None
-        handle, explicit = recalled_stream(stream, self.current_stream)
+        handle, explicit = stream_of(stream, self.current_stream)
         ctx = Context.on(self.adapter, self.device_id, handle, explicit, self.dtype)
         return self.layout.recall(ctx, solver, addresses, ctx.allocate(*self.allocators))
 

@@ -3,7 +3,7 @@ each stream, one workspace laid out in named parts (scratch matrices, pivots, in
 the library's own work area), and reads the info codes back where the caller checks them.
 
 A solver is planned for one problem (an operation, its sizes and dtype, the batch count) and
-cached by the stateless functions (:mod:`accelmath.linalg._device`) and kept by the
+cached by the stateless functions (:mod:`accelmath.linalg._device.calls`) and kept by the
 factor-once objects. Everything it enqueues runs on the caller's stream; nothing synchronizes
 but :meth:`Solver.read_info`, which ``check=False`` skips.
 """
@@ -19,8 +19,8 @@ from accelmath._core.plan import Plan
 from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import LinAlgError
-from accelmath.linalg._arithmetic import NONFINITE
 from accelmath.linalg._checks import not_finite_error
+from accelmath.linalg._kernels.arithmetic import NONFINITE
 
 __all__ = ["Solver", "DATA_TYPE", "UPPER", "LOWER", "align", "typed", "read_info",
            "check_info", "check_codes", "own_index"]
@@ -171,7 +171,7 @@ def check_codes(info, batch_shape, message, checked=None):
     order over ``batch_shape``) is positive (``message`` describes the failure). Negative
     codes are cuSOLVER's invalid arguments, but for accelmath's own kernels (``checked``
     given: ``(name, batch shape)`` of their operands, in order): those say that a system's
-    operand holds a NaN or an infinity (:data:`~accelmath.linalg._arithmetic.NONFINITE`),
+    operand holds a NaN or an infinity (:data:`~accelmath.linalg._kernels.arithmetic.NONFINITE`),
     which is raised first, for the first such operand, naming its first such matrix at its
     own batch index (a broadcast operand's)."""
     if not info.any():
@@ -199,7 +199,7 @@ def own_index(index, shape):
 
     Examples
     --------
-    >>> from accelmath.linalg._cusolver import own_index
+    >>> from accelmath.linalg._device.cusolver import own_index
     >>> own_index((2, 1, 3), (1, 4)), own_index((3,), ())
     ((0, 3), ())
     """

@@ -3,13 +3,13 @@ operands that a call reads where they lie (the factors and right-hand sides of
 ``cho_solve``, ``lu_solve`` and ``solve_triangular``) or copies by routes of their own
 (``svd``, the factor objects), enqueued with a call's work and waited for once that is
 enqueued, so that the GPU never waits for the check. (Operands that cuSOLVER's routes copy
-are checked by their copies: :func:`accelmath.linalg._context.clear_flags`; accelmath's
-kernels of small systems check what they load: :mod:`accelmath.linalg._small`.)
+are checked by their copies: :func:`accelmath.linalg._device.context.clear_flags`; accelmath's
+kernels of small systems check what they load: :mod:`accelmath.linalg._kernels.small`.)
 
 :func:`prepare` plans the check of a call's operands once per layout (a remembered call
 keeps the plan); its :class:`Pending` check launches, for each dense operand (its matrices
 one after another, each in C or column-major order), a kernel that flags its matrices
-holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.flag_nonfinite`), and the
+holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.auxiliary.flag_nonfinite`), and the
 read back of the flags (:func:`~accelmath._core.memory.read_back_later`). A check reading
 :data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work;
 a smaller one runs on the call's stream after the call's work (which only reads the
@@ -28,10 +28,9 @@ import numpy
 from accelmath._core.beside import fork
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import read_back_later
-from accelmath._core.operand import ITEMSIZE
+from accelmath._core.operand import ITEMSIZE, array_namespace
 from accelmath.linalg import _checks as checks
-from accelmath.linalg import _kernels
-from accelmath.linalg._operands import namespace
+from accelmath.linalg._kernels import auxiliary as _kernels
 
 __all__ = ["prepare", "Plan", "enqueue", "enqueue_at", "on_device", "Pending", "check",
            "check_with_package", "BESIDE_BYTES"]
@@ -204,7 +203,7 @@ def check_with_package(op, core_ndim, name):
     first matrix holding a NaN or an infinity (a read back from the device)."""
     if not op.size:
         return
-    bad = ~namespace(op.obj).isfinite(op.obj)
+    bad = ~array_namespace(op.obj).isfinite(op.obj)
     if not bool(bad.any()):
         return
     batch = tuple(op.shape[:len(op.shape) - core_ndim])

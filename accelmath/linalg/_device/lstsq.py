@@ -2,10 +2,10 @@
 products (in the operands' precision: a package's own product may take less, as JAX's
 float32 ``@`` on a GPU does), the rest in the caller's package."""
 
+from accelmath._core.operand import array_namespace
 from accelmath._core.stream import resolve_stream
-from accelmath.linalg._matmul import matmul
-from accelmath.linalg._operands import namespace
-from accelmath.linalg._spectral import svd
+from accelmath.linalg._device.spectral import svd
+from accelmath.linalg._matmul.stateless import matmul
 
 __all__ = ["lstsq"]
 
@@ -17,7 +17,7 @@ def lstsq(a, b, *, vector, rcond, stream):
     u, s, vh = svd(a, full_matrices=False, compute_uv=True, check=True, method="auto",
                    stream=stream)
     m, n = a.shape
-    xp = namespace(u)
+    xp = array_namespace(u)
     with a.adapter.stream_scope(resolve_stream(stream, a), a.device_id):
         rhs = xp.reshape(b.obj, (m, b.shape[-1]))
         keep = s > rcond * s.max() if s.shape[0] else s > 0

@@ -1,7 +1,7 @@
 """LU on the device: ``solve``, ``inv``, ``det``, ``slogdet``, ``lu_factor`` and ``lu_solve``
 (cuSOLVER's ``cusolverDnXgetrf``/``Xgetrs``, or accelmath's own kernels for tiny matrices,
 alone or in batches). A stateless ``lu_solve`` on operands read where they lie is remembered
-as ``cho_solve`` is (:class:`~accelmath.linalg._context.CusolverCall`)."""
+as ``cho_solve`` is (:class:`~accelmath.linalg._device.context.CusolverCall`)."""
 
 import ctypes
 from typing import NamedTuple, Optional
@@ -9,16 +9,19 @@ from typing import NamedTuple, Optional
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.memory import host_flag, read_back
 from accelmath.bindings import cublas, cusolver
-from accelmath.linalg import _batched, _finite, _kernels, _small
 from accelmath.linalg._checks import SINGULAR, bad_pivot, real_dtype
-from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, columns_in, columns_out,
-                                       clear_flags, count_of, f_strides, finish_info, flagged,
-                                       gather, info_bytes, info_later,
-                                       layout_of, operands_at, plan, rhs_bytes, run_small,
-                                       scatter_f, small_fits, solution_of, systems)
-from accelmath.linalg._cholesky import trsm
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, own_index
+from accelmath.linalg._device import batched as _batched
+from accelmath.linalg._device import finite as _finite
+from accelmath.linalg._device.cholesky import trsm
+from accelmath.linalg._device.context import (ITEMSIZE, Context, copy, CusolverCall, batch_of,
+                                              batch_strides, c_strides, clear_flags, columns_in,
+                                              columns_out, count_of, f_strides, finish_info,
+                                              flagged, gather, info_bytes, info_later, layout_of,
+                                              operands_at, plan, rhs_bytes, run_small, scatter_f,
+                                              small_fits, solution_of, systems)
+from accelmath.linalg._device.cusolver import DATA_TYPE, LOWER, UPPER, Solver, own_index
+from accelmath.linalg._kernels import auxiliary as _kernels
+from accelmath.linalg._kernels import small as _small
 
 __all__ = ["solve", "inv", "det", "slogdet", "lu_factor", "lu_solve", "getrf", "getrs",
            "lu_solver"]
@@ -125,9 +128,9 @@ def getrs(ctx, solver, handles, ws, op, lu, ipiv, rhs, n, k, count):
 
 def solve(a, b, *, vector, check, method, stream, call=None, finite=None):
     """``a x = b`` (see :func:`accelmath.linalg.solve`); ``b`` is (..., n, k). ``call``: the
-    call key to remember (:func:`~accelmath.linalg._context.run_small`); ``finite``: the
+    call key to remember (:func:`~accelmath.linalg._device.context.run_small`); ``finite``: the
     names of a and b where NaN and Inf raise (found by the small kernels, else by the
-    copies of a and b: :func:`~accelmath.linalg._context.clear_flags`)."""
+    copies of a and b: :func:`~accelmath.linalg._device.context.clear_flags`)."""
     ctx, batch, n, k, count, x, x_ptr = systems(a, b, stream, vector)
     if count == 0 or n == 0 or k == 0:
         return ctx.finish(x)
@@ -255,9 +258,9 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
     """SciPy's ``lu_solve``: solve ``op(a) x = b`` from ``lu_factor``'s ``(lu, piv)`` (piv
     int32 or int64: :func:`~accelmath.linalg._checks.lu_pivots`); ``finite``: the names of
     lu, piv and b where NaN and Inf raise (None for one not checked; see
-    :func:`accelmath.linalg._finite.enqueue`), and where given (SciPy's check_finite), a
+    :func:`accelmath.linalg._device.finite.enqueue`), and where given (SciPy's check_finite), a
     pivot out of range raises too (see :meth:`_LuSolveLayout.solve`); ``call``: the call
-    key to remember (a :class:`~accelmath.linalg._context.CusolverCall`, where the operands
+    key to remember (a :class:`~accelmath.linalg._device.context.CusolverCall`, where the operands
     were read where they lie)."""
     ctx, batch, n, k, count, x, x_ptr = systems(lu, b, stream, vector, piv)
     operands = (lu, piv, b)
@@ -287,7 +290,7 @@ def lu_solve(lu, piv, b, *, trans, vector, stream, finite=None, call=None):
 
 class _LuSolveLayout(NamedTuple):
     """LU solves by cuSOLVER of operands of one layout: factors ``lu``, pivots ``piv`` and
-    right-hand sides ``b`` (as :func:`~accelmath.linalg._context.layout_of` gives them),
+    right-hand sides ``b`` (as :func:`~accelmath.linalg._device.context.layout_of` gives them),
     their ``batch`` of n x k systems, and the route."""
 
     lu: tuple
@@ -308,7 +311,7 @@ class _LuSolveLayout(NamedTuple):
         the solution at ``x_ptr``, and raise for NaN and Inf where they are checked, then
         for a pivot out of range where pivots are: the kernel that converts the pivots
         finds it, raises the thread's host flag and makes that system's solution NaN
-        (:func:`~accelmath.linalg._kernels.pivots_from_scipy`). The flag is read once the
+        (:func:`~accelmath.linalg._kernels.auxiliary.pivots_from_scipy`). The flag is read once the
         finiteness check has waited for the work (enqueued after the conversion, so that it
         waits for the conversion too; without it, a wait of its own), and only where it was
         raised are the pivots read back, to name the first bad one."""
@@ -321,7 +324,7 @@ class _LuSolveLayout(NamedTuple):
             # (int64 pivots copied as pairs of int32 words: the copy kernel takes int32)
             piv_ptr, words = ws + solver.offsets["piv"], ITEMSIZE[pivot_dtype] // 4
             shape = batch + (n, words)
-            ctx.copy(piv.ptr, piv_ptr, shape, tuple(
+            copy(ctx, piv.ptr, piv_ptr, shape, tuple(
                 s * words for s in batch_strides(piv, batch, core=1)) + (1,),
                 contiguous_strides(shape), dtype="int32")
         rhs = columns_in(ctx, b, batch, x_ptr, ws + solver.offsets["b"])

@@ -10,14 +10,15 @@ from typing import NamedTuple
 from accelmath._core.layout import contiguous_strides
 from accelmath.bindings import cusolver
 from accelmath.errors import InvalidArgumentError, LinAlgError
-from accelmath.linalg import _finite, _kernels
-from accelmath.linalg._checks import (EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE,
-                                      real_dtype)
-from accelmath.linalg._context import (ITEMSIZE, Context, CusolverCall, batch_of,
-                                       batch_strides, c_strides, clear_flags, count_of,
-                                       f_strides, finish_info, flagged, gather, info_bytes,
-                                       item_strides, layout_of, operands_at, plan, scatter_f)
-from accelmath.linalg._cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
+from accelmath.linalg._checks import EIGENVALUES_DID_NOT_CONVERGE, SVD_DID_NOT_CONVERGE, real_dtype
+from accelmath.linalg._device import finite as _finite
+from accelmath.linalg._device.context import (ITEMSIZE, Context, copy, CusolverCall, batch_of,
+                                              batch_strides, c_strides, clear_flags, count_of,
+                                              f_strides, finish_info, flagged, gather, info_bytes,
+                                              item_strides, layout_of, operands_at, plan,
+                                              scatter_f)
+from accelmath.linalg._device.cusolver import DATA_TYPE, LOWER, UPPER, Solver, read_info, typed
+from accelmath.linalg._kernels import auxiliary as _kernels
 
 __all__ = ["eigh", "svd", "qr", "geqrf"]
 
@@ -38,9 +39,9 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
     (``Xsyevd``) a matrix at a time, or for a batch of small matrices by its batched Jacobi
     method (``syevjBatched``). The eigenvectors are made in the result itself, each matrix
     column-major (torch's layout), but for JAX (C order). ``call``: the call key to remember
-    (a :class:`~accelmath.linalg._context.CusolverCall`, where ``a`` was read where it
+    (a :class:`~accelmath.linalg._device.context.CusolverCall`, where ``a`` was read where it
     lies); ``finite``: a's name where NaN and Inf raise (found by its copy:
-    :func:`~accelmath.linalg._context.clear_flags`)."""
+    :func:`~accelmath.linalg._device.context.clear_flags`)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
     n = a.shape[-1]
@@ -87,7 +88,7 @@ def eigh(a, *, uplo, vectors, check, method, stream, call=None, finite=None):
 
 class _EighLayout(NamedTuple):
     """An eigendecomposition by cuSOLVER of operands of one layout: ``a`` (as
-    :func:`~accelmath.linalg._context.layout_of` gives it), its batch of n x n matrices,
+    :func:`~accelmath.linalg._device.context.layout_of` gives it), its batch of n x n matrices,
     and the route."""
 
     a: tuple
@@ -156,7 +157,7 @@ def _jacobi_params(kind):
 def svd(a, *, full_matrices, compute_uv, check, method, stream, finite=None):
     """``(u, s, vh)`` (or ``s``) of each matrix of ``a``, singular values descending;
     ``finite``: a's name where NaN and Inf raise (see
-    :func:`accelmath.linalg._finite.prepare`), before a failure to converge would."""
+    :func:`accelmath.linalg._device.finite.prepare`), before a failure to converge would."""
     ctx = Context(a, stream)
     pending = _finite.enqueue(ctx, (a,), finite)
     try:
@@ -237,9 +238,9 @@ def _svd(ctx, a, full_matrices, compute_uv, check, method):
             scatter_f(ctx, uw, u_ptr, batch, m, ucols)
             scatter_f(ctx, vw, vh_ptr, batch, vrows, n, ld=cols)
         else:  # a^H = U' S VT': u = VT'^H, vh = U'^H, each a conjugated copy in C order
-            ctx.copy(vw, u_ptr, batch + (m, m), c_strides(batch, m, m), c_strides(batch, m, m),
+            copy(ctx, vw, u_ptr, batch + (m, m), c_strides(batch, m, m), c_strides(batch, m, m),
                      conj=True)
-            ctx.copy(uw, vh_ptr, batch + (vrows, n), c_strides(batch, vrows, n),
+            copy(ctx, uw, vh_ptr, batch + (vrows, n), c_strides(batch, vrows, n),
                      c_strides(batch, vrows, n), conj=True)
     failed = [(s_ptr, k, real)]
     if compute_uv:
@@ -288,9 +289,9 @@ def _svd_vectors(ctx, batch, shape, kept, steps, compute_uv, results, work):
     (m, n), (ucols, vrows), (s_ptr, u_ptr, vh_ptr), (uw, vw) = shape, kept, results, work
     failed = [(s_ptr, min(m, n), real_dtype(ctx.dtype))]
     if compute_uv:
-        ctx.copy(uw, u_ptr, batch + (m, ucols), item_strides(batch, steps[0]) + (1, m),
+        copy(ctx, uw, u_ptr, batch + (m, ucols), item_strides(batch, steps[0]) + (1, m),
                  c_strides(batch, m, ucols))
-        ctx.copy(vw, vh_ptr, batch + (vrows, n), item_strides(batch, steps[1]) + (n, 1),
+        copy(ctx, vw, vh_ptr, batch + (vrows, n), item_strides(batch, steps[1]) + (n, 1),
                  c_strides(batch, vrows, n), conj=True)
         failed += [(u_ptr, m * ucols, ctx.dtype), (vh_ptr, vrows * n, ctx.dtype)]
     return failed
@@ -357,7 +358,7 @@ def qr(a, *, mode, stream, call=None):
     """NumPy's ``qr`` of each matrix of ``a``: ``(q, r)`` for "reduced" and "complete", ``r``
     for "r", ``(h, tau)`` for "raw". Where Q holds a's matrices (m >= n), it is made in the
     result itself, each matrix column-major (torch's layout), but for JAX (C order).
-    ``call``: the call key to remember (a :class:`~accelmath.linalg._context.CusolverCall`,
+    ``call``: the call key to remember (a :class:`~accelmath.linalg._device.context.CusolverCall`,
     where ``a`` was read where it lies)."""
     ctx = Context(a, stream)
     batch = batch_of(a)
@@ -406,7 +407,7 @@ def _q_columns(m, n, mode):
 
 class _QrLayout(NamedTuple):
     """A QR factorization by cuSOLVER of operands of one layout: ``a`` (as
-    :func:`~accelmath.linalg._context.layout_of` gives it), its batch of m x n matrices,
+    :func:`~accelmath.linalg._device.context.layout_of` gives it), its batch of m x n matrices,
     NumPy's ``mode`` and the route."""
 
     a: tuple
@@ -469,6 +470,6 @@ class _QrLayout(NamedTuple):
                 orgqr(handles[0], m, qcols, k, scratch + i * item * isz, m, taus + i * k * isz,
                       work, wbytes // isz, info + 4 * i)
             if not self.in_place:  # the first qcols columns of each item, into Q in C order
-                ctx.copy(scratch, results[0][1], batch + (m, qcols),
+                copy(ctx, scratch, results[0][1], batch + (m, qcols),
                          item_strides(batch, item) + (1, m), c_strides(batch, m, qcols))
         return _finished(ctx, [r for r, _ in results])

@@ -1,7 +1,7 @@
 """Auxiliary CUDA kernels of the linear-algebra device path: the copies, determinants, pivot
 conversions and checks around cuSOLVER calls.
 
-One NVRTC source (:data:`SOURCE`, in :mod:`accelmath.linalg._kernel_source`) holds every
+One NVRTC source (:data:`SOURCE`, in :mod:`accelmath.linalg._kernels.source`) holds every
 kernel, templated on the element type, with ``extern "C"`` entry points per dtype
 (``<kernel>_<dtype>``); it is compiled once per device (and kept in the on-disk store) and
 launched on the caller's stream. Every launcher takes device addresses
@@ -24,7 +24,7 @@ from accelmath._core.launch import config, launch
 from accelmath._core.modules import SourceModules
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg._kernel_source import SOURCE
+from accelmath.linalg._kernels.source import SOURCE
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
            "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det",
@@ -335,7 +335,7 @@ def nonfinite_blocks(count_per_matrix):
 
     Examples
     --------
-    >>> from accelmath.linalg._kernels import nonfinite_blocks
+    >>> from accelmath.linalg._kernels.auxiliary import nonfinite_blocks
     >>> nonfinite_blocks(64), nonfinite_blocks(2162 * 2162)
     (1, 1024)
     """

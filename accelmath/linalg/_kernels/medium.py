@@ -1,6 +1,6 @@
 """accelmath's own batched solvers for matrices of 33 to :data:`MAX_N` rows: LU solve,
 inverse and Cholesky, one thread block per system, the matrix in shared memory (as much as
-the GPU gives a block: :func:`fits`). The launchers of :mod:`accelmath.linalg._small` (which
+the GPU gives a block: :func:`fits`). The launchers of :mod:`accelmath.linalg._kernels.small` (which
 hold each matrix of up to 32 rows in a warp's registers) hand these orders here, with the
 same arguments, layouts and results.
 
@@ -29,7 +29,7 @@ batches past the grid's reach).
   transpose where ``upper``): ``a_ij -= a_ik conj(a_jk) / a_kk`` at step k, one barrier a
   step; the factor's columns are scaled by ``1 / sqrt(a_kk)`` as they are written out.
 
-Failures are reported as :mod:`accelmath.linalg._small`'s: an int32 ``info`` per system (the
+Failures are reported as :mod:`accelmath.linalg._kernels.small`'s: an int32 ``info`` per system (the
 1-based order of the first zero pivot, or of the first leading minor not positive definite;
 -1 where ``A`` holds a NaN or an infinity, else -2 where ``B`` does, each thread checking
 what it loads and the block joining them at a barrier it has anyway; 0 where the system
@@ -46,7 +46,7 @@ from accelmath._core.launch import allow_dynamic_shared, config, launch
 from accelmath._core.modules import loaded
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
+from accelmath.linalg._kernels.arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
 __all__ = ["MAX_N", "MIN_N", "SOURCE", "THREADS", "block_width", "cholesky",
            "compile_options", "fits", "inv", "largest", "shared_bytes", "solve"]
@@ -336,7 +336,7 @@ def _launch(device_id, op, n, dtype, kb, batch, args, stream):
 def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
           flag_ptr=0):
     """Enqueue ``X = A^-1 B`` for ``batch`` systems of order ``n`` (:data:`MIN_N` to
-    :data:`MAX_N`); the arguments are :func:`accelmath.linalg._small.solve`'s, checked
+    :data:`MAX_N`); the arguments are :func:`accelmath.linalg._kernels.small.solve`'s, checked
     there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(b_ptr), ctypes.c_void_p(x_ptr),
             ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
@@ -346,7 +346,7 @@ def solve(a_ptr, b_ptr, x_ptr, info_ptr, n, k, batch, dtype, stream, device_id,
 
 def inv(a_ptr, out_ptr, info_ptr, n, batch, dtype, stream, device_id, flag_ptr=0):
     """Enqueue ``out = A^-1`` for ``batch`` matrices of order ``n``; the arguments are
-    :func:`accelmath.linalg._small.inv`'s, checked there."""
+    :func:`accelmath.linalg._kernels.small.inv`'s, checked there."""
     args = (ctypes.c_void_p(a_ptr), ctypes.c_void_p(0), ctypes.c_void_p(out_ptr),
             ctypes.c_void_p(info_ptr), ctypes.c_void_p(flag_ptr), ctypes.c_longlong(batch),
             ctypes.c_int(n))

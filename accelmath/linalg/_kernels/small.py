@@ -1,7 +1,7 @@
 """accelmath's own batched solvers for small matrices (n <= :data:`MAX_N`): LU solve, inverse
 and Cholesky. Up to :data:`WARP_N` rows, many systems per warp, each matrix held in
 registers (below); past that, one block per system, the matrix in shared memory
-(:mod:`accelmath.linalg._medium`, which the launchers here hand those orders to).
+(:mod:`accelmath.linalg._kernels.medium`, which the launchers here hand those orders to).
 
 Design
 ------
@@ -40,7 +40,7 @@ Failure: an int32 ``info`` per system, 0 when it succeeded; ``i > 0`` when the `
 (1-based) was exactly zero (solve, inv) or the leading minor of order ``i`` is not positive
 definite (cholesky); -1 when ``A`` holds a NaN or an infinity (any element, either triangle;
 for cholesky where the launcher asks for it), else -2 when ``B`` does, before a zero pivot
-(:data:`~accelmath.linalg._arithmetic.NONFINITE`: each lane checks the row it loads, and a
+(:data:`~accelmath.linalg._kernels.arithmetic.NONFINITE`: each lane checks the row it loads, and a
 segment's lanes join their findings with shuffles, so the check costs no memory traffic). Where ``info > 0`` or ``info == -1`` every output element of that system
 is NaN (a NaN or an infinity in ``B`` reaches only its own columns of ``X``, as arithmetic
 carries it).
@@ -58,8 +58,8 @@ from accelmath._core.launch import config, launch
 from accelmath._core.modules import loaded
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _medium
-from accelmath.linalg._arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
+from accelmath.linalg._kernels import medium as _medium
+from accelmath.linalg._kernels.arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS
 
 __all__ = ["DTYPES", "MAX_N", "SOURCE", "WARP_N", "cholesky", "compile_options", "inv",
            "solve"]

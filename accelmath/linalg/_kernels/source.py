@@ -1,5 +1,5 @@
 """The CUDA C++ source of the linear-algebra device path's auxiliary kernels (launched by
-:mod:`accelmath.linalg._kernels`): strided batched matrix copies (element-wise, and through
+:mod:`accelmath.linalg._kernels.auxiliary`): strided batched matrix copies (element-wise, and through
 shared-memory tiles), determinants from LU factorizations, pivot conversions, the row
 interchanges of LU factorizations on their right-hand sides, NaN for failed factorizations,
 flags of the matrices that hold a NaN or an infinity, the first zero on each matrix's
@@ -10,7 +10,7 @@ Kernels are templated on the element type, with ``extern "C"`` entry points per 
 ``SourceModules``); the dtype-free ones are in every variant.
 """
 
-from accelmath.linalg._arithmetic import ARITHMETIC
+from accelmath.linalg._kernels.arithmetic import ARITHMETIC
 
 __all__ = ["SOURCE"]
 

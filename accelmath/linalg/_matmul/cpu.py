@@ -1,6 +1,6 @@
 """Matrix products of host operands: NumPy's ``matmul`` in the operands' dtype (float16 and
 bfloat16 accumulate in float32, then round once, as the GPU does), and the epilogues'
-NumPy references (:mod:`~accelmath.linalg._epilogue`).
+NumPy references (:mod:`~accelmath.linalg._matmul.epilogue`).
 
 bfloat16 host operands are NumPy arrays of ``ml_dtypes.bfloat16`` or torch CPU tensors.
 """

@@ -2,7 +2,7 @@
 candidate algorithms, the one chosen (the first, or the fastest once timed, kept in the
 store), and the execute path.
 
-The product is the swapped one (see :mod:`~accelmath.linalg._matmul_rules`): cuBLASLt's A is
+The product is the swapped one (see :mod:`~accelmath.linalg._matmul.rules`): cuBLASLt's A is
 ``b^T``, its B ``a^T``, its C and D ``c^T`` and ``d^T``. Operands whose layout no operation
 expresses are copied into scratch space of the per-stream workspace first. Each thread gets
 its own cuBLASLt handle and matmul descriptor (the epilogue's pointers are attributes of the
@@ -25,8 +25,8 @@ from accelmath._core.operand import ITEMSIZE
 from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublaslt
 from accelmath.errors import CudaLibraryError, InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _matmul_rules as rules
-from accelmath.linalg._epilogue import gelu_aux_ld, relu_aux_width
+from accelmath.linalg._matmul import rules
+from accelmath.linalg._matmul.epilogue import gelu_aux_ld, relu_aux_width
 
 __all__ = ["LtPlan", "Spec", "Layout", "aux_layout"]
 
@@ -112,8 +112,8 @@ def aux_layout(epilogue, product, dtype, aux=None):
 
     Examples
     --------
-    >>> from accelmath.linalg._epilogue import EPILOGUES
-    >>> from accelmath.linalg._matmul_rules import product
+    >>> from accelmath.linalg._matmul.epilogue import EPILOGUES
+    >>> from accelmath.linalg._matmul.rules import product
     >>> aux_layout(EPILOGUES["relu_aux"], product((2, 5, 3), (3, 7)), "float16")
     (128, (640,))
     """

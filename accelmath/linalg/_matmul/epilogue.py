@@ -59,7 +59,7 @@ def relu_aux_width(n):
 
     Examples
     --------
-    >>> from accelmath.linalg._epilogue import relu_aux_width
+    >>> from accelmath.linalg._matmul.epilogue import relu_aux_width
     >>> relu_aux_width(1), relu_aux_width(128), relu_aux_width(129)
     (16, 16, 32)
     """
@@ -74,13 +74,13 @@ def gelu_aux_ld(n):
 
 def aux_shape(kind, product):
     """The shape of the auxiliary array of ``kind`` of a product (a
-    :class:`~accelmath.linalg._matmul_rules.Product`): ``"relu"``, the packed mask (uint8);
+    :class:`~accelmath.linalg._matmul.rules.Product`): ``"relu"``, the packed mask (uint8);
     ``"gelu"``, the GELU input, its rows padded to :func:`gelu_aux_ld` elements.
 
     Examples
     --------
-    >>> from accelmath.linalg._epilogue import aux_shape
-    >>> from accelmath.linalg._matmul_rules import product
+    >>> from accelmath.linalg._matmul.epilogue import aux_shape
+    >>> from accelmath.linalg._matmul.rules import product
     >>> aux_shape("relu", product((2, 5, 3), (3, 7))), aux_shape("gelu", product((5, 3), (3, 7)))
     ((2, 5, 16), (5, 8))
     """
@@ -218,7 +218,7 @@ def epilogue_named(epilogue):
 
     Examples
     --------
-    >>> from accelmath.linalg._epilogue import epilogue_named
+    >>> from accelmath.linalg._matmul.epilogue import epilogue_named
     >>> epilogue_named("relu_bias").cublaslt
     'RELU_BIAS'
     """

@@ -1,19 +1,19 @@
 """The planned matrix product :class:`Matmul`: made once (from operands or from a layout),
 autotuned, executed many times, on cuBLASLt for device operands and on NumPy for host ones;
-the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`._matmul`)."""
+the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`.stateless`)."""
 
 from accelmath._core.arguments import length
+from accelmath._core.call import Context, stream_of
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import ITEMSIZE, wrap_operand
-from accelmath._core.plan import Plan, template_operand
-from accelmath._core.stream import check_stream, stream_handle
+from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
+from accelmath._core.plan import Plan, mismatch, template_operand
+from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _matmul_problem as problems
-from accelmath.linalg._context import Context
-from accelmath.linalg._epilogue import aux_shape, epilogue_named
-from accelmath.linalg._matmul import _check_zero_k, _finish, _host, _outputs
-from accelmath.linalg._matmul_cublaslt import LtPlan
-from accelmath.linalg._matmul_rules import product as product_of
+from accelmath.linalg._matmul import problem as problems
+from accelmath.linalg._matmul.cublaslt import LtPlan
+from accelmath.linalg._matmul.epilogue import aux_shape, epilogue_named
+from accelmath.linalg._matmul.rules import product as product_of
+from accelmath.linalg._matmul.stateless import _check_zero_k, _finish, _host, _outputs
 
 __all__ = ["Matmul"]
 
@@ -197,11 +197,13 @@ class Matmul(Plan):
         """The operand of ``x`` as operand ``i``, checked to match the plan's layout."""
         op, conj = problems.read(x, _OPERANDS[i])
         if _layout_of(op) != self._layouts[i] or conj != self._conj[i]:
-            shape, strides, dtype, device, package = self._layouts[i] or (None,) * 5
-            raise InvalidArgumentError(
-                f"{_OPERANDS[i]} {op!r} (conjugated view: {conj}) does not match the plan's "
-                f"layout: a {package} array of shape {shape}, strides {strides}, dtype "
-                f"{dtype}, conjugated view: {self._conj[i]}")
+            fields = ("shape", "strides", "dtype", "device", "package")
+            expected = dict(zip(fields, self._layouts[i] or (None,) * 5))
+            given = dict(zip(fields, _layout_of(op)))
+            for layout in (expected, given):
+                layout["device"] = device_name(layout["device"])
+            expected["conjugated view"], given["conjugated view"] = self._conj[i], conj
+            raise mismatch(_OPERANDS[i], self.what, expected, given)
         return op
 
     def _unbound(self, i):
@@ -255,8 +257,7 @@ class Matmul(Plan):
         if not self._on_device:
             check_stream(stream)
             return self._execute_host(a, b, c, bias, aux, out)
-        explicit = stream is not None
-        handle = stream_handle(stream) if explicit else self._current_stream()
+        handle, explicit = stream_of(stream, self._current_stream)
         pa, pb, pc, pbias, paux = self._pointers(a, b, c, bias, aux, handle)
         if out is None:
             d, pd = self._allocate_on(handle) if explicit else self._allocate()
@@ -322,9 +323,9 @@ class Matmul(Plan):
         if self._lt is None:
             return None
         stream = self.stream if stream is None else stream
-        handle = self._current_stream() if stream is None else stream_handle(stream)
+        handle, explicit = stream_of(stream, self._current_stream)
         pa, pb, pc, pbias, paux = self._pointers(a, b, c, bias, aux, handle)
-        d, pd = self._allocate_on(handle)
+        d, pd = self._allocate_on(handle) if explicit else self._allocate()
         kept = []
 
         def enqueue(index):
@@ -358,7 +359,7 @@ class Matmul(Plan):
         self._bound = (None,) * 5
 
     def __repr__(self):
-        if not hasattr(self, "_freed"):
+        if "_freed" not in self.__dict__:  # (one whose making raised)
             return "Matmul(not made)"
         state = "freed" if self._freed else ("cuda" if self._on_device else "cpu")
         return (f"Matmul(shape={self.shape}, dtype={self.dtype}, epilogue={self.epilogue!r}, "

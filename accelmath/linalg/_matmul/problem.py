@@ -12,14 +12,14 @@ from typing import NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution
+from accelmath._core.call_key import read_keys
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_same_device, device_name, wrap_named
 from accelmath._core.plan import check_out
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
-from accelmath.linalg import _matmul_rules as rules
-from accelmath.linalg._epilogue import aux_shape, check_epilogue_dtype, epilogue_named
-from accelmath.linalg._matmul_cublaslt import Layout, Spec
-from accelmath.linalg._operands import read_keys
+from accelmath.linalg._matmul import rules
+from accelmath.linalg._matmul.cublaslt import Layout, Spec
+from accelmath.linalg._matmul.epilogue import aux_shape, check_epilogue_dtype, epilogue_named
 
 __all__ = ["Problem", "CallKey", "read", "prepare", "call_key", "checked_out", "scalar_of",
            "host_scalars", "spec_of", "alignment_of"]

@@ -57,7 +57,7 @@ def precision(dtype, allow_tf32):
 
     Examples
     --------
-    >>> from accelmath.linalg._matmul_rules import precision
+    >>> from accelmath.linalg._matmul.rules import precision
     >>> precision("float16", False)
     Precision(compute='32F', scale='float32')
     >>> precision("float32", True).compute
@@ -79,7 +79,7 @@ def check_dtypes(named):
 
     Examples
     --------
-    >>> from accelmath.linalg._matmul_rules import check_dtypes
+    >>> from accelmath.linalg._matmul.rules import check_dtypes
     >>> check_dtypes([("a", "float32"), ("b", "float32"), ("c", None)])
     'float32'
     """
@@ -136,7 +136,7 @@ def product(a_shape, b_shape):
 
     Examples
     --------
-    >>> from accelmath.linalg._matmul_rules import product
+    >>> from accelmath.linalg._matmul.rules import product
     >>> product((5, 1, 2, 3), (4, 3, 6)).shape
     (5, 4, 2, 6)
     >>> product((3,), (3,)).shape
@@ -240,7 +240,7 @@ def stored(rows, cols, row_stride, col_stride, conj=False, transposable=True):
 
     Examples
     --------
-    >>> from accelmath.linalg._matmul_rules import stored
+    >>> from accelmath.linalg._matmul.rules import stored
     >>> stored(4, 3, 1, 4)   # column-major already
     Stored(op='N', rows=4, cols=3, ld=4)
     >>> stored(4, 3, 3, 1)   # row-major: the transpose of a column-major 3 x 4
@@ -272,7 +272,7 @@ class Batches(NamedTuple):
 
     Examples
     --------
-    >>> from accelmath.linalg._matmul_rules import batches
+    >>> from accelmath.linalg._matmul.rules import batches
     >>> batches((4, 3), [(3, 1), (0, 0)])
     Batches(count=12, strides=(1, 0), offsets=((0, 0),))
     """

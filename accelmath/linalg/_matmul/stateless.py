@@ -1,25 +1,23 @@
 """Matrix products: the stateless :func:`matmul`, on cuBLASLt for device operands and on NumPy
-for host ones, with cuBLASLt's native epilogues (:mod:`~accelmath.linalg._epilogue`), and the
-pieces the planned :class:`~accelmath.linalg.Matmul` (:mod:`._matmul_plan`) shares."""
+for host ones, with cuBLASLt's native epilogues (:mod:`~accelmath.linalg._matmul.epilogue`), and the
+pieces the planned :class:`~accelmath.linalg.Matmul` (:mod:`.plan`) shares."""
 
 from typing import Callable, NamedTuple
 
 from accelmath._core.cache import PlanCache
-from accelmath._core.dispatch import Dispatcher, to_device, to_host
+from accelmath._core.call import Context, stream_of
+from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError
-from accelmath.linalg import _matmul_cpu as cpu
-from accelmath.linalg import _matmul_problem as problems
-from accelmath.linalg._context import Context, recalled_stream
-from accelmath.linalg._epilogue import aux_shape
-from accelmath.linalg._matmul_cublaslt import LtPlan, Spec
+from accelmath.linalg._matmul import cpu
+from accelmath.linalg._matmul import problem as problems
+from accelmath.linalg._matmul.cublaslt import LtPlan, Spec
+from accelmath.linalg._matmul.epilogue import aux_shape
+from accelmath.linalg._memo import dispatcher
 
-__all__ = ["matmul", "dispatcher"]
-
-#: The plan caches of the stateless products, per device.
-dispatcher = Dispatcher()
+__all__ = ["matmul"]
 
 
 def _host(problem, out):
@@ -85,7 +83,7 @@ def _zero_k(ctx, problem, d):
 
 def _device(problem, out, stream, call=None):
     """The product of device operands on cuBLASLt, through the plan cache; remembered under
-    ``call`` (its :class:`~accelmath.linalg._matmul_problem.CallKey`) where given and the
+    ``call`` (its :class:`~accelmath.linalg._matmul.problem.CallKey`) where given and the
     key's addresses are those the product read."""
     a, b, c, bias, aux = problem.ops
     ctx = Context(a, stream)
@@ -157,12 +155,12 @@ class _Remembered(NamedTuple):
 
 def _recalled(entry, call, out, alpha, beta, stream):
     """The product of a call remembered as ``entry`` (``call``: its
-    :class:`~accelmath.linalg._matmul_problem.CallKey`): the arrays' addresses, the stream,
+    :class:`~accelmath.linalg._matmul.problem.CallKey`): the arrays' addresses, the stream,
     a new result, cuBLASLt; None where the plan has left the cache."""
     plan = entry.cache.get(entry.spec)
     if plan is None:
         return None
-    handle, explicit = recalled_stream(stream, entry.current_stream)
+    handle, explicit = stream_of(stream, entry.current_stream)
     pa, pb, pc, pbias, paux, pd = call.ptrs
     if out is not None:
         d = out
@@ -207,7 +205,7 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
         ``"dgelu"`` take that ``aux=`` and return ``d * f'(pre)``; ``"drelu_bgrad"``,
         ``"dgelu_bgrad"`` return ``(d, d.sum(axis=-2))``; ``"bgrada"`` returns
         ``(d, a.sum(axis=-1))`` and ``"bgradb"`` ``(d, b.sum(axis=-2))``. GELU is the tanh
-        form. ReLU and GELU take real operands only. See :mod:`accelmath.linalg._epilogue`
+        form. ReLU and GELU take real operands only. See :mod:`accelmath.linalg._matmul.epilogue`
         for the exact layouts.
     bias : array, optional
         The bias of the ``*bias`` epilogues: a vector along the result's last axis (n).

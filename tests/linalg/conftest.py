@@ -1,0 +1,19 @@
+"""The array packages of the GPU tests of accelmath.linalg as fixtures: ``cupy`` (CuPy), and
+``package`` (torch CUDA tensors, then JAX GPU arrays); each skips where its package, or its
+GPU support, is missing."""
+
+import pytest
+
+from .gpu_cases import CuPy, JaxGpu, TorchCuda
+
+
+@pytest.fixture
+def cupy(cp):
+    return CuPy(cp)
+
+
+@pytest.fixture(params=["torch", "jax"])
+def package(request):
+    if request.param == "torch":
+        return TorchCuda(request.getfixturevalue("torch_cuda"))
+    return JaxGpu(request.getfixturevalue("jax_gpu"))
