@@ -590,7 +590,11 @@ def measure_all(args, cases):
         f"the GPU; tolerances {TOLERANCE}. Data: N(0, 1). The store: "
         + ("the usual one." if args.keep_store else "a fresh temporary folder."))
     failures = "\n".join(f"- {n}" for n in notes)
-    print(write("matmul", env, rows, COLUMNS,
+    # a run of the host-time rows alone is a table of its own, beside the whole one
+    name = "matmul" if not (args.only or args.skip) else (
+        "matmul-host" if rows and all(r.get("unit") == "host us" for r in rows)
+        else "matmul-selected")
+    print(write(name, env, rows, COLUMNS,
                 header + ("\n\nNotes and failures:\n" + failures if notes else ""),
                 summary=SUMMARY))
     print(f"matmul: {time.perf_counter() - started:.0f} s")
