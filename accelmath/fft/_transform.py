@@ -31,7 +31,7 @@ from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
 from accelmath._core.plan import check_out
-from accelmath._core.stream import check_stream, resolve_stream, stream_handle
+from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, OutOfMemoryError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
@@ -126,18 +126,23 @@ def transform(call, x, out, stream):
         read = LAYOUT_READERS.get(x.__class__) or layout_reader(x)
         layout = None if read is None else read(x)
         if layout is not None:
-            key = record(CallKey, (call, out is not None, type(x), layout))
+            # the CallKey's fields in a plain tuple: equal to the CallKey remembered and hashed
+            # alike, it finds it without a record made on each hit (a miss makes the record)
+            key = (call, out is not None, type(x), layout)
             try:
                 entry = dispatcher.recall(key)
             except TypeError:  # an unhashable norm or execution: refused below
                 entry = key = None
             if entry is not None:
                 if entry.__class__ is HostCall:
-                    check_stream(stream)
+                    if stream is not None:  # (refused where it is no stream, as below)
+                        stream_handle(stream)
                     if out is None:
                         return entry.run(x)
                     return _run_host(entry, x, out)
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
+    if key is not None:
+        key = record(CallKey, key)
     kind = call.kind
     norm = norms.check_norm(call.norm)
     check_execution(call.execution)

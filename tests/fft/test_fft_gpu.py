@@ -590,6 +590,28 @@ def test_stateless_calls_remembered_by_layout(xp):
     assert_close(to_host(afft.fft(to_dev(hosts[1]), axis=0)), np.fft.fft(hosts[1], axis=0), 1e-12)
 
 
+def test_stateless_calls_keyed_by_records(xp):
+    """The memo remembers a device call under a CallKey, the cache keeps its plan under a
+    PlanKey (accelmath.fft._records)."""
+    from accelmath.fft import _transform
+    from accelmath.fft._records import CallKey, PlanKey, Transform
+
+    package, to_dev, to_host, _ = xp
+    afft.clear_cache()
+    host = _data(np.random.default_rng(), (8, 16), "c2c")
+    x = to_dev(host)
+    assert_close(to_host(afft.fft(x, axis=1, norm="ortho")),
+                 np.fft.fft(host, axis=1, norm="ortho"), 1e-12)
+    (call,) = _transform.dispatcher._calls
+    assert type(call) is CallKey and not call.out_given and call.array_type is type(x)
+    assert call.transform == Transform("c2c", None, (1,), "ortho", False, False, "auto", None)
+    (key,) = [key for cache in _transform.dispatcher._caches.values() for key in cache._entries]
+    assert type(key) is PlanKey
+    assert (key.kind, key.axes, tuple(key.shape), key.dtype, key.norm, key.conjugate, key.last,
+            key.out_strides, key.package) == ("c2c", (1,), (8, 16), "complex128", "ortho",
+                                              False, None, None, package)
+
+
 @pytest.mark.parametrize("kind", ["c2c", "c2r"])
 def test_each_thread_gets_handles_and_gives_them_back(kind, cp):
     """A thread's first call makes its own cuFFT handles (and workspace); when the thread
