@@ -192,6 +192,7 @@ class Plan(Resource):
 
     #: The plan's name in messages.
     what = "plan"
+    _launched = ()  # (made by _bind: a plan of no launchers has none to clear)
 
     def _bind(self, op, given, out_shape, out_strides, out_dtype, on_device, layout_only):
         """Bind the plan to the layout of operand ``op`` (made from array ``given``) and to
@@ -205,6 +206,7 @@ class Plan(Resource):
         self._on_device = on_device
         self._read = None  # reads the pointer of operands of the plan's layout
         self._read_out = {}  # out type -> reader of outputs of a layout already checked
+        self._launched = []  # the calls of the plan's launchers in C (see _launcher)
         self._freed = False
         if on_device:
             # (make, pointer) of a result: called by the call shim, or by _allocate
@@ -235,23 +237,35 @@ class Plan(Resource):
         self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
                                 op.adapter)
 
-    def _install_shim(self, direct, local, mask, inputs=None):
-        """Make the execute of operands of the plan's layout, with or without ``out=``, in C
-        (the call shim: :func:`hostcall.launcher`) where it is one C call, ``direct`` (a
-        :class:`hostcall.BoundCall`, None where there is none). ``inputs``: the launcher's
-        (default: the one operand of the plan's layout, given at each call)."""
+    def _launcher(self, direct, local, mask, inputs=None, **fixed):
+        """The plan's execute with keyword arguments ``fixed`` (a direction, say), made in C
+        for operands of the plan's layout, with or without ``out=`` (the call shim:
+        :func:`hostcall.launcher`), where it is one C call, ``direct`` (a
+        :class:`hostcall.BoundCall`; None where there is none); else the Python execute.
+        ``inputs``: the launcher's (default: the one operand of the plan's layout, given at
+        each call). :meth:`free` turns every launcher to the Python execute."""
+        # every other call goes on to the Python execute, bound to the plan: the plan holds
+        # its launchers and they the plan, a cycle the collector frees (and free() at once)
+        slow = functools.partial(type(self).execute, self, **fixed)
+        slow.__doc__ = type(self).execute.__doc__
         if inputs is None:
             inputs = ((self._type, self._read, None),)
         if direct is None or any(read is None for _, read, _ in inputs):
-            return
-        # every other call goes on to the Python execute, bound to the plan: the plan holds
-        # its execute and the execute the plan, a cycle the collector frees (and free() at once)
-        slow = functools.partial(type(self).execute, self)
-        slow.__doc__ = type(self).execute.__doc__
-        self._shim_calls = {None: direct}
+            return slow
+        calls = {None: direct}
+        self._launched.append(calls)
         allocate = None if self._adapter.immutable else self._allocation
-        self.execute = hostcall.launcher(slow, self._shim_calls, inputs, self._read_out,
-                                         allocate, self._current_stream, local, mask)
+        return hostcall.launcher(slow, calls, inputs, self._read_out, allocate,
+                                 self._current_stream, local, mask)
+
+    def _install_shim(self, direct, local, mask, inputs=None):
+        """Make :meth:`execute` (its default form) in C where it can be (see
+        :meth:`_launcher`); ``self._shim_calls`` holds its call, which a plan may change."""
+        launcher = self._launcher(direct, local, mask, inputs)
+        if isinstance(launcher, functools.partial):
+            return
+        self._shim_calls = self._launched[-1]
+        self.execute = launcher
 
     def run(self, x, out, stream, call):
         """Execute ``call`` on operand ``x`` (an array, an :class:`Operand` of the plan's
@@ -365,9 +379,9 @@ class Plan(Resource):
         (idempotent)."""
         if self._freed:
             return
-        if "execute" in self.__dict__:  # (first: no C call reaches a released handle)
-            self._shim_calls.clear()
-            del self.execute
+        for calls in self._launched:  # (first: no C call reaches a released handle)
+            calls.clear()
+        self.__dict__.pop("execute", None)
         super().free()
         self._operand = self._read = self._host_key = None
 

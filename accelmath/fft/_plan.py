@@ -7,6 +7,8 @@ backend (:mod:`accelmath.fft._cpu`) with ``workers`` threads. Lifetime, result a
 stateless functions in :mod:`accelmath.fft` are one-shot uses of cached plans.
 """
 
+import functools
+
 import numpy
 
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
@@ -209,6 +211,14 @@ class FFT(Plan):
         if on_gpu:
             self._install_shim(self._calls[None].direct, executor.resources.local,
                                executor.align_mask)
+        # per direction (forward, inverse), the execute of that direction alone, in C where
+        # it can be: what a remembered stateless call runs (x, and out= or not)
+        self.direction_runs = tuple(
+            self._launcher(self._calls[d].direct, executor.resources.local,
+                           executor.align_mask, direction=d)
+            if on_gpu and d in self._calls else
+            functools.partial(type(self).execute, self, direction=d)
+            for d in _DIRECTIONS)
 
     @property
     def workers(self):

@@ -267,3 +267,49 @@ def test_an_operand_the_plan_cannot_read_is_named(x):
         with pytest.raises((UnsupportedDTypeError, UnsupportedOperandError),
                            match=r"^operand: "):
             plan.execute(x)
+
+
+# -- one execute per direction --------------------------------------------------------------
+
+def test_direction_runs_are_the_execute_of_each_direction():
+    rng = np.random.default_rng()
+    x = (rng.standard_normal(16) + 1j * rng.standard_normal(16)).astype(np.complex64)
+    plan = FFT(x)
+    forward, inverse = plan.direction_runs
+    assert_close(forward(x), np.fft.fft(x.astype(np.complex128)), 1e-5)
+    assert_close(inverse(x), np.fft.ifft(x.astype(np.complex128)), 1e-5)
+    out = np.empty_like(x)
+    assert inverse(x, out=out) is out
+    real = FFT(x.real.copy(), kind="r2c")
+    with pytest.raises(InvalidArgumentError, match="does not fit a r2c plan"):
+        real.direction_runs[1](x.real.copy())
+    plan.free()
+    with pytest.raises(StateError, match="was freed"):
+        forward(x)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_direction_runs_on_the_gpu_run_in_c_and_are_right(package, request):
+    from accelmath._core import hostcall
+
+    rng = np.random.default_rng()
+    host = (rng.standard_normal((4, 32)) + 1j * rng.standard_normal((4, 32))).astype(np.complex64)
+    if package == "cupy":
+        cp = request.getfixturevalue("cp")
+        x, get = cp.asarray(host), cp.asnumpy
+    else:
+        torch = request.getfixturevalue("torch_cuda")
+        x, get = torch.from_numpy(host).cuda(), lambda t: t.cpu().numpy()
+    plan = FFT(x)
+    if hostcall.status().startswith("C call shim"):
+        assert all(type(run).__name__ == "Launch" for run in plan.direction_runs)
+    reference = host.astype(np.complex128)
+    assert_close(get(plan.direction_runs[0](x)), np.fft.fft(reference), 1e-5)
+    assert_close(get(plan.direction_runs[1](x)), np.fft.ifft(reference), 1e-5)
+    # the stateless functions run a remembered call through them
+    for _ in range(3):
+        assert_close(get(accelmath.fft.ifft(x)), np.fft.ifft(reference), 1e-5)
+    plan.free()
+    with pytest.raises(StateError, match="was freed"):
+        plan.direction_runs[1](x)
