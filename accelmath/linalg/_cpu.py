@@ -230,14 +230,15 @@ def _factor_each(routine, a, message, check, results, **options):
 def _solve_each(solve_one, arrays, cores):
     """``solve_one(*matrices)`` for each matrix of the broadcast batch of ``arrays`` (each
     with ``cores`` matrix or vector axes; the last the right-hand sides), into one array of
-    the first's dtype. Of SciPy's solvers only solve_triangular fails (a LinAlgError), for
-    a zero on the diagonal: LinAlgError naming the batch index."""
-    batch, arrays = _over_batch(arrays, cores)
-    if not batch and arrays[-1].size:  # one system: SciPy's result itself (its layout)
+    the first's dtype (for one system, SciPy's result itself, in SciPy's layout: no copy).
+    Of SciPy's solvers only solve_triangular fails (a LinAlgError), for a zero on the
+    diagonal: LinAlgError naming the batch index."""
+    if _one_system(arrays, cores) and arrays[-1].size:
         try:
             return solve_one(*arrays)
         except numpy.linalg.LinAlgError:
             raise LinAlgError(checks.SINGULAR, ()) from None
+    batch, arrays = _over_batch(arrays, cores)
     x = numpy.empty(arrays[-1].shape, arrays[0].dtype)
     if x.size:
         for index in numpy.ndindex(batch):
@@ -255,11 +256,17 @@ def _solve_each(solve_one, arrays, cores):
 SUBSTITUTE_PER_ROW = 4
 
 
+def _one_system(arrays, cores):
+    """Whether ``arrays`` (``cores`` as :func:`_solve_each` takes them) have no batch axes."""
+    return all(x.ndim == core for x, core in zip(arrays, cores))
+
+
 def _batched(arrays, cores):
     """Whether a SciPy solve of ``arrays`` (``cores`` as :func:`_solve_each` takes them)
     goes through :func:`_substitute`: at least :data:`SUBSTITUTE_PER_ROW` systems per
     row of each."""
-    return math.prod(_batch(arrays, cores)) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
+    return not _one_system(arrays, cores) and math.prod(
+        _batch(arrays, cores)) >= SUBSTITUTE_PER_ROW * max(arrays[0].shape[-1], 1)
 
 
 def _substitute(t, b, lower, trans=0, unit=False, singular=False):

@@ -6,6 +6,9 @@ input's package. A call validates everything (:mod:`accelmath.linalg._checks`), 
 operands (:func:`read`), promotes them as NumPy does, and runs host operands through NumPy's
 LAPACK (:mod:`accelmath.linalg._cpu`) and device operands through
 ``accelmath.linalg._device.calls`` (:func:`device_call`; host data too with ``execution="cuda"``).
+A call like one that ran before skips the checks its key stands for: on NumPy arrays
+(:func:`~accelmath.linalg._operands.host_call`), and on CuPy and torch arrays on the GPU
+(:func:`~accelmath.linalg._memo.call_key`).
 
 ``check=True``: a matrix whose factorization fails raises
 :class:`~accelmath.errors.LinAlgError` naming its batch index; ``check=False``: nothing is
@@ -27,8 +30,8 @@ from accelmath._core.operand import array_namespace
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, read, read_stack,
-                                        runs_on_host, to_caller)
+from accelmath.linalg._operands import (device_call, hermitian_svd, host_array, host_call, read,
+                                        read_stack, run_host, runs_on_host, to_caller)
 
 __all__ = ["solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
            "svdvals", "lstsq", "SlogdetResult", "QRResult", "EighResult", "SVDResult"]
@@ -79,6 +82,9 @@ def _finite_names(check, *names):
 
 def _eigh(a, UPLO, vectors, check, method, stream, execution):
     """eigh's body, and eigvalsh's without ``vectors``: ``(w, v)`` or ``w``."""
+    key, host = host_call("eigh", (a,), (UPLO, vectors, check, method, execution), stream)
+    if host is not None:
+        return host.run(a)
     call = call_key("eigh", (a,), UPLO, vectors, check, method, execution)
     w_v = recalled(call, stream)
     if w_v is not None:
@@ -87,21 +93,20 @@ def _eigh(a, UPLO, vectors, check, method, stream, execution):
     uplo = checks.check_uplo(UPLO)
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution, stream):
-        w_v = _cpu.eigh(host_array(a, dtype), uplo=uplo, vectors=vectors, check=check)
-        return to_caller(w_v, a)
+        return run_host(key, _cpu.eigh, (a,), (dtype,), uplo=uplo, vectors=vectors, check=check)
     return device_call("eigh", [a], (dtype,), ("a",), execution, uplo=uplo, vectors=vectors,
                        check=check, method=method, stream=stream, call=call,
                        finite=_finite_names(check, "a"))
 
 
-def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, execution):
+def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, execution,
+         key):
     """svd's body once its options are checked, and svdvals' (argument ``name``):
-    ``(u, s, vh)`` or ``s``."""
+    ``(u, s, vh)`` or ``s``; a host call remembered under ``key`` (see :func:`run_host`)."""
     x, dtype = read_stack(x, name, square=hermitian)
     if runs_on_host((x,), execution, stream):
-        return to_caller(_cpu.svd(host_array(x, dtype), full_matrices=full_matrices,
-                                  compute_uv=compute_uv, hermitian=hermitian, check=check,
-                                  name=name), x)
+        return run_host(key, _cpu.svd, (x,), (dtype,), full_matrices=full_matrices,
+                        compute_uv=compute_uv, hermitian=hermitian, check=check, name=name)
     if hermitian:  # through eigh, as NumPy computes it
         w_v = device_call("eigh", [x], (dtype,), (name,), execution, uplo="L",
                           vectors=compute_uv, check=check, method=method, stream=stream,
@@ -149,6 +154,9 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     >>> solve(a, np.array([9.0, 8.0]))
     array([2., 3.])
     """
+    key, host = host_call("solve", (a, b), (check, method, execution), stream)
+    if host is not None:
+        return host.run(a, b)
     call = call_key("solve", (a, b), check, method, execution)
     x = recalled(call, stream)
     if x is not None:
@@ -159,8 +167,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     checks.check_stacked_square(a.shape, "a")
     vector, _ = checks.solve_rhs(a.shape, b.shape)
     if runs_on_host((a, b), execution, stream):
-        x = _cpu.solve(host_array(a, dtype), host_array(b, dtype), check=check)
-        return to_caller(x, b)
+        return run_host(key, _cpu.solve, (a, b), (dtype, dtype), check=check)
     return device_call("solve", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,
                        check=check, method=method, stream=stream, call=call,
                        finite=_finite_names(check, "a", "b"))
@@ -195,6 +202,9 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
+    key, host = host_call("inv", (a,), (check, method, execution), stream)
+    if host is not None:
+        return host.run(a)
     call = call_key("inv", (a,), check, method, execution)
     x = recalled(call, stream)
     if x is not None:
@@ -202,7 +212,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     check, method, execution = _checked_options(check, method, execution)
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution, stream):
-        return to_caller(_cpu.inv(host_array(a, dtype), check=check), a)
+        return run_host(key, _cpu.inv, (a,), (dtype,), check=check)
     return device_call("inv", [a], (dtype,), ("a",), execution, check=check, method=method,
                        stream=stream, call=call, finite=_finite_names(check, "a"))
 
@@ -231,10 +241,13 @@ def det(a, *, stream=None, execution="auto"):
     >>> round(float(det(np.array([[1.0, 2.0], [3.0, 4.0]]))), 12)
     -2.0
     """
+    key, host = host_call("det", (a,), (execution,), stream)
+    if host is not None:
+        return host.run(a)
     execution = check_execution(execution)
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution, stream):
-        return to_caller(_cpu.det(host_array(a, dtype)), a)
+        return run_host(key, _cpu.det, (a,), (dtype,))
     return device_call("det", [a], (dtype,), ("a",), execution, stream=stream)
 
 
@@ -265,10 +278,13 @@ def slogdet(a, *, stream=None, execution="auto"):
     >>> float(sign), bool(np.isclose(logabsdet, np.log(6.0)))
     (-1.0, True)
     """
+    key, host = host_call("slogdet", (a,), (execution,), stream)
+    if host is not None:
+        return SlogdetResult(*host.run(a))
     execution = check_execution(execution)
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution, stream):
-        return SlogdetResult(*to_caller(_cpu.slogdet(host_array(a, dtype)), a))
+        return SlogdetResult(*run_host(key, _cpu.slogdet, (a,), (dtype,)))
     return SlogdetResult(*device_call("slogdet", [a], (dtype,), ("a",), execution,
                                       stream=stream))
 
@@ -311,6 +327,9 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     array([[2., 0.],
            [1., 2.]])
     """
+    key, host = host_call("cholesky", (a,), (upper, check, method, execution), stream)
+    if host is not None:
+        return host.run(a)
     call = call_key("cholesky", (a,), upper, check, method, execution)
     factor = recalled(call, stream)
     if factor is not None:
@@ -319,7 +338,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     upper = checks.check_flag(upper, "upper")
     a, dtype = read_stack(a, "a")
     if runs_on_host((a,), execution, stream):
-        return to_caller(_cpu.cholesky(host_array(a, dtype), upper=upper, check=check), a)
+        return run_host(key, _cpu.cholesky, (a,), (dtype,), upper=upper, check=check)
     return device_call("cholesky", [a], (dtype,), ("a",), execution, upper=upper, check=check,
                        method=method, stream=stream, call=call, finite=_finite_names(check, "a"))
 
@@ -364,14 +383,18 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
         economic = mode == "economic"
         if economic:  # (the reflectors of "raw", untransposed)
             mode = "raw"
-    call = call_key("qr", (a,), mode, execution)
-    result = recalled(call, stream)
+    key, host = host_call("qr", (a,), (mode, execution), stream)
+    if host is not None:
+        result = host.run(a)
+    else:
+        call = call_key("qr", (a,), mode, execution)
+        result = recalled(call, stream)
     if result is None:
         execution = check_execution(execution)
         mode = checks.check_mode(mode)
         a, dtype = read_stack(a, "a", square=False)
         if runs_on_host((a,), execution, stream):
-            result = to_caller(_cpu.qr(host_array(a, dtype), mode=mode), a)
+            result = run_host(key, _cpu.qr, (a,), (dtype,), mode=mode)
         else:
             result = device_call("qr", [a], (dtype,), ("a",), execution, mode=mode,
                                  stream=stream, call=call)
@@ -499,12 +522,17 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     >>> s
     array([4., 3.])
     """
+    key, host = host_call("svd", (a,), (full_matrices, compute_uv, hermitian, check, method,
+                                        execution), stream)
+    if host is not None:  # (compute_uv passed check_flag then: a bool, or 0 or 1)
+        result = host.run(a)
+        return SVDResult(*result) if compute_uv else result
     check, method, execution = _checked_options(check, method, execution)
     full_matrices = checks.check_flag(full_matrices, "full_matrices")
     compute_uv = checks.check_flag(compute_uv, "compute_uv")
     hermitian = checks.check_flag(hermitian, "hermitian")
     result = _svd(a, "a", full_matrices, compute_uv, hermitian, check, method, stream,
-                  execution)
+                  execution, key)
     return SVDResult(*result) if compute_uv else result
 
 
@@ -538,8 +566,11 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
     >>> svdvals(np.array([[3.0, 0.0], [0.0, -4.0]]))
     array([4., 3.])
     """
+    key, host = host_call("svdvals", (x,), (check, method, execution), stream)
+    if host is not None:
+        return host.run(x)
     check, method, execution = _checked_options(check, method, execution)
-    return _svd(x, "x", False, False, False, check, method, stream, execution)
+    return _svd(x, "x", False, False, False, check, method, stream, execution, key)
 
 
 def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
@@ -580,17 +611,20 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
     >>> bool(np.allclose(x, [1.0, 1.0])), int(rank)
     (True, 2)
     """
+    key, host = host_call("lstsq", (a, b), (rcond, execution), stream)
+    if host is not None:
+        return host.run(a, b)
     execution = check_execution(execution)
     rcond = checks.check_rcond(rcond)
     a, b = read(a, "a"), read(b, "b")
     dtype = checks.result_dtype(("a", a.dtype), ("b", b.dtype))
     vector = checks.lstsq_shapes(a.shape, b.shape)
     if runs_on_host((a, b), execution, stream):
+        if b.adapter.package == "numpy":  # (NumPy's results, as _cpu.lstsq gives them)
+            return run_host(key, _cpu.lstsq, (a, b), (dtype, dtype), rcond=rcond)
         x, residuals, rank, s = _cpu.lstsq(host_array(a, dtype), host_array(b, dtype),
                                            rcond=rcond)
-        if b.adapter.package != "numpy":
-            rank = int(rank)
-        return to_caller(x, b), to_caller(residuals, b), rank, to_caller(s, b)
+        return to_caller(x, b), to_caller(residuals, b), int(rank), to_caller(s, b)
     if rcond is None:  # NumPy's default: the precision of the computation's dtype
         rcond = float(numpy.finfo(dtype).eps * max(a.shape))
     return device_call("lstsq", [a, b], (dtype, dtype), ("a", "b"), execution, vector=vector,

@@ -16,8 +16,8 @@ from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, host_array, read, read_stack, runs_on_host,
-                                        to_caller)
+from accelmath.linalg._operands import (device_call, host_call, read, read_stack, run_host,
+                                        runs_on_host)
 
 __all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
 
@@ -40,17 +40,17 @@ def _check_finite(check_finite, when=True):
     return checks.check_flag(check_finite, "check_finite") and when
 
 
-def _solve(name, operands, dtypes, names, execution, finite, vector, stream, call=None,
+def _solve(name, operands, dtypes, names, execution, finite, vector, stream, key, call=None,
            **options):
     """Solver ``name`` (cho_solve, lu_solve, solve_triangular) with ``options``, on the CPU
     or the device, on ``operands`` (b last) converted to ``dtypes``: x in b's package.
     ``finite``: the names of the operands to check for NaN and Inf (None where an operand
-    is not checked), or None; ``call``: the call key the device function remembers, if it
-    takes one."""
+    is not checked), or None; ``key``: the host call's memo key (see
+    :func:`~accelmath.linalg._operands.run_host`); ``call``: the call key the device
+    function remembers, if it takes one."""
     if runs_on_host(operands, execution, stream):
-        arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
-        x = getattr(_cpu, name)(*arrays, check_finite=finite is not None, **options)
-        return to_caller(x, operands[-1])
+        return run_host(key, getattr(_cpu, name), operands, dtypes,
+                        check_finite=finite is not None, **options)
     if call is not None:
         options["call"] = call
     return device_call(name, operands, dtypes, names, execution, vector=vector,
@@ -97,20 +97,23 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     (array([[2., 1.],
            [0., 2.]]), False)
     """
-    # (remembered as cholesky is: see cho_solve)
+    # (remembered as cholesky is: see cho_solve; a remembered lower passed check_flag)
+    key, host = host_call("cho_factor", (a,), (lower, overwrite_a, check_finite, check,
+                                               execution), stream)
+    if host is not None:
+        return host.run(a), bool(lower)
     call = call_key("cho_factor", (a,), lower, check_finite, check, execution)
     c = recalled(call, stream)
     if c is not None:
-        return c, bool(lower)  # (a remembered lower passed check_flag)
+        return c, bool(lower)
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     checks.check_flag(overwrite_a, "overwrite_a")  # (accepted, as SciPy's; never done)
     a, dtype = read_stack(a, "a")
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
-        c = _cpu.cho_factor(host_array(a, dtype), lower=lower, check_finite=check_finite,
-                            check=check)
-        return to_caller(c, a), lower
+        return run_host(key, _cpu.cho_factor, (a,), (dtype,), lower=lower,
+                        check_finite=check_finite, check=check), lower
     return device_call("cho_factor", [a], (dtype,), ("a",), execution, lower=lower,
                        check=check, stream=stream, call=call,
                        finite=("a",) if check_finite else None), lower
@@ -150,6 +153,10 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     array([1., 2.])
     """
     c, lower = checks.factor_pair(c_and_lower, "c_and_lower", "(c, lower)", "cho_factor")
+    key, host = host_call("cho_solve", (c, b), (lower, overwrite_b, check_finite, execution),
+                          stream)
+    if host is not None:
+        return host.run(c, b)
     # (an identical call on CuPy or torch arrays read where they lie: remembered, run again
     # on the new addresses without reading and checking the arguments, which it repeats)
     call = call_key("cho_solve", (c, b), lower, check_finite, execution)
@@ -162,7 +169,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     check_finite = _check_finite(check_finite)
     c, b, dtype, vector = _triangular_system(c, b, ("c", "b"))
     return _solve("cho_solve", (c, b), (dtype, dtype), ("c", "b"), execution,
-                  ("c", "b") if check_finite else None, vector, stream, call=call,
+                  ("c", "b") if check_finite else None, vector, stream, key, call=call,
                   lower=lower)
 
 
@@ -204,13 +211,17 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     >>> piv
     array([1, 1], dtype=int32)
     """
+    key, host = host_call("lu_factor", (a,), (overwrite_a, check_finite, check, execution),
+                          stream)
+    if host is not None:
+        return host.run(a)
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     checks.check_flag(overwrite_a, "overwrite_a")
     a, dtype = read_stack(a, "a", square=False)
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
-        return to_caller(_cpu.lu_factor(host_array(a, dtype), check_finite=check_finite,
-                                        check=check), a)
+        return run_host(key, _cpu.lu_factor, (a,), (dtype,), check_finite=check_finite,
+                        check=check)
     return device_call("lu_factor", [a], (dtype,), ("a",), execution, check=check,
                        stream=stream, finite=("a",) if check_finite else None)
 
@@ -262,7 +273,11 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     array([1., 2.])
     """
     lu, piv = checks.factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)", "lu_factor")
-    # (remembered as cho_solve is)
+    # (remembered as cho_solve is; on NumPy arrays, the pivots checked each call)
+    key, host = host_call("lu_solve", (lu, piv, b), (trans, overwrite_b, check_finite,
+                                                     execution), stream)
+    if host is not None:
+        return host.run(lu, piv, b)
     call = call_key("lu_solve", (lu, piv, b), trans, check_finite, execution)
     x = recalled(call, stream)
     if x is not None:
@@ -277,7 +292,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     checks.check_flag(overwrite_b, "overwrite_b")
     check_finite = _check_finite(check_finite)
     return _solve("lu_solve", (lu, piv, b), (dtype, piv_dtype, dtype), ("lu", "piv", "b"),
-                  execution, (None, None, "b") if check_finite else None, vector, stream,
+                  execution, (None, None, "b") if check_finite else None, vector, stream, key,
                   call=call, trans=trans)
 
 
@@ -325,6 +340,11 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     array([2., 3.])
     """
     # (remembered as cho_solve is)
+    key, host = host_call("solve_triangular", (a, b), (trans, lower, unit_diagonal,
+                                                       overwrite_b, check_finite, execution),
+                          stream)
+    if host is not None:
+        return host.run(a, b)
     call = call_key("solve_triangular", (a, b), trans, lower, unit_diagonal, check_finite,
                     execution)
     x = recalled(call, stream)
@@ -338,5 +358,5 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     check_finite = _check_finite(check_finite)
     a, b, dtype, vector = _triangular_system(a, b, ("a", "b"))
     return _solve("solve_triangular", (a, b), (dtype, dtype), ("a", "b"), execution,
-                  ("a", "b") if check_finite else None, vector, stream, call=call,
+                  ("a", "b") if check_finite else None, vector, stream, key, call=call,
                   trans=trans, lower=lower, unit_diagonal=unit_diagonal)
