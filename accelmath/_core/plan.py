@@ -237,17 +237,19 @@ class Plan(Resource):
         self._operand = Operand(None, 0, op.shape, op.strides, op.dtype, op.device_id,
                                 op.adapter)
 
-    def _launcher(self, direct, local, mask, inputs=None, **fixed):
+    def _launcher(self, direct, local, mask, inputs=None, slow=None, **fixed):
         """The plan's execute with keyword arguments ``fixed`` (a direction, say), made in C
         for operands of the plan's layout, with or without ``out=`` (the call shim:
         :func:`hostcall.launcher`), where it is one C call, ``direct`` (a
         :class:`hostcall.BoundCall`; None where there is none); else the Python execute.
         ``inputs``: the launcher's (default: the one operand of the plan's layout, given at
-        each call). :meth:`free` turns every launcher to the Python execute."""
+        each call; ``slow``: the Python execute, where not the plan's with ``fixed``).
+        :meth:`free` turns every launcher to the Python execute."""
         # every other call goes on to the Python execute, bound to the plan: the plan holds
         # its launchers and they the plan, a cycle the collector frees (and free() at once)
-        slow = functools.partial(type(self).execute, self, **fixed)
-        slow.__doc__ = type(self).execute.__doc__
+        if slow is None:
+            slow = functools.partial(type(self).execute, self, **fixed)
+            slow.__doc__ = type(self).execute.__doc__
         if inputs is None:
             inputs = ((self._type, self._read, None),)
         if direct is None or any(read is None for _, read, _ in inputs):

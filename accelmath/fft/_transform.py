@@ -26,6 +26,7 @@ from typing import NamedTuple, Optional
 import numpy
 
 from accelmath._core.arguments import check_execution, check_workers
+from accelmath._core.call import stream_of
 from accelmath._core.call_key import LAYOUT_READERS, layout_reader, plain
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.layout import is_dense
@@ -196,8 +197,8 @@ def _execute(checked, x, out, stream, key):
         raise InvalidArgumentError('execution="cpu" needs a host operand; this one is on the GPU')
     scope = contextlib.nullcontext()
     if stream is not None:
-        stream = stream_handle(stream)
-        if stream != resolve_stream(None, op):
+        stream, explicit = stream_of(stream, lambda: op.adapter.current_stream(op.device_id))
+        if explicit:
             # the package takes the explicit stream as its current one for this call: the
             # conversions, copies and allocations below follow its order, as the transform
             scope = op.adapter.stream_scope(stream, op.device_id)

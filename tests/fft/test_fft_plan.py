@@ -301,15 +301,19 @@ def test_direction_runs_on_the_gpu_run_in_c_and_are_right(package, request):
     else:
         torch = request.getfixturevalue("torch_cuda")
         x, get = torch.from_numpy(host).cuda(), lambda t: t.cpu().numpy()
-    plan = FFT(x)
-    if hostcall.status().startswith("C call shim"):
-        assert all(type(run).__name__ == "Launch" for run in plan.direction_runs)
+    plan = FFT(x, axes=(1,))
+    if hostcall.status().startswith("C call shim"):  # (each direction that is one C call)
+        for direction, run in zip(("forward", "inverse"), plan.direction_runs):
+            one_call = plan._calls[direction].direct is not None
+            assert (type(run).__name__ == "Launch") == one_call
+        assert type(plan.direction_runs[0]).__name__ == "Launch"
     reference = host.astype(np.complex128)
     assert_close(get(plan.direction_runs[0](x)), np.fft.fft(reference), 1e-5)
     assert_close(get(plan.direction_runs[1](x)), np.fft.ifft(reference), 1e-5)
     # the stateless functions run a remembered call through them
     for _ in range(3):
         assert_close(get(accelmath.fft.ifft(x)), np.fft.ifft(reference), 1e-5)
+        assert_close(get(accelmath.fft.fft(x)), np.fft.fft(reference), 1e-5)
     plan.free()
     with pytest.raises(StateError, match="was freed"):
         plan.direction_runs[1](x)

@@ -362,10 +362,21 @@ class _FakeLt:
 
     nbytes = 0
     made = 0
+    mask = 0
 
     def __init__(self, spec, device_id, package):
+        import threading
+        from types import SimpleNamespace
+
         self.spec = spec
+        self.resources = SimpleNamespace(local=threading.local())
         _FakeLt.made += 1
+
+    def direct_call(self, alpha, beta, uses_c):
+        return None  # (no C call: every run is the Python one)
+
+    def free(self):
+        pass
 
     def run(self, a, b, c, d, bias, aux, alpha, beta, stream, algo=None):
         import ctypes
@@ -386,14 +397,14 @@ def fake_device(monkeypatch):
     yields a list that counts the calls that were read and checked."""
     from accelmath._core import operand
     from accelmath.linalg import _memo as linalg_memo
-    from accelmath.linalg._matmul import stateless as _matmul
-    from accelmath.linalg._matmul import problem as problems
     from accelmath._core import call_key
+    from accelmath.linalg._matmul import plan
+    from accelmath.linalg._matmul import problem as problems
 
     monkeypatch.setitem(operand._adapters, _DeviceArray, _device_adapter())
     monkeypatch.setattr(call_key, "_ADDRESSED", ("fake",))
     monkeypatch.setattr(call_key, "_DEVICE", {})
-    monkeypatch.setattr(_matmul, "LtPlan", _FakeLt)
+    monkeypatch.setattr(plan, "LtPlan", _FakeLt)
     prepared = []
     prepare = problems.prepare
 

@@ -637,3 +637,31 @@ def test_plan_execute_through_the_call_shim(cp, package):
             plan.execute(to_device(random(rng, (24, 40), "float32")))
     with pytest.raises(Exception, match="freed"):
         plan.execute()
+
+
+def test_the_stateless_product_is_a_cached_matmul_plan(cp):
+    from accelmath._core import hostcall
+    from accelmath.linalg import _memo as linalg_memo
+    from accelmath.linalg._matmul.problem import call_key
+
+    rng = np.random.default_rng()
+    host = [rng.standard_normal(shape) for shape in ((33, 17), (17, 9), (33, 9))]
+    a, b, c = (cp.asarray(x) for x in host)
+    linalg.clear_cache()
+    for alpha, beta in ((1, 0), (0.5, 0), (2.0, -1.0), (-3, 0.25)):
+        for _ in range(2):  # planned, then recalled: each call with its own scalars
+            args = (a, b, c) if beta else (a, b)
+            result = linalg.matmul(*args, alpha=alpha, beta=beta)
+            expected = alpha * host[0] @ host[1] + (beta * host[2] if beta else 0)
+            assert_close_products(cp.asnumpy(result), expected, "float64", 17)
+    key = call_key(a, b, None, None, None, None, 1, 0, None, "auto", False)
+    plan = linalg_memo.dispatcher.recall(key.key)
+    assert isinstance(plan, linalg.Matmul)
+    if hostcall.status().startswith("C call shim"):
+        assert type(plan.scaled(1, 0)).__name__ == "Launch"
+    stream = cp.cuda.Stream()
+    out = cp.empty((33, 9))
+    assert linalg.matmul(a, b, out=out, stream=stream) is out
+    stream.synchronize()
+    assert_close_products(cp.asnumpy(out), host[0] @ host[1], "float64", 17)
+    linalg.clear_cache()

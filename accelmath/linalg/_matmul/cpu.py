@@ -5,11 +5,14 @@ NumPy references (:mod:`~accelmath.linalg._matmul.epilogue`).
 bfloat16 host operands are NumPy arrays of ``ml_dtypes.bfloat16`` or torch CPU tensors.
 """
 
+import operator
+
 import numpy
 
 from accelmath._core.operand.numpy_arrays import numpy_dtype
+from accelmath.linalg._matmul.problem import checked_out
 
-__all__ = ["WORK_DTYPE", "host_operand", "host_product", "to_caller"]
+__all__ = ["WORK_DTYPE", "host_operand", "host_product", "plain_product", "run", "to_caller"]
 
 #: The dtype half precisions are computed in on the CPU.
 WORK_DTYPE = {"float16": "float32", "bfloat16": "float32"}
@@ -55,6 +58,20 @@ def host_product(product, epilogue, a, b, c, bias, aux, alpha, beta):
     return numpy.reshape(d, product.shape), extra
 
 
+def plain_product(problem):
+    """What computes host product ``problem`` (a :class:`~.problem.Problem`) on NumPy
+    arrays of its operands' layouts as :func:`host_product` does, where the product is a
+    plain ``a @ b`` (stacks of matrices of a dtype computed as it is; alpha 1, no c, bias,
+    aux or epilogue): the operator itself. None for other products."""
+    product = problem.product
+    if (problem.epilogue.name is None and problem.alpha == 1
+            and all(op is None for op in problem.ops[2:])
+            and not (product.a_vector or product.b_vector or any(problem.conj))
+            and problem.dtype not in WORK_DTYPE):
+        return operator.matmul  # (host_product's ``a2 @ b2``)
+    return None
+
+
 def to_caller(result, like, dtype):
     """Host result ``result`` (working dtype; a ReLU mask stays uint8) as an array of
     ``dtype`` in the package of operand ``like``."""
@@ -64,3 +81,25 @@ def to_caller(result, like, dtype):
     # (C order, 0-d kept: numpy.ascontiguousarray would make a 0-d result 1-d)
     converted = like.adapter.from_numpy(numpy.require(result, requirements="C"), like.obj)
     return like.adapter.astype(converted, dtype) if cast else converted
+
+
+def run(problem, out):
+    """The product of host operands ``problem`` (a checked
+    :class:`~accelmath.linalg._matmul.problem.Problem`) on NumPy, into ``out`` or a new
+    result, in the package of ``a``: the result, or ``(result, extra)``."""
+    like = problem.ops[0]
+    arrays = [None if op is None else host_operand(op, conj)
+              for op, conj in zip(problem.ops, problem.conj + (False,) * 3)]
+    d, extra = host_product(problem.product, problem.epilogue, *arrays, problem.alpha,
+                            problem.beta)
+    if out is not None:
+        out_op = checked_out(out, like, problem)
+        out[...] = to_caller(d, out_op, problem.dtype)  # (torch's bfloat16: no NumPy view)
+        d = out
+    else:
+        d = to_caller(d, like, problem.dtype)
+        if like.package == "numpy" and d.ndim == 0:  # (NumPy gives a scalar)
+            d = d[()]
+    if problem.epilogue.returns == 1:
+        return d
+    return d, to_caller(extra, like, problem.dtype)

@@ -37,7 +37,7 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
 __all__ = ["Epilogue", "EPILOGUES", "epilogue_named", "check_epilogue_dtype", "gelu",
            "gelu_derivative", "relu_mask", "pack_mask", "relu_aux_width", "gelu_aux_ld",
-           "aux_shape"]
+           "aux_shape", "outputs", "finish", "check_zero_k"]
 
 _S = math.sqrt(2.0 / math.pi)
 _C = 0.044715
@@ -244,3 +244,38 @@ def check_epilogue_dtype(epilogue, dtype):
         f"epilogue {epilogue.name!r} takes real operands; the operands are {dtype}, for which "
         "cuBLASLt has no epilogue: add a bias to the product (matmul(a, b) + bias), or sum "
         "its gradient, after it")
+
+
+def outputs(ctx, problem):
+    """New arrays of the epilogue's extra output (aux or bias gradient) of device product
+    ``problem``, allocated in call context ``ctx``, and its address (None, 0 where there is
+    none)."""
+    epilogue, product = problem.epilogue, problem.product
+    if epilogue.makes_aux == "relu":
+        return ctx.empty(aux_shape("relu", product), "uint8")
+    if epilogue.makes_aux == "gelu":
+        return ctx.empty(aux_shape("gelu", product))
+    if epilogue.bias_gradient:
+        return ctx.empty(product.batch + (product.m if epilogue.bias_gradient == "a"
+                                          else product.n,))
+    return None, 0
+
+
+def finish(ctx, problem, d, extra):
+    """What the caller of device product ``problem`` gets: ``d``, or ``(d, extra)`` (a GELU
+    input cut to n columns)."""
+    d = ctx.finish(d)
+    if problem.epilogue.returns == 1:
+        return d
+    extra = ctx.finish(extra)
+    if problem.epilogue.makes_aux == "gelu":
+        extra = extra[..., :problem.product.n]
+    return d, extra
+
+
+def check_zero_k(problem):
+    """Raise for a device product over an inner length of 0 with a c or an epilogue."""
+    if problem.epilogue.name is not None or (problem.ops[2] is not None and problem.beta != 0):
+        raise InvalidArgumentError(
+            "on the GPU, a product with an inner length of 0 takes no c and no epilogue (its "
+            "result is zeros)")

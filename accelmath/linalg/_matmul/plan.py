@@ -2,6 +2,8 @@
 autotuned, executed many times, on cuBLASLt for device operands and on NumPy for host ones;
 the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`.stateless`)."""
 
+import functools
+
 from accelmath._core.arguments import length
 from accelmath._core.call import Context, stream_of
 from accelmath._core.layout import contiguous_strides
@@ -9,19 +11,21 @@ from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError
+from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
 from accelmath.linalg._matmul.cublaslt import LtPlan
-from accelmath.linalg._matmul.epilogue import aux_shape, epilogue_named
+from accelmath.linalg._matmul.epilogue import (aux_shape, check_zero_k, epilogue_named, finish,
+                                               outputs)
 from accelmath.linalg._matmul.rules import product as product_of
-from accelmath.linalg._matmul.stateless import _check_zero_k, _finish, _host, _outputs
 
-__all__ = ["Matmul"]
+__all__ = ["Matmul", "layout_of"]
 
 
 _OPERANDS = ("a", "b", "c", "bias", "aux")
+_SCALED_RUNS = 64  # the most scalar pairs a plan keeps runs for (it starts over when full)
 
 
-def _layout_of(op):
+def layout_of(op):
     """What an operand must match of the plan's: shape, strides, dtype, device and package
     (None where absent)."""
     return None if op is None else (tuple(op.shape), tuple(op.strides), op.dtype,
@@ -91,27 +95,46 @@ class Matmul(Plan):
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
                                    allow_tf32)
+        check_stream(stream)  # (where it is given, whatever runs the plan)
+        if problem.on_gpu and not problem.ops[0].on_device:
+            raise InvalidArgumentError(
+                'execution="cuda" needs device operands here; matmul moves host data for you')
+        self._make(problem, (a, b, c, *templates), layout_only, stream)
+
+    @classmethod
+    def _for_call(cls, problem, given, out_strides, alignment):
+        """The plan of a stateless call's device product ``problem`` (checked), for operands
+        of the types and layouts of ``given`` (the arrays as the caller gave them, none of
+        which it keeps) and results of element strides ``out_strides`` (None: C order);
+        ``alignment``: the bytes the call's addresses share. The stateless ``matmul`` caches
+        it and runs it with each call's own alpha and beta (:meth:`scaled`)."""
+        plan = cls.__new__(cls)
+        plan._make(problem, given, True, None, out_strides, alignment)
+        return plan
+
+    def _make(self, problem, given, layout_only, stream, out_strides=None, alignment=None):
         self.problem = problem
         self.dtype, self.shape = problem.dtype, problem.product.shape
         self.epilogue = problem.epilogue.name
         self.alpha, self.beta = problem.alpha, problem.beta
         self.stream = stream
-        check_stream(stream)  # (where it is given, whatever runs the plan)
         op = problem.ops[0]
-        if problem.on_gpu and not op.on_device:
-            raise InvalidArgumentError(
-                'execution="cuda" needs device operands here; matmul moves host data for you')
         self._lt = None
         self._direct = False
-        self._bind(op, a, self.shape, contiguous_strides(self.shape), self.dtype,
+        self._scaled_runs = {}  # (alpha, beta) -> the product with them (see scaled)
+        self._bind(op, given[0], self.shape, contiguous_strides(self.shape), self.dtype,
                    problem.on_gpu, layout_only)
-        given = (a, b, c, *templates)
-        self._bound = (None,) * 5 if layout_only else given
+        if out_strides is not None:  # (results are allocated in C order all the same)
+            self.out_strides = out_strides
+        self._bound = (None,) * 5 if layout_only else tuple(given)
         self._types = tuple(type(x) for x in given)
-        self._layouts = tuple(_layout_of(op) for op in problem.ops)
+        self._layouts = tuple(layout_of(op) for op in problem.ops)
         self._conj = problem.conj + (False, False, False)
+        self._uses_c = False
         if problem.on_gpu:
-            self._plan_device(problem, given, layout_only)
+            self._plan_device(problem, given, layout_only, out_strides, alignment)
+        if layout_only:  # (its operands' records hold the arrays: the plan keeps none)
+            self.problem = problem._replace(ops=None)
 
     @staticmethod
     def _templates(a, b, epilogue, bias, aux):
@@ -132,11 +155,11 @@ class Matmul(Plan):
                                         device)[0][..., :product.n]
         return bias, aux
 
-    def _plan_device(self, problem, given, layout_only):
+    def _plan_device(self, problem, given, layout_only, out_strides, alignment):
         a, b, c, bias, aux = problem.ops
         product = problem.product
         if product.k == 0:
-            _check_zero_k(problem)
+            check_zero_k(problem)
         self._empty = not (product.m and product.n and all(product.batch))
         self._readers = tuple(
             None if op is None or op.obj is not x else (
@@ -145,10 +168,11 @@ class Matmul(Plan):
             for op, x in zip(problem.ops, given))
         if self._empty or product.k == 0:
             return
-        ptrs = [op.ptr for op in (a, b, c) if op is not None]
-        alignment = 256 if layout_only else problems.alignment_of(
-            *ptrs, itemsize=ITEMSIZE[problem.dtype])
-        spec = problems.spec_of(problem, None, alignment)
+        if alignment is None:
+            ptrs = [op.ptr for op in (a, b, c) if op is not None]
+            alignment = 256 if layout_only else problems.alignment_of(
+                *ptrs, itemsize=ITEMSIZE[problem.dtype])
+        spec = problems.spec_of(problem, out_strides, alignment)
         if c is None or problem.beta == 0:
             spec = spec._replace(c=None)
         self._lt = LtPlan(spec, a.device_id, a.adapter.package)
@@ -158,12 +182,61 @@ class Matmul(Plan):
         # the result is the array allocated or given, with nothing beside it: execute calls
         # cuBLASLt itself, or the call shim does (on operands a, b and c of the plan's types)
         self._direct = problem.epilogue.returns == 1 and not self._adapter.immutable
-        if self._direct and bias is None and aux is None:
+        if self._shim_takes_it():
             self._install_shim(self._lt.direct_call(self._alpha_ptr, self._beta_ptr,
                                                     self._uses_c),
-                               self._lt.resources.local, self._lt.mask,
-                               [(self._types[i], self._readers[i], self._bound[i])
-                                for i in range(3 if self._uses_c else 2)])
+                               self._lt.resources.local, self._lt.mask, self._inputs())
+
+    def _shim_takes_it(self):
+        """Whether the product is one cuBLASLt call on the operands (a, b and c) alone,
+        which the call shim makes."""
+        return self._direct and self._layouts[3] is None and self._layouts[4] is None
+
+    def _inputs(self):
+        """The call shim's operands: a, b and, where the product reads it, c."""
+        return [(self._types[i], self._readers[i], self._bound[i])
+                for i in range(3 if self._uses_c else 2)]
+
+    @property
+    def uses_c(self):
+        """Whether the product reads c (beta is not 0): what :meth:`scaled` takes."""
+        return self._uses_c
+
+    @property
+    def nbytes(self):
+        """Device workspace bytes the plan uses per thread and stream that run it (0 on the
+        CPU)."""
+        return 0 if self._lt is None else self._lt.nbytes
+
+    @property
+    def held_bytes(self):
+        """Device workspace bytes the plan holds now, for every thread and stream that ran
+        it (0 on the CPU)."""
+        return 0 if self._lt is None else self._lt.held_bytes
+
+    def scaled(self, alpha, beta):
+        """The product with scalars ``alpha`` and ``beta`` in place of the plan's:
+        ``run(a, b[, c], *, bias=None, aux=None, out=None, stream=None)``, its operands
+        positional (c where :attr:`uses_c`), made in C for operands of the plan's layout
+        (the call shim), as :meth:`execute` is. ``alpha`` and ``beta`` are numbers the
+        plan's dtype takes (checked by the caller)."""
+        key = (alpha, beta)
+        run = self._scaled_runs.get(key)
+        if run is not None:
+            return run
+        values, (alpha_ptr, beta_ptr) = problems.host_scalars(self.dtype, alpha, beta)
+        # (the scalars live as long as the run that reads their addresses)
+        slow = functools.partial(self._execute_scaled, values, alpha_ptr, beta_ptr)
+        run = slow
+        if self._lt is not None and self._shim_takes_it() and "execute" in self.__dict__:
+            run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, self._uses_c),
+                                 self._lt.resources.local, self._lt.mask, self._inputs(),
+                                 slow=slow)
+        if alpha != 0:  # (0.0 and -0.0 are one key; the sign shows in the zeros made)
+            if len(self._scaled_runs) >= _SCALED_RUNS:
+                self._scaled_runs.clear()
+            self._scaled_runs[key] = run
+        return run
 
     @property
     def algorithm(self):
@@ -194,12 +267,16 @@ class Matmul(Plan):
         return op.ptr
 
     def _matching(self, i, x):
-        """The operand of ``x`` as operand ``i``, checked to match the plan's layout."""
-        op, conj = problems.read(x, _OPERANDS[i])
-        if _layout_of(op) != self._layouts[i] or conj != self._conj[i]:
+        """The operand of ``x`` as operand ``i``, checked to match the plan's layout (a and
+        b read as their memory and whether it is conjugated, the others as their values)."""
+        if i < 2:
+            op, conj = problems.read(x, _OPERANDS[i])
+        else:
+            op, conj = problems.read_values(x, _OPERANDS[i]), False
+        if layout_of(op) != self._layouts[i] or conj != self._conj[i]:
             fields = ("shape", "strides", "dtype", "device", "package")
             expected = dict(zip(fields, self._layouts[i] or (None,) * 5))
-            given = dict(zip(fields, _layout_of(op)))
+            given = dict(zip(fields, layout_of(op)))
             for layout in (expected, given):
                 layout["device"] = device_name(layout["device"])
             expected["conjugated view"], given["conjugated view"] = self._conj[i], conj
@@ -257,6 +334,15 @@ class Matmul(Plan):
         if not self._on_device:
             check_stream(stream)
             return self._execute_host(a, b, c, bias, aux, out)
+        return self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
+                                    bias=bias, aux=aux, out=out, stream=stream)
+
+    def _execute_scaled(self, values, alpha, beta, a=None, b=None, c=None, *, bias=None,
+                        aux=None, out=None, stream=None):
+        """:meth:`execute` on the device with the host scalars at addresses ``alpha`` and
+        ``beta`` (``values``: the scalars, kept alive by the caller's reference)."""
+        if self._freed:
+            self._check_live()
         handle, explicit = stream_of(stream, self._current_stream)
         pa, pb, pc, pbias, paux = self._pointers(a, b, c, bias, aux, handle)
         if out is None:
@@ -268,30 +354,30 @@ class Matmul(Plan):
                 pd = self._first_out(out, handle)
             d = out
         if self._direct:
-            self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, self._alpha_ptr,
-                         self._beta_ptr, handle)
+            self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, alpha, beta,
+                         handle)
             return d
-        return self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, explicit, None)
+        return self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, explicit, None, alpha,
+                             beta)
 
-    def _enqueue(self, d, pa, pb, pc, pd, pbias, paux, handle, explicit, algo):
+    def _enqueue(self, d, pa, pb, pc, pd, pbias, paux, handle, explicit, algo, alpha, beta):
         problem = self.problem
         epilogue = problem.epilogue
         extra, pextra = None, 0
         if epilogue.returns == 2:
             ctx = Context.on(self._adapter, self.device_id, handle, explicit, self.dtype)
-            extra, pextra = _outputs(ctx, problem)
+            extra, pextra = outputs(ctx, problem)
         if self._lt is not None:
             self._lt.run(pa, pb, pc if self._uses_c else 0, pd,
                          pextra if epilogue.bias_gradient else pbias,
-                         pextra if epilogue.makes_aux else paux,
-                         self._alpha_ptr, self._beta_ptr, handle, algo)
+                         pextra if epilogue.makes_aux else paux, alpha, beta, handle, algo)
         elif not self._empty:  # (an inner length of 0: zeros)
             with self._adapter.stream_scope(handle, self.device_id):
                 d[...] = 0
         if epilogue.returns == 1 and not self._adapter.immutable:
             return d
         ctx = Context.on(self._adapter, self.device_id, handle, explicit, self.dtype)
-        return _finish(ctx, problem, d, extra)
+        return finish(ctx, problem, d, extra)
 
     def autotune(self, a=None, b=None, c=None, *, bias=None, aux=None, iterations=5,
                  stream=None):
@@ -329,12 +415,14 @@ class Matmul(Plan):
         kept = []
 
         def enqueue(index):
-            kept.append(self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, True, index))
+            kept.append(self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, True, index,
+                                      self._alpha_ptr, self._beta_ptr))
 
         choice = self._lt.autotune(enqueue, handle, iterations)
         if "execute" in self.__dict__:  # the call shim's call names the algorithm
             self._shim_calls[None] = self._lt.direct_call(self._alpha_ptr, self._beta_ptr,
                                                           self._uses_c)
+        self._scaled_runs.clear()  # (their calls name the algorithm too)
         return choice
 
     def _execute_host(self, a, b, c, bias, aux, out):
@@ -350,7 +438,7 @@ class Matmul(Plan):
                 self._matching(i, x)
         problem = problems.prepare(*given, self.alpha, self.beta, self.problem.epilogue,
                                    "cpu", False)
-        return _host(problem, out)
+        return cpu.run(problem, out)
 
     def _release(self):
         if self._lt is not None:

@@ -21,8 +21,8 @@ from accelmath.linalg._matmul import rules
 from accelmath.linalg._matmul.cublaslt import Layout, Spec
 from accelmath.linalg._matmul.epilogue import aux_shape, check_epilogue_dtype, epilogue_named
 
-__all__ = ["Problem", "CallKey", "read", "prepare", "call_key", "checked_out", "scalar_of",
-           "host_scalars", "spec_of", "alignment_of"]
+__all__ = ["Problem", "CallKey", "read", "read_values", "prepare", "call_key", "checked_out",
+           "scalar_of", "host_scalars", "spec_of", "alignment_of"]
 
 _NAMES = ("a", "b", "c", "bias", "aux")
 _SCALAR = {"float32": ctypes.c_float, "float64": ctypes.c_double,
@@ -66,10 +66,10 @@ def read(x, name):
     is_conj = getattr(x, "is_conj", None)
     if is_conj is not None and callable(is_conj) and is_conj():
         x, conj = x.conj(), True
-    return _operand(x, name), conj
+    return read_values(x, name), conj
 
 
-def _operand(x, name):
+def read_values(x, name):
     """The operand of argument ``x``, describing its values (those of a lazily conjugated
     view: a copy); errors name the argument."""
     return wrap_named(x, name)
@@ -95,9 +95,9 @@ def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
     execution = check_execution(execution)
     (a_op, a_conj), (b_op, b_conj) = read(a, "a"), read(b, "b")
     # (c, bias and aux are read as their values: a lazily conjugated view, as a copy)
-    c_op = None if c is None else _operand(c, "c")
-    bias_op = None if bias is None else _operand(bias, "bias")
-    aux_op = None if aux is None else _operand(aux, "aux")
+    c_op = None if c is None else read_values(c, "c")
+    bias_op = None if bias is None else read_values(bias, "bias")
+    aux_op = None if aux is None else read_values(aux, "aux")
     dtype = rules.check_dtypes([("a", a_op.dtype), ("b", b_op.dtype),
                                 ("c", c_op and c_op.dtype), ("bias", bias_op and bias_op.dtype)])
     product = rules.product(a_op.shape, b_op.shape)
