@@ -15,7 +15,7 @@ __all__ = ["__version__", "errors", "Resource", "fft", "linalg", "fusion", "subt
            "library_info"]
 
 _SUBMODULES = ("fft", "linalg", "fusion", "subtraction")
-# what this machine offers (accelmath._core.device), imported on first use: the driver is
+# what this machine offers (accelmath._core.gpu.device), imported on first use: the driver is
 # probed when one of them is called, never at import
 _DEVICE_QUERIES = ("gpu_available", "gpu_unavailable_reason", "devices", "driver_version",
                    "library_info")
@@ -25,7 +25,7 @@ def __getattr__(name):
     if name in _SUBMODULES:
         return importlib.import_module(f"accelmath.{name}")
     if name in _DEVICE_QUERIES:
-        return getattr(importlib.import_module("accelmath._core.device"), name)
+        return getattr(importlib.import_module("accelmath._core.gpu.device"), name)
     if name == "Resource":  # (the base of objects that hold device resources)
         return importlib.import_module("accelmath._core.lifetime").Resource
     raise AttributeError(f"module 'accelmath' has no attribute {name!r}")

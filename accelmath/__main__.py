@@ -140,7 +140,8 @@ def info_lines():
     True
     """
     from accelmath import __version__
-    from accelmath._core import device, hostcall
+    from accelmath._core import hostcall
+    from accelmath._core.gpu import device
 
     version = device.driver_version()
     driver = (f"CUDA driver: supports CUDA {version[0]}.{version[1]}" if version
@@ -179,7 +180,7 @@ def cache_lines():
     ...     cache_lines()[1]
     'Store: off (ACCELMATH_CACHE=0)'
     """
-    from accelmath._core import store
+    from accelmath._core.disk import store
 
     try:
         directory = str(store.cache_dir())
@@ -221,7 +222,7 @@ def _store_problem(store):
 
 
 def _cache_clear(args):
-    from accelmath._core import store
+    from accelmath._core.disk import store
     from accelmath.errors import StateError
 
     if not store.enabled():

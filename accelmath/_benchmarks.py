@@ -192,7 +192,7 @@ def gpu_problem():
     >>> gpu_problem() is None or isinstance(gpu_problem(), str)
     True
     """
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         return f"no usable GPU ({device.gpu_unavailable_reason()})"

@@ -39,7 +39,7 @@ def selected(name, args):
 def environment():
     """Device name (the GPU's, else the CPU's), driver and library versions, the CPU, date:
     the header of every result file."""
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     gpus = device.devices()
     versions = {}
@@ -124,7 +124,7 @@ def settle(fn):
     new machine its FFT column kernel compiles while the first plans go without it, and the
     stateless cache drops those plans once it is compiled (on a thread of its own). What is
     timed after this is what a long-running process gets."""
-    from accelmath._core.modules import wait_for_compiles
+    from accelmath._core.gpu.modules import wait_for_compiles
     from accelmath.fft._transform import wait_for_drops
 
     fn()

@@ -367,7 +367,7 @@ def round_trip_cases(rows):
 
 
 def main():
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         print(f"fft: needs a CUDA GPU ({device.gpu_unavailable_reason()}); nothing to measure.")

@@ -132,7 +132,7 @@ def summarize(case, store, runs):
 
 def main():
     # imported here, not at the top: the fresh processes time their own import of accelmath
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         print(f"first_call: no GPU ({device.gpu_unavailable_reason()}); nothing to measure.")

@@ -103,7 +103,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args.calls)
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         print("host_calls: no GPU here; nothing to time")

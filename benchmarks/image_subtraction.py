@@ -112,7 +112,7 @@ def published_version():
 
 def gpu_problem():
     """Why the GPU cases cannot run here, or None."""
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         return f"no usable GPU ({device.gpu_unavailable_reason()})"

@@ -9,7 +9,7 @@ import sys
 from _common import environment, host_times_us, write
 
 from accelmath._core.operand import wrap_operand
-from accelmath._core.stream import resolve_stream
+from accelmath._core.gpu.stream import resolve_stream
 
 
 def _rows(package, cases):

@@ -471,7 +471,7 @@ def main(argv=None):
         for name, *_ in crossover:
             print(name, "" if selected(name, args) else "(skipped)")
         return 0
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if not device.gpu_available():
         print(f"solvers: needs a CUDA GPU ({device.gpu_unavailable_reason()}); "

@@ -22,7 +22,7 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
-    modules = sys.modules.get("accelmath._core.modules")
+    modules = sys.modules.get("accelmath._core.gpu.modules")
     if modules is not None:
         modules.wait_for_compiles()  # (background compiles write to the store)
     for path in _STORES:
@@ -33,7 +33,7 @@ def pytest_collection_modifyitems(config, items):
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_tests:
         return
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if not gpu_available():
         for item in gpu_tests:

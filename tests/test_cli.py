@@ -41,7 +41,7 @@ def test_info_in_process(capsys):
 
 
 def test_info_reports_no_gpu_plainly(capsys):
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is present")
@@ -101,7 +101,7 @@ def test_info_reports_the_default_cache_directory(monkeypatch, capsys, tmp_path)
 @pytest.fixture
 def store_dir(tmp_path, monkeypatch):
     """A store of this test's own, holding three entries (1.5 MB)."""
-    from accelmath._core import store
+    from accelmath._core.disk import store
 
     directory = tmp_path / "store"
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
@@ -125,7 +125,7 @@ def test_cache_info(store_dir, capsys, argv):
 
 
 def test_cache_clear(store_dir, capsys):
-    from accelmath._core import store
+    from accelmath._core.disk import store
 
     (store_dir / "not-ours.txt").write_text("kept")
     entries = sorted(store_dir.glob("*/*.entry"))
@@ -219,12 +219,12 @@ def test_an_unreadable_parent_prints_no_traceback(tmp_path, argv, monkeypatch):
 @pytest.mark.parametrize("argv", [["info"], ["cache"], ["cache", "clear"]])
 def test_a_parent_that_cannot_be_searched_prints_no_traceback(tmp_path, argv, capsys,
                                                               monkeypatch, recwarn):
-    from accelmath._core import private_files
+    from accelmath._core.disk import private_files
 
     directory = tmp_path / "locked" / "store"
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))
     monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
-    monkeypatch.setattr("accelmath._core.store._warned", {})
+    monkeypatch.setattr("accelmath._core.disk.store._warned", {})
 
     def denied(path, follow=True):  # what a parent without permission gives, even to root
         raise PermissionError(13, "Permission denied", str(path))
@@ -316,7 +316,7 @@ def test_demo_refuses_a_bad_option_value():
 
 
 def test_demo_on_cuda_without_a_gpu_is_one_clear_line(tmp_path):
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is present")
@@ -417,7 +417,7 @@ def test_bench_reports_a_failing_benchmark(bench_dir):
 
 
 def test_bench_lists_a_folder(bench_dir):
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     folder, _ = bench_dir
     result = _run("bench", "--list", "--benchmarks", str(folder), "--skip", "broken")
@@ -432,7 +432,7 @@ def test_bench_lists_a_folder(bench_dir):
 
 
 def test_bench_skips_what_needs_a_gpu_without_one(bench_dir):
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is present")

@@ -70,7 +70,7 @@ def test_import_is_light():
         import accelmath
         heavy = sorted(m for m in ("cupy", "torch", "jax") if m in sys.modules)
         assert not heavy, f"import accelmath imported {heavy}"
-        import accelmath.bindings, accelmath._core.device, accelmath._core.store, accelmath._core.modules
+        import accelmath.bindings, accelmath._core.gpu.device, accelmath._core.disk.store, accelmath._core.gpu.modules
         for module in pkgutil.iter_modules(accelmath.bindings.__path__, "accelmath.bindings."):
             try:
                 importlib.import_module(module.name)
@@ -96,7 +96,7 @@ def test_import_is_light():
 
 
 def test_device_queries_at_the_top():
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     for name in ("gpu_available", "gpu_unavailable_reason", "devices", "driver_version",
                  "library_info"):

@@ -8,8 +8,8 @@ stream (:meth:`Context.empty`), so that the package's pool does not hand their m
 again while the work on the named stream may still be writing it.
 """
 
+from accelmath._core.gpu.stream import stream_handle
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.stream import stream_handle
 
 __all__ = ["Context", "stream_of"]
 

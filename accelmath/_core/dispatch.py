@@ -145,7 +145,7 @@ def to_device(x):
     NoDeviceError
         Without a usable GPU (naming why).
     """
-    from accelmath._core.device import gpu_available, gpu_unavailable_reason
+    from accelmath._core.gpu.device import gpu_available, gpu_unavailable_reason
     from accelmath._core.operand import device_adapter, wrap_operand
     from accelmath.errors import NoDeviceError
 

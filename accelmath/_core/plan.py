@@ -22,13 +22,13 @@ import numpy
 from accelmath._core import hostcall
 from accelmath._core.arguments import index
 from accelmath._core.call import stream_of
-from accelmath._core.device import ensure_context
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import check_dense, contiguous_strides
 from accelmath._core.lifetime import Resource
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_named, check_mutable,
                                      check_same_device, device_adapter, device_name, wrap_operand)
 from accelmath._core.operand.record import unsupported_dtype
-from accelmath._core.stream import check_stream
 from accelmath.errors import (GradientError, InvalidArgumentError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 

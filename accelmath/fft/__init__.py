@@ -9,14 +9,14 @@ once and executes many times. :mod:`accelmath.fft.scipy_backend` plugs accelmath
 ``scipy.fft.set_backend`` and ``scipy.fft.set_global_backend``.
 """
 
+from accelmath._core.gpu import warmup as _warmup
+from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
 from accelmath.fft._functions import (fft, fft2, fftn, hfft, ifft, ifft2, ifftn, ihfft, irfft,
                                       irfft2, irfftn, rfft, rfft2, rfftn)
 from accelmath.fft._helper import fftfreq, fftshift, ifftshift, rfftfreq
 from accelmath.fft._plan import FFT
 from accelmath.fft._scipy_functions import hfft2, hfftn, ihfft2, ihfftn
 from accelmath.fft._transform import cache_info, clear_cache, set_cache_limits
-from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
-from accelmath._core import warmup as _warmup
 
 # the first device transform's modules and libraries, loaded in the background
 _warmup.start("fft", _warmup.device_path(("accelmath.fft._cuda",), ("driver", "cufft")))

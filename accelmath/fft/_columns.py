@@ -19,10 +19,10 @@ Lengths: powers of two from 512 to 16384.
 import ctypes
 import threading
 
-from accelmath._core.device import compute_capability
-from accelmath._core.launch import LaunchConfig, allow_dynamic_shared, launch
-from accelmath._core.modules import device_options, is_compiled, loaded
-from accelmath._core.modules import compile_soon as modules_compile_soon
+from accelmath._core.gpu.device import compute_capability
+from accelmath._core.gpu.launch import LaunchConfig, allow_dynamic_shared, launch
+from accelmath._core.gpu.modules import compile_soon as modules_compile_soon
+from accelmath._core.gpu.modules import device_options, is_compiled, loaded
 from accelmath.bindings import driver
 
 __all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",

@@ -14,13 +14,14 @@ import functools
 import logging
 import threading
 
-from accelmath._core import hostcall, timing
-from accelmath._core.device import ensure_context
-from accelmath._core.kernels import copy_scale
+from accelmath._core import hostcall
+from accelmath._core.gpu import timing
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.kernels import copy_scale
+from accelmath._core.gpu.memory import allocate_workspace
+from accelmath._core.gpu.resources import Resources
 from accelmath._core.layout import axis_order, contiguous_strides
-from accelmath._core.memory import allocate_workspace
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.resources import Resources
 from accelmath._core.switches import switched_off
 from accelmath.bindings import cufft, driver
 from accelmath.errors import CudaLibraryError, InvalidArgumentError

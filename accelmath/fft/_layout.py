@@ -11,7 +11,7 @@ pointer offsets, and returns None when the layout cannot be expressed without a 
 from dataclasses import dataclass
 from itertools import product
 
-from accelmath._core.kernels import merge_dims
+from accelmath._core.gpu.kernels import merge_dims
 from accelmath._core.layout import axis_order, contiguous_strides
 
 __all__ = ["Step", "plan_steps", "scratch_layout", "output_layout", "MAX_LOOP"]

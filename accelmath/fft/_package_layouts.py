@@ -14,7 +14,7 @@ implementations).
 
 import warnings
 
-from accelmath._core import store
+from accelmath._core.disk import store
 
 __all__ = ["package_fft_strides", "probe_strides"]
 

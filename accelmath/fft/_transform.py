@@ -29,10 +29,10 @@ from accelmath._core.arguments import check_execution, check_workers
 from accelmath._core.call import stream_of
 from accelmath._core.call_key import LAYOUT_READERS, layout_reader, plain
 from accelmath._core.dispatch import Dispatcher, to_device, to_host
+from accelmath._core.gpu.stream import resolve_stream, stream_handle
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
 from accelmath._core.plan import check_out
-from accelmath._core.stream import resolve_stream, stream_handle
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, OutOfMemoryError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
@@ -290,7 +290,7 @@ def _write_out(result, op, out, stream):
     if not op.on_device:
         out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(result)
         return out
-    from accelmath._core.kernels import copy_scale
+    from accelmath._core.gpu.kernels import copy_scale
 
     copy_scale(made.ptr, out_op.ptr, made.shape, made.strides, out_op.strides, made.dtype, None,
                resolve_stream(stream, op), op.device_id)
@@ -300,7 +300,7 @@ def _write_out(result, op, out, stream):
 def _resize(op, axes, lengths, stream):
     """``op`` cut or zero-padded to ``lengths`` along ``axes`` (a view when only cut), the copy
     enqueued on ``stream`` (a handle; None: the current stream)."""
-    from accelmath._core.kernels import copy_scale
+    from accelmath._core.gpu.kernels import copy_scale
 
     shape = list(op.shape)
     for axis, length in zip(axes, lengths):

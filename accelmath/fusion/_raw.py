@@ -11,11 +11,11 @@ import operator
 
 import numpy
 
-from accelmath._core import launch, modules
-from accelmath._core.device import ensure_context
+from accelmath._core.gpu import launch, modules
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_operand
-from accelmath._core.stream import resolve_stream
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 
 __all__ = ["RawKernel"]

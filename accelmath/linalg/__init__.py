@@ -13,17 +13,17 @@ Examples
 True
 """
 
-from accelmath._core import warmup as _warmup
+from accelmath._core.gpu import warmup as _warmup
 from accelmath.linalg._factor import LU, QR, Cholesky
-from accelmath.linalg._functions import (EighResult, QRResult, SlogdetResult, SVDResult, cholesky,
-                                         det, eigh, eigvalsh, inv, lstsq, qr, slogdet, solve, svd,
-                                         svdvals)
+from accelmath.linalg._functions import SlogdetResult, cholesky, det, inv, lstsq, slogdet, solve
 from accelmath.linalg._kernels.auxiliary import prepare
 from accelmath.linalg._matmul.plan import Matmul
 from accelmath.linalg._matmul.stateless import matmul
 from accelmath.linalg._memo import cache_info, clear_cache, set_cache_limits
 from accelmath.linalg._scipy_functions import (cho_factor, cho_solve, lu_factor, lu_solve,
                                                solve_triangular)
+from accelmath.linalg._spectral_functions import (EighResult, QRResult, SVDResult, eigh, eigvalsh,
+                                                  qr, svd, svdvals)
 
 # the first device call's modules and libraries, loaded in the background
 _warmup.start("linalg", _warmup.device_path(("accelmath.linalg._device.calls",),

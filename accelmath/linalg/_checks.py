@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import numpy
 
-from accelmath._core.arguments import check_flag
+from accelmath._core.arguments import check_execution, check_flag
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
@@ -507,3 +507,16 @@ def check_finite(array, core_ndim, name):
     index = first_nonfinite(array, core_ndim)
     if index is not None:
         raise not_finite_error(name, index)
+
+
+def check_options(check, method, execution):
+    """The options most functions share, checked: ``(check, method, execution)``."""
+    return (check_flag(check, "check"), check_method(method),
+            check_execution(execution))
+
+
+def finite_names(check, *names):
+    """The operands a device call checks for NaN and Inf (where its route finds them: the
+    small kernels as they load, cuSOLVER's routes in their copies, else
+    :mod:`accelmath.linalg._device.finite`): those named, under ``check=True``; none without it."""
+    return names if check else None

@@ -12,8 +12,8 @@ import ctypes
 
 import numpy
 
+from accelmath._core.gpu.memory import read_back
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import read_back
 from accelmath._core.operand import check_same_device, device_name
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.bindings import cublas, cusolver
@@ -23,8 +23,8 @@ from accelmath.linalg import _cpu
 from accelmath.linalg._checks import NOT_POSITIVE_DEFINITE, RANK_DEFICIENT, SINGULAR
 from accelmath.linalg._device import finite as _finite
 from accelmath.linalg._device.cholesky import cholesky_solver, potrf, potrs, trsm
-from accelmath.linalg._device.context import (ITEMSIZE, Context, copy, batch_strides, columns_in,
-                                              columns_out, count_of, gather, item_strides,
+from accelmath.linalg._device.context import (ITEMSIZE, Context, batch_strides, columns_in,
+                                              columns_out, copy, count_of, gather, item_strides,
                                               scatter_f, solution)
 from accelmath.linalg._device.cusolver import DATA_TYPE, LOWER, UPPER, Solver, check_info, typed
 from accelmath.linalg._device.lu import getrf, getrs, lu_solver

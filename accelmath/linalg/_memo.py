@@ -18,11 +18,16 @@ call allocates and enqueues cuSOLVER's work again
 (:class:`~accelmath.linalg._device.context.CusolverCall`).
 """
 
-from accelmath._core.call_key import read_keys
+from typing import Callable, NamedTuple
+
+import numpy
+
+from accelmath._core.call_key import layout_reader, read_keys
 from accelmath._core.dispatch import Dispatcher
+from accelmath._core.gpu.stream import check_stream
 
 __all__ = ["dispatcher", "call_key", "recalled", "cache_info", "clear_cache",
-           "set_cache_limits"]
+           "set_cache_limits", "HostCall", "host_call"]
 
 #: The plan caches and call memo of the stateless functions, per device.
 dispatcher = Dispatcher()
@@ -121,3 +126,55 @@ def recalled(call, stream):
         return None
     entry = dispatcher.recall(call[0])
     return None if entry is None else entry.run(call[1], stream)
+
+
+# What a call key holds of a NumPy array besides its type (the call-key reader's shape and
+# dtype, :func:`~accelmath._core.call_key.layout_reader`), for a lookup on a per-call path;
+# host_call adds its strides (the operand record refuses strides that are not whole elements)
+_numpy_layout = layout_reader(numpy.empty(0))
+_NO_CALL = (None, None)
+
+
+class HostCall(NamedTuple):
+    """What the call memo holds for a call that ran on the host on NumPy arrays."""
+
+    run: Callable  # the call on NumPy arrays of the remembered layouts: their result
+
+
+def host_call(name, operands, options, stream):
+    """``(key, entry)``: the call memo key of a call of ``name`` on ``operands`` with
+    ``options`` where every operand is a NumPy array (not a subclass), and the
+    :class:`HostCall` remembered under it (``stream`` checked, as a host call checks it), or
+    None; ``(None, None)`` for other operands and unhashable options.
+
+    The key holds the options as given and their exact types (``1``, ``1.0`` and ``True``
+    are equal in a dict, and not equally valid), and each operand's shape, strides and
+    dtype: equal keys mean calls that the checks treat alike.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._memo import host_call
+    >>> key, entry = host_call("inv", (np.eye(2),), (True, "auto", "auto"), None)
+    >>> key[:3]
+    ('inv', (True, 'auto', 'auto'), (<class 'bool'>, <class 'str'>, <class 'str'>))
+    >>> key == host_call("inv", (np.eye(2),), (1, "auto", "auto"), None)[0]  # (1 == True)
+    False
+    >>> host_call("inv", ([[1.0]],), (True, "auto", "auto"), None)  # (not a NumPy array)
+    (None, None)
+    """
+    key = [name, options, None]
+    for x in operands:
+        if x.__class__ is not numpy.ndarray:
+            return _NO_CALL
+        key.append(_numpy_layout(x))
+        key.append(x.strides)
+    key[2] = tuple(map(type, options))
+    key = tuple(key)
+    try:
+        entry = dispatcher.recall(key)
+    except TypeError:  # (an unhashable option: the checks refuse it)
+        return _NO_CALL
+    if entry is not None:
+        check_stream(stream)
+    return key, entry

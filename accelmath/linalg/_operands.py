@@ -2,7 +2,8 @@
 it), promote, route host operands to the CPU and device ones to ``_device`` (host data too
 with ``execution="cuda"``), and return results in the caller's package.
 
-Host calls on NumPy arrays are remembered (:func:`host_call`, :func:`run_host`): a call
+Host calls on NumPy arrays are remembered (:func:`~accelmath.linalg._memo.host_call`,
+:func:`run_host`): a call
 like one that ran on the host before (the same function and options, arrays of the same
 types, shapes, strides and dtypes) skips reading, checking and promoting its arguments,
 whose every rule depends on nothing else, and runs its function of
@@ -11,74 +12,20 @@ a failed factorization, lu_solve's pivots) is in that function, and runs each ca
 """
 
 import functools
-from typing import Callable, NamedTuple
 
 import numpy
 
-from accelmath._core.call_key import layout_reader
 from accelmath._core.dispatch import to_device, to_host
+from accelmath._core.gpu.stream import check_stream
 from accelmath._core.operand import (Operand, adapter_named, array_namespace, check_same_device,
                                      device_name, wrap_operand)
-from accelmath._core.stream import check_stream
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _checks as checks
-from accelmath.linalg._memo import dispatcher
+from accelmath.linalg._memo import HostCall, dispatcher
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
-           "column", "device_call", "hermitian_svd", "HostCall", "host_call", "run_host"]
-
-# What a call key holds of a NumPy array besides its type (the call-key reader's shape and
-# dtype, :func:`~accelmath._core.call_key.layout_reader`), for a lookup on a per-call path;
-# host_call adds its strides (the operand record refuses strides that are not whole elements)
-_numpy_layout = layout_reader(numpy.empty(0))
-_NO_CALL = (None, None)
-
-
-class HostCall(NamedTuple):
-    """What the call memo holds for a call that ran on the host on NumPy arrays."""
-
-    run: Callable  # the call on NumPy arrays of the remembered layouts: their result
-
-
-def host_call(name, operands, options, stream):
-    """``(key, entry)``: the call memo key of a call of ``name`` on ``operands`` with
-    ``options`` where every operand is a NumPy array (not a subclass), and the
-    :class:`HostCall` remembered under it (``stream`` checked, as a host call checks it), or
-    None; ``(None, None)`` for other operands and unhashable options.
-
-    The key holds the options as given and their exact types (``1``, ``1.0`` and ``True``
-    are equal in a dict, and not equally valid), and each operand's shape, strides and
-    dtype: equal keys mean calls that the checks treat alike.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from accelmath.linalg._operands import host_call
-    >>> key, entry = host_call("inv", (np.eye(2),), (True, "auto", "auto"), None)
-    >>> key[:3]
-    ('inv', (True, 'auto', 'auto'), (<class 'bool'>, <class 'str'>, <class 'str'>))
-    >>> key == host_call("inv", (np.eye(2),), (1, "auto", "auto"), None)[0]  # (1 == True)
-    False
-    >>> host_call("inv", ([[1.0]],), (True, "auto", "auto"), None)  # (not a NumPy array)
-    (None, None)
-    """
-    key = [name, options, None]
-    for x in operands:
-        if x.__class__ is not numpy.ndarray:
-            return _NO_CALL
-        key.append(_numpy_layout(x))
-        key.append(x.strides)
-    key[2] = tuple(map(type, options))
-    key = tuple(key)
-    try:
-        entry = dispatcher.recall(key)
-    except TypeError:  # (an unhashable option: the checks refuse it)
-        return _NO_CALL
-    if entry is not None:
-        check_stream(stream)
-    return key, entry
-
+           "column", "device_call", "hermitian_svd", "run_host"]
 
 def run_host(key, function, operands, dtypes, **options):
     """``function`` (of :mod:`accelmath.linalg._cpu`) with ``options`` on host operands

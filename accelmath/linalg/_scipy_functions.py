@@ -15,9 +15,8 @@ from a GPU) and leaves NaN where it failed.
 from accelmath._core.arguments import check_execution
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
-from accelmath.linalg._memo import call_key, recalled
-from accelmath.linalg._operands import (device_call, host_call, read, read_stack, run_host,
-                                        runs_on_host)
+from accelmath.linalg._memo import call_key, host_call, recalled
+from accelmath.linalg._operands import device_call, read, read_stack, run_host, runs_on_host
 
 __all__ = ["cho_factor", "cho_solve", "lu_factor", "lu_solve", "solve_triangular"]
 

@@ -1,4 +1,4 @@
-"""The stream beside a call's (accelmath._core.beside): what fork and join enqueue, one side
+"""The stream beside a call's (accelmath._core.gpu.beside): what fork and join enqueue, one side
 stream per thread and device, freed with it (CPU, a stand-in driver); on the GPU, the check
 that runs there is covered by tests/linalg/test_finite_gpu.py."""
 
@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from accelmath._core import beside
+from accelmath._core.gpu import beside
 
 
 class _Driver:

@@ -5,7 +5,7 @@ import importlib.metadata
 
 import pytest
 
-from accelmath._core import device
+from accelmath._core.gpu import device
 from accelmath.errors import InvalidArgumentError, NoDeviceError
 
 

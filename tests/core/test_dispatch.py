@@ -91,7 +91,7 @@ def test_bad_limits_change_nothing(kwargs, message):
 
 
 def test_to_device_without_a_gpu():
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if gpu_available():
         pytest.skip("this machine has a GPU")

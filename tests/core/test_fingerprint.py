@@ -2,11 +2,11 @@
 
 import pytest
 
-from accelmath._core import fingerprint
+from accelmath._core.disk import fingerprint
 
 
 def test_fingerprint_without_a_gpu(monkeypatch):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     if device.gpu_available():
         pytest.skip("a GPU is present")
@@ -20,7 +20,7 @@ def test_fingerprint_without_a_gpu(monkeypatch):
 
 
 def test_fingerprint_names_the_gpu_driver_and_versions(monkeypatch):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     monkeypatch.setattr(fingerprint, "_fingerprints", {})
     monkeypatch.setattr(device, "devices", lambda: [
@@ -33,7 +33,7 @@ def test_fingerprint_names_the_gpu_driver_and_versions(monkeypatch):
 
 
 def test_fingerprint_is_computed_once_and_never_raises(monkeypatch):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     calls = []
 

@@ -4,9 +4,9 @@ architecture accelmath runs on, and, on a GPU, its results against NumPy."""
 import numpy as np
 import pytest
 
-from accelmath._core import kernels
-from accelmath._core.kernels import MAX_DIMS, SOURCE, copy_scale, merge_dims
-from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath._core.gpu import kernels
+from accelmath._core.gpu.kernels import MAX_DIMS, SOURCE, copy_scale, merge_dims
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError
 
 

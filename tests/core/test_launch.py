@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from accelmath._core.launch import LaunchConfig, launch
+from accelmath._core.gpu.launch import LaunchConfig, launch
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 
@@ -91,7 +91,7 @@ class _FakeDriver:
 
 @pytest.fixture
 def fake_driver(monkeypatch):
-    from accelmath._core import launch as launch_module
+    from accelmath._core.gpu import launch as launch_module
 
     fake = _FakeDriver()
     # cuLaunchKernel as launch() binds it once; cuLaunchKernelEx set in the instance's dict,

@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import library_paths, store
-from accelmath._core import store_format
+from accelmath._core.disk import library_paths
+
+from accelmath._core.disk import store
+from accelmath._core.disk import store_format
 from accelmath.bindings import _loader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -131,7 +133,7 @@ def test_a_store_that_others_can_write_plants_no_library(planted_library, tmp_pa
     environment.pop("ACCELMATH_CACHE", None)
     # the key as the child process computes it (the same interpreter and environment)
     key_of = subprocess.run(
-        [sys.executable, "-c", "from accelmath._core import library_paths as l; "
+        [sys.executable, "-c", "from accelmath._core.disk import library_paths as l; "
                                "print(l.key('cufft'))"],
         env=environment, capture_output=True, text=True, check=True).stdout.strip()
     directory = root / library_paths.NAMESPACE

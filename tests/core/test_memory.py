@@ -1,11 +1,11 @@
-"""Memory accelmath owns (accelmath._core.memory): device workspaces' lifetime and the
+"""Memory accelmath owns (accelmath._core.gpu.memory): device workspaces' lifetime and the
 choice of pool, and, on a GPU, reading results back through the page-locked buffer."""
 
 import numpy as np
 import pytest
 
-from accelmath._core import memory
-from accelmath._core.memory import Workspace, allocate_workspace
+from accelmath._core.gpu import memory
+from accelmath._core.gpu.memory import Workspace, allocate_workspace
 from accelmath.errors import UnsupportedOperandError
 
 
@@ -47,7 +47,7 @@ def test_no_pool_installed_is_a_clear_error(monkeypatch):
 def test_read_back_copies_device_values_of_any_size_on_any_thread(cp):
     import concurrent.futures
 
-    from accelmath._core.memory import read_back
+    from accelmath._core.gpu.memory import read_back
 
     stream = cp.cuda.get_current_stream()
     for count in (0, 1, 1000, 100000, 3):  # (the buffer grows, then serves a smaller read)
@@ -70,7 +70,7 @@ def test_read_back_copies_device_values_of_any_size_on_any_thread(cp):
 def test_read_back_later_gives_the_values_as_they_were_when_enqueued(cp):
     import gc
 
-    from accelmath._core.memory import read_back_later
+    from accelmath._core.gpu.memory import read_back_later
 
     stream = cp.cuda.get_current_stream()
     values = cp.arange(5000, dtype=cp.int32)

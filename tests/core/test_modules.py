@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import modules, store
-from accelmath._core.launch import LaunchConfig, launch
-from accelmath._core.modules import CompileOptions, compile_cuda, link, loaded
+from accelmath._core.gpu import modules
+
+from accelmath._core.disk import store
+from accelmath._core.gpu.launch import LaunchConfig, launch
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda, link, loaded
 from accelmath.bindings import _loader
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
@@ -68,7 +70,7 @@ def test_compile_options():
 
 
 def test_device_options_take_the_device_architecture(monkeypatch):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     monkeypatch.setattr(device, "compute_capability", {3: (8, 6)}.__getitem__)
     assert modules.device_options(3, ("-DN=2",)) == CompileOptions(arch=(8, 6),
@@ -242,7 +244,7 @@ def test_the_second_link_comes_from_the_store(store_root, counted, nvrtc, nvjitl
 
 def test_a_new_process_finds_the_code_compiled(store_root, nvrtc):
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0)), "fill.cu")
-    code = ("from accelmath._core import modules\n"
+    code = ("from accelmath._core.gpu import modules\n"
             "def refuse(*args):\n"
             "    raise AssertionError('NVRTC ran again')\n"
             "modules._nvrtc_compile = refuse\n"
@@ -263,7 +265,7 @@ def test_a_new_process_finds_the_code_compiled(store_root, nvrtc):
 
 def _cupy_device():
     """CuPy, the current device's ordinal and its compute capability."""
-    from accelmath._core.device import compute_capability
+    from accelmath._core.gpu.device import compute_capability
 
     cp = pytest.importorskip("cupy")
     device_id = cp.cuda.Device().id
@@ -378,7 +380,7 @@ def test_a_failed_background_compile_is_logged_and_met_again(background, caplog,
 
 def test_a_process_that_ends_waits_for_its_background_compile(store_root, counted, nvrtc):
     # (NVRTC unloaded under a running compile crashes the process at exit)
-    code = ("from accelmath._core.modules import CompileOptions, compile_soon; "
+    code = ("from accelmath._core.gpu.modules import CompileOptions, compile_soon; "
             f"compile_soon({KERNEL!r} + '// exit', CompileOptions(arch=(9, 0)), 'exit.cu')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=120)

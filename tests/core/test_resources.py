@@ -1,13 +1,13 @@
-"""Per-thread handles and per-stream workspaces (accelmath._core.resources), on fake handles."""
+"""Per-thread handles and per-stream workspaces (accelmath._core.gpu.resources), on fake handles."""
 
 import gc
 import threading
 
 import pytest
 
-from accelmath._core import resources as resources_module
-from accelmath._core.memory import Workspace
-from accelmath._core.resources import STREAMS_KEPT, Resources
+from accelmath._core.gpu import resources as resources_module
+from accelmath._core.gpu.memory import Workspace
+from accelmath._core.gpu.resources import STREAMS_KEPT, Resources
 
 
 class Owner:

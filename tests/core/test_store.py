@@ -15,7 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import private_files, store, store_format
+from accelmath._core.disk import private_files
+
+from accelmath._core.disk import store
+
+from accelmath._core.disk import store_format
 from accelmath.errors import InvalidArgumentError, StateError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -316,7 +320,9 @@ def test_default_location(tmp_path, root, monkeypatch):
 
 _WRITER = """
 import sys
-from accelmath._core import private_files, store, store_format
+from accelmath._core.disk import private_files
+from accelmath._core.disk import store
+from accelmath._core.disk import store_format
 which = int(sys.argv[1])
 for round in range(int(sys.argv[2])):
     # distinct payloads, large enough that a write is not one system call's worth
@@ -325,7 +331,9 @@ for round in range(int(sys.argv[2])):
 
 _READER = """
 import sys
-from accelmath._core import private_files, store, store_format
+from accelmath._core.disk import private_files
+from accelmath._core.disk import store
+from accelmath._core.disk import store_format
 seen, bad = 0, 0
 for _ in range(int(sys.argv[1])):
     payload = store.load("nvjitlink", "the same key")
@@ -625,7 +633,7 @@ def test_clear_keeps_files_of_other_programs(tmp_path, root, monkeypatch):
 
 def test_a_relative_directory_is_taken_at_import(tmp_path):
     (tmp_path / "first").mkdir()
-    code = ("import os; from accelmath._core import store; os.chdir('..'); "
+    code = ("import os; from accelmath._core.disk import store; os.chdir('..'); "
             "print(store.cache_dir()); print(store.relative_origin())")
     process = _python(code, root="relative/store")
     process.wait(timeout=120)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core import store_format
+from accelmath._core.disk import store_format
 
 pytestmark = pytest.mark.gpu
 

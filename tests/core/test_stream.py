@@ -1,10 +1,10 @@
-"""Resolving streams (accelmath._core.stream): handles of every kind of stream object."""
+"""Resolving streams (accelmath._core.gpu.stream): handles of every kind of stream object."""
 
 import pytest
 
-from accelmath._core import stream as stream_module
+from accelmath._core.gpu import stream as stream_module
 from accelmath._core.operand import Operand
-from accelmath._core.stream import check_stream, order_after, resolve_stream, stream_handle
+from accelmath._core.gpu.stream import check_stream, order_after, resolve_stream, stream_handle
 from accelmath.errors import UnsupportedOperandError
 
 

@@ -1,8 +1,10 @@
-"""Choosing the fastest candidate (accelmath._core.timing): timed once, then from the store."""
+"""Choosing the fastest candidate (accelmath._core.gpu.timing): timed once, then from the store."""
 
 import pytest
 
-from accelmath._core import store, timing
+from accelmath._core.disk import store
+
+from accelmath._core.gpu import timing
 
 
 @pytest.fixture
@@ -61,8 +63,8 @@ def test_without_a_store_every_process_times(monkeypatch):
 
 @pytest.mark.gpu
 def test_device_time_of_real_work():
-    from accelmath._core.device import ensure_context
-    from accelmath._core.memory import allocate_workspace
+    from accelmath._core.gpu.device import ensure_context
+    from accelmath._core.gpu.memory import allocate_workspace
     from accelmath.bindings import driver
 
     ensure_context(0)

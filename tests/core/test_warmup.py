@@ -1,10 +1,10 @@
-"""accelmath._core.warmup: the background loading a domain starts at its import."""
+"""accelmath._core.gpu.warmup: the background loading a domain starts at its import."""
 
 import sys
 
 import pytest
 
-from accelmath._core import warmup
+from accelmath._core.gpu import warmup
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from closeness import assert_close
 
 import accelmath.fft as afft
-from accelmath._core import modules
+from accelmath._core.gpu import modules
 from accelmath.fft import _columns
 from accelmath.fft._layout import Step, plan_steps
 
@@ -31,7 +31,7 @@ def test_configurations_cover_the_transform(length):
 
 @pytest.mark.parametrize("length", _columns.LENGTHS)
 def test_the_kernel_compiles(length, monkeypatch, nvrtc):
-    from accelmath._core.modules import CompileOptions, compile_cuda
+    from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # compile here, not from an earlier run's store
     options = CompileOptions(arch=(9, 0), extra=_columns.options(length))

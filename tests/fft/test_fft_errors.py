@@ -417,7 +417,7 @@ def test_tensors_on_other_devices():
 
 
 def test_execution_cuda_without_a_gpu():
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
     from accelmath.errors import NoDeviceError
 
     if gpu_available():
@@ -577,7 +577,7 @@ class _FakeDeviceArray:
 
 
 def test_a_device_array_without_a_gpu(monkeypatch):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
     from accelmath._core.operand import protocols
     from accelmath.errors import NoDeviceError
 

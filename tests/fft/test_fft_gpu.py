@@ -396,8 +396,8 @@ def test_output_right_after_the_workspace(monkeypatch, cp):
     in torch's layout, through the scratch buffer), writing into an array that starts where
     its workspace ends, as a pool may place them: cuFFT must not be handed that address as
     a work area (it refuses one at the output's address: CUFFT_EXEC_FAILED)."""
-    from accelmath._core import resources
-    from accelmath._core.memory import Workspace
+    from accelmath._core.gpu import resources
+    from accelmath._core.gpu.memory import Workspace
     from accelmath.fft import _cuda
 
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
@@ -793,7 +793,7 @@ def test_host_array_with_cuda_execution_on_a_stream(cp):
 
 
 def test_a_thread_keeps_workspaces_on_its_last_streams_only(xp):
-    from accelmath._core.resources import STREAMS_KEPT as _STREAMS_KEPT
+    from accelmath._core.gpu.resources import STREAMS_KEPT as _STREAMS_KEPT
 
     package, to_dev, to_host, _ = xp
     host = _data(np.random.default_rng(), (16, 4088), "c2c")  # (with a work area)

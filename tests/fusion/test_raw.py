@@ -7,7 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 
-from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 from accelmath.fusion import RawKernel
 from accelmath.fusion._raw import _parameter
@@ -132,7 +132,7 @@ def test_compile_in_the_background_then_launch(cp):
 
 @pytest.mark.gpu
 def test_the_kernels_of_one_source_share_one_compile(cp, monkeypatch, tmp_path):
-    from accelmath._core import modules
+    from accelmath._core.gpu import modules
 
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
     compiles = []

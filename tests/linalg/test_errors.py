@@ -5,10 +5,10 @@ leaves NaN; empty matrices behave as in NumPy."""
 import numpy as np
 import pytest
 
+from accelmath import linalg
+from accelmath import linalg as la
 from accelmath.errors import (AccelmathError, GradientError, InvalidArgumentError, LinAlgError,
                               UnsupportedDTypeError, UnsupportedOperandError)
-from accelmath import linalg
-from accelmath.linalg import _functions as la
 from accelmath.linalg import _scipy_functions as sla
 
 SQUARE = [la.inv, la.det, la.slogdet, la.cholesky, la.eigh, la.eigvalsh,
@@ -247,7 +247,7 @@ def test_empty_matrices_as_numpy():
 
 
 def test_execution_cuda_without_a_gpu():
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     if gpu_available():
         pytest.skip("a GPU is usable here")
@@ -405,7 +405,7 @@ def test_lu_solve_and_cho_solve_say_what_pair_they_take(pair, given):
 
 def test_prepare_without_a_gpu():
     """linalg.prepare(wait=True) without a GPU says so (it raised an IndexError)."""
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
     from accelmath.errors import NoDeviceError
 
     if gpu_available():
@@ -428,7 +428,7 @@ class _FakeDeviceArray:
     (lambda: linalg.matmul(np.eye(2), _FakeDeviceArray()), "b")])
 def test_a_device_array_without_a_gpu_names_the_argument(monkeypatch, call, name):
     """(It said "unsupported dtype 'object'".)"""
-    from accelmath._core import device
+    from accelmath._core.gpu import device
     from accelmath._core.operand import protocols
     from accelmath.errors import NoDeviceError
 

@@ -7,7 +7,7 @@ import pytest
 import scipy.linalg
 from closeness import assert_close_dtype
 
-from accelmath.linalg import _functions as la
+from accelmath import linalg as la
 from accelmath.linalg import _operands
 from accelmath.linalg import _scipy_functions as sla
 

@@ -1,4 +1,4 @@
-"""The call memo of host calls on NumPy arrays (accelmath.linalg._operands.host_call and
+"""The call memo of host calls on NumPy arrays (accelmath.linalg._memo.host_call and
 run_host, and matmul's plain product): a repeated call skips reading and checking its
 arguments yet gives what the first call gave; calls of another dtype, shape, strides or
 option type do not hit; and what depends on the values (NaN and Inf, failed factorizations,
@@ -11,7 +11,7 @@ import scipy.linalg
 from accelmath import linalg as la
 from accelmath.errors import (InvalidArgumentError, LinAlgError, UnsupportedDTypeError,
                               UnsupportedOperandError)
-from accelmath.linalg import _functions, _matmul, _memo, _operands, _scipy_functions
+from accelmath.linalg import _functions, _matmul, _memo, _scipy_functions
 
 
 @pytest.fixture(autouse=True)
@@ -128,7 +128,7 @@ def test_calls_of_other_layouts_and_option_types_do_not_hit():
     rng = np.random.default_rng()
     a, b = _system(rng, (4, 4)), rng.standard_normal((4, 2))
     la.solve(a, b)
-    key = _operands.host_call("solve", (a, b), (True, "auto", "auto"), None)[0]
+    key = _memo.host_call("solve", (a, b), (True, "auto", "auto"), None)[0]
     assert _memo.dispatcher.recall(key) is not None
     others = [
         (a.astype(np.float32), b.astype(np.float32)),     # dtype
@@ -136,13 +136,13 @@ def test_calls_of_other_layouts_and_option_types_do_not_hit():
         (np.asfortranarray(a), b),                        # strides
         (a.view(np.matrix), b),                           # a subclass: no key
     ]
-    keys = [_operands.host_call("solve", args, (True, "auto", "auto"), None)[0]
+    keys = [_memo.host_call("solve", args, (True, "auto", "auto"), None)[0]
             for args in others]
     assert keys[-1] is None and key not in keys[:-1]
     assert la.solve(*others[0]).dtype == np.float32
     np.testing.assert_allclose(la.solve(*others[1]), np.linalg.solve(a[:3, :3], b[:3]))
     # options equal as dict keys but of other types, each checked as the first time
-    assert key != _operands.host_call("solve", (a, b), (1, "auto", "auto"), None)[0]
+    assert key != _memo.host_call("solve", (a, b), (1, "auto", "auto"), None)[0]
     with pytest.raises(InvalidArgumentError, match="check must be True or False, got 1.0"):
         la.solve(a, b, check=1.0)
     x = la.lu_factor(a)
@@ -248,12 +248,12 @@ def test_matmul_remembers_plain_products_only():
     rng = np.random.default_rng()
     a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
     la.matmul(a, b)
-    key = _operands.host_call("matmul", (a, b), (1, 0, None, "auto", False), None)[0]
+    key = _memo.host_call("matmul", (a, b), (1, 0, None, "auto", False), None)[0]
     assert _memo.dispatcher.recall(key).run(a, b).shape == (3, 2)
     np.testing.assert_array_equal(la.matmul(a, b, alpha=2), 2 * (a @ b))
     np.testing.assert_array_equal(la.matmul(a, b, alpha=2), 2 * (a @ b))
     assert _memo.dispatcher.recall(
-        _operands.host_call("matmul", (a, b), (2, 0, None, "auto", False), None)[0]) is None
+        _memo.host_call("matmul", (a, b), (2, 0, None, "auto", False), None)[0]) is None
     c = rng.standard_normal((3, 2))
     np.testing.assert_allclose(la.matmul(a, b, c, beta=1.0), a @ b + c)
     out = np.empty((3, 2))
@@ -283,7 +283,7 @@ def test_strides_that_are_not_whole_elements_are_refused_after_a_remembered_call
 def test_clear_cache_forgets_host_calls():
     a = np.eye(3) * 2
     la.inv(a)
-    key = _operands.host_call("inv", (a,), (True, "auto", "auto"), None)[0]
+    key = _memo.host_call("inv", (a,), (True, "auto", "auto"), None)[0]
     assert _memo.dispatcher.recall(key) is not None
     la.clear_cache()
     assert _memo.dispatcher.recall(key) is None

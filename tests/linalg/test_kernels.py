@@ -5,14 +5,14 @@ refuse bad arguments before touching a device, and, on a GPU, each kernel agains
 import numpy as np
 import pytest
 
-from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernels import auxiliary as _kernels
 from accelmath.linalg._kernels.auxiliary import (DTYPES, MAX_BATCH_DIMS, copy_matrices, det,
-                                                  fail_to_nan, flag_nonfinite, identity, log_det,
-                                                  nonfinite_blocks, pivots_from_scipy,
-                                                  pivots_to_scipy, swap_rows, swap_rows_fit,
-                                                  zero_diagonal)
+                                                 fail_to_nan, flag_nonfinite, identity, log_det,
+                                                 nonfinite_blocks, pivots_from_scipy,
+                                                 pivots_to_scipy, swap_rows, swap_rows_fit,
+                                                 zero_diagonal)
 
 def entry_points(dtype):
     """The kernels of ``dtype``'s module (the dtype-free ones are in every module)."""
@@ -463,7 +463,7 @@ def test_zero_diagonal(cp, dtype, n):
 @pytest.mark.parametrize("n, batch", [(3, 3), (8, 70000), (300, 2), (129, 65537)])
 def test_pivots_from_scipy_keep_every_row_in_its_matrix(cp, pivot_dtype, n, batch):
     # (8 matrices a block, 1 a block, and past the grid's 65535 in y)
-    from accelmath._core.memory import host_flag
+    from accelmath._core.gpu.memory import host_flag
 
     rng = np.random.default_rng()
     piv = np.tile(np.array([rng.integers(i, n) for i in range(n)], pivot_dtype), (batch, 1))
@@ -616,8 +616,8 @@ def test_prepare_refuses_what_the_kernels_do_not_have(dtype):
 @pytest.mark.gpu
 def test_prepare_compiles_in_the_background_then_the_kernels_are_found(monkeypatch, tmp_path):
     from accelmath import linalg
-    from accelmath._core import modules
-    from accelmath._core.device import compute_capability
+    from accelmath._core.gpu import modules
+    from accelmath._core.gpu.device import compute_capability
 
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
     source = _kernels.SOURCE + "\n// prepare\n"
@@ -636,7 +636,7 @@ def test_prepare_names_a_device_it_cannot_use(device):
     # (wait=True once raised IndexError or TypeError from the list of devices, with or
     # without a GPU: found by the fuzz)
     from accelmath import linalg
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
     from accelmath.errors import NoDeviceError
 
     with pytest.raises(InvalidArgumentError if gpu_available() else NoDeviceError,

@@ -11,7 +11,7 @@ from closeness import assert_close_elementwise
 
 from accelmath import linalg as la
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedOperandError
-from accelmath.linalg import _checks, _functions, _memo, _scipy_functions
+from accelmath.linalg import _checks, _memo, _scipy_functions
 
 
 def test_call_key_takes_cupy_and_torch_arrays_and_plain_options_only():
@@ -162,7 +162,7 @@ def slow_path(monkeypatch):
 @pytest.fixture
 def slow_calls(slow_path):
     """A list that grows by one for each call that was read and checked (not recalled)."""
-    return slow_path(_functions, "_checked_options")
+    return slow_path(_checks, "check_options")
 
 
 @pytest.mark.gpu

@@ -30,7 +30,7 @@ import os
 
 import numpy
 
-from accelmath.linalg import _functions
+from accelmath import linalg
 
 NAMES = ("solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
          "svdvals", "lstsq")
@@ -56,7 +56,7 @@ def _to_host(x):
 
 
 def _replacement(name):
-    function = getattr(_functions, name)
+    function = getattr(linalg, name)
     on_gpu = os.environ["ACCELMATH_NUMPY_SUITE"] == "cupy"
 
     @functools.wraps(function)

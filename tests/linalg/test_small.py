@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from closeness import assert_close_elementwise
 
-from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernels import medium as _medium
 from accelmath.linalg._kernels import small as _small

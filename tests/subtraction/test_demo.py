@@ -192,7 +192,7 @@ def test_the_progress_overwrites_itself_on_a_terminal(tmp_path):
 
 
 def test_the_device_choice():
-    from accelmath._core.device import gpu_available
+    from accelmath._core.gpu.device import gpu_available
 
     assert resolve_device("cpu")[:2] == ("cpu", np)
     with pytest.raises(InvalidArgumentError, match="device='tpu' is not one of"):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from _oracle import design
 
-from accelmath._core.modules import CompileOptions, compile_cuda
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.subtraction import _kernels
 from accelmath.subtraction._model import LagRules, configure
 from accelmath.subtraction._ops import kind_of

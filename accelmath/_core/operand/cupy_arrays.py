@@ -4,10 +4,10 @@ CuPy's memory pool in the order of its current stream."""
 import contextlib
 import operator
 
+from accelmath._core.gpu.stream import cupy_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.base import Adapter, Layouts
 from accelmath._core.operand.record import Operand
-from accelmath._core.stream import cupy_stream
 
 __all__ = ["CupyAdapter"]
 

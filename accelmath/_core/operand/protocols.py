@@ -9,8 +9,8 @@ import ctypes
 import operator
 import sys
 
-from accelmath._core.operand import dlpack
 from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import dlpack
 from accelmath._core.operand.base import Adapter, element_strides
 from accelmath._core.operand.packages import device_adapter
 from accelmath._core.operand.record import (ITEMSIZE, Operand, unsupported_dtype,
@@ -134,7 +134,7 @@ def _unknown_pointer(x, ptr):
     """The error for ``__cuda_array_interface__`` data at ``ptr`` that the CUDA driver does
     not know and that ``x`` offers the host no other way: no usable GPU (NoDeviceError), or
     a pointer to no CUDA memory (UnsupportedOperandError)."""
-    from accelmath._core.device import gpu_unavailable_reason
+    from accelmath._core.gpu.device import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     if reason is not None:

@@ -1,6 +1,6 @@
 """The Operand record: an array seen through its layout, and the dtypes it can name."""
 
-from accelmath._core.stream import order_after, resolve_stream
+from accelmath._core.gpu.stream import order_after, resolve_stream
 from accelmath.errors import UnsupportedDTypeError, UnsupportedOperandError
 
 __all__ = ["ITEMSIZE", "ACCEPTED_KINDS", "Operand", "device_name", "unsupported_dtype",
@@ -68,7 +68,7 @@ class Operand:
         What must live as long as the operand for ``ptr`` to stay valid (a DLPack capsule).
     ready : int or None
         A stream (handle) whose work enqueued so far may still be writing the data: work on
-        other streams must wait for it (see :func:`~accelmath._core.stream.order_after`).
+        other streams must wait for it (see :func:`~accelmath._core.gpu.stream.order_after`).
         Set for the producers of the CUDA array protocols; None for packages that order
         their own streams (the caller's business there, as in the package itself).
     """

@@ -15,9 +15,9 @@ from typing import Any, NamedTuple
 import numpy
 
 from accelmath._core.call import Context, stream_of
-from accelmath._core.kernels import copy_scale
+from accelmath._core.gpu.kernels import copy_scale
+from accelmath._core.gpu.memory import host_flag, read_back_later
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import host_flag, read_back_later
 from accelmath._core.operand import ITEMSIZE, Operand
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
@@ -194,7 +194,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, names
     stream, device_id, flag_ptr=)``. With ``check``, raise for the matrices that failed, and
     for those holding a NaN or an infinity (which the kernel finds as it loads them, and
     reports in their info codes, naming the operand), both of which the kernel flags in the
-    thread's :func:`~accelmath._core.memory.host_flag`. ``call``
+    thread's :func:`~accelmath._core.gpu.memory.host_flag`. ``call``
     (:func:`~accelmath.linalg._memo.call_key`'s) is remembered to lead to a
     :class:`SmallCall` where the kernel read the operands where they lie."""
     flag = host_flag() if check else None

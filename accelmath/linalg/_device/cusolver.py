@@ -13,10 +13,10 @@ import math
 
 import numpy
 
-from accelmath._core.device import ensure_context
-from accelmath._core.memory import read_back
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.memory import read_back
+from accelmath._core.gpu.resources import HandleDestroyer, Resources
 from accelmath._core.plan import Plan
-from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import LinAlgError
 from accelmath.linalg._checks import not_finite_error

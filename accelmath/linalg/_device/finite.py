@@ -10,7 +10,7 @@ kernels of small systems check what they load: :mod:`accelmath.linalg._kernels.s
 keeps the plan); its :class:`Pending` check launches, for each dense operand (its matrices
 one after another, each in C or column-major order), a kernel that flags its matrices
 holding a NaN or an infinity (:func:`~accelmath.linalg._kernels.auxiliary.flag_nonfinite`), and the
-read back of the flags (:func:`~accelmath._core.memory.read_back_later`). A check reading
+read back of the flags (:func:`~accelmath._core.gpu.memory.read_back_later`). A check reading
 :data:`BESIDE_BYTES` or more runs on a stream beside the call's, concurrently with its work;
 a smaller one runs on the call's stream after the call's work (which only reads the
 operands), so that the GPU starts on that work first. :meth:`Pending.check` raises
@@ -25,9 +25,9 @@ from typing import NamedTuple
 
 import numpy
 
-from accelmath._core.beside import fork
+from accelmath._core.gpu.beside import fork
+from accelmath._core.gpu.memory import read_back_later
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import read_back_later
 from accelmath._core.operand import ITEMSIZE, array_namespace
 from accelmath.linalg import _checks as checks
 from accelmath.linalg._kernels import auxiliary as _kernels
@@ -36,7 +36,7 @@ __all__ = ["prepare", "Plan", "enqueue", "enqueue_at", "on_device", "Pending", "
            "check_with_package", "BESIDE_BYTES"]
 
 #: A check that reads at least this many bytes runs beside the call's work, on the thread's
-#: side stream (:mod:`accelmath._core.beside`), concurrently with it: about 3 us of reading
+#: side stream (:mod:`accelmath._core.gpu.beside`), concurrently with it: about 3 us of reading
 #: at an H100's pace, as much as the fork and the join cost the host.
 BESIDE_BYTES = 8 << 20
 

@@ -2,8 +2,8 @@
 products (in the operands' precision: a package's own product may take less, as JAX's
 float32 ``@`` on a GPU does), the rest in the caller's package."""
 
+from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import array_namespace
-from accelmath._core.stream import resolve_stream
 from accelmath.linalg._device.spectral import svd
 from accelmath.linalg._matmul.stateless import matmul
 

@@ -6,16 +6,16 @@ as ``cho_solve`` is (:class:`~accelmath.linalg._device.context.CusolverCall`).""
 import ctypes
 from typing import NamedTuple, Optional
 
+from accelmath._core.gpu.memory import host_flag, read_back
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.memory import host_flag, read_back
 from accelmath.bindings import cublas, cusolver
 from accelmath.linalg._checks import SINGULAR, bad_pivot, real_dtype
 from accelmath.linalg._device import batched as _batched
 from accelmath.linalg._device import finite as _finite
 from accelmath.linalg._device.cholesky import trsm
-from accelmath.linalg._device.context import (ITEMSIZE, Context, copy, CusolverCall, batch_of,
+from accelmath.linalg._device.context import (ITEMSIZE, Context, CusolverCall, batch_of,
                                               batch_strides, c_strides, clear_flags, columns_in,
-                                              columns_out, count_of, f_strides, finish_info,
+                                              columns_out, copy, count_of, f_strides, finish_info,
                                               flagged, gather, info_bytes, info_later, layout_of,
                                               operands_at, plan, rhs_bytes, run_small, scatter_f,
                                               small_fits, solution_of, systems)

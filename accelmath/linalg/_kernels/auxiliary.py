@@ -19,9 +19,9 @@ import math
 
 import numpy
 
-from accelmath._core.kernels import merge_dims
-from accelmath._core.launch import config, launch
-from accelmath._core.modules import SourceModules
+from accelmath._core.gpu.kernels import merge_dims
+from accelmath._core.gpu.launch import config, launch
+from accelmath._core.gpu.modules import SourceModules
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernels.source import SOURCE
@@ -459,7 +459,7 @@ def pivots_from_scipy(piv_ptr, ipiv_ptr, n, batch, rhs_ptr, per_matrix, dtype, s
     pivot_dtype : str, optional
         "int32" (default) or "int64".
     flag_ptr : int, optional
-        The host address of an int32 (:func:`~accelmath._core.memory.host_flag`'s) set to 1
+        The host address of an int32 (:func:`~accelmath._core.gpu.memory.host_flag`'s) set to 1
         where a pivot is out of range (0: none).
     """
     found = _pivots_launch(device_id, dtype, pivot_dtype, n, batch)

@@ -41,9 +41,9 @@ Every launcher enqueues on ``stream``; none synchronizes or allocates.
 
 import ctypes
 
-from accelmath._core.device import block_shared_memory
-from accelmath._core.launch import allow_dynamic_shared, config, launch
-from accelmath._core.modules import loaded
+from accelmath._core.gpu.device import block_shared_memory
+from accelmath._core.gpu.launch import allow_dynamic_shared, config, launch
+from accelmath._core.gpu.modules import loaded
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._kernels.arithmetic import ARITHMETIC, DTYPES, ELEMENT_TYPES, OPS

@@ -54,8 +54,8 @@ Every launcher enqueues on ``stream``; none synchronizes or allocates.
 
 import ctypes
 
-from accelmath._core.launch import config, launch
-from accelmath._core.modules import loaded
+from accelmath._core.gpu.launch import config, launch
+from accelmath._core.gpu.modules import loaded
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernels import medium as _medium

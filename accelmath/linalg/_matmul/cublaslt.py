@@ -16,13 +16,15 @@ import math
 import threading
 from typing import NamedTuple, Optional
 
-from accelmath._core import hostcall, store, timing
-from accelmath._core.device import ensure_context
-from accelmath._core.fingerprint import fingerprint
-from accelmath._core.kernels import copy_scale
+from accelmath._core import hostcall
+from accelmath._core.disk import store
+from accelmath._core.disk.fingerprint import fingerprint
+from accelmath._core.gpu import timing
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.kernels import copy_scale
+from accelmath._core.gpu.resources import HandleDestroyer, Resources
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.resources import HandleDestroyer, Resources
 from accelmath.bindings import cublaslt
 from accelmath.errors import CudaLibraryError, InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._matmul import rules
@@ -390,7 +392,7 @@ class LtPlan:
     def autotune(self, enqueue, stream, rounds):
         """Time the candidates (``enqueue(index)`` runs candidate ``index`` on ``stream``)
         in turn, ``rounds`` times, keep the fastest and store the choice; a choice already
-        stored is taken as it is. Returns the :class:`~accelmath._core.timing.Choice`."""
+        stored is taken as it is. Returns the :class:`~accelmath._core.gpu.timing.Choice`."""
         def measure(i):
             def runs():
                 for _ in range(_BACK_TO_BACK):

@@ -6,10 +6,10 @@ import functools
 
 from accelmath._core.arguments import length
 from accelmath._core.call import Context, stream_of
+from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
 from accelmath._core.plan import Plan, mismatch, template_operand
-from accelmath._core.stream import check_stream
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
@@ -400,7 +400,7 @@ class Matmul(Plan):
 
         Returns
         -------
-        accelmath._core.timing.Choice or None
+        accelmath._core.gpu.timing.Choice or None
             The choice (its ``times`` in ms where they were measured now); None on the CPU
             or where there is nothing to time.
         """

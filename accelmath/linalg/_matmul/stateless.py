@@ -8,21 +8,20 @@ that plan in the call memo and runs it at once (its arguments were checked then:
 from typing import NamedTuple
 
 from accelmath._core.dispatch import to_device, to_host
+from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.stream import check_stream
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
 from accelmath.linalg._matmul.plan import Matmul, layout_of
-from accelmath.linalg._memo import dispatcher
-from accelmath.linalg._operands import HostCall, host_call
+from accelmath.linalg._memo import HostCall, dispatcher, host_call
 
 __all__ = ["matmul"]
 
 
 def _host(problem, out, key=None):
     """The product of host operands (NumPy), in the package of ``a``; remembered under
-    ``key`` (:func:`~accelmath.linalg._operands.host_call`'s) where it is a plain ``a @ b``
+    ``key`` (:func:`~accelmath.linalg._memo.host_call`'s) where it is a plain ``a @ b``
     (:func:`~accelmath.linalg._matmul.cpu.plain_product`)."""
     result = cpu.run(problem, out)
     if key is not None:  # (once it ran)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from accelmath._core.operand import (adapter_named, check_same_device, device_adapter,
-                                     wrap_operand)
-from accelmath._core.stream import resolve_stream, stream_handle
+                                      wrap_operand)
+from accelmath._core.gpu.stream import resolve_stream, stream_handle
 from accelmath.errors import DeviceMismatchError, GradientError
 
 pytestmark = pytest.mark.gpu

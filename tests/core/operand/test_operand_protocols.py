@@ -100,7 +100,7 @@ def test_array_interface_data_no_driver_knows(monkeypatch):
     """A pointer the driver does not know, of an object with no other way to its data: no
     GPU (NoDeviceError), or no CUDA memory (an unsupported operand), never read as host
     memory."""
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     monkeypatch.setattr(protocols, "pointer_device", lambda ptr: None)
     monkeypatch.setattr(device, "gpu_unavailable_reason", lambda: "no NVIDIA driver (a test)")

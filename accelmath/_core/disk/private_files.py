@@ -14,7 +14,7 @@ skipped; the rest holds.
 Examples
 --------
 >>> import os, tempfile
->>> from accelmath._core import private_files
+>>> from accelmath._core.disk import private_files
 >>> directory = os.path.join(tempfile.mkdtemp(), "a", "b")
 >>> private_files.make_directory(directory)
 >>> private_files.distrust(directory) is None

@@ -1,8 +1,8 @@
 """accelmath's own kernels: CUDA C++ compiled with NVRTC, LTO-IR linked with nvJitLink, and the
-code loaded on a device with the driver (launching is :mod:`accelmath._core.launch`'s).
+code loaded on a device with the driver (launching is :mod:`accelmath._core.gpu.launch`'s).
 
 Compiling and linking need no GPU; their results are kept in the on-disk store
-(:mod:`accelmath._core.store`) under a key made of everything that determines the bytes: a hash
+(:mod:`accelmath._core.disk.store`) under a key made of everything that determines the bytes: a hash
 of the source or of the linked images, the options, the architecture and the compiler's or
 linker's version. So a new process finds its kernels compiled.
 
@@ -12,7 +12,7 @@ because the kernels taken from it are held by plans that may outlive any owner o
 
 Examples
 --------
->>> from accelmath._core.modules import CompileOptions, compile_cuda
+>>> from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 >>> cubin = compile_cuda('extern "C" __global__ void k(float *x) { x[0] = 1; }',
 ...                      CompileOptions(arch=(9, 0)))
 >>> cubin[:4] == b"\\x7fELF"
@@ -28,8 +28,8 @@ import os
 import threading
 from dataclasses import dataclass
 
-from accelmath._core import store
 from accelmath._core.arguments import check_flag
+from accelmath._core.disk import store
 from accelmath.bindings import _loader, driver, nvjitlink, nvrtc
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
@@ -94,7 +94,7 @@ class CompileOptions:
 
     Examples
     --------
-    >>> from accelmath._core.modules import CompileOptions
+    >>> from accelmath._core.gpu.modules import CompileOptions
     >>> CompileOptions(arch=(9, 0), extra=["-DN=8"]).arguments
     ('--gpu-architecture=sm_90', '--std=c++17', '-DN=8')
     """
@@ -149,7 +149,7 @@ def compile_cuda(source, options, name="kernel.cu"):
 
     Examples
     --------
-    >>> from accelmath._core.modules import CompileOptions, compile_cuda
+    >>> from accelmath._core.gpu.modules import CompileOptions, compile_cuda
     >>> ltoir = compile_cuda('__device__ float twice(float x) { return 2 * x; }',
     ...                      CompileOptions(arch=(9, 0), lto=True), "twice.cu")
     >>> len(ltoir) > 0
@@ -178,7 +178,7 @@ def compile_soon(source, options, name="kernel.cu"):
 
     Examples
     --------
-    >>> from accelmath._core.modules import CompileOptions, compile_soon, is_compiled
+    >>> from accelmath._core.gpu.modules import CompileOptions, compile_soon, is_compiled
     >>> options = CompileOptions(arch=(9, 0))
     >>> compile_soon('extern "C" __global__ void k2(int *x) { *x = 2; }', options).join()
     >>> is_compiled('extern "C" __global__ void k2(int *x) { *x = 2; }', options)
@@ -304,7 +304,7 @@ def link(images, arch, extra=()):
 
     Examples
     --------
-    >>> from accelmath._core.modules import CompileOptions, compile_cuda, link
+    >>> from accelmath._core.gpu.modules import CompileOptions, compile_cuda, link
     >>> options = CompileOptions(arch=(9, 0), lto=True)
     >>> twice = compile_cuda('__device__ float twice(float x) { return 2 * x; }', options)
     >>> kernel = compile_cuda('__device__ float twice(float x);'
@@ -404,7 +404,7 @@ def load(device_id, image):
     key = (device_id, hashlib.sha256(image).digest())
     module = _images.get(key)
     if module is None:
-        from accelmath._core.device import ensure_context
+        from accelmath._core.gpu.device import ensure_context
 
         with _lock:
             module = _images.get(key)
@@ -450,7 +450,7 @@ def loaded(device_id, source, name="kernel.cu", extra=()):
 def device_options(device_id, extra=()):
     """The :class:`CompileOptions` of code for a device, as :func:`loaded` compiles it: the
     device's architecture and the further NVRTC options ``extra``."""
-    from accelmath._core.device import compute_capability
+    from accelmath._core.gpu.device import compute_capability
 
     return CompileOptions(arch=compute_capability(device_id), extra=extra)
 
@@ -482,7 +482,7 @@ class SourceModules:
     def __call__(self, device_id, variant=None):
         found = self._found.get((device_id, variant))
         if found is None:
-            from accelmath._core.device import compute_capability, devices
+            from accelmath._core.gpu.device import compute_capability, devices
 
             compute_capability(device_id)  # (NoDeviceError, or an error naming a bad ordinal)
             blocks = self.WAVES * devices()[device_id]["multiprocessor_count"]

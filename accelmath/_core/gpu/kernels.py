@@ -2,15 +2,15 @@
 
 One kernel covers copy, scale and copy-with-scale for any strided layout of up to
 :data:`MAX_DIMS` dimensions and every dtype accelmath transforms. It is compiled, loaded and
-launched through :mod:`accelmath._core.modules` and :mod:`accelmath._core.launch`, on the
+launched through :mod:`accelmath._core.gpu.modules` and :mod:`accelmath._core.gpu.launch`, on the
 caller's stream.
 """
 
 import ctypes
 import functools
 
-from accelmath._core.launch import config, launch
-from accelmath._core.modules import SourceModules
+from accelmath._core.gpu.launch import config, launch
+from accelmath._core.gpu.modules import SourceModules
 from accelmath.errors import InvalidArgumentError
 
 __all__ = ["MAX_DIMS", "SOURCE", "copy_scale", "merge_dims"]

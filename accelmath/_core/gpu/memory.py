@@ -15,7 +15,7 @@ import threading
 
 import numpy
 
-from accelmath._core.stream import _EVENT_DISABLE_TIMING, cupy_stream
+from accelmath._core.gpu.stream import _EVENT_DISABLE_TIMING, cupy_stream
 from accelmath.bindings import driver
 from accelmath.errors import CudaLibraryError, UnsupportedOperandError
 
@@ -170,7 +170,7 @@ def read_back_later(ptr, count, dtype, stream):
     Examples
     --------
     >>> import numpy
-    >>> from accelmath._core.memory import read_back_later
+    >>> from accelmath._core.gpu.memory import read_back_later
     >>> read_back_later(0, 0, numpy.int32, 0).result()
     array([], dtype=int32)
     """

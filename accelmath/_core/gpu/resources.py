@@ -16,8 +16,8 @@ plan on this stream last time.
 import threading
 import weakref
 
-from accelmath._core.device import ensure_context
-from accelmath._core.memory import allocate_workspace
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.memory import allocate_workspace
 
 __all__ = ["HandleDestroyer", "Resources", "ThreadState", "STREAMS_KEPT"]
 
@@ -96,7 +96,7 @@ class HandleDestroyer:
 
     Examples
     --------
-    >>> from accelmath._core.resources import HandleDestroyer
+    >>> from accelmath._core.gpu.resources import HandleDestroyer
     >>> gone = []
     >>> destroy = HandleDestroyer(lambda h: gone.append(("handle", h)),
     ...                           desc=lambda h: gone.append(("desc", h)))

@@ -12,7 +12,7 @@ paths, cubins), so the store is used only where it is private. Its directories a
 namespace) that another user owns or that its group or others can write is neither read nor
 written: the library runs without the store and one warning per directory names it and the
 fix. An entry's file is read without following a link, without blocking and up to a limit,
-and only where it is a regular file of this user's (:mod:`accelmath._core.private_files`).
+and only where it is a regular file of this user's (:mod:`accelmath._core.disk.private_files`).
 
 What: entries in the namespaces of :data:`NAMESPACES` (one directory each), bytes through
 :func:`load` and :func:`save`, small JSON values through :func:`load_json` and
@@ -38,7 +38,7 @@ Examples
 --------
 >>> import os, tempfile
 >>> from unittest import mock
->>> from accelmath._core import store
+>>> from accelmath._core.disk import store
 >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
 ...     store.save("nvrtc", "the answer", b"42")
 ...     store.load("nvrtc", "the answer")
@@ -64,9 +64,9 @@ import warnings
 from pathlib import Path
 from typing import NamedTuple
 
-from accelmath._core import private_files, store_format
-from accelmath._core.private_files import Unreadable
-from accelmath._core.store_format import FORMAT, BadEntry
+from accelmath._core.disk import private_files, store_format
+from accelmath._core.disk.private_files import Unreadable
+from accelmath._core.disk.store_format import FORMAT, BadEntry
 from accelmath._core.switches import switched_off
 from accelmath.errors import InvalidArgumentError, StateError
 
@@ -136,7 +136,7 @@ def cache_dir():
     --------
     >>> import os
     >>> from unittest import mock
-    >>> from accelmath._core.store import cache_dir
+    >>> from accelmath._core.disk.store import cache_dir
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR="/tmp/accelmath-cache"):
     ...     str(cache_dir())
     '/tmp/accelmath-cache'
@@ -181,7 +181,7 @@ def enabled():
     --------
     >>> import os
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE="0"):
     ...     store.enabled()
     False
@@ -197,7 +197,7 @@ def location():
     --------
     >>> import os, tempfile
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> directory = tempfile.mkdtemp()
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=directory):
     ...     str(store.location()) == directory
@@ -216,7 +216,7 @@ def problem():
     --------
     >>> import os, tempfile
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> blocker = tempfile.mkstemp()[1]  # a file: no directory can be made under it
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=os.path.join(blocker, "store")):
     ...     store.problem()
@@ -304,7 +304,7 @@ def save(namespace, key, data):
     --------
     >>> import os, tempfile
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
     ...     store.save("nvrtc", "k", bytearray(b"v"))
     ...     store.load("nvrtc", "k")
@@ -359,7 +359,7 @@ def save_json(namespace, key, value):
     --------
     >>> import os, tempfile
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
     ...     store.save_json("timing", "choice", {"algorithm": 3, "workspace": 1024})
     ...     store.load_json("timing", "choice")["algorithm"]
@@ -408,7 +408,7 @@ def clear():
     --------
     >>> import os, tempfile
     >>> from unittest import mock
-    >>> from accelmath._core import store
+    >>> from accelmath._core.disk import store
     >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
     ...     store.save("nvrtc", "k", b"12345")
     ...     store.clear().entries, store.size().entries

@@ -23,7 +23,7 @@ def check_stream(stream):
 
     Examples
     --------
-    >>> from accelmath._core.stream import check_stream
+    >>> from accelmath._core.gpu.stream import check_stream
     >>> check_stream(None), check_stream(0)
     (None, None)
     """
@@ -47,7 +47,7 @@ def stream_handle(stream):
 
     Examples
     --------
-    >>> from accelmath._core.stream import stream_handle
+    >>> from accelmath._core.gpu.stream import stream_handle
     >>> stream_handle(0)
     0
     """
@@ -94,12 +94,12 @@ def order_after(stream, producer, device_id):
 
     Examples
     --------
-    >>> from accelmath._core.stream import order_after
+    >>> from accelmath._core.gpu.stream import order_after
     >>> order_after(0, 1, 0)  # both the legacy default stream: nothing to do
     """
     if stream == producer or (stream in _LEGACY and producer in _LEGACY):
         return
-    from accelmath._core.device import ensure_context
+    from accelmath._core.gpu.device import ensure_context
     from accelmath.bindings import driver
 
     ensure_context(device_id)

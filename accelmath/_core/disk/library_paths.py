@@ -20,7 +20,7 @@ import site
 import stat
 import sys
 
-from accelmath._core import store
+from accelmath._core.disk import store
 from accelmath.bindings import _loader
 
 __all__ = ["distrust", "install", "key"]

@@ -19,8 +19,8 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from accelmath._core import store
-from accelmath._core.fingerprint import fingerprint
+from accelmath._core.disk import store
+from accelmath._core.disk.fingerprint import fingerprint
 from accelmath.bindings import driver
 
 __all__ = ["Choice", "choose", "known", "device_time"]

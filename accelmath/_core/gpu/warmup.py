@@ -60,7 +60,7 @@ def start(name, *tasks):
     Examples
     --------
     >>> import os
-    >>> from accelmath._core import warmup
+    >>> from accelmath._core.gpu import warmup
     >>> os.environ["ACCELMATH_WARMUP"] = "0"
     >>> warmup.start("example", print) is None
     True

@@ -25,7 +25,7 @@ def fingerprint(device_id, libraries=()):
 
     Examples
     --------
-    >>> from accelmath._core.fingerprint import fingerprint
+    >>> from accelmath._core.disk.fingerprint import fingerprint
     >>> text = fingerprint(0, ("nvrtc",))
     >>> text.startswith("gpu=") and "; nvrtc=" in text
     True
@@ -38,7 +38,7 @@ def fingerprint(device_id, libraries=()):
 
 
 def _make_fingerprint(device_id, libraries):
-    from accelmath._core import device
+    from accelmath._core.gpu import device
 
     gpu, capability = "none", "none"
     try:

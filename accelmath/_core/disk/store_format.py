@@ -7,7 +7,7 @@ Pure functions of bytes: no file is opened here.
 
 Examples
 --------
->>> from accelmath._core import store_format
+>>> from accelmath._core.disk import store_format
 >>> blob = store_format.encode("timing", "a key", b'{"choice": 1}')
 >>> store_format.decode(blob, "timing", "a key")
 b'{"choice": 1}'

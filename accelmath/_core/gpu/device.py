@@ -8,7 +8,7 @@ GPU, raise :class:`~accelmath.errors.NoDeviceError`.
 
 Examples
 --------
->>> from accelmath._core import device
+>>> from accelmath._core.gpu import device
 >>> isinstance(device.gpu_available(), bool)
 True
 >>> from accelmath.bindings import LIBRARIES
@@ -79,7 +79,7 @@ def gpu_available():
 
     Examples
     --------
-    >>> from accelmath._core.device import gpu_available
+    >>> from accelmath._core.gpu.device import gpu_available
     >>> gpu_available() in (True, False)
     True
     """
@@ -91,7 +91,7 @@ def gpu_unavailable_reason():
 
     Examples
     --------
-    >>> from accelmath._core.device import gpu_available, gpu_unavailable_reason
+    >>> from accelmath._core.gpu.device import gpu_available, gpu_unavailable_reason
     >>> (gpu_unavailable_reason() is None) == gpu_available()
     True
     """
@@ -108,7 +108,7 @@ def driver_version():
 
     Examples
     --------
-    >>> from accelmath._core.device import driver_version
+    >>> from accelmath._core.gpu.device import driver_version
     >>> v = driver_version()
     >>> v is None or len(v) == 2
     True
@@ -182,7 +182,7 @@ def compute_capability(device_id):
 
     Examples
     --------
-    >>> from accelmath._core.device import compute_capability, gpu_available
+    >>> from accelmath._core.gpu.device import compute_capability, gpu_available
     >>> not gpu_available() or compute_capability(0) >= (7, 0)
     True
     """
@@ -213,7 +213,7 @@ def block_shared_memory(device_id):
 
     Examples
     --------
-    >>> from accelmath._core.device import block_shared_memory, gpu_available
+    >>> from accelmath._core.gpu.device import block_shared_memory, gpu_available
     >>> not gpu_available() or block_shared_memory(0) >= 48 * 1024
     True
     """
@@ -232,7 +232,7 @@ def devices():
 
     Examples
     --------
-    >>> from accelmath._core.device import devices, gpu_available
+    >>> from accelmath._core.gpu.device import devices, gpu_available
     >>> len(devices()) > 0 if gpu_available() else devices() == []
     True
     """
@@ -281,7 +281,7 @@ def ensure_context(device_id):
 
     Examples
     --------
-    >>> from accelmath._core.device import ensure_context, gpu_available
+    >>> from accelmath._core.gpu.device import ensure_context, gpu_available
     >>> not gpu_available() or ensure_context(0) != 0
     True
     """
@@ -326,7 +326,7 @@ def library_info():
 
     Examples
     --------
-    >>> from accelmath._core.device import library_info
+    >>> from accelmath._core.gpu.device import library_info
     >>> info = next(iter(library_info().values()))
     >>> sorted(info)
     ['error', 'path', 'version']

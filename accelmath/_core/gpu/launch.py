@@ -1,7 +1,7 @@
 """Launching a kernel: a :class:`LaunchConfig` (grid, block, shared memory, clusters) checked
 once against what every GPU allows, and :func:`launch`, which enqueues a kernel on a stream
 with no checks on its path (``cuLaunchKernel`` through the call shim, about 2 us less than
-through ctypes). The kernels come from :mod:`accelmath._core.modules`.
+through ctypes). The kernels come from :mod:`accelmath._core.gpu.modules`.
 """
 
 import ctypes
@@ -67,7 +67,7 @@ class LaunchConfig:
 
     Examples
     --------
-    >>> from accelmath._core.launch import LaunchConfig
+    >>> from accelmath._core.gpu.launch import LaunchConfig
     >>> LaunchConfig(grid=(64, 2), block=256, cluster=8).grid
     (64, 2, 1)
     >>> LaunchConfig(grid=4, block=2048)
@@ -122,7 +122,7 @@ def config(grid, block, shared_bytes=0):
 
     Examples
     --------
-    >>> from accelmath._core.launch import config
+    >>> from accelmath._core.gpu.launch import config
     >>> config((64, 2), 256) is config((64, 2), 256)
     True
     """

@@ -11,7 +11,7 @@ stream per device, made on its first fork there and destroyed with the thread.
 import ctypes
 import threading
 
-from accelmath._core.device import ensure_context
+from accelmath._core.gpu.device import ensure_context
 from accelmath.bindings import driver
 
 __all__ = ["Side", "fork"]
