@@ -26,7 +26,7 @@ from accelmath._core.call_key import layout_reader, read_keys
 from accelmath._core.dispatch import Dispatcher
 from accelmath._core.gpu.stream import check_stream
 
-__all__ = ["dispatcher", "call_key", "recalled", "cache_info", "clear_cache",
+__all__ = ["dispatcher", "CallKey", "call_key", "recalled", "cache_info", "clear_cache",
            "set_cache_limits", "HostCall", "host_call"]
 
 #: The plan caches and call memo of the stateless functions, per device.
@@ -95,6 +95,15 @@ def set_cache_limits(max_size=None, max_bytes=None):
 _OPTIONS = (bool, str, type(None))
 
 
+class CallKey(NamedTuple):
+    """A device call's memo key, and the addresses of its arrays (read once for both): what
+    :func:`call_key` and the products' :func:`~accelmath.linalg._matmul.problem.call_key`
+    return."""
+
+    key: tuple  # the function (or the product's options), the options, each array's layout
+    addresses: tuple  # the arrays' addresses, in the order of the key (0 where absent)
+
+
 def call_key(name, operands, *options):
     """``(key, addresses)`` of a call of solver ``name`` on ``operands`` with ``options``,
     or None for a call not to remember (an option of another type, an operand that is not a
@@ -116,7 +125,7 @@ def call_key(name, operands, *options):
         key.append(option)
     if not read_keys(operands, key, addresses):
         return None
-    return tuple(key), tuple(addresses)
+    return CallKey(tuple(key), tuple(addresses))
 
 
 def recalled(call, stream):
@@ -124,8 +133,8 @@ def recalled(call, stream):
     remembered, else None."""
     if call is None:
         return None
-    entry = dispatcher.recall(call[0])
-    return None if entry is None else entry.run(call[1], stream)
+    entry = dispatcher.recall(call.key)
+    return None if entry is None else entry.run(call.addresses, stream)
 
 
 # What a call key holds of a NumPy array besides its type (the call-key reader's shape and

@@ -60,12 +60,13 @@ def test_a_library_call_is_remembered_only_on_operands_read_where_they_lie():
 
     a, strided = operand(0x1000), operand(0x1000, strides=(8, 1))  # (strided: no kernel read)
     results = ((4, 4), (4, 1), "float64")
+    key = _memo.CallKey
     cases = [(None, (a,), None, False, False),  # no key: nothing to remember
-             ((("k",), (0x2000,)), (a,), None, False, False),  # a copy was read
-             ((("k",), (0x1000,)), (a,), None, True, False),  # JAX: results handed over
-             ((("k",), (0x1000,)), (strided,), ("a",), False, False),  # its package checks
-             ((("k",), (0x1000,)), (strided,), None, False, True),
-             ((("k",), (0x1000,)), (a,), ("a",), False, True)]
+             (key(("k",), (0x2000,)), (a,), None, False, False),  # a copy was read
+             (key(("k",), (0x1000,)), (a,), None, True, False),  # JAX: results handed over
+             (key(("k",), (0x1000,)), (strided,), ("a",), False, False),  # its package checks
+             (key(("k",), (0x1000,)), (strided,), None, False, True),
+             (key(("k",), (0x1000,)), (a,), ("a",), False, True)]
     for call, operands, finite, immutable, remembered in cases:
         _memo.dispatcher.clear_cache()
         ctx = SimpleNamespace(adapter=adapter(immutable), device_id=0, dtype="float64")

@@ -206,7 +206,7 @@ def run_small(ctx, kernel, operands, result, batch, check, message, *args, names
     if _remembers(call, ctx, tuple(ptr for ptr, _ in copies), operands, None):
         shape = tuple(result[0].shape)
         adapter, device_id = ctx.adapter, ctx.device_id
-        dispatcher.remember(call[0], SmallCall(
+        dispatcher.remember(call.key, SmallCall(
             kernel, args, ctx.dtype, adapter, device_id,
             adapter.allocator(shape, contiguous_strides(shape), ctx.dtype, device_id),
             adapter.allocator(info.shape, (1,), "int32", device_id),
@@ -221,7 +221,7 @@ def _remembers(call, ctx, addresses, operands, finite):
     ``addresses``, those of the call), the finiteness check of ``operands`` that ``finite``
     names (None: none) reads them on the device alone, and its results are not handed over
     (JAX's are: those calls run as new ones)."""
-    return (call is not None and not ctx.adapter.immutable and call[1] == addresses
+    return (call is not None and not ctx.adapter.immutable and call.addresses == addresses
             and _finite.on_device(operands, finite))
 
 
@@ -294,7 +294,7 @@ class CusolverCall(NamedTuple):
         results are handed over: those calls run as new ones."""
         adapter, device_id = ctx.adapter, ctx.device_id
         if _remembers(call, ctx, tuple(op.ptr for op in operands), operands, finite):
-            dispatcher.remember(call[0], cls(
+            dispatcher.remember(call.key, cls(
                 dispatcher.cache(device_id), plan_key(ctx, key), layout, ctx.dtype, adapter,
                 device_id, tuple(adapter.allocator(shape, strides, dtype, device_id)
                                  for shape, strides, dtype in results),

@@ -20,8 +20,9 @@ from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._matmul import rules
 from accelmath.linalg._matmul.cublaslt import Layout, Spec
 from accelmath.linalg._matmul.epilogue import aux_shape, check_epilogue_dtype, epilogue_named
+from accelmath.linalg._memo import CallKey
 
-__all__ = ["Problem", "CallKey", "read", "read_values", "prepare", "call_key", "checked_out",
+__all__ = ["Problem", "read", "read_values", "prepare", "call_key", "checked_out",
            "scalar_of", "host_scalars", "spec_of", "alignment_of"]
 
 _NAMES = ("a", "b", "c", "bias", "aux")
@@ -119,21 +120,6 @@ def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
             f"beta={beta!r} scales c, and no c is given: pass c, or leave beta at 0")
     return Problem(ops, (a_conj, b_conj), product, dtype, precision, epilogue, on_gpu,
                    scalar_of(alpha, "alpha", dtype), beta)
-
-
-class CallKey(NamedTuple):
-    """A call's memo key, and the addresses of its arrays (read once for both).
-
-    Attributes
-    ----------
-    key : tuple
-        See :func:`call_key`.
-    ptrs : tuple of int
-        The addresses of a, b, c, bias, aux and out (0 where absent).
-    """
-
-    key: tuple
-    ptrs: tuple
 
 
 # The types of alpha and beta a key holds, by exact type (bools are not among them: the checks

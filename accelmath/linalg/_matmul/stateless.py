@@ -47,7 +47,7 @@ def _device(problem, given, out, stream, call=None):
     """The product of device operands ``problem`` (of arrays ``given``: a, b, c, bias and
     aux as the caller gave them): a :class:`~accelmath.linalg.Matmul` cached for their
     layouts, run with the call's own alpha and beta; remembered under ``call`` (its
-    :class:`~accelmath.linalg._matmul.problem.CallKey`) where given."""
+    :class:`~accelmath.linalg._memo.CallKey`) where given."""
     check_stream(stream)  # (before the call is remembered)
     a, b, c, bias, aux = problem.ops
     word = a.ptr | b.ptr
