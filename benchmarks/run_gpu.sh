@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # On a GPU machine: the GPU tests, then the benchmarks; logs and results under $OUT (or ./out).
-# Wheels in .whl/ (see the README: nvmath-python, the published SFFT code and its needs, dask)
+# Wheels in .whl/ (see docs/benchmarks.md: nvmath-python, the published SFFT code and its needs, dask)
 # are installed first, to benchmark beside them.
 set -u
 OUT=${OUT:-out}
