@@ -7,6 +7,8 @@ that plan in the call memo and runs it at once (its arguments were checked then:
 
 from typing import NamedTuple
 
+import numpy
+
 from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
@@ -158,7 +160,8 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
     # host_call, for a plain product of NumPy arrays, and call_key); others are read and
     # checked, and remembered once they ran
     key = None
-    if c is None and bias is None and aux is None and out is None:
+    if a.__class__ is numpy.ndarray and c is None and bias is None and aux is None and (
+            out is None):  # (device arrays go straight to their own memo key)
         key, host = host_call("matmul", (a, b), (alpha, beta, epilogue, execution, allow_tf32),
                               stream)
         if host is not None:
