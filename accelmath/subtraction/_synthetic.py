@@ -250,18 +250,19 @@ def _excluded(kind, shape, transient, sigma, tolerance):
     return excluded
 
 
-def _consistent(kind, light, mask, kernel, tolerance, rounds=16):
+def _consistent(kind, light, mask, kernel, tolerance):
     """``mask`` less the pixels where the star light outside it, convolved by the kernel,
-    exceeds ``tolerance``, until none is left (at most ``rounds`` times): the solve pass sets
-    the pixels outside the mask to 0 in both images, and the light the kernel would have
-    carried from them into the mask would bias the fit."""
-    for _ in range(rounds):
+    exceeds ``tolerance``, until none is left: the solve pass sets the pixels outside the
+    mask to 0 in both images, and the light the kernel would have carried from them into the
+    mask would bias the fit. Each round only shrinks the mask, so the loop ends; in a crowded
+    field the excluded light can spread from star to star for a hundred rounds or more, and
+    stopping any earlier leaves a biased mask."""
+    while True:
         carried = _convolve(kind, light * ~mask, kernel)
         bad = mask & (carried > tolerance)
         if not int(kind.to_numpy(bad.sum())):
-            break
+            return mask
         mask &= ~bad
-    return mask
 
 
 def _light(kind, shape, position, flux, sigma):
