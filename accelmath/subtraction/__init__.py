@@ -10,7 +10,7 @@ GPU); the difference comes back in the images' kind.
 Examples
 --------
 >>> from accelmath.subtraction import subtract, synthetic_pair
->>> pair = synthetic_pair(64, seed=0, stars=60, kernel_half_width=3)
+>>> pair = synthetic_pair(64, seed=0, stars=40, kernel_half_width=3)
 >>> result = subtract(pair.reference, pair.science, mask=pair.mask, half_width=3)
 >>> abs(result.ratio - pair.ratio) < 0.05
 True

@@ -107,7 +107,7 @@ def subtract_many(pairs, *, client=None, gpus=None, workers=None, reduce=None,
     Examples
     --------
     >>> from accelmath.subtraction import subtract_many, synthetic_pair
-    >>> made = [synthetic_pair(64, seed=seed, stars=60, kernel_half_width=3) for seed in (1, 2)]
+    >>> made = [synthetic_pair(64, seed=seed, stars=40, kernel_half_width=3) for seed in (1, 2)]
     >>> ratios = subtract_many([(p.reference, p.science) for p in made], gpus=0, workers=1,
     ...                        half_width=3, reduce=lambda result: result.ratio)
     >>> [round(ratio, 1) for ratio in ratios]

@@ -73,7 +73,7 @@ class SubtractionResult:
         Examples
         --------
         >>> from accelmath.subtraction import subtract, synthetic_pair
-        >>> pair = synthetic_pair(64, seed=1, stars=60, kernel_half_width=2)
+        >>> pair = synthetic_pair(64, seed=1, stars=40, kernel_half_width=2)
         >>> result = subtract(pair.reference, pair.science, mask=pair.mask, half_width=2,
         ...                   kernel_order=0)
         >>> kernel = result.kernel_at(32, 32)
@@ -142,7 +142,7 @@ class Subtractor(Resource):
     Examples
     --------
     >>> from accelmath.subtraction import Subtractor, synthetic_pair
-    >>> pairs = [synthetic_pair(64, seed=seed, stars=60, kernel_half_width=2)
+    >>> pairs = [synthetic_pair(64, seed=seed, stars=40, kernel_half_width=2)
     ...          for seed in (1, 2)]
     >>> with Subtractor(64, half_width=2, kernel_order=1) as subtractor:
     ...     ratios = [subtractor.subtract(p.reference, p.science, mask=p.mask).ratio
@@ -304,7 +304,7 @@ def subtract(reference, science, *, mask=None, timings=False, **configuration):
     Examples
     --------
     >>> from accelmath.subtraction import subtract, synthetic_pair
-    >>> pair = synthetic_pair(64, seed=0, stars=60, kernel_half_width=3)
+    >>> pair = synthetic_pair(64, seed=0, stars=40, kernel_half_width=3)
     >>> result = subtract(pair.reference, pair.science, mask=pair.mask, half_width=3)
     >>> abs(result.ratio - pair.ratio) < 0.05, result.coefficients.shape
     (True, (6, 7, 7))

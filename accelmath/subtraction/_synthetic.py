@@ -194,7 +194,8 @@ def synthetic_pair(size, *, seed=None, stars=3000, ratio=1.3, sigma_reference=1.
     host = numpy.random.default_rng(seed)
     position, flux = _catalogue(host, shape, stars)
     reach = half + 1
-    transient = _transient(host, shape, reach, sigma_science, noise_science, transient_flux)
+    transient = _transient(host, shape, reach, sigma_science, noise_science, transient_flux,
+                           (position, flux, sigma_reference))
     threshold = max(noise_reference, 0.05 * FLUX_MIN / (2 * math.pi * sigma_reference ** 2))
     with kind.active():
         generator = kind.generator(None if seed is None else int(host.integers(2**62)))
@@ -301,15 +302,26 @@ def _sky(kind, shape, level):
     return kind.matmul(kind.asarray(0.05 * level * rows), kind.asarray(cols)) + level
 
 
-def _transient(host, shape, edge, sigma, noise, flux):
-    """``(row, col, flux)`` of the transient, placed away from the edges."""
+def _transient(host, shape, edge, sigma, noise, flux, stars, candidates=32):
+    """``(row, col, flux)`` of the transient, placed away from the edges and, of
+    ``candidates`` random places, at the one with the least star light around it: the light
+    of a star next to it would be left out of the mask with it, and in a crowded field that
+    light, carried by the kernel into the pixels beside it, takes them out too, star after
+    star, until little of the image is left to fit."""
     margin = edge + math.ceil(4 * sigma)
-    row = host.uniform(margin, max(margin, shape[0] - margin))
-    col = host.uniform(margin, max(margin, shape[1] - margin))
+    rows = host.uniform(margin, max(margin, shape[0] - margin), candidates)
+    cols = host.uniform(margin, max(margin, shape[1] - margin), candidates)
+    position, fluxes, sigma_star = stars
+    reach = edge + math.ceil(4 * sigma)  # (its pixels in the mask's exclusion, and the kernel's)
+    offsets = numpy.stack([rows, cols], axis=1)[:, None, :] - position[None, :, :]
+    offsets -= numpy.round(offsets / numpy.array(shape)) * numpy.array(shape)  # (periodic)
+    distance = numpy.maximum(numpy.sqrt((offsets ** 2).sum(axis=-1)) - reach, 0.0)
+    light = (fluxes * numpy.exp(-0.5 * (distance / sigma_star) ** 2)).sum(axis=1)
+    best = int(numpy.argmin(light))
     if flux is None:
         # S/N 30 for photometry with the PSF: flux / (noise * sqrt(4 pi sigma^2))
         flux = 30.0 * noise * math.sqrt(4 * math.pi) * sigma
-    return float(row), float(col), float(flux)
+    return float(rows[best]), float(cols[best]), float(flux)
 
 
 def _add_transient(kind, image, transient, sigma):
