@@ -19,6 +19,7 @@ __all__ = [
     "NoDeviceError",
     "OutOfMemoryError",
     "StateError",
+    "TraceError",
     "UnsupportedDTypeError",
     "UnsupportedOperandError",
 ]
@@ -44,6 +45,12 @@ class GradientError(UnsupportedOperandError):
 
 class UnsupportedDTypeError(AccelmathError, TypeError):
     """An array whose element type the operation does not support."""
+
+
+class TraceError(AccelmathError, TypeError):
+    """A function that cannot be traced into a fused expression: a Python ``if``, ``and``,
+    ``or`` or ``not`` on a traced value, a function or method the fusion layer does not
+    support, or a result that is not one value."""
 
 
 class DeviceMismatchError(AccelmathError, ValueError):

@@ -1,0 +1,349 @@
+"""The CUDA back end's source: an :class:`~accelmath.fusion._graph.Expression` written as one
+element-wise kernel, ``accelmath_fused``.
+
+The kernel is a grid-stride loop over the result's elements. Its parameters are the array
+inputs' addresses (in the inputs' order), the result's address, the scalar inputs (a Python
+``float`` as a ``double``, an ``int`` as a ``long long``, a ``complex`` as two doubles, a
+NumPy scalar as its own type), the element count and, for a :class:`Layout` that needs it, a
+``Dims`` struct of the result's extents, each array's element strides and each axis's
+frequency period. Every node is one ``const`` local in the canonical order; float16 values
+are computed in float and rounded to half precision after each operation, as NumPy does.
+
+The source depends only on the expression's key and the layout, never on sizes, so one
+compile (kept in the store) serves every shape.
+"""
+
+import ctypes
+import struct
+from typing import NamedTuple
+
+import numpy
+
+from accelmath.errors import InvalidArgumentError
+
+__all__ = ["KERNEL", "MAX_DIMS", "Layout", "dims_struct", "scalar_argument", "source"]
+
+KERNEL = "accelmath_fused"
+MAX_DIMS = 8
+
+_C_TYPES = {"bool": "bool", "int32": "int", "int64": "long long", "float16": "float",
+            "float32": "float", "float64": "double", "complex64": "c64", "complex128": "c128"}
+# how an array of each dtype is stored (float16 as its bits)
+_STORED = dict(_C_TYPES, float16="unsigned short")
+_REAL_OF = {"c64": "float", "c128": "double"}
+
+_PRELUDE = r"""
+#define AM __device__ __forceinline__
+template <typename R> struct cpx { R x, y; };
+typedef cpx<float> c64;
+typedef cpx<double> c128;
+template <typename R> AM cpx<R> mk(R a, R b) { cpx<R> z; z.x = a; z.y = b; return z; }
+AM float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+AM unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+AM float rh(float f) { return h2f(f2h(f)); }
+AM float am_exp(float a) { return expf(a); }      AM double am_exp(double a) { return exp(a); }
+AM float am_log(float a) { return logf(a); }      AM double am_log(double a) { return log(a); }
+AM float am_sqrt(float a) { return sqrtf(a); }    AM double am_sqrt(double a) { return sqrt(a); }
+AM float am_sin(float a) { return sinf(a); }      AM double am_sin(double a) { return sin(a); }
+AM float am_cos(float a) { return cosf(a); }      AM double am_cos(double a) { return cos(a); }
+AM float am_tanh(float a) { return tanhf(a); }    AM double am_tanh(double a) { return tanh(a); }
+AM float am_pow(float a, float b) { return powf(a, b); }
+AM double am_pow(double a, double b) { return pow(a, b); }
+AM float am_abs(float a) { return fabsf(a); }     AM double am_abs(double a) { return fabs(a); }
+AM int am_abs(int a) { return a < 0 ? -a : a; }
+AM long long am_abs(long long a) { return a < 0 ? -a : a; }
+AM bool am_abs(bool a) { return a; }
+AM float am_hypot(float a, float b) { return hypotf(a, b); }
+AM double am_hypot(double a, double b) { return hypot(a, b); }
+AM float am_atan2(float a, float b) { return atan2f(a, b); }
+AM double am_atan2(double a, double b) { return atan2(a, b); }
+/* NumPy's maximum and minimum: a NaN on either side is the result */
+template <typename T> AM T am_max(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a > b ? a : b)); }
+template <typename T> AM T am_min(T a, T b) { return (a != a) ? a : ((b != b) ? b : (a < b ? a : b)); }
+template <typename R> AM cpx<R> cadd(cpx<R> a, cpx<R> b) { return mk(a.x + b.x, a.y + b.y); }
+template <typename R> AM cpx<R> csub(cpx<R> a, cpx<R> b) { return mk(a.x - b.x, a.y - b.y); }
+template <typename R> AM cpx<R> cmul(cpx<R> a, cpx<R> b) {
+  return mk(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+/* Smith's division, as NumPy's */
+template <typename R> AM cpx<R> cdiv(cpx<R> a, cpx<R> b) {
+  R ar = am_abs(b.x), ai = am_abs(b.y);
+  if (ar >= ai) {
+    if (ar == 0 && ai == 0) return mk(a.x / ar, a.y / ai);
+    R r = b.y / b.x, d = b.x + b.y * r;
+    return mk((a.x + a.y * r) / d, (a.y - a.x * r) / d);
+  }
+  R r = b.x / b.y, d = b.x * r + b.y;
+  return mk((a.x * r + a.y) / d, (a.y * r - a.x) / d); }
+template <typename R> AM cpx<R> cneg(cpx<R> a) { return mk(-a.x, -a.y); }
+template <typename R> AM cpx<R> cconj(cpx<R> a) { return mk(a.x, -a.y); }
+template <typename R> AM R cabs_(cpx<R> a) { return am_hypot(a.x, a.y); }
+template <typename R> AM cpx<R> cexp(cpx<R> a) {
+  R e = am_exp(a.x); return mk(e * am_cos(a.y), e * am_sin(a.y)); }
+template <typename R> AM cpx<R> clog(cpx<R> a) { return mk(am_log(cabs_(a)), am_atan2(a.y, a.x)); }
+template <typename R> AM cpx<R> csqrt(cpx<R> a) {
+  R m = cabs_(a);
+  if (m == 0) return mk((R)0, a.y);
+  R t = am_sqrt((m + am_abs(a.x)) / 2);
+  if (a.x >= 0) return mk(t, a.y / (2 * t));
+  return mk(am_abs(a.y) / (2 * t), a.y >= 0 ? t : -t); }
+template <typename R> AM cpx<R> csin(cpx<R> a) {
+  return mk(am_sin(a.x) * cosh(a.y), am_cos(a.x) * sinh(a.y)); }
+template <typename R> AM cpx<R> ccos(cpx<R> a) {
+  return mk(am_cos(a.x) * cosh(a.y), -am_sin(a.x) * sinh(a.y)); }
+template <typename R> AM cpx<R> ctanh(cpx<R> a) {
+  R d = cosh(2 * a.x) + am_cos(2 * a.y);
+  return mk((R)(sinh(2 * a.x) / d), (R)(am_sin(2 * a.y) / d)); }
+template <typename R> AM cpx<R> cpow(cpx<R> a, cpx<R> b) {
+  if (a.x == 0 && a.y == 0) return (b.x == 0 && b.y == 0) ? mk((R)1, (R)0) : mk((R)0, (R)0);
+  return cexp(cmul(b, clog(a))); }
+template <typename R> AM bool ceq(cpx<R> a, cpx<R> b) { return a.x == b.x && a.y == b.y; }
+"""
+
+
+class Layout(NamedTuple):
+    """How a kernel finds its elements: ``flat`` (every array is dense in the result's order,
+    or one element), or strided through ``Dims``; ``ndim`` the result's dimensions where the
+    kernel needs coordinates (strided, or an expression with index or frequency), else 0."""
+
+    flat: bool
+    ndim: int
+
+
+def _literal(value, dtype):
+    """An exact C literal of a constant."""
+    name = dtype.name
+    if name == "bool":
+        return "true" if value else "false"
+    if name in ("int32", "int64"):
+        return f"(({_C_TYPES[name]}){int(value)}LL)"
+    if dtype.kind == "c":
+        real = "float32" if name == "complex64" else "float64"
+        z = complex(value)
+        return f"mk({_literal(z.real, numpy.dtype(real))}, {_literal(z.imag, numpy.dtype(real))})"
+    if name == "float64":
+        bits = struct.unpack("<q", struct.pack("<d", float(value)))[0]
+        return f"__longlong_as_double({bits}LL)"
+    bits = struct.unpack("<i", struct.pack("<f", numpy.float32(value)))[0]
+    text = f"__int_as_float({bits})"
+    return f"rh({text})" if name == "float16" else text
+
+
+def _convert(expr, source, target):
+    """C that converts ``expr`` (a local) of dtype ``source`` to dtype ``target``."""
+    if source == target:
+        return expr
+    c = _C_TYPES[target.name]
+    if target.kind == "c":
+        real = _REAL_OF[c]
+        if source.kind == "c":
+            return f"mk(({real}){expr}.x, ({real}){expr}.y)"
+        return f"mk(({real}){expr}, ({real})0)"
+    if target.kind == "b":
+        return f"({expr}.x != 0 || {expr}.y != 0)" if source.kind == "c" else f"({expr} != 0)"
+    cast = f"(({c}){expr})"
+    return f"rh({cast})" if target.name == "float16" else cast
+
+
+def _common(nodes):
+    """The dtype NumPy compares or orders ``nodes`` in."""
+    stand_ins = [{"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}[n.dtype.kind] if n.weak
+                 else numpy.ones(1, n.dtype) for n in nodes]
+    return numpy.result_type(*stand_ins)
+
+
+_REAL_FUNCTIONS = {"exp": "am_exp", "log": "am_log", "sqrt": "am_sqrt", "sin": "am_sin",
+                   "cos": "am_cos", "tanh": "am_tanh"}
+_COMPLEX_FUNCTIONS = {"exp": "cexp", "log": "clog", "sqrt": "csqrt", "sin": "csin",
+                      "cos": "ccos", "tanh": "ctanh"}
+_ARITHMETIC = {"add": ("+", "cadd"), "subtract": ("-", "csub"), "multiply": ("*", "cmul"),
+               "divide": ("/", "cdiv")}
+_ORDER = {"less": "<", "less_equal": "<=", "greater": ">", "greater_equal": ">="}
+
+
+def _operation(node, args, nodes):
+    """The C expression of one operation node (its arguments are locals ``args``)."""
+    op, dtype = node.op, node.dtype
+    complex_ = dtype.kind == "c"
+    # arguments converted to the node's dtype (the arithmetic ones) or to a common one
+    same = [_convert(a, nodes[i].dtype, dtype) for a, i in zip(args, node.args)]
+    if op in _ARITHMETIC:
+        symbol, function = _ARITHMETIC[op]
+        return f"{function}({same[0]}, {same[1]})" if complex_ else f"({same[0]} {symbol} {same[1]})"
+    if op == "negative":
+        return f"cneg({same[0]})" if complex_ else f"(-{same[0]})"
+    if op in _REAL_FUNCTIONS:
+        return (_COMPLEX_FUNCTIONS if complex_ else _REAL_FUNCTIONS)[op] + f"({same[0]})"
+    if op == "power":
+        return _power(node, same, nodes)
+    if op == "absolute":
+        source = nodes[node.args[0]]
+        if source.dtype.kind == "c":
+            return f"cabs_({args[0]})"
+        return f"am_abs({same[0]})"
+    if op == "conjugate":
+        return f"cconj({same[0]})" if complex_ else same[0]
+    if op in ("real", "imag"):
+        source = nodes[node.args[0]]
+        if source.dtype.kind == "c":
+            return f"{args[0]}.{'x' if op == 'real' else 'y'}"
+        return same[0] if op == "real" else _literal(0, dtype)
+    if op in ("maximum", "minimum"):
+        return f"am_{op[:3]}({same[0]}, {same[1]})"
+    if op in _ORDER or op in ("equal", "not_equal"):
+        common = _common([nodes[i] for i in node.args])
+        a, b = (_convert(x, nodes[i].dtype, common) for x, i in zip(args, node.args))
+        if common.kind == "c":
+            return f"{'!' if op == 'not_equal' else ''}ceq({a}, {b})"
+        symbol = _ORDER.get(op) or ("==" if op == "equal" else "!=")
+        return f"({a} {symbol} {b})"
+    if op == "logical_and":
+        return f"({args[0]} && {args[1]})"
+    if op == "logical_or":
+        return f"({args[0]} || {args[1]})"
+    if op == "logical_not":
+        return f"(!{args[0]})"
+    if op == "where":
+        a, b = (_convert(x, nodes[i].dtype, dtype) for x, i in zip(args[1:], node.args[1:]))
+        return f"({args[0]} ? {a} : {b})"
+    if op == "astype":
+        return same[0]
+    x, zero, one = same[0], _literal(0, dtype), _literal(1, dtype)
+    if op == "relu":
+        return f"am_max({x}, {zero})"
+    if op == "sigmoid":
+        return f"({one} / ({one} + am_exp(-{x})))"
+    if op == "gelu":
+        c, k, half = (_literal(v, dtype) for v in (0.7978845608028654, 0.044715, 0.5))
+        return f"({half} * {x} * ({one} + am_tanh({c} * ({x} + {k} * {x} * {x} * {x}))))"
+    raise AssertionError(f"no CUDA for {op}")
+
+
+def _power(node, same, nodes):
+    """``a ** b``: NumPy's exact forms for the exponents 2, 1, 0.5 and -1 when ``b`` is a
+    constant, else pow."""
+    base, exponent = same
+    constant = nodes[node.args[1]]
+    one = _literal(1, node.dtype)
+    if constant.op == "constant" and node.dtype.kind != "c":
+        value = constant.attr
+        if value == 2:
+            return f"({base} * {base})"
+        if value == 1:
+            return base
+        if value == 0.5:
+            return f"am_sqrt({base})"
+        if value == -1:
+            return f"({one} / {base})"
+    if node.dtype.kind == "c":
+        return f"cpow({base}, {exponent})"
+    return f"am_pow({base}, {exponent})"
+
+
+def _scalar_parameter(spec):
+    if spec.weak:
+        return {"b": "bool", "i": "long long", "f": "double", "c": "c128"}[spec.dtype.kind]
+    return _C_TYPES[spec.dtype.name]
+
+
+def source(expression, layout, out_dtype=None):
+    """The CUDA C++ source of ``expression`` as kernel :data:`KERNEL` for ``layout``, storing
+    the result as ``out_dtype`` (default the expression's dtype; a narrower one, such as a
+    transform's, is converted to as NumPy's ``astype`` does)."""
+    out_dtype = numpy.dtype(out_dtype or expression.dtype)
+    nodes = expression.nodes
+    arrays = [k for k, spec in enumerate(expression.inputs) if spec.array]
+    position = {k: j for j, k in enumerate(arrays)}
+    ndim = layout.ndim
+    if ndim > MAX_DIMS:
+        raise InvalidArgumentError(f"a fused kernel takes at most {MAX_DIMS} dimensions, got "
+                                   f"{ndim}")
+    parameters = [f"const {_STORED[expression.inputs[k].dtype.name]} *__restrict__ in{j}"
+                  for j, k in enumerate(arrays)]
+    parameters.append(f"{_STORED[out_dtype.name]} *__restrict__ out")
+    parameters += [f"{_scalar_parameter(spec)} s{k}" for k, spec in enumerate(expression.inputs)
+                   if not spec.array]
+    parameters.append("long long n")
+    lines = []
+    if ndim:
+        lines.append(f"struct Dims {{ long long shape[{ndim}]; "
+                     f"long long strides[{len(arrays) + 1}][{ndim}]; long long period[{ndim}]; "
+                     f"int half[{ndim}]; }};")
+        parameters.append("Dims d")
+    lines.append(f'extern "C" __global__ void {KERNEL}({", ".join(parameters)}) {{')
+    lines.append("  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; "
+                 "i += (long long)gridDim.x * blockDim.x) {")
+    if ndim:
+        lines.append(f"    long long c[{ndim}]; long long r = i;")
+        lines.append(f"    for (int a = {ndim} - 1; a >= 0; --a) {{ c[a] = r % d.shape[a]; "
+                     "r /= d.shape[a]; }")
+    offsets = {}
+    for j in range(len(arrays) + 1):
+        if layout.flat:
+            offsets[j] = "i"
+        else:
+            terms = " + ".join(f"c[{a}] * d.strides[{j}][{a}]" for a in range(ndim))
+            lines.append(f"    const long long o{j} = {terms or '0'};")
+            offsets[j] = f"o{j}"
+    names = []
+    for index, node in enumerate(nodes):
+        name, c_type = f"v{index}", _C_TYPES[node.dtype.name]
+        if node.op == "input":
+            spec = expression.inputs[node.attr]
+            if spec.array:
+                j = position[node.attr]
+                load = f"in{j}[{offsets[j]}]"
+                value = f"h2f({load})" if node.dtype.name == "float16" else load
+            else:  # (its parameter's C type is the node's)
+                value = f"s{node.attr}"
+        elif node.op == "constant":
+            value = _literal(node.attr, node.dtype)
+        elif node.op == "index":
+            value = f"c[{node.attr % ndim}]"
+        elif node.op == "frequency":
+            a = node.attr % ndim
+            value = (f"({c_type})((d.half[{a}] || c[{a}] <= (d.period[{a}] - 1) / 2 ? "
+                     f"(double)c[{a}] : (double)(c[{a}] - d.period[{a}])) / d.period[{a}])")
+        else:
+            value = _operation(node, [names[a] for a in node.args], nodes)
+            if node.dtype.name == "float16" and node.op not in ("astype", "real", "imag"):
+                value = f"rh({value})"
+        lines.append(f"    const {c_type} {name} = {value};")
+        names.append(name)
+    result = _convert(names[-1], expression.dtype, out_dtype)
+    if out_dtype.name == "float16":
+        result = f"f2h({result})"
+    lines.append(f"    out[{offsets[len(arrays)]}] = {result};")
+    lines.append("  }")
+    lines.append("}")
+    return _PRELUDE + "\n".join(lines) + "\n"
+
+
+def dims_struct(ndim, arrays):
+    """The ctypes struct ``Dims`` of a kernel with ``ndim`` coordinates and ``arrays``
+    arrays, the result included."""
+    return type(f"Dims{ndim}x{arrays}", (ctypes.Structure,), {"_fields_": [
+        ("shape", ctypes.c_longlong * ndim),
+        ("strides", (ctypes.c_longlong * ndim) * arrays),
+        ("period", ctypes.c_longlong * ndim),
+        ("half", ctypes.c_int * ndim)]})
+
+
+class _Complex128(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_double), ("y", ctypes.c_double)]
+
+
+class _Complex64(ctypes.Structure):
+    _fields_ = [("x", ctypes.c_float), ("y", ctypes.c_float)]
+
+
+def scalar_argument(value, spec):
+    """The ctypes value a scalar input ``value`` is passed as (see :func:`source`)."""
+    kind = _scalar_parameter(spec)
+    if kind == "c128":
+        z = complex(value)
+        return _Complex128(z.real, z.imag)
+    if kind == "c64":
+        z = complex(value)
+        return _Complex64(z.real, z.imag)
+    return {"bool": ctypes.c_bool, "long long": ctypes.c_longlong, "int": ctypes.c_int,
+            "double": ctypes.c_double, "float": ctypes.c_float}[kind](value)

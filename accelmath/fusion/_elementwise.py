@@ -1,0 +1,264 @@
+"""Running an expression on arrays: :func:`elementwise`, and :func:`run` for the other
+domains (an FFT's prologue and epilogue, a product's epilogue).
+
+On host arrays the expression is evaluated by NumPy (:mod:`accelmath.fusion._evaluate`); on
+device arrays it is one kernel (:mod:`accelmath.fusion._cuda`), compiled once per expression,
+layout and device (NVRTC, kept in the store) and launched on the caller's stream. The result
+is of the first array's kind.
+"""
+
+import functools
+import math
+import threading
+
+import numpy
+
+from accelmath._core.gpu import launch, modules
+from accelmath._core.gpu.device import devices, ensure_context
+from accelmath._core.gpu.stream import check_stream, resolve_stream
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import check_same_device, wrap_named
+from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath.fusion import _cuda
+from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
+from accelmath.fusion._trace import trace
+
+__all__ = ["Elementwise", "Traced", "elementwise", "run"]
+
+_BLOCK = 256
+_FILE = "accelmath_fused.cu"
+_lock = threading.Lock()
+_kernels = {}  # (key, layout, out dtype, device) -> (CUfunction, Dims struct or None)
+_SCALARS = (bool, int, float, complex)
+
+
+class Traced:
+    """A Python function and its expressions, one per signature of argument types, traced on
+    first use."""
+
+    __slots__ = ("fn", "name", "_expressions")
+
+    def __init__(self, fn, name="fn"):
+        if not callable(fn):
+            raise InvalidArgumentError(f"{name}={fn!r} is not callable: pass a function of the "
+                                       "element, such as lambda x: x * 2")
+        self.fn, self.name, self._expressions = fn, name, {}
+
+    def expression(self, types):
+        """The expression of the function on arguments of ``types`` (dtypes for arrays,
+        example values for scalars, as :func:`~accelmath.fusion.trace` takes)."""
+        key = tuple(t if isinstance(t, numpy.dtype) else (type(t), getattr(t, "dtype", None))
+                    for t in types)
+        found = self._expressions.get(key)
+        if found is None:
+            found = self._expressions[key] = trace(self.fn, *types)
+        return found
+
+
+def _is_scalar(value):
+    return type(value) in _SCALARS or (isinstance(value, numpy.generic)
+                                       and not isinstance(value, (numpy.str_, numpy.bytes_)))
+
+
+def _broadcast(shapes, names):
+    try:
+        return numpy.broadcast_shapes(*shapes)
+    except ValueError:
+        listed = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names, shapes))
+        raise InvalidArgumentError(f"the arrays do not broadcast together: {listed}") from None
+
+
+def _aligned_strides(op, shape):
+    """``op``'s element strides broadcast to ``shape`` (0 along broadcast axes)."""
+    offset = len(shape) - len(op.shape)
+    return tuple(0 if a < offset or op.shape[a - offset] == 1 else op.strides[a - offset]
+                 for a in range(len(shape)))
+
+
+def _kernel(expression, layout, out_dtype, device_id):
+    key = (expression.key, layout, out_dtype, device_id)
+    found = _kernels.get(key)
+    if found is None:
+        with _lock:
+            found = _kernels.get(key)
+            if found is None:
+                source = _cuda.source(expression, layout, out_dtype)
+                module = modules.loaded(device_id, source, _FILE)
+                arrays = sum(spec.array for spec in expression.inputs) + 1
+                dims = _cuda.dims_struct(layout.ndim, arrays) if layout.ndim else None
+                found = _kernels[key] = (module.function(_cuda.KERNEL), dims)
+    return found
+
+
+@functools.lru_cache(maxsize=None)
+def _block_limit(device_id):
+    return 32 * devices()[device_id]["multiprocessor_count"]
+
+
+def run(expression, values, out, context=None, stream=None):
+    """Evaluate ``expression`` into ``out``: on the device by one kernel where ``out`` is a
+    device operand, else by NumPy.
+
+    Parameters
+    ----------
+    expression : Expression
+    values : sequence
+        Operands (for the array inputs) and scalars, in the inputs' order.
+    out : Operand
+        The result, of the broadcast shape; its dtype may be narrower than the expression's
+        (a conversion as NumPy's ``astype``).
+    context : Axes, optional
+        What index and frequency mean (default: ``out``'s shape).
+    stream : int, optional
+        The stream handle (device work).
+    """
+    shape = tuple(out.shape)
+    context = context or Axes(shape)
+    if not out.on_device:
+        arguments = [v if _is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
+        evaluate(expression, arguments, shape, context, out=out.adapter.to_numpy(out.obj))
+        return
+    n = math.prod(shape)
+    if n == 0:
+        return
+    arrays = [v for v in values if not _is_scalar(v)]
+    axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
+    dense = contiguous_strides(shape)
+    flat = all(op.size == 1 or (tuple(op.shape) == shape and _dense(op, dense))
+               for op in arrays) and _dense(out, dense)
+    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape))
+    out_dtype = numpy.dtype(out.dtype)
+    function, dims = _kernel(expression, layout, out_dtype, out.device_id)
+    arguments = [_pointer(op) for op in arrays]
+    arguments.append(_pointer(out))
+    arguments += [_cuda.scalar_argument(v, spec)
+                  for v, spec in zip(values, expression.inputs) if not spec.array]
+    arguments.append(_cuda.ctypes.c_longlong(n))
+    if dims is not None:
+        d = dims()
+        d.shape[:] = shape
+        for j, op in enumerate(arrays + [out]):
+            d.strides[j][:] = _aligned_strides(op, shape) if op.size != 1 else (0,) * len(shape)
+        d.period[:] = context.periods
+        d.half[:] = [int(a in context.half) for a in range(len(shape))]
+        arguments.append(d)
+    blocks = min(-(-n // _BLOCK), _block_limit(out.device_id))
+    ensure_context(out.device_id)
+    launch.launch(function, launch.config(blocks, _BLOCK), arguments, stream)
+
+
+def _dense(op, dense):
+    return all(s == d for s, d, e in zip(op.strides, dense, op.shape) if e != 1)
+
+
+def _pointer(op):
+    if op.ptr % min(op.itemsize, 16):
+        raise InvalidArgumentError(
+            f"an array of {op.dtype} at address {op.ptr:#x} is not aligned to its element")
+    return _cuda.ctypes.c_void_p(op.ptr)
+
+
+class Elementwise:
+    """A Python function of elements, fused: see :func:`elementwise`."""
+
+    def __init__(self, fn):
+        self._traced = Traced(fn)
+        functools.update_wrapper(self, fn, updated=())
+
+    def expression(self, *arguments):
+        """The :class:`~accelmath.fusion.Expression` the function makes for these arguments
+        (arrays, or dtypes, and scalars)."""
+        return self._traced.expression([a if _is_scalar(a) else numpy.dtype(
+            a if isinstance(a, (type, str, numpy.dtype)) else getattr(a, "dtype", a))
+            for a in arguments])
+
+    def __call__(self, *arguments, out=None, stream=None):
+        """Apply the function to the arrays and scalars ``arguments``, element by element
+        (broadcasting), into a new array of the first array's kind or into ``out``."""
+        if not arguments or _is_scalar(arguments[0]):
+            raise InvalidArgumentError(
+                "the first argument of a fused function is the element's array; got "
+                + ("none" if not arguments else f"the scalar {arguments[0]!r}"))
+        values, names = [], []
+        for position, value in enumerate(arguments):
+            if _is_scalar(value):
+                values.append(value)
+            else:
+                values.append(wrap_named(value, f"argument {position}"))
+                names.append(f"argument {position}")
+        arrays = [v for v in values if not _is_scalar(v)]
+        check_same_device(*arrays, names=names)
+        first = arrays[0]
+        expression = self._traced.expression(
+            [v if _is_scalar(v) else numpy.dtype(v.dtype) for v in values])
+        shape = _broadcast([op.shape for op in arrays], names)
+        if first.on_device:
+            handle = resolve_stream(stream, first)
+            for op in arrays:
+                op.wait_ready(handle)
+        else:
+            if stream is not None:
+                check_stream(stream)
+            handle = None
+        if out is None:
+            result, _ = first.adapter.empty_strided(shape, contiguous_strides(shape),
+                                                    expression.dtype.name, first.device_id)
+            target = wrap_named(result, "out")
+        else:
+            target = _check_out(out, shape, expression.dtype, first)
+            result = out
+        run(expression, values, target, None, handle)
+        return first.adapter.finish(result, handle, first.device_id) if out is None else out
+
+
+def _check_out(out, shape, dtype, first):
+    target = wrap_named(out, "out")
+    if tuple(target.shape) != tuple(shape) or numpy.dtype(target.dtype) != dtype:
+        raise InvalidArgumentError(
+            f"out has shape {tuple(target.shape)} and dtype {target.dtype}; the result has "
+            f"shape {tuple(shape)} and dtype {dtype}")
+    if target.device_id != first.device_id:
+        raise UnsupportedOperandError("out is not on the device of the arguments")
+    if target.adapter.immutable:
+        raise UnsupportedOperandError(f"out is a {target.package} array, which cannot be "
+                                      "written: leave out=None")
+    return target
+
+
+def elementwise(fn):
+    """Fuse ``fn``, an ordinary Python function of elements, into one pass over arrays.
+
+    ``fn`` is traced once per signature of argument types (see
+    :func:`~accelmath.fusion.trace` for what it may contain) and runs as one CUDA kernel on
+    device arrays (compiled once, kept in the store) or through NumPy on host arrays. Scalar
+    arguments are passed at each call: new values never recompile.
+
+    Parameters
+    ----------
+    fn : callable
+        A function of the element (its first argument) and further arrays or scalars,
+        returning one value.
+
+    Returns
+    -------
+    Elementwise
+        Callable as ``f(*arrays_and_scalars, out=None, stream=None)``: the arrays broadcast
+        together (NumPy's rules), the result is of the first array's kind (NumPy, CuPy, torch,
+        JAX...), on the caller's stream.
+
+    Raises
+    ------
+    TraceError
+        At the first call, for a construct that cannot be fused.
+    InvalidArgumentError
+        For arrays that do not broadcast, or an ``out`` of another shape or dtype.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.fusion import elementwise, relu
+    >>> f = elementwise(lambda x, bias, scale: relu(x + bias) * scale)
+    >>> f(np.array([[-1.0, 2.0]]), np.array([0.5, 0.5]), 2.0).tolist()
+    [[0.0, 5.0]]
+    """
+    return Elementwise(fn)

@@ -1,0 +1,147 @@
+"""Tracing: each construct's dtype is NumPy's, the graph is canonical (commutative arguments
+ordered, common subexpressions shared, constants folded), scalars are inputs and not baked in,
+and every construct that cannot be fused is refused, named, at trace time."""
+
+import numpy as np
+import pytest
+
+from accelmath.errors import InvalidArgumentError, TraceError, UnsupportedDTypeError
+from accelmath.fusion import frequency, index, relu, trace
+from accelmath.fusion._elementwise import Traced
+
+from fusion_constructs import CONSTRUCTS, cases, draw
+
+
+@pytest.mark.parametrize("name, dtype", cases())
+def test_each_construct_has_numpys_dtype(name, dtype):
+    fn = CONSTRUCTS[name][0]
+    rng = np.random.default_rng()
+    x, y = draw(rng, dtype, 3), draw(rng, dtype, 3)
+    with np.errstate(all="ignore"):
+        expected = np.asarray(fn(x, y, 0.5)).dtype
+    assert trace(fn, dtype, dtype, 0.5).dtype == expected
+
+
+def test_commutative_arguments_and_common_subexpressions():
+    a = trace(lambda x, y: (x + 1.0) * (y + 1.0), np.float32, np.float32)
+    b = trace(lambda x, y: (1.0 + y) * (x + 1.0), np.float32, np.float32)
+    assert a.key == b.key
+    shared = trace(lambda x: np.exp(x) + np.exp(x), np.float64)
+    assert [n.op for n in shared.nodes].count("exp") == 1
+    assert trace(lambda x, y: x - y, np.float32, np.float32).key != \
+        trace(lambda x, y: y - x, np.float32, np.float32).key
+
+
+def test_keys_tell_dtypes_and_scalar_kinds_apart():
+    fn = lambda x, s: x * s  # noqa: E731
+    keys = {trace(fn, np.float32, 2.0).key, trace(fn, np.float64, 2.0).key,
+            trace(fn, np.float32, 2).key, trace(fn, np.float32, np.float32(2)).key,
+            trace(fn, np.float32, np.float32).key}
+    assert len(keys) == 5
+    assert trace(fn, np.float32, 2.0).key == trace(fn, np.float32, 7.5).key
+
+
+def test_constants_fold_with_numpys_types():
+    e = trace(lambda x: x * (2.0 * 3.0) + np.float32(2) * np.exp(1.0), np.float32)
+    constants = [n for n in e.nodes if n.op == "constant"]
+    assert [(n.attr, n.weak) for n in constants] == [(6.0, True), (2 * np.exp(1.0), False)]
+    assert e.dtype == np.float64  # (numpy.exp of a Python float is a strong float64)
+    assert trace(lambda x: x * 6.0, np.float32).dtype == np.float32
+
+
+def test_unused_nodes_and_dead_branches_leave_the_graph():
+    def fn(x, y):
+        np.exp(y)  # computed and dropped
+        return x + 1.0
+
+    assert [n.op for n in trace(fn, np.float64, np.float64).nodes] == \
+        [n.op for n in trace(lambda x, y: x + 1.0, np.float64, np.float64).nodes]
+
+
+def test_new_scalar_values_are_not_new_traces():
+    calls = []
+
+    def fn(x, s):
+        calls.append(1)
+        return x * s
+
+    traced = Traced(fn)
+    for value in (1.0, 2.0, 3.5):
+        traced.expression([np.dtype("float32"), value])
+    assert len(calls) == 1
+    traced.expression([np.dtype("float32"), 2])
+    assert len(calls) == 2
+
+
+@pytest.mark.parametrize("fn, words", [
+    (lambda x: x if x > 0 else -x, "no truth value"),
+    (lambda x: x > 0 and x < 1, "no truth value"),
+    (lambda x: 0 < x < 1, "no truth value"),
+    (lambda x: np.arctan2(x, x), "numpy.arctan2 is not supported"),
+    (lambda x: np.add(x, 1, dtype=np.float64), "plain ufunc calls"),
+    (lambda x: np.add.reduce(x), "plain ufunc calls"),
+    (lambda x: np.sum(x), "numpy.sum is not supported"),
+    (lambda x: x[0], "indexing"),
+    (lambda x: float(x), r"float\(\)"),
+    (lambda x: len(x), r"len\(\)"),
+    (lambda x: x.sum(), r"\.sum of a traced value"),
+    (lambda x: (x, x), "returns one value"),
+    (lambda x: x + "a", "str"),
+    (lambda x: x + np.ones(3), "pass arrays as arguments"),
+    (lambda x: x.astype("U3"), r"\.astype"),
+])
+def test_constructs_that_cannot_be_fused_are_named(fn, words):
+    with pytest.raises(TraceError, match=words):
+        trace(fn, np.float64)
+
+
+@pytest.mark.parametrize("fn, dtype, words", [
+    (lambda x: np.maximum(x, 1.0), np.complex64, "maximum is not defined for complex"),
+    (lambda x: x < 1.0, np.complex128, "< is not defined for complex"),
+    (lambda x: relu(x), np.complex64, "relu is not defined for complex"),
+    (lambda x: np.where(x, x, 0.0), np.float32, "boolean condition"),
+    (lambda x: x.astype(np.float32), np.complex64, "imaginary part"),
+    (lambda x: (x > 0) & x, np.float32, "boolean values"),
+    (lambda x: x ** 2, np.int32, "of integers"),
+    (lambda x: -(x > 0), np.float32, "unary -"),
+])
+def test_dtype_mismatches_are_refused_at_trace_time(fn, dtype, words):
+    with pytest.raises(UnsupportedDTypeError, match=words):
+        trace(fn, dtype)
+
+
+def test_arguments_of_other_dtypes_and_kinds_are_refused():
+    with pytest.raises(TraceError, match="argument 1 is uint8"):
+        trace(lambda x, y: x + y, np.float32, np.uint8)
+    with pytest.raises(TraceError, match="argument 0 is a list"):
+        trace(lambda x: x, [1.0])
+    with pytest.raises(InvalidArgumentError, match="not callable"):
+        trace(3, np.float32)
+    with pytest.raises(InvalidArgumentError, match="the element's dtype"):
+        trace(lambda: 1)
+
+
+def test_index_and_frequency_live_inside_a_trace():
+    with pytest.raises(TraceError, match="only defined inside a traced function"):
+        index(0)
+    with pytest.raises(TraceError, match="only defined inside a traced function"):
+        frequency(0)
+    with pytest.raises(InvalidArgumentError, match="axis must be an integer"):
+        trace(lambda x: x * index(1.0), np.float32)
+    single = trace(lambda x: x * frequency(0), np.complex64)
+    assert single.dtype == np.complex64 and single.axes() == [0]
+    assert trace(lambda x: x * frequency(-1), np.float64).dtype == np.float64
+
+
+def test_a_trace_that_raises_leaves_no_trace_running():
+    with pytest.raises(ZeroDivisionError):
+        trace(lambda x: 1 / 0, np.float32)
+    with pytest.raises(TraceError, match="only defined inside"):
+        index(0)
+
+
+def test_tracing_is_fast_enough_to_do_on_a_first_call():
+    """Not a timing assertion: the trace of a 20-node expression completes and is cached."""
+    traced = Traced(lambda x, b, s: np.where(x > s, np.exp(x) * b, np.log(abs(x)) - b) ** 2)
+    first = traced.expression([np.dtype("float32"), np.dtype("float32"), 0.5])
+    assert traced.expression([np.dtype("float32"), np.dtype("float32"), 1.5]) is first
