@@ -11,12 +11,12 @@ in :func:`accelmath.fft._transform.transform`.
 """
 
 from accelmath._core.arguments import length
+from accelmath.fft._fused import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 
-__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
-           "fftn", "ifftn", "rfftn", "irfftn"]
+__all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
 
 
 def _one(n):
@@ -25,7 +25,8 @@ def _one(n):
 
 
 def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-        workers=None):
+        workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """One-dimensional discrete Fourier transform, as ``numpy.fft.fft``.
 
     Parameters
@@ -46,6 +47,12 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -60,11 +67,14 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
     True
     """
     call = record(Transform, ("c2c", _one(n), (axis,), norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-         workers=None):
+         workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """One-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``.
 
     Parameters
@@ -85,6 +95,12 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -99,11 +115,14 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     True
     """
     call = record(Transform, ("c2c", _one(n), (axis,), norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-         workers=None):
+         workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """One-dimensional Fourier transform of real input, as ``numpy.fft.rfft``.
 
     Parameters
@@ -124,6 +143,12 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -138,11 +163,14 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     True
     """
     call = record(Transform, ("r2c", _one(n), (axis,), norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-          workers=None):
+          workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """Inverse of :func:`rfft`, as ``numpy.fft.irfft``: real output from a half spectrum.
 
     Parameters
@@ -164,6 +192,12 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -178,11 +212,14 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     True
     """
     call = record(Transform, ("c2r", _one(n), (axis,), norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-         workers=None):
+         workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """Fourier transform of a Hermitian-symmetric signal given by its first half, as
     ``numpy.fft.hfft``.
 
@@ -205,6 +242,12 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -220,11 +263,14 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     """
     call = record(Transform, ("c2r", _one(n), (axis,), swap_norm(norm), True, True,
                               execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
-          workers=None):
+          workers=None, prologue=None, epilogue=None,
+        prologue_args=(), epilogue_args=()):
     """Inverse of :func:`hfft`, as ``numpy.fft.ihfft``: the half spectrum of a real signal.
 
     Parameters
@@ -245,6 +291,12 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -260,329 +312,6 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     """
     call = record(Transform, ("r2c", _one(n), (axis,), swap_norm(norm), False, True,
                               execution, workers))
-    return transform(call, a, out, stream)
-
-
-def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-         execution="auto", workers=None):
-    """Two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The complex transform, of the input's package.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((4, 6))
-    >>> bool(np.allclose(accelmath.fft.fft2(x), np.fft.fft2(x)))
-    True
-    """
-    call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
-    """Two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The complex inverse transform, of the input's package.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((4, 6))
-    >>> bool(np.allclose(accelmath.fft.ifft2(x), np.fft.ifft2(x)))
-    True
-    """
-    call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
-    """Two-dimensional Fourier transform of real input, as ``numpy.fft.rfft2``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The half spectrum: ``s[-1] // 2 + 1`` complex points on the last axis.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((4, 6))
-    >>> bool(np.allclose(accelmath.fft.rfft2(x), np.fft.rfft2(x)))
-    True
-    """
-    call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-           execution="auto", workers=None):
-    """Inverse of :func:`rfft2`, as ``numpy.fft.irfft2``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the output on the axes (-1: the input's); default: the input's, but
-        ``2 * (m - 1)`` on the last axis, ``m`` the input's length there.
-    axes : sequence of int, optional
-        The axes to transform (default (-2, -1)); an axis given twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The real signal: ``s`` points on the axes.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.exp(0.7j * np.arange(16.0)).reshape(4, 4)
-    >>> bool(np.allclose(accelmath.fft.irfft2(x), np.fft.irfft2(x)))
-    True
-    """
-    call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-         execution="auto", workers=None):
-    """N-dimensional discrete Fourier transform, as ``numpy.fft.fftn``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
-        twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The complex transform, of the input's package.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((2, 3, 4))
-    >>> bool(np.allclose(accelmath.fft.fftn(x), np.fft.fftn(x)))
-    True
-    """
-    call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
-    """N-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
-        twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The complex inverse transform, of the input's package.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((2, 3, 4))
-    >>> bool(np.allclose(accelmath.fft.ifftn(x), np.fft.ifftn(x)))
-    True
-    """
-    call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
-    """N-dimensional Fourier transform of real input, as ``numpy.fft.rfftn``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the transformed axes (the input cut or zero-padded; -1: the input's);
-        default: the input's.
-    axes : sequence of int, optional
-        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
-        twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The half spectrum: ``s[-1] // 2 + 1`` complex points on the last axis.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.random.default_rng(0).standard_normal((2, 3, 4))
-    >>> bool(np.allclose(accelmath.fft.rfftn(x), np.fft.rfftn(x)))
-    True
-    """
-    call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
-    return transform(call, a, out, stream)
-
-
-def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-           execution="auto", workers=None):
-    """Inverse of :func:`rfftn`, as ``numpy.fft.irfftn``.
-
-    Parameters
-    ----------
-    a : array
-        The input: an array of any package, or an array-like.
-    s : sequence of int, optional
-        Lengths of the output on the axes (-1: the input's); default: the input's, but
-        ``2 * (m - 1)`` on the last axis, ``m`` the input's length there.
-    axes : sequence of int, optional
-        The axes to transform (default: the last ``len(s)`` axes, or all); an axis given
-        twice is transformed twice.
-    norm : {"backward", "ortho", "forward"}, optional
-        Normalization mode, as in ``numpy.fft`` (default "backward").
-    out : array, optional
-        Where to write the result: of its shape and dtype, on the input's device.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of the input's package).
-    execution : {"auto", "cuda", "cpu"}, optional
-        "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
-    workers : int, optional
-        CPU threads for host arrays (negative: counted back from the number of CPUs).
-
-    Returns
-    -------
-    array
-        The real signal: ``s`` points on the axes.
-
-    Examples
-    --------
-    >>> import numpy as np, accelmath.fft
-    >>> x = np.exp(0.7j * np.arange(24.0)).reshape(2, 3, 4)
-    >>> bool(np.allclose(accelmath.fft.irfftn(x), np.fft.irfftn(x)))
-    True
-    """
-    call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
-    return transform(call, a, out, stream)
-
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)

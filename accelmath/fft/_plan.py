@@ -18,6 +18,7 @@ from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
+from accelmath.fft._fused import Fusion
 from accelmath.fft._layout import output_layout
 
 __all__ = ["FFT"]
@@ -79,6 +80,13 @@ class FFT(Plan):
         Where to run: "auto" runs where the operand lives.
     workers : int, optional
         CPU threads for host execution (``scipy.fft``'s ``workers``).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform: ``prologue(x, *args)`` of
+        each input element, ``epilogue(y, *args)`` of each result element (see
+        :mod:`accelmath.fusion`); their further arrays and scalars come with each
+        :meth:`execute` (``prologue_args=``, ``epilogue_args=``), so new operands never
+        re-plan. The normalization folds into the epilogue. An epilogue may change the
+        result's dtype (``abs(y) ** 2``: real).
 
     Notes
     -----
@@ -109,7 +117,8 @@ class FFT(Plan):
 
     def __init__(self, operand=None, *, shape=None, dtype=None, strides=None, package=None,
                  device=None, axes=None, kind=None, norm=None, last_axis_size=None,
-                 conjugate=False, out_strides=None, execution="auto", workers=None):
+                 conjugate=False, out_strides=None, execution="auto", workers=None,
+                 prologue=None, epilogue=None):
         layout_only = operand is None
         if layout_only:
             operand = template_operand(shape, dtype, strides, package, device)
@@ -187,6 +196,10 @@ class FFT(Plan):
             for axis in axes:
                 n *= out_shape[axis] if kind == "c2r" else op.shape[axis]
             scales = (norms.scale_factor(norm, False, n), norms.scale_factor(norm, True, n))
+            # with an epilogue the transform runs unscaled and the epilogue scales
+            fused_scales = tuple(1.0 if f is None else f for f in scales)
+            if epilogue is not None:
+                scales = (None, None)
             self._executor = executor = CudaExecutor(
                 kind, axes, op.shape, op.strides, out_shape, out_strides, in_dtype, out_dtype,
                 scales, conjugate, op.device_id, op.package)
@@ -208,7 +221,11 @@ class FFT(Plan):
         if kind != "c2c":  # a real plan runs one way
             del self._calls["inverse" if kind == "r2c" else "forward"]
         self._calls[None] = inverse if kind == "c2r" else forward
-        if on_gpu:
+        self._fusion = None
+        if prologue is not None or epilogue is not None:
+            self._fusion = Fusion(prologue, epilogue, kind, op.shape, out_shape, axes,
+                                  fused_scales if on_gpu else (1.0, 1.0))
+        elif on_gpu:
             self._install_shim(self._calls[None].direct, executor.resources.local,
                                executor.align_mask)
         # per direction (forward, inverse), the execute of that direction alone, in C where
@@ -216,7 +233,7 @@ class FFT(Plan):
         self.direction_runs = tuple(
             self._launcher(self._calls[d].direct, executor.resources.local,
                            executor.align_mask, direction=d)
-            if on_gpu and d in self._calls else
+            if on_gpu and d in self._calls and self._fusion is None else
             functools.partial(type(self).execute, self, direction=d)
             for d in _DIRECTIONS)
 
@@ -258,7 +275,8 @@ class FFT(Plan):
         """``(shape, strides)`` of the results this plan writes (strides in elements)."""
         return self.out_shape, self.out_strides
 
-    def execute(self, x=None, *, out=None, direction=None, stream=None):
+    def execute(self, x=None, *, out=None, direction=None, stream=None, prologue_args=(),
+                epilogue_args=()):
         """Run the transform.
 
         Parameters
@@ -273,12 +291,20 @@ class FFT(Plan):
         stream : int or stream object, optional
             The CUDA stream (default: the current stream of the operand's package). A new
             result is allocated in its order.
+        prologue_args, epilogue_args : sequence, optional
+            The further arrays and scalars of the plan's prologue and epilogue, this call's.
 
         Returns
         -------
         array
             ``out``, or the new result, of the operand's package.
         """
+        if self._fusion is not None:
+            return self._fusion.execute(self, x, out, direction, stream, prologue_args,
+                                        epilogue_args)
+        if prologue_args or epilogue_args:
+            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
+                                       "a prologue or an epilogue")
         try:
             call = self._calls[direction]
         except (KeyError, TypeError):
@@ -308,13 +334,13 @@ class FFT(Plan):
             return out
         return op.adapter.from_numpy(run(a), op.obj)
 
-    def forward(self, x=None, *, out=None, stream=None):
+    def forward(self, x=None, *, out=None, stream=None, **fusion_args):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""
-        return self.execute(x, out=out, direction="forward", stream=stream)
+        return self.execute(x, out=out, direction="forward", stream=stream, **fusion_args)
 
-    def inverse(self, x=None, *, out=None, stream=None):
+    def inverse(self, x=None, *, out=None, stream=None, **fusion_args):
         """Run the inverse transform (c2c and c2r plans); see :meth:`execute`."""
-        return self.execute(x, out=out, direction="inverse", stream=stream)
+        return self.execute(x, out=out, direction="inverse", stream=stream, **fusion_args)
 
     def _release(self):
         if self._executor is not None:

@@ -9,6 +9,7 @@ ihfftn the conjugate of rfft2 and rfftn, likewise: their
 norm.
 """
 
+from accelmath.fft._fused import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
@@ -17,7 +18,8 @@ __all__ = ["hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 
 def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
+          execution="auto", workers=None, prologue=None, epilogue=None,
+          prologue_args=(), epilogue_args=()):
     """Two-dimensional FFT of a Hermitian-symmetric signal given by its first half on the
     last axis, as ``scipy.fft.hfft2``.
 
@@ -40,6 +42,12 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -54,11 +62,14 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     True
     """
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
-           execution="auto", workers=None):
+           execution="auto", workers=None, prologue=None, epilogue=None,
+          prologue_args=(), epilogue_args=()):
     """Inverse of :func:`hfft2`, as ``scipy.fft.ihfft2``.
 
     Parameters
@@ -80,6 +91,12 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -94,11 +111,14 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     True
     """
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-          execution="auto", workers=None):
+          execution="auto", workers=None, prologue=None, epilogue=None,
+          prologue_args=(), epilogue_args=()):
     """N-dimensional FFT of a Hermitian-symmetric signal given by its first half on the last
     axis, as ``scipy.fft.hfftn``.
 
@@ -122,6 +142,12 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -136,11 +162,14 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     True
     """
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 
 
 def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
-           execution="auto", workers=None):
+           execution="auto", workers=None, prologue=None, epilogue=None,
+          prologue_args=(), epilogue_args=()):
     """Inverse of :func:`hfftn`, as ``scipy.fft.ihfftn``.
 
     Parameters
@@ -163,6 +192,12 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
     workers : int, optional
         CPU threads for host arrays (negative: counted back from the number of CPUs).
+    prologue, epilogue : callable, optional
+        Python functions fused before and after the transform (:mod:`accelmath.fusion`):
+        ``prologue(x, *prologue_args)`` of each input element, ``epilogue(y,
+        *epilogue_args)`` of each result element, the normalization folded into it.
+    prologue_args, epilogue_args : sequence, optional
+        Their further arrays (broadcast against the element's array) and scalars.
 
     Returns
     -------
@@ -177,5 +212,7 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     True
     """
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
-    return transform(call, a, out, stream)
+    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+        return transform(call, a, out, stream)
+    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
 

@@ -28,8 +28,9 @@ True
 """
 
 from accelmath.errors import GradientError
-from accelmath.fft import _functions, _scipy_functions
+from accelmath.fft import _functions, _functions_nd
 from accelmath.fft import _normalize as norms
+from accelmath.fft import _scipy_functions
 from accelmath.fft._transform import read_operand
 
 __all__ = ["__ua_domain__", "__ua_function__"]
@@ -37,7 +38,7 @@ __all__ = ["__ua_domain__", "__ua_function__"]
 __ua_domain__ = "numpy.scipy.fft"
 
 _FUNCTIONS = {name: getattr(module, name)
-              for module in (_functions, _scipy_functions) for name in module.__all__}
+              for module in (_functions, _functions_nd, _scipy_functions) for name in module.__all__}
 # the functions of several axes and their default axes: scipy.fft takes an s without axes as
 # the last len(s) axes
 _DEFAULT_AXES = {name: (-2, -1) if name.endswith("2") else None

@@ -257,9 +257,9 @@ def source(expression, layout, out_dtype=None):
     if ndim > MAX_DIMS:
         raise InvalidArgumentError(f"a fused kernel takes at most {MAX_DIMS} dimensions, got "
                                    f"{ndim}")
-    parameters = [f"const {_STORED[expression.inputs[k].dtype.name]} *__restrict__ in{j}"
+    parameters = [f"const {_STORED[expression.inputs[k].dtype.name]} *in{j}"
                   for j, k in enumerate(arrays)]
-    parameters.append(f"{_STORED[out_dtype.name]} *__restrict__ out")
+    parameters.append(f"{_STORED[out_dtype.name]} *out")
     parameters += [f"{_scalar_parameter(spec)} s{k}" for k, spec in enumerate(expression.inputs)
                    if not spec.array]
     parameters.append("long long n")

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import accelmath.fft
-from accelmath.fft import _functions, _scipy_functions, _transform
+from accelmath.fft import _functions, _functions_nd, _scipy_functions, _transform
 from accelmath.fft._records import CallKey, Checked, PlanKey, Transform, record
 
 # function -> (kind, inverse, conjugate, norm swapped)
@@ -35,6 +35,7 @@ def described(monkeypatch):
         return transform(call, x, out, stream)
 
     monkeypatch.setattr(_functions, "transform", recording)
+    monkeypatch.setattr(_functions_nd, "transform", recording)
     monkeypatch.setattr(_scipy_functions, "transform", recording)
     return seen
 

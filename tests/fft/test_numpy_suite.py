@@ -28,7 +28,7 @@ import numpy
 import pytest
 
 import accelmath.fft
-from accelmath.fft import _functions
+from accelmath.fft import _functions, _functions_nd
 from accelmath.fft._normalize import LONG_DOUBLES
 
 NAMES = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
@@ -42,7 +42,7 @@ def _counted(*args, **kwargs):
     return _transform(*args, **kwargs)
 
 
-_functions.transform = _counted
+_functions.transform = _functions_nd.transform = _counted
 
 
 def _on_gpu(function):

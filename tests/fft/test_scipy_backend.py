@@ -11,7 +11,7 @@ from closeness import assert_close
 scipy_fft = pytest.importorskip("scipy.fft")
 
 import accelmath.fft  # noqa: E402
-from accelmath.fft import _functions, _scipy_functions, scipy_backend  # noqa: E402
+from accelmath.fft import _functions, _functions_nd, _scipy_functions, scipy_backend  # noqa: E402
 
 NAMES = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2",
          "fftn", "ifftn", "rfftn", "irfftn"]
@@ -29,6 +29,7 @@ def calls(monkeypatch):
         return transform(kind, *args, **kwargs)
 
     monkeypatch.setattr(_functions, "transform", counting)
+    monkeypatch.setattr(_functions_nd, "transform", counting)
     monkeypatch.setattr(_scipy_functions, "transform", counting)
     return seen
 

@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
+from fusion_constructs import CONSTRUCTS, cases, draw
 
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.fusion import elementwise, frequency, index, trace
 from accelmath.fusion._cuda import Layout, _literal, source
 from accelmath.fusion._evaluate import evaluate
-from fusion_constructs import CONSTRUCTS, cases, draw
 
 # the largest error of one construct's fused result, in units of the dtype's epsilon times
 # the result's largest magnitude: CUDA's exp, log, pow and tanh are within a few ulp of

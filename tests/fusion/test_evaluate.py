@@ -5,11 +5,11 @@ fftfreq/rfftfreq; the CPU path of elementwise keeps the caller's kind."""
 
 import numpy as np
 import pytest
+from fusion_constructs import CONSTRUCTS, cases, draw
 
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 from accelmath.fusion import elementwise, frequency, index, trace
 from accelmath.fusion._evaluate import Axes, evaluate
-from fusion_constructs import CONSTRUCTS, cases, draw
 
 
 @pytest.mark.parametrize("name, dtype", cases())

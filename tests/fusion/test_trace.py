@@ -4,12 +4,11 @@ and every construct that cannot be fused is refused, named, at trace time."""
 
 import numpy as np
 import pytest
+from fusion_constructs import CONSTRUCTS, cases, draw
 
 from accelmath.errors import InvalidArgumentError, TraceError, UnsupportedDTypeError
 from accelmath.fusion import frequency, index, relu, trace
 from accelmath.fusion._elementwise import Traced
-
-from fusion_constructs import CONSTRUCTS, cases, draw
 
 
 @pytest.mark.parametrize("name, dtype", cases())

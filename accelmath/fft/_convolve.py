@@ -1,0 +1,343 @@
+"""Convolution and correlation through FFTs, with ``scipy.signal.fftconvolve``'s and
+``scipy.signal.correlate``'s semantics, on any array: :func:`convolve`, :func:`correlate`,
+and :class:`Convolver`, one kernel applied to many images with its spectrum kept.
+
+Real inputs go through r2c and c2r transforms, complex ones through c2c; the spectrum product
+is the inverse transform's prologue (:mod:`accelmath.fusion`), so it costs no pass of its own.
+The transforms are of the full linear size ``s1 + s2 - 1`` along each convolved axis; the
+other axes broadcast (an extent of 1 against any).
+"""
+
+import operator
+
+import numpy
+
+from accelmath._core.lifetime import Resource
+from accelmath._core.operand import check_same_device, wrap_named
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+
+__all__ = ["Convolver", "convolve", "correlate"]
+
+_MODES = ("full", "valid", "same")
+
+
+def _multiply(spectrum, kernel):
+    return spectrum * kernel
+
+
+def _check_mode(mode):
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise InvalidArgumentError(
+            f"mode={mode!r}: acceptable mode flags are 'valid', 'same', or 'full'")
+    return mode
+
+
+def _check_axes(axes, ndim, shape1, shape2):
+    """The convolved axes (non-negative, sorted) of inputs of shapes ``shape1`` and
+    ``shape2``; the other axes must match or be 1 in one of them."""
+    if axes is None:
+        axes = tuple(range(ndim))
+    else:
+        if isinstance(axes, (int, numpy.integer)) and not isinstance(axes, bool):
+            axes = (axes,)
+        try:
+            axes = tuple(operator.index(a) for a in axes)
+        except TypeError:
+            raise InvalidArgumentError(f"axes={axes!r} must be an integer or a sequence of "
+                                       "them") from None
+        for a in axes:
+            if not -ndim <= a < ndim:
+                raise InvalidArgumentError(f"axes={axes!r}: axis {a} is out of range for "
+                                           f"inputs of {ndim} dimensions")
+        normalized = tuple(a % ndim for a in axes)
+        if len(set(normalized)) != len(normalized):
+            raise InvalidArgumentError(f"axes={axes!r} repeats an axis")
+        axes = tuple(sorted(normalized))
+    for a in range(ndim):
+        if a not in axes and shape1[a] != shape2[a] and 1 not in (shape1[a], shape2[a]):
+            raise InvalidArgumentError(
+                f"incompatible shapes for in1 and in2: {tuple(shape1)} and {tuple(shape2)} "
+                f"along axis {a}, which is not convolved")
+    return axes
+
+
+def _operands(in1, in2):
+    a, b = wrap_named(in1, "in1"), wrap_named(in2, "in2")
+    check_same_device(a, b, names=["in1", "in2"])
+    if len(a.shape) != len(b.shape):
+        raise InvalidArgumentError(
+            f"in1 and in2 should have the same dimensionality, got {len(a.shape)} and "
+            f"{len(b.shape)}")
+    return a, b
+
+
+def _compute_dtype(*dtypes):
+    """The dtype the transforms compute in: float32 or float64, complex where an input is."""
+    try:
+        promoted = numpy.result_type(*[numpy.dtype(d) for d in dtypes])
+    except TypeError:
+        raise UnsupportedDTypeError(f"inputs of {', '.join(map(str, dtypes))} cannot be "
+                                    "convolved") from None
+    if promoted.kind == "c":
+        return numpy.dtype("complex64" if promoted == numpy.complex64 else "complex128")
+    if promoted.kind in "biu":
+        return numpy.dtype("float64")
+    if promoted.kind != "f":
+        raise UnsupportedDTypeError(f"inputs of {promoted} cannot be convolved")
+    return numpy.dtype("float32" if promoted.itemsize <= 4 else "float64")
+
+
+def _swap_needed(mode, shape1, shape2, axes):
+    if mode != "valid":
+        return False
+    if all(shape1[a] >= shape2[a] for a in axes):
+        return False
+    if all(shape2[a] >= shape1[a] for a in axes):
+        return True
+    raise InvalidArgumentError("For 'valid' mode, one must be at least as large as the other "
+                               "in every dimension")
+
+
+def _crop(shape, s1, s2, mode, axes):
+    """The slices of the full result (of ``shape``) that ``mode`` keeps (scipy's rule)."""
+    if mode == "full":
+        return None
+    if mode == "same":
+        target = tuple(s1)
+    else:
+        target = tuple(s1[a] - s2[a] + 1 if a in axes else shape[a] for a in range(len(shape)))
+    return tuple(slice((n - m) // 2, (n - m) // 2 + m) for n, m in zip(shape, target))
+
+
+def _as(op, dtype):
+    """``op``'s array converted to ``dtype`` (itself where it is of it)."""
+    if numpy.dtype(op.dtype) == dtype:
+        return op.obj
+    return op.adapter.astype(op.obj, dtype.name)
+
+
+class _Geometry:
+    """What one convolution of inputs of two shapes computes: the axes, the transform lengths
+    and the crop."""
+
+    def __init__(self, shape1, shape2, mode, axes, real):
+        self.axes = axes
+        self.lengths = tuple(shape1[a] + shape2[a] - 1 for a in axes)
+        full = tuple(self.lengths[axes.index(a)] if a in axes else max(shape1[a], shape2[a])
+                     for a in range(len(shape1)))
+        self.crop = _crop(full, shape1, shape2, mode, axes)
+        self.real = real
+
+    def spectrum(self, x):
+        from accelmath import fft
+
+        forward = fft.rfftn if self.real else fft.fftn
+        return forward(x, s=self.lengths, axes=self.axes)
+
+    def inverse(self, spectrum, other):
+        """The cropped convolution whose spectra are ``spectrum`` and ``other``."""
+        from accelmath import fft
+
+        inverse = fft.irfftn if self.real else fft.ifftn
+        if tuple(wrap_named(spectrum, "a").shape) == tuple(wrap_named(other, "b").shape):
+            result = inverse(spectrum, s=self.lengths, axes=self.axes, prologue=_multiply,
+                             prologue_args=(other,))
+        else:  # (batch axes broadcast: the product has the larger shape)
+            result = inverse(_product()(spectrum, other), s=self.lengths, axes=self.axes)
+        return result if self.crop is None else result[self.crop]
+
+
+_PRODUCT = None
+
+
+def _product():
+    global _PRODUCT
+    if _PRODUCT is None:
+        from accelmath.fusion import elementwise
+
+        _PRODUCT = elementwise(_multiply)
+    return _PRODUCT
+
+
+def convolve(in1, in2, mode="full", axes=None):
+    """Convolve two N-dimensional arrays with FFTs, as ``scipy.signal.fftconvolve``.
+
+    Parameters
+    ----------
+    in1, in2 : array
+        Of the same number of dimensions, on one device (NumPy, CuPy, torch, JAX...).
+    mode : {"full", "valid", "same"}, optional
+        "full" (default): the whole linear convolution; "valid": the points that do not
+        depend on zero padding (one input at least as large as the other along every
+        convolved axis); "same": the size of ``in1``, centred on the full result.
+    axes : int or sequence of int, optional
+        The axes to convolve over (default: all). The others must match or be 1 in one input.
+
+    Returns
+    -------
+    array
+        Of ``in1``'s kind: real for real inputs (float32 for float32 ones), complex where
+        either is.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.signal
+    >>> from accelmath.fft import convolve
+    >>> a, b = np.random.default_rng(0).standard_normal((2, 16, 9))
+    >>> bool(np.allclose(convolve(a, b[:5, :3], mode="same"),
+    ...                  scipy.signal.fftconvolve(a, b[:5, :3], mode="same")))
+    True
+    """
+    return _convolve(in1, in2, mode, axes, correlate=False)
+
+
+def correlate(in1, in2, mode="full", axes=None):
+    """Cross-correlate two N-dimensional arrays with FFTs, as ``scipy.signal.correlate``
+    (``method="fft"``): ``convolve(in1, conj(in2) reversed along the axes)``.
+
+    Parameters
+    ----------
+    in1, in2 : array
+        Of the same number of dimensions, on one device.
+    mode : {"full", "valid", "same"}, optional
+        As in :func:`convolve`.
+    axes : int or sequence of int, optional
+        The axes to correlate over (default: all, as ``scipy.signal.correlate`` does).
+
+    Returns
+    -------
+    array
+        Of ``in1``'s kind.
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.signal
+    >>> from accelmath.fft import correlate
+    >>> a, b = np.random.default_rng(1).standard_normal((2, 32))
+    >>> bool(np.allclose(correlate(a, b[:7]), scipy.signal.correlate(a, b[:7])))
+    True
+    """
+    return _convolve(in1, in2, mode, axes, correlate=True)
+
+
+def _reversed(op, axes):
+    """``op``'s array reversed along ``axes`` (a view where the package has one)."""
+    x = op.obj
+    index = tuple(slice(None, None, -1) if a in axes else slice(None)
+                  for a in range(len(op.shape)))
+    if op.package == "torch":
+        return x.flip(tuple(axes)) if axes else x
+    return x[index]
+
+
+def _convolve(in1, in2, mode, axes, correlate):
+    mode = _check_mode(mode)
+    a, b = _operands(in1, in2)
+    ndim = len(a.shape)
+    axes = _check_axes(axes, ndim, a.shape, b.shape)
+    dtype = _compute_dtype(a.dtype, b.dtype)
+    if a.size == 0 or b.size == 0:
+        empty, _ = a.adapter.empty_strided((0,), (1,), dtype.name, a.device_id)
+        return empty
+    x, y = _as(a, dtype), _as(b, dtype)
+    if correlate:
+        y_op = wrap_named(y, "in2")
+        y = _reversed(y_op, axes)
+        if dtype.kind == "c":
+            y = y.conj()
+    if _swap_needed(mode, a.shape, b.shape, axes):
+        x, y = y, x
+        s1, s2 = b.shape, a.shape
+    else:
+        s1, s2 = a.shape, b.shape
+    geometry = _Geometry(tuple(s1), tuple(s2), mode, axes, dtype.kind != "c")
+    return geometry.inverse(geometry.spectrum(x), geometry.spectrum(y))
+
+
+class Convolver(Resource):
+    """One kernel convolved with many images of one shape: the kernel's spectrum is made
+    once and kept.
+
+    Parameters
+    ----------
+    kernel : array
+        The kernel (any package; the images must be of its package and device).
+    shape : tuple of int
+        The images' shape (the same number of dimensions as the kernel).
+    mode : {"full", "valid", "same"}, optional
+        As in :func:`convolve`, the image being ``in1``.
+    axes : int or sequence of int, optional
+        The axes to convolve over (default: all).
+    dtype : dtype, optional
+        The images' dtype (default: the kernel's); the transforms compute in the promotion
+        of both.
+    correlate : bool, optional
+        Correlate with the kernel instead (:func:`correlate`).
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.signal
+    >>> from accelmath.fft import Convolver
+    >>> rng = np.random.default_rng(2)
+    >>> psf = rng.standard_normal((5, 5))
+    >>> with Convolver(psf, (32, 32), mode="same") as blur:
+    ...     images = [rng.standard_normal((32, 32)) for _ in range(3)]
+    ...     ok = [np.allclose(blur(x), scipy.signal.fftconvolve(x, psf, mode="same"))
+    ...           for x in images]
+    >>> ok
+    [True, True, True]
+    """
+
+    what = "Convolver"
+
+    def __init__(self, kernel, shape, mode="full", axes=None, dtype=None, correlate=False):
+        mode = _check_mode(mode)
+        k = wrap_named(kernel, "kernel")
+        try:
+            shape = tuple(operator.index(n) for n in shape)
+        except TypeError:
+            raise InvalidArgumentError(f"shape={shape!r} must be a sequence of integers") \
+                from None
+        if len(shape) != len(k.shape):
+            raise InvalidArgumentError(
+                f"the images have {len(shape)} dimensions and the kernel {len(k.shape)}; they "
+                "must have the same number")
+        if any(n < 1 for n in shape) or k.size == 0:
+            raise InvalidArgumentError(f"shape={shape} and a kernel of shape {tuple(k.shape)} "
+                                       "must not be empty")
+        self.axes = _check_axes(axes, len(shape), shape, k.shape)
+        self.dtype = _compute_dtype(k.dtype, k.dtype if dtype is None else dtype)
+        self.shape, self.mode = shape, mode
+        if _swap_needed(mode, shape, k.shape, self.axes):
+            raise InvalidArgumentError(
+                "mode='valid' here needs images at least as large as the kernel along every "
+                "convolved axis")
+        self._geometry = _Geometry(shape, tuple(k.shape), mode, self.axes,
+                                   self.dtype.kind != "c")
+        y = _as(k, self.dtype)
+        if correlate:
+            y = _reversed(wrap_named(y, "kernel"), self.axes)
+            if self.dtype.kind == "c":
+                y = y.conj()
+        self._spectrum = self._geometry.spectrum(y)
+        self._device = k.device_id
+        super().__init__()
+
+    def _release(self):
+        self._spectrum = None
+
+    def __call__(self, image):
+        """The image convolved with the kernel (correlated, where made so)."""
+        self._check_live()
+        op = wrap_named(image, "image")
+        if tuple(op.shape) != self.shape:
+            raise InvalidArgumentError(f"image has shape {tuple(op.shape)}; this Convolver is "
+                                       f"for images of shape {self.shape}")
+        if op.device_id != self._device:
+            raise InvalidArgumentError("image is not on the kernel's device")
+        spectrum = self._geometry.spectrum(_as(op, self.dtype))
+        return self._geometry.inverse(spectrum, self._spectrum)
+
+    def __repr__(self):
+        return (f"Convolver(shape={self.shape}, axes={self.axes}, mode={self.mode!r}, "
+                f"dtype={self.dtype})")

@@ -1,0 +1,255 @@
+"""Prologues and epilogues: Python functions fused before and after a transform.
+
+A *prologue* is applied to each element of the input before the transform, an *epilogue* to
+each element of the result after it (``prologue_args`` / ``epilogue_args``: further arrays,
+broadcast against the element's array, and scalars). Both are traced once
+(:mod:`accelmath.fusion`) and run as one element-wise pass: a fused kernel on the GPU, NumPy
+on the host. Inside them :func:`accelmath.fusion.frequency` is the element's frequency:
+``fftfreq`` of the transform's length along a transformed axis (``rfftfreq`` on the halved
+axis of a half spectrum).
+
+The normalization folds into the epilogue: the transform runs unscaled and the epilogue
+receives each element times the norm's factor, so a scaled transform with an epilogue makes
+one pass after the transform, not two.
+"""
+
+import math
+
+import numpy
+
+from accelmath._core.gpu.stream import resolve_stream
+from accelmath._core.layout import contiguous_strides
+from accelmath._core.operand import check_same_device, wrap_named
+from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath.fft import _normalize as norms
+from accelmath.fusion._elementwise import Traced, run
+from accelmath.fusion._evaluate import Axes
+
+__all__ = ["Fusion", "check_args", "fused_call", "scaled", "traced"]
+
+_TRACED = {}  # (function, scaled) -> Traced; bounded by _LIMIT
+_LIMIT = 512
+
+
+def traced(fn, name, with_scale=False):
+    """The :class:`~accelmath.fusion._elementwise.Traced` of prologue or epilogue ``fn``
+    (``with_scale``: of ``fn(element * scale, *args)``, ``scale`` its second argument), kept
+    per function so that a later call reuses its traces."""
+    key = (fn, with_scale)
+    try:
+        found = _TRACED.get(key)
+    except TypeError:  # an unhashable callable: traced anew each call
+        found, key = None, None
+    if found is None:
+        target = scaled(fn) if with_scale and callable(fn) else fn
+        found = Traced(target, name)
+        if key is not None:
+            if len(_TRACED) >= _LIMIT:
+                _TRACED.clear()
+            _TRACED[key] = found
+    return found
+
+
+def scaled(fn):
+    """``fn`` with the normalization folded in: ``fn(element * scale, *args)``."""
+    def with_scale(element, scale, *args):
+        return fn(element * scale, *args)
+
+    return with_scale
+
+
+def check_args(args, name):
+    """``args`` (prologue_args or epilogue_args) as a tuple, arrays wrapped."""
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    values = []
+    for k, value in enumerate(args):
+        if type(value) in (bool, int, float, complex) or isinstance(value, numpy.generic):
+            values.append(value)
+        else:
+            values.append(wrap_named(value, f"{name}[{k}]"))
+    return values
+
+
+def _types(values):
+    return [v if not hasattr(v, "adapter") else numpy.dtype(v.dtype) for v in values]
+
+
+def _apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue"):
+    """Run ``traced_fn`` on operand ``element`` (with the scalars ``leading`` before
+    ``args``) into ``out`` (an operand) or a new array of the element's package; the result
+    array."""
+    arrays = [v for v in args if hasattr(v, "adapter")]
+    if arrays:
+        check_same_device(element, *arrays,
+                          names=["the transform's " + ("input" if name == "prologue"
+                                                       else "result")]
+                          + [f"{name}_args" for _ in arrays])
+    shape = tuple(element.shape)
+    for k, op in enumerate(arrays):
+        try:
+            fits = numpy.broadcast_shapes(shape, tuple(op.shape)) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise InvalidArgumentError(
+                f"{name}_args: an array of shape {tuple(op.shape)} does not broadcast to the "
+                f"{'input' if name == 'prologue' else 'result'}'s shape {shape}")
+    values = [element, *leading, *args]
+    expression = traced_fn.expression(_types(values))
+    handle = resolve_stream(stream, element) if element.on_device else None
+    for op in arrays:
+        if op.on_device:
+            op.wait_ready(handle)
+    result = None
+    if out is None:
+        in_place = (numpy.dtype(element.dtype) == expression.dtype
+                    and not element.adapter.immutable and name == "epilogue")
+        if in_place:
+            out, result = element, element.obj
+        else:
+            result, _ = element.adapter.empty_strided(shape, contiguous_strides(shape),
+                                                      expression.dtype.name, element.device_id)
+            out = wrap_named(result, "out")
+    run(expression, values, out, context, handle)
+    if result is not None and element.adapter.immutable:
+        return element.adapter.finish(result, handle, element.device_id)
+    return out.obj if result is None else result
+
+
+def _lengths(call, shape):
+    """``(axes, lengths, last)`` of a transform call on an input of ``shape``: the transformed
+    axes, each one's transform length, and a c2r transform's output length on its last
+    axis (else None)."""
+    axes, s = norms.normalize_axes(shape, call.s, call.axes, unique=False)
+    if s is None:
+        s = tuple(shape[a] for a in axes)
+    last = None
+    if call.kind == "c2r":
+        last = s[-1] if call.s is not None else 2 * (shape[axes[-1]] - 1)
+        s = s[:-1] + (last,)
+    return axes, s, last
+
+
+def _input_context(kind, shape, axes, lengths):
+    if kind != "c2r" or not axes:
+        return Axes(shape)
+    periods = list(shape)
+    periods[axes[-1]] = lengths[-1]
+    return Axes(shape, periods, half=(axes[-1],))
+
+
+def _output_context(kind, shape, axes, lengths):
+    periods = list(shape)
+    if kind != "c2r":
+        for a, n in zip(axes, lengths):
+            periods[a] = n
+    return Axes(shape, periods, half=(axes[-1],) if kind == "r2c" and axes else ())
+
+
+def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
+    """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
+    module docstring)."""
+    from accelmath.fft._transform import read_operand, transform
+
+    op = read_operand(x)
+    norm = norms.check_norm(call.norm)
+    axes, lengths, _ = _lengths(call, tuple(op.shape))
+    if prologue is not None:
+        args = check_args(prologue_args, "prologue_args")
+        x = _apply(traced(prologue, "prologue"), op, (), args,
+                   _input_context(call.kind, tuple(op.shape), axes, lengths), stream,
+                   name="prologue")
+    elif prologue_args not in ((), None):
+        raise InvalidArgumentError("prologue_args given without a prologue")
+    if epilogue is None:
+        if epilogue_args not in ((), None):
+            raise InvalidArgumentError("epilogue_args given without an epilogue")
+        return transform(call, x, out, stream)
+    args = check_args(epilogue_args, "epilogue_args")
+    scale = norms.scale_factor(norm, call.inverse, math.prod(lengths)) or 1.0
+    unscaled = call._replace(norm="forward" if call.inverse else "backward")
+    y = wrap_named(transform(unscaled, x, None, stream), "the transform's result")
+    target = None if out is None else _check_out(out, y, traced(epilogue, "epilogue", True),
+                                                 args)
+    result = _apply(traced(epilogue, "epilogue", True), y, (scale,), args,
+                    _output_context(call.kind, tuple(y.shape), axes, lengths), stream,
+                    out=target)
+    return out if out is not None else result
+
+
+def _check_out(out, y, traced_fn, args):
+    """``out=`` of a call with an epilogue, as an operand: of the result's shape and the
+    epilogue's dtype, on its device, writable."""
+    expression = traced_fn.expression(_types([y, 1.0, *args]))
+    target = wrap_named(out, "out")
+    if tuple(target.shape) != tuple(y.shape) or numpy.dtype(target.dtype) != expression.dtype:
+        raise InvalidArgumentError(
+            f"out has shape {tuple(target.shape)} and dtype {target.dtype}; the epilogue's "
+            f"result has shape {tuple(y.shape)} and dtype {expression.dtype}")
+    if target.device_id != y.device_id:
+        raise UnsupportedOperandError("out is not on the device of the transform")
+    if target.adapter.immutable:
+        raise UnsupportedOperandError(
+            f"out is a {target.package} array, which cannot be written: leave out=None")
+    return target
+
+
+class Fusion:
+    """An FFT plan's prologue and epilogue: traced once, run around each execute.
+
+    ``scales`` are the norm's factors per direction (forward, inverse) that the epilogue
+    applies: the plan's own transform runs unscaled where the epilogue takes them, else they
+    are 1.
+    """
+
+    def __init__(self, prologue, epilogue, kind, in_shape, out_shape, axes, scales):
+        self.prologue = None if prologue is None else Traced(prologue, "prologue")
+        self.epilogue = None if epilogue is None else Traced(scaled(epilogue), "epilogue") \
+            if callable(epilogue) else Traced(epilogue, "epilogue")
+        lengths = tuple((out_shape if kind == "c2r" else in_shape)[a] for a in axes)
+        self.input_context = _input_context(kind, tuple(in_shape), axes, lengths)
+        self.output_context = _output_context(kind, tuple(out_shape), axes, lengths)
+        self.scales = scales
+
+    def execute(self, plan, x, out, direction, stream, prologue_args, epilogue_args):
+        """Run ``plan``'s transform of ``x`` with the prologue and epilogue."""
+        try:
+            call = plan._calls[direction]
+        except (KeyError, TypeError):
+            call = plan._call_for(direction)
+        if self.prologue is not None:
+            op = plan._checked(x)
+            x = _apply(self.prologue, op, (), check_args(prologue_args, "prologue_args"),
+                       self.input_context, stream, name="prologue")
+            x = _to_layout(plan, x)
+        elif prologue_args not in ((), None):
+            raise InvalidArgumentError("prologue_args given without a prologue")
+        if self.epilogue is None:
+            if epilogue_args not in ((), None):
+                raise InvalidArgumentError("epilogue_args given without an epilogue")
+            return plan.run(x, out, stream, call)
+        args = check_args(epilogue_args, "epilogue_args")
+        y = wrap_named(plan.run(x, None, stream, call), "the transform's result")
+        inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
+        scale = self.scales[1 if inverse else 0]
+        target = None if out is None else _check_out(out, y, self.epilogue, args)
+        result = _apply(self.epilogue, y, (scale,), args, self.output_context, stream,
+                        out=target)
+        return out if out is not None else result
+
+
+def _to_layout(plan, x):
+    """The prologue's result ``x`` in the plan's input layout and dtype (a copy where it is
+    not)."""
+    op = wrap_named(x, "the prologue's result")
+    if op.dtype != plan.in_dtype:
+        raise InvalidArgumentError(
+            f"the prologue returns {op.dtype} values; the plan transforms {plan.in_dtype} "
+            "(end it with .astype(...))")
+    if tuple(op.strides) == tuple(plan.in_strides):
+        return x
+    copy, _ = op.adapter.empty_strided(tuple(op.shape), tuple(plan.in_strides), op.dtype,
+                                       op.device_id)
+    copy[...] = x
+    return copy

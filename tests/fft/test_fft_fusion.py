@@ -1,0 +1,269 @@
+"""Prologues and epilogues of the FFT functions and plans, and convolve / correlate /
+Convolver against scipy.signal: on the CPU for NumPy arrays and torch tensors, and on the GPU
+for CuPy, torch and JAX arrays, each against a float64 NumPy oracle on fresh random data."""
+
+import numpy as np
+import pytest
+import scipy.signal
+from closeness import assert_close
+
+import accelmath.fft as F
+from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.fusion import frequency
+
+NORMS = ("backward", "ortho", "forward")
+
+
+def _rng():
+    return np.random.default_rng()
+
+
+# -- epilogues and prologues ----------------------------------------------------------------
+
+@pytest.mark.parametrize("norm", NORMS)
+@pytest.mark.parametrize("name", ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2",
+                                  "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
+                                  "irfftn"])
+def test_every_function_takes_an_epilogue_with_the_norm_folded_in(name, norm):
+    rng = _rng()
+    x = rng.standard_normal((6, 10))
+    if name.startswith(("i", "h")) and name not in ("ihfft",) or name in ("fft", "fft2", "fftn"):
+        x = x + 1j * rng.standard_normal((6, 10))
+    if name == "ihfft":
+        x = x.real
+    weight = rng.standard_normal()
+    expected = getattr(np.fft, name)(x, norm=norm) * weight + 1
+    got = getattr(F, name)(x, norm=norm, epilogue=lambda y, w: y * w + 1,
+                           epilogue_args=(weight,))
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    assert_close(got, expected, 1e-12)
+
+
+def test_an_epilogue_may_change_the_dtype_and_read_frequencies_and_arrays():
+    rng = _rng()
+    x = rng.standard_normal((8, 12))
+    power = F.rfft2(x, epilogue=lambda y: abs(y) ** 2)
+    assert power.dtype == np.float64
+    assert_close(power, np.abs(np.fft.rfft2(x)) ** 2, 1e-12)
+    ky, kx = np.fft.fftfreq(8)[:, None], np.fft.rfftfreq(12)[None, :]
+    derivative = F.rfft2(x, epilogue=lambda y: y * 2j * np.pi * frequency(-1))
+    assert_close(derivative, np.fft.rfft2(x) * 2j * np.pi * kx, 1e-12)
+    laplace = F.rfft2(x, epilogue=lambda y: y * (frequency(0) ** 2 + frequency(1) ** 2))
+    assert_close(laplace, np.fft.rfft2(x) * (ky ** 2 + kx ** 2), 1e-12)
+    weights = rng.standard_normal((8, 7))
+    assert_close(F.rfft2(x, norm="ortho", epilogue=lambda y, w: y * w, epilogue_args=(weights,)),
+                 np.fft.rfft2(x, norm="ortho") * weights, 1e-12)
+
+
+def test_a_prologue_feeds_the_transform():
+    rng = _rng()
+    x = rng.standard_normal(64)
+    window = np.hanning(64)
+    assert_close(F.rfft(x, prologue=lambda v, w: v * w, prologue_args=(window,)),
+                 np.fft.rfft(x * window), 1e-12)
+    spectrum = np.fft.rfft(x)
+    filtered = F.irfft(spectrum, prologue=lambda y: y * (frequency(0) < 0.1), n=64)
+    keep = np.fft.rfftfreq(64) < 0.1
+    assert_close(filtered, np.fft.irfft(spectrum * keep, n=64), 1e-12)
+
+
+def test_out_and_torch_tensors():
+    torch = pytest.importorskip("torch")
+    rng = _rng()
+    x = rng.standard_normal((4, 16))
+    out = np.empty((4, 9), np.float64)
+    assert F.rfft(x, epilogue=lambda y: abs(y), out=out) is out
+    assert_close(out, np.abs(np.fft.rfft(x)), 1e-12)
+    got = F.fft(torch.from_numpy(x), norm="ortho", epilogue=lambda y: y.conj())
+    assert isinstance(got, torch.Tensor)
+    assert_close(got.numpy(), np.fft.fft(x, norm="ortho").conj(), 1e-12)
+
+
+def test_fused_calls_refuse_what_they_cannot_run():
+    x = np.ones(8)
+    with pytest.raises(InvalidArgumentError, match="epilogue_args given without an epilogue"):
+        F.fft(x, epilogue_args=(1.0,))
+    with pytest.raises(InvalidArgumentError, match="prologue_args given without a prologue"):
+        F.fft(x, prologue_args=(1.0,))
+    with pytest.raises(InvalidArgumentError, match="does not broadcast to the result's shape"):
+        F.fft(x, epilogue=lambda y, w: y * w, epilogue_args=(np.ones(3),))
+    with pytest.raises(InvalidArgumentError, match="out has shape"):
+        F.fft(x, epilogue=lambda y: abs(y), out=np.empty(8, np.complex128))
+    with pytest.raises(InvalidArgumentError, match="not callable"):
+        F.fft(x, epilogue=3)
+
+
+@pytest.mark.parametrize("norm", NORMS)
+def test_a_plan_with_an_epilogue_takes_new_arguments_each_execute(norm):
+    rng = _rng()
+    x = rng.standard_normal((5, 32)) + 1j * rng.standard_normal((5, 32))
+    with F.FFT(x, axes=(1,), norm=norm, epilogue=lambda y, w, s: y * w + s) as plan:
+        for _ in range(2):
+            w, s = rng.standard_normal(32), rng.standard_normal()
+            assert_close(plan.forward(epilogue_args=(w, s)),
+                         np.fft.fft(x, axis=1, norm=norm) * w + s, 1e-12)
+            assert_close(plan.inverse(x, epilogue_args=(w, s)),
+                         np.fft.ifft(x, axis=1, norm=norm) * w + s, 1e-12)
+    with pytest.raises(StateError):
+        plan.forward(epilogue_args=(w, s))
+    plain = F.FFT(x)
+    with pytest.raises(InvalidArgumentError, match="need a plan made with"):
+        plain.execute(epilogue_args=(1.0,))
+
+
+def test_a_real_plan_with_a_prologue_and_an_epilogue():
+    rng = _rng()
+    x = rng.standard_normal((16, 16))
+    window = np.outer(np.hanning(16), np.hanning(16))
+    plan = F.FFT(x, prologue=lambda v, w: v * w, epilogue=lambda y: abs(y) ** 2)
+    got = plan.execute(x, prologue_args=(window,))
+    assert got.dtype == np.float64
+    assert_close(got, np.abs(np.fft.rfft2(x * window)) ** 2, 1e-12)
+
+
+# -- convolve, correlate, Convolver ---------------------------------------------------------
+
+CASES = [((30,), (7,), None), ((7,), (30,), None), ((12, 9), (5, 4), None),
+         ((12, 9), (5, 4), (1,)), ((6, 12, 9), (1, 5, 4), (1, 2)), ((4, 10), (4, 3), [-1]),
+         ((3, 1, 8), (1, 4, 8), (2,))]
+
+
+def _pair(rng, s1, s2, dtype):
+    def one(shape):
+        v = rng.standard_normal(shape)
+        if np.dtype(dtype).kind == "c":
+            v = v + 1j * rng.standard_normal(shape)
+        return v.astype(dtype)
+
+    return one(s1), one(s2)
+
+
+def _tolerance(dtype):
+    return 2e-5 if np.dtype(dtype) in (np.float32, np.complex64) else 1e-12
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "complex64"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("s1, s2, axes", CASES)
+def test_convolve_is_scipy_fftconvolve(s1, s2, axes, mode, dtype):
+    a, b = _pair(_rng(), s1, s2, dtype)
+    try:
+        expected = scipy.signal.fftconvolve(a, b, mode=mode, axes=axes)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=str(exc)[:30]):
+            F.convolve(a, b, mode=mode, axes=axes)
+        return
+    got = F.convolve(a, b, mode=mode, axes=axes)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert_close(got, expected, _tolerance(dtype))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("s1, s2", [((30,), (7,)), ((7,), (30,)), ((12, 9), (5, 4)),
+                                    ((6, 5), (6, 5))])
+def test_correlate_is_scipy_correlate(s1, s2, mode, dtype):
+    a, b = _pair(_rng(), s1, s2, dtype)
+    expected = scipy.signal.correlate(a, b, mode=mode, method="fft")
+    got = F.correlate(a, b, mode=mode)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    assert_close(got, expected, _tolerance(dtype))
+
+
+def test_correlate_along_some_axes_reverses_only_those():
+    rng = _rng()
+    a, b = rng.standard_normal((3, 20)), rng.standard_normal((3, 6))
+    expected = np.stack([scipy.signal.correlate(a[i], b[i]) for i in range(3)])
+    assert_close(F.correlate(a, b, axes=1), expected, 1e-12)
+
+
+def test_integers_promote_and_empty_inputs_give_empty_results():
+    a, b = np.arange(10), np.array([1, 2, 3])
+    got = F.convolve(a, b)
+    assert got.dtype == np.float64
+    assert_close(got, np.convolve(a, b).astype(float), 1e-12)
+    assert F.convolve(np.ones(0), np.ones(3)).shape == (0,)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: F.convolve(np.ones(3), np.ones((3, 3))), "same dimensionality"),
+    (lambda: F.convolve(np.ones(3), np.ones(3), mode="circular"), "acceptable mode flags"),
+    (lambda: F.convolve(np.ones((3, 4)), np.ones((2, 4)), axes=(0, 0)), "repeats an axis"),
+    (lambda: F.convolve(np.ones((3, 4)), np.ones((2, 5)), axes=0), "incompatible shapes"),
+    (lambda: F.convolve(np.ones((3, 4)), np.ones(2)[None], axes=5), "out of range"),
+    (lambda: F.convolve(np.ones((5, 2)), np.ones((2, 5)), mode="valid"),
+     "at least as large as the other"),
+])
+def test_convolution_errors_are_scipys(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("correlate", [False, True])
+def test_a_convolver_keeps_its_kernel(mode, correlate):
+    rng = _rng()
+    kernel = rng.standard_normal((5, 3))
+    reference = scipy.signal.correlate if correlate else scipy.signal.fftconvolve
+    with F.Convolver(kernel, (20, 16), mode=mode, correlate=correlate) as conv:
+        for _ in range(3):
+            image = rng.standard_normal((20, 16))
+            assert_close(conv(image), reference(image, kernel, mode=mode), 1e-12)
+        with pytest.raises(InvalidArgumentError, match="images of shape"):
+            conv(np.ones((16, 20)))
+    with pytest.raises(StateError, match="freed"):
+        conv(image)
+    with pytest.raises(InvalidArgumentError, match="needs images at least as large"):
+        F.Convolver(np.ones((30, 20)), (20, 16), mode="valid")
+
+
+# -- on a GPU -------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fused_fft_on_cupy(cp, dtype):
+    rng = _rng()
+    x = rng.standard_normal((64, 96)).astype(dtype)
+    k = (rng.standard_normal((64, 49)) + 1j * rng.standard_normal((64, 49))).astype(
+        np.result_type(dtype, np.complex64))
+    dx, dk = cp.asarray(x), cp.asarray(k)
+    got = F.irfft2(F.rfft2(dx), s=(64, 96), prologue=lambda y, kk: y * kk,
+                   prologue_args=(dk,))
+    expected = np.fft.irfft2(np.fft.rfft2(x.astype(np.float64)) * k, s=(64, 96))
+    assert isinstance(got, cp.ndarray) and got.dtype == dtype
+    assert_close(got.get(), expected, _tolerance(dtype))
+    power = F.rfft2(dx, norm="ortho", epilogue=lambda y: abs(y) ** 2 * frequency(1))
+    assert_close(power.get(), np.abs(np.fft.rfft2(x.astype(np.float64), norm="ortho")) ** 2
+                 * np.fft.rfftfreq(96), 4 * _tolerance(dtype))
+    with F.FFT(dx.astype(np.result_type(dtype, np.complex64)), axes=(1,),
+               epilogue=lambda y, w: y * w) as plan:
+        for _ in range(2):
+            w = cp.asarray(rng.standard_normal(96).astype(dtype))
+            assert_close(plan.forward(epilogue_args=(w,)).get(),
+                         np.fft.fft(x.astype(np.float64), axis=1) * w.get(), _tolerance(dtype))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_convolve_and_correlate_on_cupy_and_torch(cp, torch_cuda, mode):
+    torch = torch_cuda
+    rng = _rng()
+    a, b = rng.standard_normal((40, 33)), rng.standard_normal((9, 7))
+    got = F.convolve(cp.asarray(a), cp.asarray(b), mode=mode)
+    assert isinstance(got, cp.ndarray)
+    assert_close(got.get(), scipy.signal.fftconvolve(a, b, mode=mode), 1e-12)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    got = F.correlate(ta, tb, mode=mode)
+    assert isinstance(got, torch.Tensor)
+    assert_close(got.cpu().numpy(), scipy.signal.correlate(a, b, mode=mode), 1e-12)
+    with F.Convolver(tb, (40, 33), mode=mode) as conv:
+        assert_close(conv(ta).cpu().numpy(), scipy.signal.fftconvolve(a, b, mode=mode), 1e-12)
+
+
+@pytest.mark.gpu
+def test_convolve_on_jax(jax_gpu):
+    jnp = jax_gpu.numpy
+    rng = _rng()
+    a, b = rng.standard_normal((3, 50)), rng.standard_normal((3, 11))
+    got = F.convolve(jnp.asarray(a), jnp.asarray(b), mode="same", axes=1)
+    assert_close(np.asarray(got), scipy.signal.fftconvolve(a, b, mode="same", axes=1), 1e-12)
