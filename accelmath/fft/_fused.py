@@ -15,106 +15,14 @@ one pass after the transform, not two.
 
 import math
 
-import numpy
-
-from accelmath._core.gpu.stream import resolve_stream
-from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import check_same_device, wrap_named
-from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath._core.operand import wrap_named
+from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fusion._elementwise import Traced, run
+from accelmath.fusion._elementwise import (Traced, apply, arguments, check_out, scaled, traced,
+                                           types_of)
 from accelmath.fusion._evaluate import Axes
 
-__all__ = ["Fusion", "check_args", "fused_call", "scaled", "traced"]
-
-_TRACED = {}  # (function, scaled) -> Traced; bounded by _LIMIT
-_LIMIT = 512
-
-
-def traced(fn, name, with_scale=False):
-    """The :class:`~accelmath.fusion._elementwise.Traced` of prologue or epilogue ``fn``
-    (``with_scale``: of ``fn(element * scale, *args)``, ``scale`` its second argument), kept
-    per function so that a later call reuses its traces."""
-    key = (fn, with_scale)
-    try:
-        found = _TRACED.get(key)
-    except TypeError:  # an unhashable callable: traced anew each call
-        found, key = None, None
-    if found is None:
-        target = scaled(fn) if with_scale and callable(fn) else fn
-        found = Traced(target, name)
-        if key is not None:
-            if len(_TRACED) >= _LIMIT:
-                _TRACED.clear()
-            _TRACED[key] = found
-    return found
-
-
-def scaled(fn):
-    """``fn`` with the normalization folded in: ``fn(element * scale, *args)``."""
-    def with_scale(element, scale, *args):
-        return fn(element * scale, *args)
-
-    return with_scale
-
-
-def check_args(args, name):
-    """``args`` (prologue_args or epilogue_args) as a tuple, arrays wrapped."""
-    if not isinstance(args, (tuple, list)):
-        args = (args,)
-    values = []
-    for k, value in enumerate(args):
-        if type(value) in (bool, int, float, complex) or isinstance(value, numpy.generic):
-            values.append(value)
-        else:
-            values.append(wrap_named(value, f"{name}[{k}]"))
-    return values
-
-
-def _types(values):
-    return [v if not hasattr(v, "adapter") else numpy.dtype(v.dtype) for v in values]
-
-
-def _apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue"):
-    """Run ``traced_fn`` on operand ``element`` (with the scalars ``leading`` before
-    ``args``) into ``out`` (an operand) or a new array of the element's package; the result
-    array."""
-    arrays = [v for v in args if hasattr(v, "adapter")]
-    if arrays:
-        check_same_device(element, *arrays,
-                          names=["the transform's " + ("input" if name == "prologue"
-                                                       else "result")]
-                          + [f"{name}_args" for _ in arrays])
-    shape = tuple(element.shape)
-    for k, op in enumerate(arrays):
-        try:
-            fits = numpy.broadcast_shapes(shape, tuple(op.shape)) == shape
-        except ValueError:
-            fits = False
-        if not fits:
-            raise InvalidArgumentError(
-                f"{name}_args: an array of shape {tuple(op.shape)} does not broadcast to the "
-                f"{'input' if name == 'prologue' else 'result'}'s shape {shape}")
-    values = [element, *leading, *args]
-    expression = traced_fn.expression(_types(values))
-    handle = resolve_stream(stream, element) if element.on_device else None
-    for op in arrays:
-        if op.on_device:
-            op.wait_ready(handle)
-    result = None
-    if out is None:
-        in_place = (numpy.dtype(element.dtype) == expression.dtype
-                    and not element.adapter.immutable and name == "epilogue")
-        if in_place:
-            out, result = element, element.obj
-        else:
-            result, _ = element.adapter.empty_strided(shape, contiguous_strides(shape),
-                                                      expression.dtype.name, element.device_id)
-            out = wrap_named(result, "out")
-    run(expression, values, out, context, handle)
-    if result is not None and element.adapter.immutable:
-        return element.adapter.finish(result, handle, element.device_id)
-    return out.obj if result is None else result
+__all__ = ["Fusion", "fused_call"]
 
 
 def _lengths(call, shape):
@@ -156,8 +64,8 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     norm = norms.check_norm(call.norm)
     axes, lengths, _ = _lengths(call, tuple(op.shape))
     if prologue is not None:
-        args = check_args(prologue_args, "prologue_args")
-        x = _apply(traced(prologue, "prologue"), op, (), args,
+        args = arguments(prologue_args, "prologue_args")
+        x = apply(traced(prologue, "prologue"), op, (), args,
                    _input_context(call.kind, tuple(op.shape), axes, lengths), stream,
                    name="prologue")
     elif prologue_args not in ((), None):
@@ -166,13 +74,13 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
         if epilogue_args not in ((), None):
             raise InvalidArgumentError("epilogue_args given without an epilogue")
         return transform(call, x, out, stream)
-    args = check_args(epilogue_args, "epilogue_args")
+    args = arguments(epilogue_args, "epilogue_args")
     scale = norms.scale_factor(norm, call.inverse, math.prod(lengths)) or 1.0
     unscaled = call._replace(norm="forward" if call.inverse else "backward")
     y = wrap_named(transform(unscaled, x, None, stream), "the transform's result")
     target = None if out is None else _check_out(out, y, traced(epilogue, "epilogue", True),
                                                  args)
-    result = _apply(traced(epilogue, "epilogue", True), y, (scale,), args,
+    result = apply(traced(epilogue, "epilogue", True), y, (scale,), args,
                     _output_context(call.kind, tuple(y.shape), axes, lengths), stream,
                     out=target)
     return out if out is not None else result
@@ -180,19 +88,9 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
 
 def _check_out(out, y, traced_fn, args):
     """``out=`` of a call with an epilogue, as an operand: of the result's shape and the
-    epilogue's dtype, on its device, writable."""
-    expression = traced_fn.expression(_types([y, 1.0, *args]))
-    target = wrap_named(out, "out")
-    if tuple(target.shape) != tuple(y.shape) or numpy.dtype(target.dtype) != expression.dtype:
-        raise InvalidArgumentError(
-            f"out has shape {tuple(target.shape)} and dtype {target.dtype}; the epilogue's "
-            f"result has shape {tuple(y.shape)} and dtype {expression.dtype}")
-    if target.device_id != y.device_id:
-        raise UnsupportedOperandError("out is not on the device of the transform")
-    if target.adapter.immutable:
-        raise UnsupportedOperandError(
-            f"out is a {target.package} array, which cannot be written: leave out=None")
-    return target
+    epilogue's dtype."""
+    expression = traced_fn.expression(types_of([y, 1.0, *args]))
+    return check_out(out, tuple(y.shape), expression.dtype, y)
 
 
 class Fusion:
@@ -220,7 +118,7 @@ class Fusion:
             call = plan._call_for(direction)
         if self.prologue is not None:
             op = plan._checked(x)
-            x = _apply(self.prologue, op, (), check_args(prologue_args, "prologue_args"),
+            x = apply(self.prologue, op, (), arguments(prologue_args, "prologue_args"),
                        self.input_context, stream, name="prologue")
             x = _to_layout(plan, x)
         elif prologue_args not in ((), None):
@@ -229,12 +127,12 @@ class Fusion:
             if epilogue_args not in ((), None):
                 raise InvalidArgumentError("epilogue_args given without an epilogue")
             return plan.run(x, out, stream, call)
-        args = check_args(epilogue_args, "epilogue_args")
+        args = arguments(epilogue_args, "epilogue_args")
         y = wrap_named(plan.run(x, None, stream, call), "the transform's result")
         inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
         scale = self.scales[1 if inverse else 0]
         target = None if out is None else _check_out(out, y, self.epilogue, args)
-        result = _apply(self.epilogue, y, (scale,), args, self.output_context, stream,
+        result = apply(self.epilogue, y, (scale,), args, self.output_context, stream,
                         out=target)
         return out if out is not None else result
 

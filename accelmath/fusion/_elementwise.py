@@ -23,13 +23,16 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
 from accelmath.fusion._trace import trace
 
-__all__ = ["Elementwise", "Traced", "elementwise", "run"]
+__all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise", "run",
+           "scaled", "traced", "types_of"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
 _lock = threading.Lock()
 _kernels = {}  # (key, layout, out dtype, device) -> (CUfunction, Dims struct or None)
 _SCALARS = (bool, int, float, complex)
+_traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
+_TRACED_LIMIT = 512
 
 
 class Traced:
@@ -53,6 +56,47 @@ class Traced:
         if found is None:
             found = self._expressions[key] = trace(self.fn, *types)
         return found
+
+
+class Fixed:
+    """An expression already traced, taken where a :class:`Traced` is (its own expression
+    whatever the argument types: the caller traced it for them)."""
+
+    __slots__ = ("_expression",)
+
+    def __init__(self, expression):
+        self._expression = expression
+
+    def expression(self, types):
+        """The expression (``types`` are the ones it was traced for)."""
+        return self._expression
+
+
+def scaled(fn):
+    """``fn`` with a scale folded in: ``fn(element * scale, *args)``, ``scale`` its second
+    argument (an FFT's normalization, a product's alpha)."""
+    def with_scale(element, scale, *args):
+        return fn(element * scale, *args)
+
+    return with_scale
+
+
+def traced(fn, name, with_scale=False):
+    """The :class:`Traced` of a prologue or epilogue ``fn`` (``with_scale``: of
+    :func:`scaled` ``(fn)``), kept per function, so that a later call with the same function
+    reuses its traces."""
+    key = (fn, with_scale)
+    try:
+        found = _traced.get(key)
+    except TypeError:  # an unhashable callable: traced anew each call
+        found, key = None, None
+    if found is None:
+        found = Traced(scaled(fn) if with_scale and callable(fn) else fn, name)
+        if key is not None:
+            if len(_traced) >= _TRACED_LIMIT:
+                _traced.clear()
+            _traced[key] = found
+    return found
 
 
 def _is_scalar(value):
@@ -158,6 +202,70 @@ def _pointer(op):
     return _cuda.ctypes.c_void_p(op.ptr)
 
 
+def arguments(args, name):
+    """The further arguments ``args`` of a prologue or epilogue (named ``name``: a sequence,
+    or one value) as a list, arrays wrapped as operands."""
+    if not isinstance(args, (tuple, list)):
+        args = (args,)
+    values = []
+    for k, value in enumerate(args):
+        if type(value) in (bool, int, float, complex) or isinstance(value, numpy.generic):
+            values.append(value)
+        else:
+            values.append(wrap_named(value, f"{name}[{k}]"))
+    return values
+
+
+def types_of(values):
+    """What :meth:`Traced.expression` takes for ``values`` (operands and scalars): their
+    dtypes and the scalars."""
+    return [v if not hasattr(v, "adapter") else numpy.dtype(v.dtype) for v in values]
+
+
+def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue"):
+    """Run ``traced_fn`` (a :class:`Traced`) on operand ``element``, with the scalars
+    ``leading`` before the operands and scalars ``args`` (which must broadcast to the
+    element's shape), into ``out`` (an operand), or else in place where an epilogue keeps
+    the element's dtype and package, or else into a new array of the element's package.
+    ``name`` ("prologue" or "epilogue") names the arguments in messages. The result array."""
+    arrays = [v for v in args if hasattr(v, "adapter")]
+    if arrays:
+        check_same_device(element, *arrays,
+                          names=["the transform's " + ("input" if name == "prologue"
+                                                       else "result")]
+                          + [f"{name}_args" for _ in arrays])
+    shape = tuple(element.shape)
+    for k, op in enumerate(arrays):
+        try:
+            fits = numpy.broadcast_shapes(shape, tuple(op.shape)) == shape
+        except ValueError:
+            fits = False
+        if not fits:
+            raise InvalidArgumentError(
+                f"{name}_args: an array of shape {tuple(op.shape)} does not broadcast to the "
+                f"{'input' if name == 'prologue' else 'result'}'s shape {shape}")
+    values = [element, *leading, *args]
+    expression = traced_fn.expression(types_of(values))
+    handle = resolve_stream(stream, element) if element.on_device else None
+    for op in arrays:
+        if op.on_device:
+            op.wait_ready(handle)
+    result = None
+    if out is None:
+        in_place = (numpy.dtype(element.dtype) == expression.dtype
+                    and not element.adapter.immutable and name == "epilogue")
+        if in_place:
+            out, result = element, element.obj
+        else:
+            result, _ = element.adapter.empty_strided(shape, contiguous_strides(shape),
+                                                      expression.dtype.name, element.device_id)
+            out = wrap_named(result, "out")
+    run(expression, values, out, context, handle)
+    if result is not None and element.adapter.immutable:
+        return element.adapter.finish(result, handle, element.device_id)
+    return out.obj if result is None else result
+
+
 class Elementwise:
     """A Python function of elements, fused: see :func:`elementwise`."""
 
@@ -205,13 +313,15 @@ class Elementwise:
                                                     expression.dtype.name, first.device_id)
             target = wrap_named(result, "out")
         else:
-            target = _check_out(out, shape, expression.dtype, first)
+            target = check_out(out, shape, expression.dtype, first)
             result = out
         run(expression, values, target, None, handle)
         return first.adapter.finish(result, handle, first.device_id) if out is None else out
 
 
-def _check_out(out, shape, dtype, first):
+def check_out(out, shape, dtype, first):
+    """The operand of ``out=``: of ``shape`` and ``dtype``, on ``first``'s device, writable
+    (raises, naming what differs)."""
     target = wrap_named(out, "out")
     if tuple(target.shape) != tuple(shape) or numpy.dtype(target.dtype) != dtype:
         raise InvalidArgumentError(

@@ -8,9 +8,10 @@ from accelmath._core.arguments import length
 from accelmath._core.call import Context, stream_of
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
+from accelmath._core.operand import ITEMSIZE, device_name, wrap_named, wrap_operand
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
+from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
 from accelmath.linalg._matmul.cublaslt import LtPlan
@@ -49,7 +50,9 @@ class Matmul(Plan):
         on them) and accepts later operands of the same type and layout. Leave ``a`` and
         ``b`` out to plan for a layout (``a_shape``, ``b_shape``, ``dtype``...).
     alpha, beta, epilogue, bias, aux, allow_tf32, execution
-        As for :func:`matmul` (``bias`` and ``aux`` may also be given to :meth:`execute`).
+        As for :func:`matmul` (``bias`` and ``aux`` may also be given to :meth:`execute`). A
+        Python ``epilogue`` runs as one fused pass over each product, its ``epilogue_args``
+        given to :meth:`execute`.
     a_shape, b_shape, c_shape : tuple of int, optional
         The operands' shapes, for a plan made without operands (``c_shape``: where ``beta``
         is not 0).
@@ -77,6 +80,7 @@ class Matmul(Plan):
     """
 
     what = "matrix product plan"
+    _fused = None  # the Traced of a Python epilogue (see _execute_fused)
 
     def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
                  aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
@@ -92,6 +96,9 @@ class Matmul(Plan):
               device) != (None,) * 9 or a is None or b is None:
             raise InvalidArgumentError(
                 "give either operands a and b, or a_shape, b_shape, dtype, package and device")
+        self._fused = None
+        if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
+            self._fused, epilogue = traced(epilogue, "epilogue"), None
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
                                    allow_tf32)
@@ -182,7 +189,7 @@ class Matmul(Plan):
         # the result is the array allocated or given, with nothing beside it: execute calls
         # cuBLASLt itself, or the call shim does (on operands a, b and c of the plan's types)
         self._direct = problem.epilogue.returns == 1 and not self._adapter.immutable
-        if self._shim_takes_it():
+        if self._shim_takes_it() and self._fused is None:
             self._install_shim(self._lt.direct_call(self._alpha_ptr, self._beta_ptr,
                                                     self._uses_c),
                                self._lt.resources.local, self._lt.mask, self._inputs())
@@ -310,7 +317,8 @@ class Matmul(Plan):
                 ptrs.append(0)
         return ptrs
 
-    def execute(self, a=None, b=None, c=None, *, bias=None, aux=None, out=None, stream=None):
+    def execute(self, a=None, b=None, c=None, *, bias=None, aux=None, out=None, stream=None,
+                epilogue_args=()):
         """Compute the product on operands of the plan's layout.
 
         Parameters
@@ -323,6 +331,8 @@ class Matmul(Plan):
             Where to write the result (C order, the result's shape and dtype).
         stream : int or stream object, optional
             The CUDA stream (default: the current stream of the operands' package).
+        epilogue_args : sequence, optional
+            The further arrays and scalars of the plan's Python epilogue, this call's.
 
         Returns
         -------
@@ -331,11 +341,30 @@ class Matmul(Plan):
         """
         if self._freed:
             self._check_live()
+        if self._fused is not None or epilogue_args:
+            return self._execute_fused(a, b, c, bias, aux, out, stream, epilogue_args)
         if not self._on_device:
             check_stream(stream)
             return self._execute_host(a, b, c, bias, aux, out)
         return self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
                                     bias=bias, aux=aux, out=out, stream=stream)
+
+    def _execute_fused(self, a, b, c, bias, aux, out, stream, epilogue_args):
+        """:meth:`execute` of a plan with a Python epilogue: the product, then the epilogue
+        over it in one pass (in place where it keeps the dtype)."""
+        if self._fused is None:
+            raise InvalidArgumentError("epilogue_args need a plan made with a Python epilogue")
+        product = (self._execute_host(a, b, c, bias, aux, None) if not self._on_device else
+                   self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
+                                        bias=bias, aux=aux, stream=stream))
+        element = wrap_named(product, "the product")
+        args = arguments(epilogue_args, "epilogue_args")
+        target = None
+        if out is not None:
+            expression = self._fused.expression(types_of([element, *args]))
+            target = check_out(out, tuple(element.shape), expression.dtype, element)
+        result = apply(self._fused, element, (), args, None, stream, out=target)
+        return out if out is not None else result
 
     def _execute_scaled(self, values, alpha, beta, a=None, b=None, c=None, *, bias=None,
                         aux=None, out=None, stream=None):

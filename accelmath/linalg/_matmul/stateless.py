@@ -13,8 +13,10 @@ from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
+from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
+from accelmath.linalg._matmul.fused import fused_matmul
 from accelmath.linalg._matmul.plan import Matmul, layout_of
 from accelmath.linalg._memo import HostCall, dispatcher, host_call
 
@@ -85,7 +87,7 @@ def _run(plan, a, b, c, bias, aux, out, alpha, beta, stream):
 
 
 def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None, out=None,
-           stream=None, execution="auto", allow_tf32=False):
+           stream=None, execution="auto", allow_tf32=False, epilogue_args=()):
     """The matrix product ``epilogue(alpha * a @ b + beta * c)``, as ``numpy.matmul``.
 
     Parameters
@@ -101,8 +103,13 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
         Added as ``beta * c`` (the result's shape; read only where ``beta`` is not 0).
     alpha, beta : number, optional
         The scalars (default 1 and 0).
-    epilogue : str, optional
-        What happens to the result before it is written (default: nothing): ``"bias"``,
+    epilogue : str or callable, optional
+        What happens to the result before it is written (default: nothing). A Python
+        function of the result's element and ``epilogue_args`` (``lambda acc, bias:
+        relu(acc + bias) * 0.5``) is fused (:mod:`accelmath.fusion`): its head runs as
+        cuBLASLt's native epilogue where it is one (scales, a bias vector, ReLU, GELU; see
+        :mod:`accelmath.linalg._matmul.fused`), the rest as one pass over the result. The
+        names: ``"bias"``,
         ``"relu"``, ``"gelu"``, ``"relu_bias"``, ``"gelu_bias"`` return the result;
         ``"relu_aux"``, ``"gelu_aux"``, ``"relu_aux_bias"``, ``"gelu_aux_bias"`` return
         ``(d, aux)``, the auxiliary output a backward pass needs (ReLU's packed bit mask,
@@ -128,6 +135,8 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
     allow_tf32 : bool, optional
         Let float32 products run on TF32 tensor cores (about 10 significant bits in the
         products); off by default, so float32 stays float32.
+    epilogue_args : sequence, optional
+        The further arrays (broadcast against the result) and scalars of a Python epilogue.
 
     Returns
     -------
@@ -156,6 +165,12 @@ def matmul(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, aux=None,
     array([[ 0.,  3.],
            [ 7., 12.]])
     """
+    if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
+        return fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
+                            execution, allow_tf32)
+    if epilogue_args:
+        raise InvalidArgumentError("epilogue_args are the arguments of a Python epilogue; "
+                                   f"epilogue={epilogue!r} takes none")
     # a call like one remembered runs at once: its arguments were checked then (see
     # host_call, for a plain product of NumPy arrays, and call_key); others are read and
     # checked, and remembered once they ran

@@ -1,0 +1,141 @@
+"""Python epilogues of matmul and Matmul: the head that cuBLASLt runs natively (scales folded
+into alpha and beta, a bias vector, ReLU or GELU, positive scales folded through a ReLU), the
+rest fused, and every result against a float64 NumPy oracle on fresh random data; on the CPU
+for NumPy arrays and on the GPU for CuPy and torch."""
+
+import numpy as np
+import pytest
+from closeness import assert_close
+
+from accelmath import linalg
+from accelmath.errors import InvalidArgumentError, TraceError
+from accelmath.fusion import gelu, relu, trace
+from accelmath.linalg._matmul.fused import match
+
+EPILOGUES = {
+    "relu bias half": (lambda acc, b, s: relu(acc + b) * 0.5, "relu_bias", False),
+    "scaled relu bias scaled": (lambda acc, b, s: relu(acc * 2.0 + b) * s, "relu_bias", False),
+    "gelu": (lambda acc, b, s: gelu(acc), "gelu", False),
+    "bias then more": (lambda acc, b, s: np.tanh(acc + b) * s, "bias", True),
+    "relu then more": (lambda acc, b, s: relu(acc) - s, "relu", True),
+    "nothing native": (lambda acc, b, s: np.exp(acc * 0.1) * b, None, True),
+    "acc used twice": (lambda acc, b, s: relu(acc) + acc, None, True),
+}
+
+
+def _oracle(fn, a, b, args):
+    wide = [np.asarray(x, np.float64) if not np.isscalar(x) else x for x in args]
+    return fn(a.astype(np.float64) @ b.astype(np.float64), *wide)
+
+
+@pytest.mark.parametrize("name", EPILOGUES)
+def test_the_head_cublaslt_runs_and_the_rest(name):
+    fn, native, rest = EPILOGUES[name]
+    head = match(trace(fn, np.float32, np.float32, 2.0))
+    assert head.native == native
+    assert (head.rest is not None) == rest
+
+
+def test_the_rest_is_the_expression_after_the_head():
+    head = match(trace(lambda acc, b, s: relu(acc + b) * s + 1.0, np.float32, np.float32, 2.0))
+    assert head.native == "relu_bias" and head.after_relu == (("input", 2),)
+    assert [n.op for n in head.rest.nodes].count("relu") == 0
+    assert head.rest.key == trace(lambda y, b, s: y + 1.0, np.float32, np.float32, 2.0).key
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", EPILOGUES)
+def test_python_epilogues_on_the_cpu(name, dtype):
+    fn = EPILOGUES[name][0]
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(s).astype(dtype) for s in ((6, 5), (5, 4)))
+    bias = rng.standard_normal(4).astype(dtype)
+    for scale in (1.5, -0.5):
+        got = linalg.matmul(a, b, epilogue=fn, epilogue_args=(bias, scale))
+        assert got.dtype == dtype
+        assert_close(got, _oracle(fn, a, b, (bias, scale)), 1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_complex_products_fuse_their_whole_epilogue():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 4)) + 1j * rng.standard_normal((3, 4))
+    b = rng.standard_normal((4, 2)) + 1j * rng.standard_normal((4, 2))
+    bias = rng.standard_normal(2) + 1j * rng.standard_normal(2)
+    got = linalg.matmul(a, b, epilogue=lambda acc, v: (acc * 2.0 + v).conj(),
+                        epilogue_args=(bias,))
+    assert_close(got, (2 * a @ b + bias).conj(), 1e-12)
+
+
+def test_alpha_beta_and_c_are_the_element():
+    rng = np.random.default_rng()
+    a, b, c = rng.standard_normal((3, 4)), rng.standard_normal((4, 2)), rng.standard_normal((3, 2))
+    bias = rng.standard_normal(2)
+    got = linalg.matmul(a, b, c, alpha=2.0, beta=0.5, epilogue=lambda acc, v: relu(acc + v) * 3.0,
+                        epilogue_args=(bias,))
+    assert_close(got, np.maximum(2 * a @ b + 0.5 * c + bias, 0) * 3, 1e-12)
+
+
+def test_a_bias_that_is_no_vector_runs_the_whole_expression():
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    matrix = rng.standard_normal((3, 2))
+    got = linalg.matmul(a, b, epilogue=lambda acc, m: relu(acc + m), epilogue_args=(matrix,))
+    assert_close(got, np.maximum(a @ b + matrix, 0), 1e-12)
+
+
+def test_out_a_new_dtype_and_errors():
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    out = np.empty((3, 2))
+    assert linalg.matmul(a, b, epilogue=lambda acc: acc * 2.0, out=out) is out
+    assert_close(out, 2 * a @ b, 1e-12)
+    mask = linalg.matmul(a, b, epilogue=lambda acc: acc > 0)
+    assert mask.dtype == bool and (mask == (a @ b > 0)).all()
+    with pytest.raises(InvalidArgumentError, match="takes none"):
+        linalg.matmul(a, b, epilogue="relu", epilogue_args=(1.0,))
+    with pytest.raises(TraceError, match="no truth value"):
+        linalg.matmul(a, b, epilogue=lambda acc: acc if acc > 0 else 0)
+    with pytest.raises(InvalidArgumentError, match="out has shape"):
+        linalg.matmul(a, b, epilogue=lambda acc: acc > 0, out=out)
+
+
+def test_a_plan_with_a_python_epilogue():
+    rng = np.random.default_rng()
+    a, b, bias = rng.standard_normal((5, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    with linalg.Matmul(a, b, epilogue=lambda acc, v, s: relu(acc + v) * s) as plan:
+        for s in (2.0, -1.0):
+            assert_close(plan.execute(epilogue_args=(bias, s)), np.maximum(a @ b + bias, 0) * s,
+                         1e-12)
+    with pytest.raises(InvalidArgumentError, match="need a plan made with a Python epilogue"):
+        linalg.Matmul(a, b).execute(epilogue_args=(1.0,))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("name", EPILOGUES)
+def test_python_epilogues_on_cupy(cp, name, dtype):
+    fn = EPILOGUES[name][0]
+    rng = np.random.default_rng()
+    a, b = (rng.standard_normal(s).astype(dtype) for s in ((64, 48), (48, 40)))
+    bias = rng.standard_normal(40).astype(dtype)
+    for scale in (1.5, -0.5):
+        got = linalg.matmul(cp.asarray(a), cp.asarray(b), epilogue=fn,
+                            epilogue_args=(cp.asarray(bias), scale))
+        assert isinstance(got, cp.ndarray) and got.dtype == dtype
+        tol = {"float16": 2e-2, "float32": 1e-5, "float64": 1e-12}[dtype]
+        assert_close(got.get(), _oracle(fn, a, b, (bias, scale)), tol)
+
+
+@pytest.mark.gpu
+def test_python_epilogue_on_torch_plan(torch_cuda):
+    torch = torch_cuda
+    rng = np.random.default_rng()
+    a, b, bias = rng.standard_normal((33, 17)), rng.standard_normal((17, 9)), rng.standard_normal(9)
+    ta, tb, tbias = (torch.from_numpy(x).cuda() for x in (a, b, bias))
+    got = linalg.matmul(ta, tb, epilogue=lambda acc, v: relu(acc + v) * 0.5,
+                        epilogue_args=(tbias,))
+    assert isinstance(got, torch.Tensor)
+    assert_close(got.cpu().numpy(), np.maximum(a @ b + bias, 0) * 0.5, 1e-12)
+    with linalg.Matmul(ta, tb, epilogue=lambda acc, v: gelu(acc) + v) as plan:
+        assert_close(plan.execute(epilogue_args=(tbias,)).cpu().numpy(),
+                     gelu(a @ b) + bias, 1e-12)
