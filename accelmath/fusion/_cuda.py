@@ -14,6 +14,7 @@ compile (kept in the store) serves every shape.
 """
 
 import ctypes
+import functools
 import struct
 from typing import NamedTuple
 
@@ -33,13 +34,20 @@ _STORED = dict(_C_TYPES, float16="unsigned short")
 _REAL_OF = {"c64": "float", "c128": "double"}
 
 _PRELUDE = r"""
+#ifndef ACCELMATH_FUSED_PRELUDE
+#define ACCELMATH_FUSED_PRELUDE
 #define AM __device__ __forceinline__
 template <typename R> struct cpx { R x, y; };
 typedef cpx<float> c64;
 typedef cpx<double> c128;
 template <typename R> AM cpx<R> mk(R a, R b) { cpx<R> z; z.x = a; z.y = b; return z; }
+#ifdef __CUDACC_RTC__
 AM float h2f(unsigned short h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 AM unsigned short f2h(float f) { unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+#else  /* the same source compiled for the host (the tests run it there): _Float16 */
+AM float h2f(unsigned short h) { _Float16 v; __builtin_memcpy(&v, &h, 2); return (float)v; }
+AM unsigned short f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; __builtin_memcpy(&h, &v, 2); return h; }
+#endif
 AM float rh(float f) { return h2f(f2h(f)); }
 AM float am_exp(float a) { return expf(a); }      AM double am_exp(double a) { return exp(a); }
 AM float am_log(float a) { return logf(a); }      AM double am_log(double a) { return log(a); }
@@ -97,16 +105,19 @@ template <typename R> AM cpx<R> cpow(cpx<R> a, cpx<R> b) {
   if (a.x == 0 && a.y == 0) return (b.x == 0 && b.y == 0) ? mk((R)1, (R)0) : mk((R)0, (R)0);
   return cexp(cmul(b, clog(a))); }
 template <typename R> AM bool ceq(cpx<R> a, cpx<R> b) { return a.x == b.x && a.y == b.y; }
+#endif
 """
 
 
 class Layout(NamedTuple):
     """How a kernel finds its elements: ``flat`` (every array is dense in the result's order,
-    or one element), or strided through ``Dims``; ``ndim`` the result's dimensions where the
-    kernel needs coordinates (strided, or an expression with index or frequency), else 0."""
+    or one element: those at the positions ``single`` among the arrays, read at offset 0), or
+    strided through ``Dims``; ``ndim`` the result's dimensions where the kernel needs
+    coordinates (strided, or an expression with index or frequency), else 0."""
 
     flat: bool
     ndim: int
+    single: tuple = ()
 
 
 def _literal(value, dtype):
@@ -279,7 +290,7 @@ def source(expression, layout, out_dtype=None):
     offsets = {}
     for j in range(len(arrays) + 1):
         if layout.flat:
-            offsets[j] = "i"
+            offsets[j] = "0" if j in layout.single else "i"
         else:
             terms = " + ".join(f"c[{a}] * d.strides[{j}][{a}]" for a in range(ndim))
             lines.append(f"    const long long o{j} = {terms or '0'};")
@@ -318,6 +329,7 @@ def source(expression, layout, out_dtype=None):
     return _PRELUDE + "\n".join(lines) + "\n"
 
 
+@functools.lru_cache(maxsize=None)
 def dims_struct(ndim, arrays):
     """The ctypes struct ``Dims`` of a kernel with ``ndim`` coordinates and ``arrays``
     arrays, the result included."""

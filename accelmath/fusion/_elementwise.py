@@ -23,13 +23,13 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
 from accelmath.fusion._trace import trace
 
-__all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise", "run",
-           "scaled", "traced", "types_of"]
+__all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
+           "kernel_call", "run", "scaled", "traced", "types_of"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
 _lock = threading.Lock()
-_kernels = {}  # (key, layout, out dtype, device) -> (CUfunction, Dims struct or None)
+_kernels = {}  # (key, layout, out dtype, device) -> CUfunction
 _SCALARS = (bool, int, float, complex)
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
@@ -128,9 +128,7 @@ def _kernel(expression, layout, out_dtype, device_id):
             if found is None:
                 source = _cuda.source(expression, layout, out_dtype)
                 module = modules.loaded(device_id, source, _FILE)
-                arrays = sum(spec.array for spec in expression.inputs) + 1
-                dims = _cuda.dims_struct(layout.ndim, arrays) if layout.ndim else None
-                found = _kernels[key] = (module.function(_cuda.KERNEL), dims)
+                found = _kernels[key] = module.function(_cuda.KERNEL)
     return found
 
 
@@ -165,30 +163,39 @@ def run(expression, values, out, context=None, stream=None):
     n = math.prod(shape)
     if n == 0:
         return
+    layout, arguments = kernel_call(expression, values, out, context)
+    function = _kernel(expression, layout, numpy.dtype(out.dtype), out.device_id)
+    blocks = min(-(-n // _BLOCK), _block_limit(out.device_id))
+    ensure_context(out.device_id)
+    launch.launch(function, launch.config(blocks, _BLOCK), arguments, stream)
+
+
+def kernel_call(expression, values, out, context):
+    """``(layout, arguments)``: the :class:`~accelmath.fusion._cuda.Layout` of the fused
+    kernel of ``expression`` on operands and scalars ``values`` into operand ``out``, and its
+    arguments as ctypes values (no device touched)."""
+    shape = tuple(out.shape)
     arrays = [v for v in values if not _is_scalar(v)]
     axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
     dense = contiguous_strides(shape)
-    flat = all(op.size == 1 or (tuple(op.shape) == shape and _dense(op, dense))
-               for op in arrays) and _dense(out, dense)
-    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape))
-    out_dtype = numpy.dtype(out.dtype)
-    function, dims = _kernel(expression, layout, out_dtype, out.device_id)
+    single = tuple(j for j, op in enumerate(arrays) if op.size == 1)  # (read at offset 0)
+    flat = all(j in single or (tuple(op.shape) == shape and _dense(op, dense))
+               for j, op in enumerate(arrays)) and _dense(out, dense)
+    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape), single if flat else ())
     arguments = [_pointer(op) for op in arrays]
     arguments.append(_pointer(out))
     arguments += [_cuda.scalar_argument(v, spec)
                   for v, spec in zip(values, expression.inputs) if not spec.array]
-    arguments.append(_cuda.ctypes.c_longlong(n))
-    if dims is not None:
-        d = dims()
+    arguments.append(_cuda.ctypes.c_longlong(math.prod(shape)))
+    if layout.ndim:
+        d = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
         d.shape[:] = shape
         for j, op in enumerate(arrays + [out]):
             d.strides[j][:] = _aligned_strides(op, shape) if op.size != 1 else (0,) * len(shape)
         d.period[:] = context.periods
         d.half[:] = [int(a in context.half) for a in range(len(shape))]
         arguments.append(d)
-    blocks = min(-(-n // _BLOCK), _block_limit(out.device_id))
-    ensure_context(out.device_id)
-    launch.launch(function, launch.config(blocks, _BLOCK), arguments, stream)
+    return layout, arguments
 
 
 def _dense(op, dense):
