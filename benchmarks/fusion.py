@@ -1,0 +1,276 @@
+"""accelmath.fusion beside torch and CuPy, in one process: what fusing the element-wise work
+around a transform or a product saves, and what a new expression costs.
+
+Compile rows (run on any machine; NVRTC needs no GPU): the time to trace a new 12-node
+expression and write its kernel source (a new lambda each time: the mean of 200, ms); a cold
+NVRTC compile of that source into a fresh store (ms); and, in a new process over that store,
+the time to the compiled code found (trace, source, store
+lookup, after the imports; ms).
+
+Device rows (device ms per call: CUDA events around calls back to back, the functions of a
+case timed in turn round after round, each one's median; ``_common.device_times_ms``):
+
+- 4096^2 float32 and 4088^2 float64 convolution with the kernel given as its half spectrum,
+  ``irfft2(rfft2(x) * K)``: torch on torch tensors, CuPy on CuPy arrays, accelmath unfused
+  (the same expression through ``accelmath.fft``) and fused (the product as the inverse
+  transform's prologue) on each package's arrays;
+- a long 1-D transform, 4 x 2^22 complex64, times a spectrum: unfused and fused (epilogue);
+- fp16 4096^3 ``relu(a @ b + bias) * 0.5``: torch eager, accelmath's plain product, and
+  accelmath with the Python epilogue (its head on cuBLASLt's relu_bias);
+- the host time per call (us) of a fused 64-point ``fft`` with an epilogue against the same
+  ``fft`` plain, on torch tensors.
+
+Every result is checked against float64 (NumPy on the host) as a relative Frobenius error and
+marked "ok" or "WRONG". Run: ``python benchmarks/fusion.py``; writes
+``benchmarks/results/fusion-<device>.{json,md}``.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from _common import (case_parser, device_times_ms, environment, error_text, host_times_us,
+                     write)
+
+TRACE_REPEATS = 200
+TOLERANCE = {"float16": 5e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5}
+
+
+def _expression_function(k):
+    """A new function object with a 12-node body (``k`` makes each one distinct)."""
+    from accelmath.fusion import relu
+
+    return lambda x, b, s: relu(x * s + b) * 0.5 + np.exp(-abs(x)) * (k + 1.0) - np.sqrt(
+        abs(b))
+
+
+def compile_rows():
+    """Trace and source time, a cold compile, and a new process's warm-store time."""
+    from accelmath._core.gpu.modules import CompileOptions, compile_cuda
+    from accelmath.fusion import trace
+    from accelmath.fusion._cuda import Layout, source
+
+    start = time.perf_counter()
+    for k in range(TRACE_REPEATS):
+        text = source(trace(_expression_function(k), np.float32, np.float32, 2.0),
+                      Layout(True, 0))
+    trace_ms = (time.perf_counter() - start) / TRACE_REPEATS * 1e3
+    rows = [{"case": "trace and source of a new 12-node expression", "unit": "ms",
+             "accelmath": trace_ms, "target": "< 1", "met": "met" if trace_ms < 1 else "missed"}]
+    store = tempfile.mkdtemp(prefix="accelmath-bench-fusion-")
+    os.environ["ACCELMATH_CACHE_DIR"] = store
+    start = time.perf_counter()
+    compile_cuda(text, CompileOptions(arch=(9, 0)), "accelmath_fused.cu")
+    cold = (time.perf_counter() - start) * 1e3
+    rows.append({"case": "cold compile (NVRTC) of that kernel", "unit": "ms", "accelmath": cold,
+                 "target": "<= 300", "met": "met" if cold <= 300 else "missed"})
+    probe = (
+        "import time; import numpy as np; "
+        "from accelmath.fusion import relu, trace; "
+        "from accelmath.fusion._cuda import Layout, source; "
+        "from accelmath._core.gpu.modules import CompileOptions, is_compiled, compile_cuda; "
+        f"k = {TRACE_REPEATS - 1}; "
+        "f = lambda x, b, s: relu(x * s + b) * 0.5 + np.exp(-abs(x)) * (k + 1.0) - "
+        "np.sqrt(abs(b)); "
+        "t = time.perf_counter(); "
+        "text = source(trace(f, np.float32, np.float32, 2.0), Layout(True, 0)); "
+        "options = CompileOptions(arch=(9, 0)); "
+        "assert is_compiled(text, options, 'accelmath_fused.cu'); "
+        "compile_cuda(text, options, 'accelmath_fused.cu'); "
+        "print((time.perf_counter() - t) * 1e3)")
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           env=dict(os.environ, ACCELMATH_CACHE_DIR=store))
+    if found.returncode == 0:
+        warm = float(found.stdout.split()[-1])
+        rows.append({"case": "new process, warm store: trace, source, compiled code found",
+                     "unit": "ms", "accelmath": warm, "target": "<= 5",
+                     "met": "met" if warm <= 5 else "missed"})
+    else:
+        rows.append({"case": "new process, warm store", "unit": "ms",
+                     "check": "failed: " + found.stderr.strip().splitlines()[-1][:200]})
+    return rows
+
+
+# --- device rows ---------------------------------------------------------------------------
+
+def _error(got, expected):
+    got = np.asarray(got, dtype=np.result_type(got.dtype, np.float64))
+    return float(np.linalg.norm(got - expected) / np.linalg.norm(expected))
+
+
+def _check(row, label, got, expected, dtype):
+    error = _error(got, expected)
+    ok = error <= TOLERANCE[dtype]
+    row["check"] = row.get("check", "ok") if ok else "WRONG"
+    if not ok:
+        row.setdefault("wrong", []).append(f"{label}: {error:.1e}")
+
+
+def convolution_row(n, dtype, torch, cp, F):
+    """``irfft2(rfft2(x) * K)`` of one n x n image, every way."""
+    rng = np.random.default_rng()
+    x = rng.standard_normal((n, n)).astype(dtype)
+    k = (rng.standard_normal((n, n // 2 + 1))
+         + 1j * rng.standard_normal((n, n // 2 + 1))).astype(np.result_type(dtype, np.complex64))
+    expected = np.fft.irfft2(np.fft.rfft2(x.astype(np.float64)) * k, s=(n, n))
+    row = {"case": f"{n}^2 {dtype} convolution, kernel as its spectrum", "unit": "device ms"}
+    tx, tk = torch.from_numpy(x).cuda(), torch.from_numpy(k).cuda()
+    cases = {
+        "torch": lambda: torch.fft.irfft2(torch.fft.rfft2(tx) * tk, s=(n, n)),
+        "accelmath unfused (torch)": lambda: F.irfft2(F.rfft2(tx) * tk, s=(n, n)),
+        "accelmath fused (torch)": lambda: F.irfft2(F.rfft2(tx), s=(n, n),
+                                                    prologue=_multiply, prologue_args=(tk,)),
+    }
+    if cp is not None:
+        cx, ck = cp.asarray(x), cp.asarray(k)
+        cases.update({
+            "cupy": lambda: cp.fft.irfft2(cp.fft.rfft2(cx) * ck, s=(n, n)),
+            "accelmath unfused (cupy)": lambda: F.irfft2(F.rfft2(cx) * ck, s=(n, n)),
+            "accelmath fused (cupy)": lambda: F.irfft2(F.rfft2(cx), s=(n, n),
+                                                       prologue=_multiply, prologue_args=(ck,)),
+        })
+    for label, fn in cases.items():
+        result = fn()
+        _check(row, label, result.cpu().numpy() if hasattr(result, "cpu") else result.get(),
+               expected, dtype)
+    return row, cases
+
+
+def _multiply(y, k):
+    return y * k
+
+
+def long_row(torch, F):
+    """4 x 2^22 complex64 c2c times a spectrum: unfused and fused."""
+    rng = np.random.default_rng()
+    shape = (4, 2 ** 22)
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(np.complex64)
+    w = (rng.standard_normal(shape[1]) + 1j * rng.standard_normal(shape[1])).astype(np.complex64)
+    expected = np.fft.fft(x.astype(np.complex128)) * w
+    tx, tw = torch.from_numpy(x).cuda(), torch.from_numpy(w).cuda()
+    row = {"case": "4 x 2^22 complex64 fft times a spectrum", "unit": "device ms"}
+    cases = {"torch": lambda: torch.fft.fft(tx) * tw,
+             "accelmath unfused (torch)": lambda: F.fft(tx) * tw,
+             "accelmath fused (torch)": lambda: F.fft(tx, epilogue=_multiply,
+                                                      epilogue_args=(tw,))}
+    for label, fn in cases.items():
+        _check(row, label, fn().cpu().numpy(), expected, "complex64")
+    return row, cases
+
+
+def matmul_row(torch, linalg):
+    """fp16 4096^3 relu(a @ b + bias) * 0.5."""
+    from accelmath.fusion import relu
+
+    n = 4096
+    g = torch.Generator(device="cuda").manual_seed(1)
+    a, b = (torch.randn((n, n), generator=g, device="cuda").half() for _ in range(2))
+    bias = torch.randn(n, generator=g, device="cuda").half()
+    expected = np.maximum(a.double().cpu().numpy() @ b.double().cpu().numpy()
+                          + bias.double().cpu().numpy(), 0) * 0.5
+    epilogue = lambda acc, v: relu(acc + v) * 0.5  # noqa: E731
+    row = {"case": "fp16 4096^3 relu(a @ b + bias) * 0.5", "unit": "device ms"}
+    cases = {"torch eager": lambda: torch.relu(a @ b + bias) * 0.5,
+             "accelmath plain product": lambda: linalg.matmul(a, b),
+             "accelmath fused (torch)": lambda: linalg.matmul(a, b, epilogue=epilogue,
+                                                              epilogue_args=(bias,))}
+    for label, fn in cases.items():
+        if label != "accelmath plain product":
+            _check(row, label, fn().float().cpu().numpy(), expected, "float16")
+    return row, cases
+
+
+def host_row(torch, F):
+    x = torch.randn(64, dtype=torch.complex64, device="cuda")
+    row = {"case": "host time per call: 64-point fft with an epilogue", "unit": "host us"}
+    times = host_times_us({"accelmath plain": lambda: F.fft(x),
+                           "accelmath fused": lambda: F.fft(x, epilogue=_conj)},
+                          sync=torch.cuda.synchronize)
+    row.update(times)
+    row["fused - plain"] = times["accelmath fused"] - times["accelmath plain"]
+    row["target"] = "<= 2 us"
+    row["met"] = "met" if row["fused - plain"] <= 2 else "missed"
+    return row
+
+
+def _conj(y):
+    return y.conj()
+
+
+def device_rows(notes):
+    import torch
+
+    import accelmath.fft as F
+    import accelmath.linalg as linalg
+    try:
+        import cupy as cp
+
+        cp.cuda.runtime.getDeviceCount()
+    except Exception as exc:
+        cp = None
+        notes.append(f"cupy: {error_text(exc)}")
+
+    def event(label):
+        if "cupy" in label:
+            return cp.cuda.Event()
+        return torch.cuda.Event(enable_timing=True)
+
+    rows = []
+    builds = [lambda: convolution_row(4096, "float32", torch, cp, F),
+              lambda: convolution_row(4088, "float64", torch, cp, F),
+              lambda: long_row(torch, F), lambda: matmul_row(torch, linalg)]
+    for build in builds:
+        try:
+            row, cases = build()
+            times = device_times_ms(cases, event, rounds=10, calls=dict.fromkeys(cases, 5))
+            row.update(times)
+            for package in ("torch", "cupy"):
+                fused, unfused = (times.get(f"accelmath {w} ({package})")
+                                  for w in ("fused", "unfused"))
+                if fused and unfused:
+                    row[f"fused / unfused ({package})"] = fused / unfused
+                if fused and times.get(package):
+                    row[f"fused / {package}"] = fused / times[package]
+            if "accelmath plain product" in times:
+                row["fused / plain"] = times["accelmath fused (torch)"] / times[
+                    "accelmath plain product"]
+            rows.append(row)
+            print(row, flush=True)
+        except Exception as exc:
+            notes.append(f"a device case failed: {error_text(exc)}")
+        torch.cuda.empty_cache()
+    try:
+        rows.append(host_row(torch, F))
+    except Exception as exc:
+        notes.append(f"host row: {error_text(exc)}")
+    return rows
+
+
+def main(argv=None):
+    parser = case_parser(__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    from accelmath._core.gpu import device
+
+    notes = []
+    rows = compile_rows()
+    for row in rows:
+        print(row, flush=True)
+    if device.gpu_available():
+        rows += device_rows(notes)
+    else:
+        notes.append(f"device rows skipped: {device.gpu_unavailable_reason()}")
+    columns = ["case", "unit", "accelmath", "torch", "cupy", "accelmath unfused (torch)",
+               "accelmath fused (torch)", "accelmath unfused (cupy)", "accelmath fused (cupy)",
+               "fused / unfused (torch)", "fused / torch", "fused / unfused (cupy)",
+               "fused / cupy", "torch eager", "accelmath plain product", "fused / plain",
+               "accelmath plain", "accelmath fused", "fused - plain", "target", "met", "check"]
+    table = write("fusion", environment(), rows, columns, notes="\n".join(notes))
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
