@@ -14,16 +14,20 @@ the head of the expression onto cuBLASLt's native epilogues, read from the eleme
 
 What remains of the expression runs as one fused pass over the product's result, in place. A
 head whose conditions fail at a call (a negative scale, a bias of another shape) runs the whole
-expression as that pass instead: the results are the same.
+expression as that pass instead: the results are the same. On the GPU the first call of a
+problem times the native head against the plain product with the whole expression as one
+pass, and keeps the faster (in the store, for later processes).
 """
 
 from typing import NamedTuple, Optional
 
 import numpy
 
+from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
 from accelmath.fusion._elementwise import Fixed, apply, arguments, check_out, elementwise, traced
 from accelmath.fusion._graph import Builder, Expression
+from accelmath.fusion._strategy import fastest
 
 __all__ = ["Head", "fused_matmul", "match", "remainder"]
 
@@ -166,19 +170,45 @@ def _scaled_bias(bias, factor):
 
 def fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
                  execution, allow_tf32):
-    """:func:`~accelmath.linalg.matmul` (given as ``matmul``) with a Python ``epilogue``."""
+    """:func:`~accelmath.linalg.matmul` (given as ``matmul``) with a Python ``epilogue``.
+
+    Where the head has a native form, a first device call of the problem times it against
+    the plain product and one fused pass (:func:`accelmath.fusion._strategy.fastest`) and
+    keeps the faster."""
     traced_fn = traced(epilogue, "epilogue")
     args = arguments(epilogue_args, "epilogue_args")
-    dtype = numpy.dtype(wrap_named(a, "a").dtype)
+    a_op, b_op = wrap_named(a, "a"), wrap_named(b, "b")
+    dtype = numpy.dtype(a_op.dtype)
     values = [None, *args]
     expression = traced_fn.expression([dtype] + [v if not hasattr(v, "adapter")
                                                  else numpy.dtype(v.dtype) for v in args])
+    full = Head(None, (), (), None, expression)
     head = match(expression)
-    b_shape = wrap_named(b, "b").shape
-    n = b_shape[-1] if len(b_shape) > 1 else None
+    n = b_op.shape[-1] if len(b_op.shape) > 1 else None
     if (head.native is None and not head.scales or not _fits(head, values, n, dtype)
             or head.native is not None and dtype.kind == "c"):  # (no epilogue for complex)
-        head = Head(None, (), (), None, expression)
+        head = full
+
+    def run_with(chosen, on_stream, into):
+        return _run(chosen, matmul, a, b, c, alpha, beta, args, values, on_stream, execution,
+                    allow_tf32, into)
+
+    if head is not full and a_op.on_device and execution != "cpu":
+        handle = resolve_stream(stream, a_op)
+        layouts = tuple(None if x is None else (tuple(x.shape), tuple(x.strides), x.dtype)
+                        for x in (a_op, b_op, None if c is None else wrap_named(c, "c")))
+        key = ("matmul", expression.key, layouts, a_op.device_id, allow_tf32)
+        index = fastest(key, lambda: repr(key[:3] + (allow_tf32,)), {
+            "native epilogue": lambda: run_with(head, handle, None),
+            "one fused pass": lambda: run_with(full, handle, None)},
+            a_op.device_id, handle, ("cublasLt",))
+        head = full if index else head
+    return run_with(head, stream, out)
+
+
+def _run(head, matmul, a, b, c, alpha, beta, args, values, stream, execution, allow_tf32,
+         out):
+    """The product with ``head`` native and the rest fused after it."""
     factor = 1
     for source in head.scales:
         factor = factor * _value(source, values)
