@@ -24,7 +24,7 @@ from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "kernel_call", "run", "scaled", "traced", "types_of"]
+           "compute", "kernel_call", "run", "scaled", "traced", "types_of"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -257,20 +257,39 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
     for op in arrays:
         if op.on_device:
             op.wait_ready(handle)
-    result = None
-    if out is None:
-        in_place = (numpy.dtype(element.dtype) == expression.dtype
-                    and not element.adapter.immutable and name == "epilogue")
-        if in_place:
-            out, result = element, element.obj
-        else:
-            result, _ = element.adapter.empty_strided(shape, contiguous_strides(shape),
-                                                      expression.dtype.name, element.device_id)
-            out = wrap_named(result, "out")
-    run(expression, values, out, context, handle)
-    if result is not None and element.adapter.immutable:
-        return element.adapter.finish(result, handle, element.device_id)
-    return out.obj if result is None else result
+    in_place = None
+    if out is None and name == "epilogue" and numpy.dtype(element.dtype) == expression.dtype:
+        in_place = element
+    return compute(expression, values, shape, element, out, context, handle, in_place)
+
+
+def compute(expression, values, shape, like, out=None, context=None, handle=None,
+            in_place=None):
+    """``expression`` on ``values`` (operands and scalars) over ``shape``: into operand
+    ``out`` where given, else into operand ``in_place`` where it can be written there (a
+    device array or a NumPy array of a mutable package), else into a new array of ``like``'s
+    package (on its device, ``handle`` the stream). The result array."""
+    if in_place is not None and (in_place.adapter.immutable or not in_place.on_device
+                                 and in_place.package != "numpy"):
+        in_place = None
+    target = out or in_place
+    if not like.on_device:
+        arguments = [v if _is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
+        if target is not None and target.package == "numpy":
+            evaluate(expression, arguments, shape, context, out=target.obj)
+            return target.obj
+        result = evaluate(expression, arguments, shape, context)
+        if target is not None:
+            target.obj[...] = target.adapter.from_numpy(result, target.obj)
+            return target.obj
+        return like.adapter.from_numpy(result, like.obj)
+    if target is not None:
+        run(expression, values, target, context, handle)
+        return target.obj
+    result, _ = like.adapter.empty_strided(shape, contiguous_strides(shape),
+                                           expression.dtype.name, like.device_id)
+    run(expression, values, wrap_named(result, "out"), context, handle)
+    return like.adapter.finish(result, handle, like.device_id)
 
 
 class Elementwise:
@@ -315,15 +334,8 @@ class Elementwise:
             if stream is not None:
                 check_stream(stream)
             handle = None
-        if out is None:
-            result, _ = first.adapter.empty_strided(shape, contiguous_strides(shape),
-                                                    expression.dtype.name, first.device_id)
-            target = wrap_named(result, "out")
-        else:
-            target = check_out(out, shape, expression.dtype, first)
-            result = out
-        run(expression, values, target, None, handle)
-        return first.adapter.finish(result, handle, first.device_id) if out is None else out
+        target = None if out is None else check_out(out, shape, expression.dtype, first)
+        return compute(expression, values, shape, first, target, None, handle)
 
 
 def check_out(out, shape, dtype, first):

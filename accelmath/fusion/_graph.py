@@ -266,16 +266,19 @@ class Builder:
         """The :class:`Expression` of node ``output``: the nodes it reaches, in a canonical
         order (depth first, arguments in order), renumbered."""
         order, seen = [], {}
-
-        def visit(index):
+        stack = [(output, False)]  # (an iterative depth-first walk: chains may be long)
+        while stack:
+            index, expanded = stack.pop()
             if index in seen:
-                return
-            for a in self.nodes[index].args:
-                visit(a)
-            seen[index] = len(order)
-            order.append(index)
-
-        visit(output)
+                continue
+            if expanded:
+                seen[index] = len(order)
+                order.append(index)
+                continue
+            stack.append((index, True))
+            for a in reversed(self.nodes[index].args):
+                if a not in seen:
+                    stack.append((a, False))
         nodes = tuple(self.nodes[i]._replace(args=tuple(seen[a] for a in self.nodes[i].args))
                       for i in order)
         signature = repr([(str(i.dtype), i.array, i.weak) for i in self.inputs])

@@ -80,3 +80,26 @@ def test_elementwise_refuses_what_it_cannot_run():
         elementwise(None)
     with pytest.raises(TypeError, match="stream"):
         f(np.ones(3), np.ones(3), stream="a stream")
+
+
+def test_jax_and_torch_host_arrays_and_out():
+    torch = pytest.importorskip("torch")
+    jnp = pytest.importorskip("jax.numpy")
+    x = np.random.default_rng().standard_normal((4, 6))
+    got = elementwise(lambda a, s: a * s)(jnp.asarray(x), 2.0)
+    assert "jax" in type(got).__module__ or "jaxlib" in type(got).__module__
+    np.testing.assert_allclose(np.asarray(got), x * 2)
+    t = torch.from_numpy(x)
+    out = torch.empty(4, 6, dtype=torch.float64)
+    assert elementwise(lambda a: a * 2)(t, out=out) is out
+    np.testing.assert_allclose(out.numpy(), x * 2)
+
+
+def test_a_long_chain_traces_without_recursion():
+    def chain(x):
+        for _ in range(3000):
+            x = x + 1.0
+        return x
+
+    assert len(trace(chain, np.float32).nodes) == 3002
+    assert elementwise(chain)(np.zeros(2, np.float32)).tolist() == [3000.0, 3000.0]
