@@ -12,6 +12,7 @@ systems, which the solves take row by row over the whole batch (:func:`_substitu
 ``cho_factor`` through NumPy's batched Cholesky.
 """
 
+import functools
 import math
 
 import numpy
@@ -128,14 +129,58 @@ def _nonfinite(arrays, cores, names, check):
     return [tuple(int(i) for i in index) for index in numpy.argwhere(failed)]
 
 
+# One matrix of these dtypes goes to SciPy's LAPACK wrappers directly: numpy.linalg's Python
+# layer (its checks, type promotion and floating-point state) costs 2-3 us a call, more than
+# LAPACK's own work on a small matrix. A failure (or a NaN or an infinity) takes the general
+# path, whose answer (an error naming the operand, or NaN) is the same for one matrix.
+_LAPACK_DTYPES = frozenset("fdFD")
+_lapack_functions = {}  # (name, dtype char) -> the SciPy wrapper
+
+
+def _one_matrix(a):
+    """Whether ``a`` is one non-empty matrix (a plain ndarray) of a LAPACK dtype."""
+    return (a.__class__ is numpy.ndarray and a.ndim == 2 and a.size != 0
+            and a.dtype.char in _LAPACK_DTYPES)
+
+
+def _lapack(name, dtype):
+    found = _lapack_functions.get((name, dtype.char))
+    if found is None:
+        found = _lapack_functions[name, dtype.char] = get_lapack_funcs(
+            (name,), dtype=dtype)[0]
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _identity(n, dtype):
+    """An n x n identity of ``dtype``, made once (never written to)."""
+    eye = numpy.eye(n, dtype=dtype)
+    eye.flags.writeable = False
+    return eye
+
+
+def _finite(*arrays):
+    return all(checks.all_finite(x) for x in arrays)
+
+
 def solve(a, b, *, check):
     """``numpy.linalg.solve(a, b)`` (b a vector only when 1-D)."""
+    if (_one_matrix(a) and b.__class__ is numpy.ndarray and b.dtype == a.dtype
+            and b.ndim in (1, 2) and b.shape[0] == a.shape[0] and b.size and _finite(a, b)):
+        x, info = _lapack("gesv", a.dtype)(a, b)[2:]
+        if not info:
+            return numpy.ascontiguousarray(x)
     return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), (2, _rhs_axes(b)),
                     ("a", "b"))
 
 
 def inv(a, *, check):
     """``numpy.linalg.inv(a)``."""
+    if _one_matrix(a) and a.shape[0] == a.shape[1] and _finite(a):
+        # (as NumPy computes it: a solve against the identity, which SciPy's wrapper copies)
+        x, info = _lapack("gesv", a.dtype)(a, _identity(a.shape[0], a.dtype))[2:]
+        if not info:
+            return numpy.ascontiguousarray(x)
     return _checked(_numpy.inv, checks.SINGULAR, check, (a,), (2,), ("a",))
 
 
@@ -151,6 +196,11 @@ def slogdet(a):
 
 def cholesky(a, *, upper, check):
     """``numpy.linalg.cholesky(a, upper=upper)``."""
+    if _one_matrix(a) and a.shape[0] == a.shape[1] and _finite(a):
+        factor, info = _lapack("potrf", a.dtype)(a, lower=not upper, clean=True)
+        if not info:
+            return numpy.ascontiguousarray(factor)
+
     def factor(x):
         return _numpy.cholesky(x, upper=upper)
 
