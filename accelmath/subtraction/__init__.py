@@ -3,8 +3,9 @@ Telescope's PHROSTY pipeline runs it), on accelmath's FFT and linear algebra.
 
 :func:`subtract` subtracts one pair; a :class:`Subtractor` keeps its plans and buffers for
 a loop over pairs of one shape; :func:`synthetic_pair` makes a star-field pair with a known
-kernel, ratio and transient; :func:`subtract_many` spreads many pairs over a Dask cluster.
-Images may be NumPy arrays (computed on the CPU), CuPy arrays or torch tensors (on their
+kernel, ratio and transient; :func:`subtract_many` spreads many pairs over a Dask cluster;
+:func:`read_pair` and :func:`write_difference` read and write FITS files (astropy). Images
+may be NumPy arrays (computed on the CPU), CuPy arrays or torch tensors (on their
 GPU); the difference comes back in the images' kind.
 
 Examples
@@ -18,12 +19,14 @@ True
 
 import importlib
 
+from accelmath.subtraction._fits import FitsPair, read_pair, write_difference
 from accelmath.subtraction._model import Configuration
 from accelmath.subtraction._subtractor import SubtractionResult, Subtractor, subtract
 from accelmath.subtraction._synthetic import SyntheticPair, synthetic_pair
 
 __all__ = ["subtract", "Subtractor", "SubtractionResult", "synthetic_pair", "SyntheticPair",
-           "Configuration", "subtract_many", "local_cluster"]
+           "Configuration", "read_pair", "write_difference", "FitsPair", "subtract_many",
+           "local_cluster"]
 
 _DASK = ("subtract_many", "local_cluster")
 

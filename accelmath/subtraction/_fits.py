@@ -1,0 +1,282 @@
+"""FITS images in and out (``astropy.io.fits``): :func:`read_pair` reads a reference, a
+science image and an optional mask, checked, and :func:`write_difference` writes a difference
+image with the science image's header (its WCS kept) and a record of the fit.
+
+FITS stores numbers big-endian. The images are read memory-mapped and converted once to the
+machine's byte order (one copy, made here, stated), so that no later subtraction converts
+them again on each call.
+"""
+
+import math
+import os
+import tempfile
+import warnings
+from typing import NamedTuple
+
+import numpy
+
+from accelmath.errors import InvalidArgumentError
+
+__all__ = ["FitsPair", "read_pair", "write_difference"]
+
+# the header records of a difference image: keyword -> comment
+RECORDS = {"AMRATIO": "photometric ratio, science / reference",
+           "AMHALFW": "kernel half-width (kernel 2w+1 wide)",
+           "AMKORD": "degree of the kernel's spatial variation",
+           "AMBORD": "degree of the differential background",
+           "AMCONV": "the image the kernel convolved",
+           "AMVERS": "accelmath version of this difference"}
+
+
+class FitsPair(NamedTuple):
+    """A reference and a science image read from FITS files, with the mask and the science
+    image's header.
+
+    Attributes
+    ----------
+    reference, science : array
+        The images (2-D, the machine's byte order, float32 or float64 as stored; integer
+        images as float64), on the device of ``like``.
+    mask : array or None
+        True where the solve pass uses the pixel (see :func:`read_pair`).
+    header : astropy.io.fits.Header
+        The science image's header, for the difference image.
+    paths : tuple of str
+        The files read: reference, science, and the mask's where there is one.
+    """
+
+    reference: object
+    science: object
+    mask: object
+    header: object
+    paths: tuple
+
+
+def _fits():
+    try:
+        from astropy.io import fits
+    except ImportError:
+        raise ImportError("reading and writing FITS files takes astropy: pip install astropy "
+                          '(or the "fits" extra: pip install ".[fits]")') from None
+    return fits
+
+
+def _image(path, hdu, what):
+    """The data (native byte order) and header of the image HDU ``hdu`` of ``path`` (None:
+    the first HDU holding an image)."""
+    name = os.fspath(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            return _read_image(name, hdu, what)
+        finally:
+            for warning in caught:  # (astropy warns of a truncated file, then reads zeros)
+                if "truncated" in str(warning.message):
+                    raise InvalidArgumentError(
+                        f"{what}: {name} is truncated ({warning.message})") from None
+                warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                                       warning.lineno)
+
+
+def _read_image(name, hdu, what):
+    fits = _fits()
+    try:
+        hdus = fits.open(name, memmap=True, lazy_load_hdus=False)
+    except FileNotFoundError:
+        raise InvalidArgumentError(f"{what}: no such file: {name}") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise InvalidArgumentError(f"{what}: {name} is not a readable FITS file ({exc})") \
+            from None
+    with hdus:
+        try:
+            if hdu is None:
+                found = next((h for h in hdus if h.is_image and h.data is not None), None)
+                if found is None:
+                    raise InvalidArgumentError(f"{what}: {name} holds no image HDU")
+            else:
+                found = hdus[hdu]
+        except (KeyError, IndexError):
+            raise InvalidArgumentError(f"{what}: {name} has no HDU {hdu!r} (it has "
+                                       f"{[h.name for h in hdus]})") from None
+        except (OSError, ValueError, TypeError) as exc:  # (a truncated file: its data)
+            raise InvalidArgumentError(f"{what}: {name} cannot be read ({exc})") from None
+        if not found.is_image:
+            raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
+                                       f"{type(found).__name__}, not an image")
+        try:
+            data = found.data
+            if data is None:
+                raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} holds no data")
+            if data.ndim != 2:
+                raise InvalidArgumentError(f"{what}: {name} holds a {data.ndim}-D image of "
+                                           f"shape {data.shape}; a subtraction takes 2-D ones")
+            kind = data.dtype.kind
+            dtype = data.dtype if kind == "f" and data.dtype.itemsize in (4, 8) else "float64"
+            # the one conversion: big-endian (or scaled, or integer) data to native numbers
+            array = numpy.array(data, dtype=numpy.dtype(dtype).newbyteorder("="), order="C")
+        except (OSError, ValueError, TypeError) as exc:  # (truncated data)
+            raise InvalidArgumentError(f"{what}: {name} cannot be read ({exc})") from None
+        return array, found.header.copy()
+
+
+def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_excludes=True,
+              like=None):
+    """Read a reference and a science image (and a mask) from FITS files, checked.
+
+    Parameters
+    ----------
+    reference, science : str or os.PathLike
+        The FITS files.
+    mask : str, os.PathLike or array, optional
+        A mask of the same shape: a FITS file or an array. With ``mask_excludes`` (default)
+        its nonzero pixels are the bad ones, left out of the fit, as in data-quality masks;
+        else its nonzero pixels are the ones to use. Pixels that are NaN in either image are
+        left out too.
+    hdu, mask_hdu : int or str, optional
+        The HDU (index or name) of the images and of the mask (default: the first holding an
+        image).
+    mask_excludes : bool, optional
+        See ``mask``.
+    like : optional
+        Where the arrays go: None (NumPy), a module (cupy, torch), a package name or an
+        array (see :func:`~accelmath.subtraction.synthetic_pair`).
+
+    Returns
+    -------
+    FitsPair
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the file and what is wrong: missing, not FITS, truncated, no image HDU, not
+        2-D, shapes that differ, or NaN or infinite pixels that no mask covers while a mask
+        was given... (without a mask, non-finite pixels are left out by a mask made here).
+
+    Examples
+    --------
+    >>> import tempfile, os, numpy as np
+    >>> from astropy.io import fits
+    >>> from accelmath.subtraction import read_pair
+    >>> folder = tempfile.mkdtemp()
+    >>> for name in ("ref.fits", "sci.fits"):
+    ...     fits.PrimaryHDU(np.ones((8, 8), ">f4")).writeto(os.path.join(folder, name))
+    >>> pair = read_pair(os.path.join(folder, "ref.fits"), os.path.join(folder, "sci.fits"))
+    >>> pair.reference.dtype.byteorder in "=<|", pair.reference.shape
+    (True, (8, 8))
+    """
+    ref, _ = _image(reference, hdu, "reference")
+    sci, header = _image(science, hdu, "science")
+    if ref.shape != sci.shape:
+        raise InvalidArgumentError(f"the reference {os.fspath(reference)} is {ref.shape} and "
+                                   f"the science image {os.fspath(science)} {sci.shape}: they "
+                                   "must be of one shape")
+    paths = (os.fspath(reference), os.fspath(science))
+    finite = numpy.isfinite(ref) & numpy.isfinite(sci)
+    use = None
+    if mask is not None:
+        if isinstance(mask, (str, os.PathLike)):
+            values, _ = _image(mask, mask_hdu, "mask")
+            paths += (os.fspath(mask),)
+        else:
+            values = numpy.asarray(mask)
+        if values.shape != ref.shape:
+            raise InvalidArgumentError(f"the mask is {values.shape} and the images {ref.shape}")
+        use = (values == 0) if mask_excludes else (values != 0)
+        uncovered = int(numpy.count_nonzero(use & ~finite))
+        if uncovered:
+            bad = [p for p, image in zip(paths, (ref, sci))
+                   if numpy.count_nonzero(use & ~numpy.isfinite(image))]
+            raise InvalidArgumentError(
+                f"{uncovered} NaN or infinite pixels of {' and '.join(bad)} are not covered "
+                "by the mask: mark them in the mask")
+    elif not finite.all():
+        use = finite
+    if not finite.all():  # (left out of the fit; zero in the images, as outside any mask)
+        ref[~finite] = 0.0
+        sci[~finite] = 0.0
+    if like is not None:
+        from accelmath.subtraction._ops import kind_of
+
+        kind = kind_of(like)
+        ref, sci = kind.asarray(ref), kind.asarray(sci)
+        use = None if use is None else kind.asarray(use)
+    return FitsPair(ref, sci, use, header, paths)
+
+
+def _umask():
+    """The process's umask, read without changing it (Linux), else the usual 022."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
+
+
+def write_difference(path, difference, header=None, result=None, *, dtype="float32",
+                     overwrite=False):
+    """Write a difference image to a FITS file, atomically: a reader never sees a half-written
+    file (it is written beside the target and renamed into place).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to write.
+    difference : array
+        The 2-D difference image (any kind: NumPy, CuPy, torch).
+    header : astropy.io.fits.Header, optional
+        The science image's header (its WCS and the rest kept); the data's own keywords
+        (BITPIX, NAXIS...) are made for the written data.
+    result : SubtractionResult, optional
+        The subtraction: its ratio and configuration are recorded in the header
+        (:data:`RECORDS`).
+    dtype : str, optional
+        The stored type, "float32" (default) or "float64".
+    overwrite : bool, optional
+        Replace an existing file (default: refuse).
+
+    Returns
+    -------
+    str
+        The path written.
+    """
+    fits = _fits()
+    from accelmath import __version__
+    from accelmath.subtraction._ops import kind_of
+
+    if dtype not in ("float32", "float64"):
+        raise InvalidArgumentError(f"dtype={dtype!r}: a difference is written as float32 or "
+                                   "float64")
+    name = os.fspath(path)
+    if os.path.exists(name) and not overwrite:
+        raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    data = numpy.asarray(kind_of(difference).to_numpy(difference), dtype=dtype)
+    if data.ndim != 2:
+        raise InvalidArgumentError(f"the difference is {data.ndim}-D; a FITS image of it must "
+                                   "be 2-D")
+    hdu = fits.PrimaryHDU(data, header=None if header is None else header.copy())
+    if result is not None:
+        c = result.configuration
+        values = {"AMRATIO": float(result.ratio), "AMHALFW": c.half_width,
+                  "AMKORD": c.kernel_order, "AMBORD": c.background_order,
+                  "AMCONV": c.convolve, "AMVERS": __version__}
+        for key, value in values.items():
+            if isinstance(value, float) and not math.isfinite(value):
+                value = str(value)
+            hdu.header[key] = (value, RECORDS[key])
+    else:
+        hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
+    folder = os.path.dirname(os.path.abspath(name))
+    handle, temporary = tempfile.mkstemp(prefix=".accelmath-", suffix=".fits", dir=folder)
+    os.close(handle)
+    try:
+        hdu.writeto(temporary, overwrite=True, output_verify="silentfix")
+        os.chmod(temporary, 0o666 & ~_umask())  # (mkstemp's file is private; the result not)
+        os.replace(temporary, name)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return name

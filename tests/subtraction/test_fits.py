@@ -1,0 +1,127 @@
+"""FITS in and out: a pair read back from files (big-endian, memory-mapped, integer or
+float) subtracts as the arrays do; the difference is written atomically with the science
+header's WCS and the fit's record; a bad file gives an error naming it and what is wrong."""
+
+import os
+
+import numpy as np
+import pytest
+
+from accelmath.errors import InvalidArgumentError
+from accelmath.subtraction import read_pair, subtract, synthetic_pair, write_difference
+
+fits = pytest.importorskip("astropy.io.fits")
+
+SIZE = 96
+
+
+def _wcs_header():
+    header = fits.Header()
+    header["CTYPE1"], header["CTYPE2"] = "RA---TAN", "DEC--TAN"
+    header["CRVAL1"], header["CRVAL2"] = 150.1, 2.2
+    header["CRPIX1"], header["CRPIX2"] = 48.0, 48.0
+    header["CD1_1"], header["CD2_2"] = -3e-5, 3e-5
+    header["OBJECT"] = "synthetic field"
+    return header
+
+
+@pytest.fixture
+def files(tmp_path):
+    pair = synthetic_pair(SIZE, seed=int(np.random.default_rng().integers(2**31)), stars=80,
+                          kernel_half_width=3)
+    paths = {}
+    for name, data, header in (("ref", pair.reference, None),
+                               ("sci", pair.science, _wcs_header()),
+                               ("mask", (~np.asarray(pair.mask)).astype(np.uint8), None)):
+        paths[name] = tmp_path / f"{name}.fits"
+        fits.PrimaryHDU(np.asarray(data).astype(">f4" if name != "mask" else ">i2"),
+                        header=header).writeto(paths[name])
+    return pair, paths
+
+
+def test_a_pair_from_files_subtracts_as_its_arrays(files):
+    pair, paths = files
+    read = read_pair(paths["ref"], paths["sci"], mask=paths["mask"])
+    assert read.reference.dtype == np.float32 and read.reference.dtype.isnative
+    assert read.reference.flags.c_contiguous and read.reference.shape == (SIZE, SIZE)
+    np.testing.assert_array_equal(read.mask, np.asarray(pair.mask))
+    np.testing.assert_array_equal(read.science, np.asarray(pair.science).astype(np.float32))
+    from_files = subtract(read.reference, read.science, mask=read.mask, half_width=3)
+    from_arrays = subtract(np.asarray(pair.reference, np.float32),
+                           np.asarray(pair.science, np.float32), mask=np.asarray(pair.mask),
+                           half_width=3)
+    np.testing.assert_array_equal(np.asarray(from_files.difference),
+                                  np.asarray(from_arrays.difference))
+    assert abs(from_files.ratio - pair.ratio) < 0.05
+
+
+def test_the_difference_keeps_the_wcs_and_records_the_fit(files, tmp_path):
+    _, paths = files
+    read = read_pair(paths["ref"], paths["sci"], mask=paths["mask"])
+    result = subtract(read.reference, read.science, mask=read.mask, half_width=3)
+    out = tmp_path / "diff.fits"
+    assert write_difference(out, result.difference, read.header, result) == str(out)
+    with fits.open(out) as hdus:
+        header, data = hdus[0].header, hdus[0].data
+        assert data.dtype == np.dtype(">f4") and data.shape == (SIZE, SIZE)
+        np.testing.assert_allclose(data, np.asarray(result.difference), rtol=1e-6, atol=1e-3)
+        for key in ("CTYPE1", "CRVAL1", "CRPIX2", "CD1_1", "OBJECT"):
+            assert header[key] == _wcs_header()[key]
+        assert header["AMRATIO"] == pytest.approx(result.ratio)
+        assert (header["AMHALFW"], header["AMKORD"]) == (3, result.configuration.kernel_order)
+        assert header["AMVERS"]
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".accelmath-")]
+    with pytest.raises(InvalidArgumentError, match="exists; pass overwrite=True"):
+        write_difference(out, result.difference, read.header, result)
+    write_difference(out, result.difference, read.header, result, overwrite=True,
+                     dtype="float64")
+    with fits.open(out) as hdus:
+        assert hdus[0].data.dtype == np.dtype(">f8")
+
+
+def test_nan_pixels_are_left_out_or_named(files, tmp_path):
+    pair, paths = files
+    science = np.asarray(pair.science).astype(">f4")
+    science[5, 7] = np.nan
+    nan_path = tmp_path / "nan.fits"
+    fits.PrimaryHDU(science).writeto(nan_path)
+    read = read_pair(paths["ref"], nan_path)  # (no mask: left out by one made here)
+    assert read.mask is not None and not read.mask[5, 7] and read.mask.sum() == SIZE**2 - 1
+    assert np.isfinite(read.science).all()
+    covering = np.zeros((SIZE, SIZE), np.uint8)
+    covering[5, 7] = 1
+    assert not read_pair(paths["ref"], nan_path, mask=covering).mask[5, 7]
+    with pytest.raises(InvalidArgumentError, match=r"1 NaN or infinite pixels of .*nan.fits"):
+        read_pair(paths["ref"], nan_path, mask=np.zeros((SIZE, SIZE)))
+
+
+def test_bad_files_are_named(files, tmp_path):
+    _, paths = files
+    with pytest.raises(InvalidArgumentError, match="reference: no such file: .*missing.fits"):
+        read_pair(tmp_path / "missing.fits", paths["sci"])
+    text = tmp_path / "text.fits"
+    text.write_text("not a FITS file")
+    with pytest.raises(InvalidArgumentError, match="science: .*text.fits"):
+        read_pair(paths["ref"], text)
+    truncated = tmp_path / "truncated.fits"
+    truncated.write_bytes(paths["sci"].read_bytes()[:2880 + 1000])
+    with pytest.raises(InvalidArgumentError, match="truncated.fits is truncated"):
+        read_pair(paths["ref"], truncated)
+    table = tmp_path / "table.fits"
+    fits.HDUList([fits.PrimaryHDU(), fits.BinTableHDU.from_columns(
+        [fits.Column(name="x", format="E", array=np.ones(3))])]).writeto(table)
+    with pytest.raises(InvalidArgumentError, match="holds no image HDU"):
+        read_pair(paths["ref"], table)
+    with pytest.raises(InvalidArgumentError, match="BinTableHDU, not an image"):
+        read_pair(table, table, hdu=1)
+    with pytest.raises(InvalidArgumentError, match="has no HDU 'SCI'"):
+        read_pair(paths["ref"], paths["sci"], hdu="SCI")
+    small = tmp_path / "small.fits"
+    fits.PrimaryHDU(np.ones((10, 12), ">f4")).writeto(small)
+    with pytest.raises(InvalidArgumentError, match=r"\(96, 96\) and the science image .* "
+                                                   r"\(10, 12\)"):
+        read_pair(paths["ref"], small)
+    cube = tmp_path / "cube.fits"
+    fits.PrimaryHDU(np.ones((2, 4, 4), ">f4")).writeto(cube)
+    with pytest.raises(InvalidArgumentError, match="3-D image"):
+        read_pair(cube, cube)
