@@ -1,0 +1,238 @@
+"""Many pairs of FITS files: a manifest of pairs, subtracted where they lie, resumable.
+
+:func:`read_manifest` reads a CSV manifest (a header row, the columns ``reference`` and
+``science``, optionally ``mask`` and ``output``). :func:`subtract_files` runs its pairs: in
+this process on a machine with at most one GPU, or over Dask on every GPU of the machine (a
+local cluster, one worker per GPU) or on a cluster given by its scheduler's address. Each
+pair is read, subtracted and written by the process that runs it (no image crosses the
+scheduler), with one warm :class:`~accelmath.subtraction.Subtractor` per worker and image
+shape. A pair whose output exists and is complete is skipped; an output is written atomically
+(:func:`~accelmath.subtraction.write_difference`); a pair that fails is reported with its
+error and the others go on.
+"""
+
+import csv
+import os
+import time
+import warnings
+from typing import NamedTuple, Optional
+
+from accelmath.errors import InvalidArgumentError
+
+__all__ = ["Outcome", "SurveyPair", "is_complete", "read_manifest", "subtract_files"]
+
+_COLUMNS = ("reference", "science", "mask", "output")
+
+
+class SurveyPair(NamedTuple):
+    """One pair of a manifest: the files, absolute."""
+
+    reference: str
+    science: str
+    mask: Optional[str]
+    output: str
+
+
+class Outcome(NamedTuple):
+    """What became of one pair: ``status`` "written", "skipped" (its output was complete)
+    or "failed" (``error`` says why); ``seconds`` of the pair's run; ``ratio`` of the fit."""
+
+    pair: SurveyPair
+    status: str
+    error: Optional[str] = None
+    seconds: float = 0.0
+    ratio: Optional[float] = None
+
+
+def read_manifest(path, out_dir=None):
+    """The pairs of a CSV manifest.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The CSV file: a header row naming the columns ``reference`` and ``science``, and
+        optionally ``mask`` and ``output``; relative paths are relative to the manifest's
+        folder.
+    out_dir : str or os.PathLike, optional
+        Where outputs without an ``output`` go: ``<out_dir>/<science file's stem>-diff.fits``
+        (default: the manifest's folder).
+
+    Returns
+    -------
+    list of SurveyPair
+
+    Raises
+    ------
+    InvalidArgumentError
+        For a missing column, an empty cell where a file is needed, or two pairs writing one
+        output, naming the row.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from accelmath.subtraction._survey import read_manifest
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "pairs.csv"), "w") as f:
+    ...     _ = f.write("reference,science\\nref1.fits,sci1.fits\\n")
+    >>> [os.path.basename(p) for p in read_manifest(os.path.join(folder, "pairs.csv"))[0]]
+    ['ref1.fits', 'sci1.fits', 'None', 'sci1-diff.fits']
+    """
+    name = os.fspath(path)
+    base = os.path.dirname(os.path.abspath(name))
+    out_dir = base if out_dir is None else os.path.abspath(os.fspath(out_dir))
+    try:
+        with open(name, newline="") as f:
+            rows = list(csv.DictReader(f))
+            fields = list(rows[0].keys()) if rows else []
+    except OSError as exc:
+        raise InvalidArgumentError(f"the manifest {name} cannot be read: {exc}") from None
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise InvalidArgumentError(f"the manifest {name} is not a CSV file: {exc}") from None
+    missing = [c for c in ("reference", "science") if c not in fields]
+    if rows and missing:
+        raise InvalidArgumentError(
+            f"the manifest {name} has no column {' or '.join(missing)} in its header row "
+            f"(it has {fields}); expected reference,science[,mask][,output]")
+    pairs, outputs = [], {}
+    for number, row in enumerate(rows, start=2):  # (row 1: the header)
+        cells = {c: (row.get(c) or "").strip() for c in _COLUMNS}
+        for column in ("reference", "science"):
+            if not cells[column]:
+                raise InvalidArgumentError(f"{name}, row {number}: no {column} file")
+
+        def absolute(value):
+            return os.path.normpath(os.path.join(base, value))
+
+        stem = os.path.splitext(os.path.basename(cells["science"]))[0]
+        output = (absolute(cells["output"]) if cells["output"]
+                  else os.path.join(out_dir, f"{stem}-diff.fits"))
+        if output in outputs:
+            raise InvalidArgumentError(
+                f"{name}, rows {outputs[output]} and {number} both write {output}: give one an "
+                "output column")
+        outputs[output] = number
+        pairs.append(SurveyPair(absolute(cells["reference"]), absolute(cells["science"]),
+                                absolute(cells["mask"]) if cells["mask"] else None, output))
+    return pairs
+
+
+def is_complete(path):
+    """Whether ``path`` is a whole FITS image: it opens, and the file holds the data its
+    header declares (a file cut short by a crash is not complete)."""
+    try:
+        from astropy.io import fits
+    except ImportError:
+        return False
+    try:
+        size = os.path.getsize(path)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (astropy's word on a cut-short file: False here)
+            with fits.open(path, memmap=False, lazy_load_hdus=False) as hdus:
+                header = hdus[0].header
+        count = 1
+        for axis in range(1, header.get("NAXIS", 0) + 1):
+            count *= header.get(f"NAXIS{axis}", 0)
+        data = count * abs(header.get("BITPIX", 8)) // 8
+        needed = len(header.tostring()) + -(-data // 2880) * 2880
+        return header.get("NAXIS", 0) == 2 and size >= needed
+    except (OSError, ValueError, TypeError, KeyError):
+        return False
+
+
+def _run_one(pair, configuration, overwrite, mask_excludes):
+    """Read, subtract and write one pair here (a worker or this process): its Outcome."""
+    from accelmath.subtraction._dask import _gpu_kind, _warm_subtractors
+    from accelmath.subtraction._fits import read_pair, write_difference
+
+    start = time.perf_counter()
+    try:
+        if not overwrite and is_complete(pair.output):
+            return Outcome(pair, "skipped", seconds=time.perf_counter() - start)
+        kind = _gpu_kind()
+        read = read_pair(pair.reference, pair.science, pair.mask, mask_excludes=mask_excludes,
+                         like=None if kind is None else kind.module)
+        with _warm_subtractors().hold(read.reference, configuration) as subtractor:
+            result = subtractor.subtract(read.reference, read.science, mask=read.mask)
+            folder = os.path.dirname(pair.output)
+            if folder:
+                os.makedirs(folder, exist_ok=True)
+            write_difference(pair.output, result.difference, read.header, result,
+                             overwrite=True)
+        return Outcome(pair, "written", seconds=time.perf_counter() - start,
+                       ratio=float(result.ratio))
+    except Exception as exc:  # (reported with the pair; the others go on)
+        return Outcome(pair, "failed", f"{type(exc).__name__}: {exc}",
+                       time.perf_counter() - start)
+
+
+def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gpus=None,
+                   overwrite=False, mask_excludes=True, progress=None):
+    """Subtract many pairs of FITS files, each written beside where it is read.
+
+    Parameters
+    ----------
+    pairs : sequence of SurveyPair
+        The pairs (:func:`read_manifest` makes them from a CSV file).
+    configuration : dict, optional
+        :class:`~accelmath.subtraction.Subtractor` parameters (``half_width``,
+        ``kernel_order``...).
+    client : distributed.Client, optional
+        Run on this Dask cluster.
+    scheduler : str, optional
+        Or on the cluster of this scheduler address.
+    gpus : int or sequence of int, optional
+        Without either: the GPUs to use (default all); with more than one, a local cluster
+        of one worker per GPU runs the pairs (a script must then call this under
+        ``if __name__ == "__main__":``), else this process runs them.
+    overwrite : bool, optional
+        Subtract pairs whose output is complete too (default: skip them).
+    mask_excludes : bool, optional
+        The masks' convention (see :func:`~accelmath.subtraction.read_pair`).
+    progress : callable, optional
+        Called with each :class:`Outcome` as it arrives.
+
+    Returns
+    -------
+    list of Outcome
+        In the pairs' order.
+    """
+    configuration = dict(configuration or {})
+    pairs = list(pairs)
+    report = progress or (lambda outcome: None)
+    if client is None and scheduler is None:
+        from accelmath.subtraction._gpu import gpu_count
+
+        count = gpu_count() if gpus is None else (gpus if isinstance(gpus, int) else len(gpus))
+        if count <= 1:  # (one device: this process, no cluster to start)
+            outcomes = []
+            for pair in pairs:
+                outcomes.append(_run_one(pair, configuration, overwrite, mask_excludes))
+                report(outcomes[-1])
+            return outcomes
+    import distributed
+
+    owned = None
+    if client is None:
+        if scheduler is not None:
+            owned = client = distributed.Client(scheduler)
+        else:
+            from accelmath.subtraction._dask import local_cluster
+
+            cluster = local_cluster(gpus=gpus)
+            owned = client = distributed.Client(cluster)
+    try:
+        futures = [client.submit(_run_one, pair, configuration, overwrite, mask_excludes,
+                                 pure=False) for pair in pairs]
+        index = {future.key: k for k, future in enumerate(futures)}
+        outcomes = [None] * len(pairs)
+        for future in distributed.as_completed(futures):
+            outcome = future.result()
+            outcomes[index[future.key]] = outcome
+            report(outcome)
+        return outcomes
+    finally:
+        if owned is not None:
+            cluster = getattr(owned, "cluster", None)
+            owned.close()
+            if cluster is not None and scheduler is None:
+                cluster.close()

@@ -1,0 +1,117 @@
+"""Many pairs of FITS files from a manifest: every pair written beside its outputs' folder,
+a rerun skipping the complete outputs and redoing a cut-short one, a failing pair reported
+without stopping the others, and the same outcomes on a Dask cluster of CPU workers."""
+
+import os
+
+import numpy as np
+import pytest
+
+from accelmath.errors import InvalidArgumentError
+from accelmath.subtraction import synthetic_pair
+from accelmath.subtraction._survey import SurveyPair, is_complete, read_manifest, subtract_files
+
+fits = pytest.importorskip("astropy.io.fits")
+
+SIZE = 64
+CONFIGURATION = {"half_width": 3}
+
+
+def _write_pair(folder, name, seed):
+    pair = synthetic_pair(SIZE, seed=seed, stars=40, kernel_half_width=3)
+    paths = []
+    for part, data in (("ref", pair.reference), ("sci", pair.science),
+                       ("mask", (~np.asarray(pair.mask)).astype(np.uint8))):
+        path = folder / f"{name}-{part}.fits"
+        fits.PrimaryHDU(np.asarray(data)).writeto(path)
+        paths.append(path.name)
+    return paths
+
+
+@pytest.fixture
+def survey(tmp_path):
+    rng = np.random.default_rng()
+    rows = ["reference,science,mask"]
+    for k in range(3):
+        rows.append(",".join(_write_pair(tmp_path, f"p{k}", int(rng.integers(2**31)))))
+    rows.append("missing-ref.fits,missing-sci.fits,")  # (a pair that fails)
+    (tmp_path / "pairs.csv").write_text("\n".join(rows) + "\n")
+    return tmp_path
+
+
+def test_a_manifest_runs_resumes_and_reports_failures(survey):
+    out = survey / "out"
+    pairs = read_manifest(survey / "pairs.csv", out)
+    assert [os.path.basename(p.output) for p in pairs[:3]] == [
+        "p0-sci-diff.fits", "p1-sci-diff.fits", "p2-sci-diff.fits"]
+    assert pairs[0].mask.endswith("p0-mask.fits") and pairs[3].mask is None
+    seen = []
+    outcomes = subtract_files(pairs[:3], configuration=CONFIGURATION, progress=seen.append)
+    assert [o.status for o in outcomes] == ["written"] * 3 and len(seen) == 3
+    assert all(abs(o.ratio - 1.3) < 0.05 for o in outcomes)
+    assert all(is_complete(p.output) for p in pairs[:3])
+    with fits.open(pairs[0].output) as hdus:
+        assert hdus[0].header["AMRATIO"] == pytest.approx(outcomes[0].ratio)
+    # a rerun skips what is complete, and redoes an output cut short
+    cut = pairs[1].output
+    with open(cut, "rb") as f:
+        whole = f.read()
+    with open(cut, "wb") as f:
+        f.write(whole[: len(whole) // 2])
+    assert not is_complete(cut)
+    again = subtract_files(pairs[:3], configuration=CONFIGURATION)
+    assert [o.status for o in again] == ["skipped", "written", "skipped"]
+    assert is_complete(cut)
+    assert not [f for f in os.listdir(out) if f.startswith(".accelmath-")]
+
+
+def test_a_failing_pair_is_reported_and_the_others_go_on(survey):
+    pairs = read_manifest(survey / "pairs.csv", survey / "out")
+    failing = pairs[3]._replace(output=str(survey / "out" / "failing.fits"))
+    outcomes = subtract_files([failing, pairs[2]], configuration=CONFIGURATION)
+    assert [o.status for o in outcomes] == ["failed", "written"]
+    assert "missing-ref.fits" in outcomes[0].error and "no such file" in outcomes[0].error
+    assert not os.path.exists(failing.output)
+
+
+def test_manifest_errors_name_the_row(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("ref,sci\na.fits,b.fits\n")
+    with pytest.raises(InvalidArgumentError, match="no column reference or science"):
+        read_manifest(bad)
+    bad.write_text("reference,science\na.fits,\n")
+    with pytest.raises(InvalidArgumentError, match="row 2: no science file"):
+        read_manifest(bad)
+    bad.write_text("reference,science\na.fits,s/x.fits\nb.fits,t/x.fits\n")
+    with pytest.raises(InvalidArgumentError, match="rows 2 and 3 both write"):
+        read_manifest(bad, tmp_path / "out")
+    bad.write_text("reference,science,output\na.fits,s/x.fits,one.fits\nb.fits,t/x.fits,"
+                   "two.fits\n")
+    assert [os.path.basename(p.output) for p in read_manifest(bad)] == ["one.fits", "two.fits"]
+    with pytest.raises(InvalidArgumentError, match="cannot be read"):
+        read_manifest(tmp_path / "none.csv")
+
+
+def test_a_dask_cluster_of_cpu_workers_gives_the_same_outcomes(survey):
+    distributed = pytest.importorskip("distributed")
+    pairs = read_manifest(survey / "pairs.csv", survey / "dask-out")
+    with distributed.Client(processes=False, n_workers=2, threads_per_worker=1,
+                            dashboard_address=None) as client:
+        outcomes = subtract_files(pairs, configuration=CONFIGURATION, client=client)
+    assert [o.status for o in outcomes] == ["written", "written", "written", "failed"]
+    local = subtract_files(pairs[:3], configuration=CONFIGURATION, overwrite=True)
+    assert [o.ratio for o in outcomes[:3]] == pytest.approx([o.ratio for o in local], rel=1e-9)
+
+
+def test_an_incomplete_or_foreign_file_is_not_complete(tmp_path):
+    assert not is_complete(tmp_path / "none.fits")
+    text = tmp_path / "text.fits"
+    text.write_text("hello")
+    assert not is_complete(text)
+    cube = tmp_path / "cube.fits"
+    fits.PrimaryHDU(np.ones((2, 3, 3))).writeto(cube)
+    assert not is_complete(cube)
+    image = tmp_path / "image.fits"
+    fits.PrimaryHDU(np.ones((3, 3))).writeto(image)
+    assert is_complete(image)
+    assert SurveyPair("a", "b", None, "c").mask is None
