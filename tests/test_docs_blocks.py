@@ -1,5 +1,6 @@
-"""The Python blocks of the README and the guide paste into a session and run: those that need
-no GPU here, the others (CuPy, CUDA torch, JAX on a GPU) on a GPU."""
+"""The Python blocks of the README, the guide's pages and the installation page paste into a
+session and run: those that need no GPU here, the others (CuPy, CUDA torch, JAX on a GPU) on a
+GPU."""
 
 import re
 import subprocess
@@ -9,7 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCUMENTS = ("README.md", "docs/guide.md")
+DOCUMENTS = ("README.md", "docs/guide.md", "docs/installation.md",
+             *sorted(str(page.relative_to(ROOT)) for page in (ROOT / "docs/guide").glob("*.md")))
 _GPU = re.compile(r"\bcupy\b|device=\"cuda\"|\.cuda\(\)|like=cp\b")
 
 
