@@ -28,6 +28,7 @@ import argparse
 import importlib.metadata
 import os
 import platform
+import re
 import sys
 
 __all__ = ["cache_lines", "info_lines", "main"]
@@ -81,24 +82,68 @@ def _gpu_lines(device):
     return lines
 
 
-def _library_lines(libraries):
-    """One line per library found; the libraries missing for one reason on one line each,
-    with that reason once, and how to install them."""
-    from accelmath.errors import LibraryNotFoundError
+# What `info` advises where a CUDA library is missing: commands that work from a clone (no
+# package index serves accelmath, so `pip install "accelmath[cu12]"` finds nothing).
+INSTALL_ADVICE = (
+    "  To install the CUDA libraries, from a clone of accelmath: pip install \".[cu12]\" "
+    "(CUDA 12 driver) or pip install \".[cu13]\" (CUDA 13 driver).",
+    "  Where a CUDA build of torch or CuPy already brought them (their nvidia-* wheels), "
+    "nothing extra is needed: they are found there.",
+)
+_PATHFINDER_MISS = re.compile(r'^Failure finding "(?P<files>[^"]+)"')
 
+
+def _missing_reason(name, error):
+    """The reason ``library_info`` gives for a missing library, said once and on one line.
+
+    cuda-pathfinder's message repeats itself (``Failure finding "libX.so.12": No such file:
+    libX.so.12, No such file: libX.so.12``) and ends in a newline; it names the file it
+    looked for, which for a library that needs another (cuBLAS needs cuBLASLt) is the other.
+
+    Examples
+    --------
+    >>> from accelmath.__main__ import _missing_reason
+    >>> _missing_reason("cufft", 'not found: Failure finding "libcufft.so.11": No such '
+    ...                 'file: libcufft.so.11, No such file: libcufft.so.11\\n')
+    'looked for libcufft.so.11'
+    >>> _missing_reason("cublas", 'not found: Failure finding "libcublasLt.so.12": No such '
+    ...                 'file: libcublasLt.so.12, No such file: libcublasLt.so.12\\n')
+    'needs libcublasLt.so.12, not found'
+    >>> _missing_reason("cufft", "not found: cuda-pathfinder is not installed")
+    'cuda-pathfinder is not installed'
+    """
+    reason = " ".join(error.split())  # (one line)
+    reason = reason.removeprefix("not found: ")
+    found = _PATHFINDER_MISS.match(reason)
+    if found is None:
+        parts = reason.split(", ")
+        return ", ".join(part for index, part in enumerate(parts) if part not in parts[:index])
+    files = found.group("files")
+    if f"lib{name}.".lower() in files.lower():
+        return f"looked for {files}"
+    return f"needs {files}, not found"
+
+
+def _library_lines(libraries):
+    """One line per library: its version and the file it was loaded from, or that it was not
+    found and why; a reason that every missing library shares said once; then how to install
+    the missing ones."""
     lines = ["CUDA libraries:"]
-    missing = {}  # error -> names
+    missing = {name: _missing_reason(name, entry["error"] or "")
+               for name, entry in libraries.items() if entry["path"] is None}
+    shared = len(set(missing.values())) == 1 and len(missing) > 1
     for name, entry in libraries.items():
-        if entry["path"] is None:
-            missing.setdefault(entry["error"], []).append(name)
+        if name in missing:
+            lines.append(f"  {name:<10} not found" + ("" if shared else f" ({missing[name]})"))
         elif entry["version"] is None:
-            lines.append(f"  {name:<10} {entry['path']} ({entry['error']})")
+            lines.append(f"  {name:<10} found at {entry['path']} ({entry['error']})")
         else:
-            lines.append(f"  {name:<10} {_format_version(name, entry['version'])}  {entry['path']}")
-    for error, names in missing.items():
-        lines.append(f"  {', '.join(names)}: {error}")
+            version = _format_version(name, entry["version"])
+            lines.append(f"  {name:<10} {version:<8} found at {entry['path']}")
+    if shared:
+        lines.append(f"  (none found: {next(iter(missing.values()))})")
     if missing:
-        lines.append(f"  ({LibraryNotFoundError.PIP_HINT})")
+        lines += INSTALL_ADVICE
     return lines
 
 
@@ -284,8 +329,11 @@ def _add_demo(commands):
                     "ratio, float64) of a synthetic star-field pair with an injected transient. "
                     "Prints the injected and recovered photometric ratio, the residual noise "
                     "against the expected, the transient's detection, per-stage timings and "
-                    "the wall time, and writes accelmath-demo.png (reference, science, "
-                    "difference, zoom on the transient). Exits with status 1 when a check "
+                    "the wall time, and draws a figure (reference, science and difference "
+                    "with colour bars, the transient circled with its S/N, a zoom on it, the "
+                    "residual's histogram against the expected noise) into a PNG file, "
+                    "accelmath-demo.png by default. Prints the seed, so that any run can be "
+                    "repeated with --seed. Exits with status 1 when a check "
                     "fails (the recovered ratio, the residual noise, the transient found; the "
                     "report's last line says which) or the device cannot run.")
     demo.add_argument("--size", type=_positive, metavar="N",
@@ -293,11 +341,13 @@ def _add_demo(commands):
     demo.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                       help="where to run: cuda (CuPy, else torch with CUDA), cpu (NumPy), or "
                            "auto, the GPU where one is usable, else the CPU (default: auto)")
-    demo.add_argument("--output", default=".", metavar="DIR",
-                      help="folder to write accelmath-demo.png into (default: the working "
-                           "directory)")
+    demo.add_argument("--output", metavar="FILE",
+                      help="the PNG file to write the figure to; an existing folder for "
+                           "accelmath-demo.png inside it (default: accelmath-demo.png in the "
+                           "working directory)")
     demo.add_argument("--seed", type=int, metavar="SEED",
-                      help="random seed of the synthetic pair (default: a fresh one)")
+                      help="random seed of the synthetic pair (default: a fresh one, printed "
+                           "in the report so that the run can be repeated)")
     demo.set_defaults(run=_demo)
 
 

@@ -91,9 +91,9 @@ class OutOfMemoryError(AccelmathError, MemoryError):
 class LibraryNotFoundError(AccelmathError, RuntimeError):
     """A CUDA library could not be found or loaded."""
 
-    PIP_HINT = ("install the CUDA libraries: `pip install \"accelmath[cu12]\"` (CUDA 12) or "
-                "`\"accelmath[cu13]\"` (CUDA 13); in a clone of accelmath, "
-                "`pip install \".[cu12]\"`")
+    PIP_HINT = ("install the CUDA libraries from a clone of accelmath: `pip install \".[cu12]\"` "
+                "(CUDA 12 driver) or `pip install \".[cu13]\"` (CUDA 13); a CUDA build of "
+                "torch brings them too")
 
     def __init__(self, library, reason, hint=PIP_HINT):
         self.library = library

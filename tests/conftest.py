@@ -1,7 +1,9 @@
 """What the tests share: tests marked ``gpu`` are skipped when no CUDA GPU is usable, and the
 array packages of the GPU tests come as fixtures that skip where a package (or its GPU
-support) is missing."""
+support) is missing. The run ends with one line per reason tests were skipped, with their
+count, rather than pytest's line per place a test was skipped (thousands on a CPU machine)."""
 
+import collections
 import importlib
 import os
 import shutil
@@ -38,6 +40,30 @@ def pytest_collection_modifyitems(config, items):
     if not gpu_available():
         for item in gpu_tests:
             item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
+
+
+def _skip_reason(report):
+    """The reason a skipped test's report gives, without pytest's "Skipped: " prefix."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+    return reason.removeprefix("Skipped: ")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Count the skipped tests by reason: ``SKIPPED 5195 tests: needs a CUDA GPU``.
+
+    Failures and errors keep pytest's own summary (``-rfE`` in pyproject.toml); where a run
+    asks for pytest's per-place skip lines (``-rs``, ``-ra``), those are left alone.
+    """
+    if "s" in terminalreporter.reportchars:
+        return
+    reasons = collections.Counter(
+        _skip_reason(report) for report in terminalreporter.stats.get("skipped", ()))
+    if not reasons:
+        return
+    terminalreporter.write_sep("=", "skipped tests, by reason")
+    for reason, count in sorted(reasons.items(), key=lambda item: (-item[1], item[0])):
+        terminalreporter.write_line(f"SKIPPED {count} test{'' if count == 1 else 's'}: {reason}")
 
 
 def _binding(name):

@@ -251,6 +251,26 @@ def test_cache_with_an_unknown_action(capsys):
     assert "invalid choice: 'empty'" in capsys.readouterr().err
 
 
+def _repeated(lines):
+    """The non-blank lines that appear more than once."""
+    seen = [line for line in lines if line.strip()]
+    return sorted({line for line in seen if seen.count(line) > 1})
+
+
+def _library_block(out):
+    """The lines of the report's CUDA libraries section, up to the blank line that ends it."""
+    lines = out.splitlines()
+    start = lines.index("CUDA libraries:")
+    return lines[start + 1:lines.index("", start)]
+
+
+def _assert_install_advice(out):
+    """The advice works from a clone (no index serves accelmath) and says when none is needed."""
+    assert 'pip install ".[cu12]"' in out and 'pip install ".[cu13]"' in out
+    assert "accelmath[cu" not in out
+    assert "torch or CuPy already brought them" in out and "nothing extra is needed" in out
+
+
 def test_info_with_the_libraries_missing(monkeypatch, capsys):
     from accelmath.bindings import _loader
     from accelmath.errors import LibraryNotFoundError
@@ -261,11 +281,77 @@ def test_info_with_the_libraries_missing(monkeypatch, capsys):
     monkeypatch.setattr(_loader, "load_library", fail)
     assert main(["info"]) == 0
     out = capsys.readouterr().out
-    # the six libraries missing for one reason: that reason once
+    # each library on its line; the reason the six share, once
+    block = _library_block(out)
+    names = ("cufft", "cublas", "cublasLt", "cusolver", "nvrtc", "nvJitLink")
+    assert block[:6] == [f"  {name:<10} not found" for name in names]
     assert out.count("hidden by the test") == 1
-    assert "  cufft, cublas, cublasLt, cusolver, nvrtc, nvJitLink: not found: hidden by the test" in out
+    assert "  (none found: hidden by the test)" in block
     assert "What runs here:" in out and "host arrays (NumPy, CPU torch and JAX, lists): yes" in out
-    assert 'pip install ".[cu12]"' in out
+    _assert_install_advice(out)
+    assert _repeated(out.splitlines()) == []
+
+
+# What cuda-pathfinder 1.9 raises on a machine without the CUDA wheels: the files it looked for,
+# said twice, and a newline; for cuBLAS and cuSOLVER, the library they need.
+_PATHFINDER_MISSES = {
+    "cufft": "libcufft.so.12 or libcufft.so.11",
+    "cublas": "libcublasLt.so.13 or libcublasLt.so.12",
+    "cublasLt": "libcublasLt.so.13 or libcublasLt.so.12",
+    "cusolver": "libnvJitLink.so.13 or libnvJitLink.so.12",
+    "nvrtc": "libnvrtc.so.13 or libnvrtc.so.12",
+    "nvJitLink": "libnvJitLink.so.13 or libnvJitLink.so.12"}
+
+
+def test_info_on_a_cpu_install_says_each_line_once(monkeypatch, capsys):
+    from cuda import pathfinder
+
+    from accelmath.bindings import _loader
+
+    def not_found(name):
+        files = _PATHFINDER_MISSES[name]
+        raise pathfinder.DynamicLibNotFoundError(
+            f'Failure finding "{files}": No such file: {files}, No such file: {files}\n')
+
+    monkeypatch.setattr(pathfinder, "load_nvidia_dynamic_lib", not_found)
+    monkeypatch.setattr(_loader, "_loaded", {})
+    monkeypatch.setattr(_loader, "_memo", None)  # where an earlier test found them
+    assert main(["info"]) == 0
+    out = capsys.readouterr().out
+    assert _repeated(out.splitlines()) == []
+    block = _library_block(out)
+    assert "No such file" not in "\n".join(block)
+    assert block[:6] == [
+        "  cufft      not found (looked for libcufft.so.12 or libcufft.so.11)",
+        "  cublas     not found (needs libcublasLt.so.13 or libcublasLt.so.12, not found)",
+        "  cublasLt   not found (looked for libcublasLt.so.13 or libcublasLt.so.12)",
+        "  cusolver   not found (needs libnvJitLink.so.13 or libnvJitLink.so.12, not found)",
+        "  nvrtc      not found (looked for libnvrtc.so.13 or libnvrtc.so.12)",
+        "  nvJitLink  not found (looked for libnvJitLink.so.13 or libnvJitLink.so.12)"]
+    _assert_install_advice("\n".join(block[6:]))
+
+
+def test_info_says_where_each_library_was_found():
+    from accelmath.__main__ import _library_lines
+
+    libraries = {
+        "cufft": {"path": "/site/nvidia/cufft/lib/libcufft.so.11", "version": 11401,
+                  "error": None},
+        "cublas": {"path": "/opt/cuda/lib64/libcublas.so.12", "version": None,
+                   "error": "version unknown: OSError: no symbol"},
+        "nvrtc": {"path": None, "version": None, "error": "not found: cuda-pathfinder is not "
+                                                         "installed (no module), no module"},
+    }
+    lines = _library_lines(libraries)
+    assert lines[:4] == [
+        "CUDA libraries:",
+        "  cufft      11.4.1   found at /site/nvidia/cufft/lib/libcufft.so.11",
+        "  cublas     found at /opt/cuda/lib64/libcublas.so.12 (version unknown: OSError: no "
+        "symbol)",
+        "  nvrtc      not found (cuda-pathfinder is not installed (no module), no module)"]
+    _assert_install_advice("\n".join(lines[4:]))
+    found = {name: entry for name, entry in libraries.items() if entry["path"]}
+    assert _library_lines(found) == lines[:3]  # nothing missing: no advice
 
 
 def test_info_without_cuda_pathfinder():
@@ -276,9 +362,12 @@ def test_info_without_cuda_pathfinder():
             "from accelmath.__main__ import main; sys.exit(main(['info']))")
     result = _python("-c", code)
     assert result.returncode == 0, result.stderr
-    assert "cufft, cublas, cublasLt, cusolver, nvrtc, nvJitLink: not found: cuda-pathfinder is " \
-        "not installed" in result.stdout
-    assert 'pip install ".[cu12]"' in result.stdout
+    block = _library_block(result.stdout)
+    assert block[0] == "  cufft      not found" and block[5] == "  nvJitLink  not found"
+    assert block[6].startswith("  (none found: cuda-pathfinder is not installed")
+    assert result.stdout.count("cuda-pathfinder is not installed") == 1
+    _assert_install_advice(result.stdout)
+    assert _repeated(result.stdout.splitlines()) == []
 
 
 def test_no_command_is_a_usage_error(capsys):
@@ -325,6 +414,51 @@ def test_demo_on_cuda_without_a_gpu_is_one_clear_line(tmp_path):
     assert result.stderr.startswith("accelmath demo: --device cuda cannot run here: no usable GPU")
     assert len(result.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.iterdir())
+
+
+def _demo_run(capsys, *options):
+    """``accelmath demo`` on the CPU, in this process: ``(status, report printed, progress)``."""
+    status = main(["demo", "--device", "cpu", *options])
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def _is_png(path):
+    import matplotlib.image
+
+    return path.is_file() and matplotlib.image.imread(path, format="png").ndim == 3
+
+
+@pytest.mark.parametrize("output,written", [
+    ("x.png", "x.png"),  # a file name: that file, not a folder of that name
+    ("figures/run 1.png", "figures/run 1.png"),  # its folder made
+    ("existing", "existing/accelmath-demo.png"),  # an existing folder: the figure inside
+])
+def test_demo_output_is_the_figures_file(tmp_path, monkeypatch, capsys, output, written):
+    from accelmath.subtraction._demo import FIGURE
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "existing").mkdir()
+    # (256 x 256 and this seed: fast, though too crowded a field for the checks to pass)
+    _, out, _ = _demo_run(capsys, "--size", "256", "--seed", "3", "--output", output)
+    assert f"figure: {tmp_path / written}\n" in out
+    assert _is_png(tmp_path / written)
+    assert not (tmp_path / FIGURE).exists() and not (tmp_path / "x.png").is_dir()
+
+
+def test_demo_without_options_prints_its_seed_and_writes_into_the_working_directory(
+        tmp_path, monkeypatch, capsys):
+    import re
+
+    monkeypatch.chdir(tmp_path)
+    status, out, progress = _demo_run(capsys, "--size", "512")
+    seed = re.search(r", seed (\d+) \(repeat with --seed \1\); ", out)
+    assert seed, out
+    assert progress.splitlines()[0].startswith(f"[1/6] making a 512 x 512 star-field pair, "
+                                               f"seed {seed.group(1)}: ")
+    assert _is_png(tmp_path / "accelmath-demo.png")
+    assert os.listdir(tmp_path) == ["accelmath-demo.png"]
+    assert status == 0 and out.endswith("checks: passed\n")
 
 
 def test_bench_help_explains_the_options():
@@ -380,11 +514,11 @@ def _cell(value):
 
 
 def _png_size(path):
-    import struct
+    """``(width, height)`` of a PNG file, as matplotlib reads it."""
+    import matplotlib.image
 
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
+    height, width = matplotlib.image.imread(path, format="png").shape[:2]
+    return width, height
 
 
 def test_bench_runs_plots_and_summarizes(bench_dir):

@@ -6,6 +6,13 @@ a :class:`~accelmath.subtraction.Subtractor` per (shape, configuration) across i
 plans, compiled kernels and buffers are paid for once per worker. :func:`local_cluster` makes
 the cluster: one worker process per GPU, each seeing only its own GPU, or CPU workers on a
 machine without one. ``dask`` and ``distributed`` are imported only when these run.
+
+Dask starts a local cluster's workers with multiprocessing's "spawn" method, which runs the
+main script again in each new process: a script that makes a local cluster must do so under
+an ``if __name__ == "__main__":`` guard, or each worker would try to start a cluster of its
+own. Where that happens, :func:`subtract_many` and :func:`local_cluster` raise a
+:class:`~accelmath.errors.StateError` that says so and shows the fix, rather than Dask's
+tracebacks.
 """
 
 import collections
@@ -21,6 +28,8 @@ import numpy as np
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError, UnsupportedOperandError
 from accelmath.subtraction._gpu import gpu_available, gpu_count, gpu_package
+from accelmath.subtraction._main_guard import (check_not_bootstrapping, start_failure,
+                                               unguarded_main_script)
 from accelmath.subtraction._ops import kind_of, kind_of_array
 
 __all__ = ["local_cluster", "subtract_many", "worker_environments"]
@@ -93,12 +102,22 @@ def subtract_many(pairs, *, client=None, gpus=None, workers=None, reduce=None,
     ------
     ImportError
         ``distributed`` is not installed.
+    StateError
+        The local cluster's workers could not start because the script that calls this has
+        no ``if __name__ == "__main__":`` guard (see Notes).
     Exception
         The first error a worker met, as the original exception (an
         :class:`~accelmath.errors.InvalidArgumentError` for a bad pair, for example).
 
     Notes
     -----
+    Without a ``client``, a script must call this under an ``if __name__ == "__main__":``
+    guard: the local cluster's worker processes are started by running the script again
+    (multiprocessing's "spawn" method), and unguarded, each would start a cluster too::
+
+        if __name__ == "__main__":
+            results = subtract_many(pairs, half_width=9)
+
     Tasks that run at once on one worker (a worker of several threads) take turns on its
     subtractor; for more pairs at once, use more worker processes. A cluster made by another
     tool (``dask_cuda.LocalCUDACluster``, a job queue) works the same way, provided that each
@@ -160,6 +179,16 @@ def local_cluster(*, gpus=None, workers=None):
         Started; use it as a context manager, or ``close()`` it. Give it to
         ``distributed.Client`` to compute on it.
 
+    Raises
+    ------
+    StateError
+        The workers could not start because the script that calls this has no
+        ``if __name__ == "__main__":`` guard: each worker process runs the script again as it
+        starts (multiprocessing's "spawn" method). Call it under the guard::
+
+            if __name__ == "__main__":
+                cluster = local_cluster()
+
     Examples
     --------
     >>> from distributed import Client
@@ -168,14 +197,25 @@ def local_cluster(*, gpus=None, workers=None):
     ...     sorted(client.nthreads().values())
     [1, 1]
     """
-    return _local_cluster(gpus, workers, cores=_cores())
+    return _local_cluster(gpus, workers, cores=_cores(), caller="local_cluster")
 
 
-def _local_cluster(gpus, workers, cores):
+def _local_cluster(gpus, workers, cores, caller="subtract_many"):
     distributed = _import_distributed()
     environments = worker_environments(
         gpus, workers, device_count=gpu_count(),
         visible=os.environ.get("CUDA_VISIBLE_DEVICES"), cores=cores)
+    check_not_bootstrapping(caller)
+    try:
+        return _start_cluster(distributed, environments)
+    except Exception as exc:
+        error = start_failure(exc, caller, unguarded_main_script())
+        if error is None:  # (a cause other than the guard: Dask's own error)
+            raise exc
+        raise error from None  # (Dask's tracebacks say nothing of the cause)
+
+
+def _start_cluster(distributed, environments):
     gpu_ids = [env["CUDA_VISIBLE_DEVICES"] for env in environments
                if env["CUDA_VISIBLE_DEVICES"]]
     if not gpu_ids:

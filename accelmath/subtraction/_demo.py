@@ -21,8 +21,11 @@ photometric ratio, float64), and reports what a user checks:
 - per-stage timings of a warm subtraction, the first call's time (plans made, code compiled or
   loaded) and the total wall time;
 
-and writes a figure ``accelmath-demo.png``: reference, science, difference and a zoom on the
-transient in the difference, side by side.
+and draws a figure (``accelmath-demo.png`` by default; see :mod:`._figure`): the reference, the
+science image and the difference, the transient circled with its S/N, a zoom on it, the
+residual's histogram against the expected noise, and the numbers checked.
+
+A run without a seed draws one and prints it, so that any run can be repeated with ``--seed``.
 """
 
 import math
@@ -38,7 +41,8 @@ from accelmath.subtraction._gpu import gpu_name, gpu_package, gpu_problem
 from accelmath.subtraction._ops import kind_of_array
 
 __all__ = ["CONFIGURATION", "CPU_SIZE", "DEVICES", "DemoReport", "FIGURE", "GPU_SIZE",
-           "NOISE_TOLERANCE", "RATIO_TOLERANCE", "resolve_device", "run_demo"]
+           "MIN_SIZE", "NOISE_TOLERANCE", "RATIO_TOLERANCE", "figure_path", "resolve_device",
+           "run_demo"]
 
 #: What ``--device`` accepts.
 DEVICES = ("auto", "cpu", "cuda")
@@ -46,7 +50,10 @@ DEVICES = ("auto", "cpu", "cuda")
 #: size that runs in a few seconds on two cores).
 GPU_SIZE = 4088
 CPU_SIZE = 1024
-#: The figure's file name, written into the output folder.
+MIN_SIZE = 192  # the demo's checks hold from here: PHROSTY's 19 x 19 kernel needs room
+STARS = 3000  # as PHROSTY's fields have, at most one per PIXELS_PER_STAR pixels
+PIXELS_PER_STAR = 90  # (smaller fields, crowded with 3000 stars, leave too few pixels to fit)
+#: The figure's file name: in the working directory by default, or in the folder given.
 FIGURE = "accelmath-demo.png"
 #: PHROSTY's configuration of the subtraction.
 CONFIGURATION = {"half_width": 9, "kernel_order": 2, "background_order": 0,
@@ -55,8 +62,6 @@ CONFIGURATION = {"half_width": 9, "kernel_order": 2, "background_order": 0,
 #: the injected, the residual noise within this relative difference of the expected.
 RATIO_TOLERANCE = 1e-2
 NOISE_TOLERANCE = 0.1
-PANEL = 512  # the figure's panel side, in pixels, at most
-ZOOM = 48  # the zoom's side, in image pixels
 
 
 class DemoReport(NamedTuple):
@@ -257,74 +262,79 @@ def _detection(difference, transient, region, sigma):
     return snr, found, peak
 
 
-def _reduction(shape, side):
-    """The block size that brings ``shape`` to at most ``side`` pixels a side."""
-    return max(1, math.ceil(max(shape) / side))
+def figure_path(output=None):
+    """The absolute path of the PNG file the demo writes for ``output``.
+
+    Parameters
+    ----------
+    output : str or os.PathLike, optional
+        The file to write; an existing folder (or a path ending in a separator) for
+        :data:`FIGURE` inside it; None for :data:`FIGURE` in the working directory.
+
+    Returns
+    -------
+    str
+        The file's absolute path (its folder may not exist yet: :func:`run_demo` makes it).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``output`` is an empty string.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from accelmath.subtraction._demo import figure_path
+    >>> folder = tempfile.mkdtemp()
+    >>> figure_path(folder) == os.path.join(folder, "accelmath-demo.png")
+    True
+    >>> figure_path(os.path.join(folder, "run-1.png")) == os.path.join(folder, "run-1.png")
+    True
+    """
+    if output is None:
+        return os.path.abspath(FIGURE)
+    path = os.fspath(output)
+    if not path:
+        raise InvalidArgumentError(f"output={output!r}: expected a file or folder name")
+    separators = tuple(filter(None, (os.sep, os.altsep)))
+    if os.path.isdir(path) or path.endswith(separators):
+        path = os.path.join(path, FIGURE)
+    return os.path.abspath(path)
 
 
-def _thumbnail(image, side):
-    """``image`` reduced by block means to at most ``side`` pixels a side."""
-    factor = _reduction(image.shape, side)
-    rows, cols = image.shape[0] // factor * factor, image.shape[1] // factor * factor
-    blocks = image[:rows, :cols].reshape(rows // factor, factor, cols // factor, factor)
-    return blocks.mean(axis=(1, 3))
+def _make_folder(folder, output):
+    """Make the figure's folder, or say which ``output`` it cannot be made for, and why."""
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as exc:
+        given = None if output is None else os.fspath(output)
+        raise OSError(f"output={given!r}: the figure's folder {folder} cannot be made: "
+                      f"{exc.strerror} ({exc.filename})") from exc
 
 
-def _zoom(image, transient, side, height):
-    """A ``side`` x ``side`` cut of ``image`` around the transient (wrapped at the edges),
-    enlarged by whole pixels to about ``height`` pixels."""
-    row, col = int(round(transient[0])), int(round(transient[1]))
-    rows = np.arange(row - side // 2, row - side // 2 + side) % image.shape[0]
-    cols = np.arange(col - side // 2, col - side // 2 + side) % image.shape[1]
-    cut = image[np.ix_(rows, cols)]
-    factor = max(1, height // side)
-    return np.kron(cut, np.ones((factor, factor)))
+def _fresh_seed():
+    """A random seed for a run not given one, small enough to type back in."""
+    return int(np.random.default_rng().integers(1, 2**31))
 
 
-def _outline(panel, transient, factor):
-    """Draw in white, on a panel reduced by ``factor``, the outline of the zoom's region
-    around the transient (at least 12 panel pixels wide, to be seen)."""
-    half = max(6, round(ZOOM / factor / 2))
-    row, col = int(transient[0] / factor), int(transient[1] / factor)
-    top, bottom = max(0, row - half), min(panel.shape[0] - 1, row + half)
-    left, right = max(0, col - half), min(panel.shape[1] - 1, col + half)
-    panel[top:bottom + 1, [left, right]] = 255
-    panel[[top, bottom], left:right + 1] = 255
-
-
-def _figure(path, reference, science, difference, transient):
-    """Write the four panels: reference, science, difference, and the zoom on the transient."""
-    from accelmath.subtraction._png import asinh_stretch, panels, write_png
-
-    shown = [asinh_stretch(_thumbnail(reference, PANEL)),
-             asinh_stretch(_thumbnail(science, PANEL)),
-             asinh_stretch(_thumbnail(difference, PANEL), low=0.1, high=99.9, softening=3.0,
-                           symmetric=True)]
-    _outline(shown[2], transient, _reduction(difference.shape, PANEL))
-    height = shown[0].shape[0]
-    zoom = asinh_stretch(_zoom(difference, transient, min(ZOOM, min(difference.shape)), height),
-                         low=0.5, high=99.9, softening=3.0, symmetric=True)
-    if zoom.shape[0] != height:  # pad the zoom to the panels' height, mid gray
-        padded = np.full((height, zoom.shape[1]), 128, np.uint8)
-        top = (height - zoom.shape[0]) // 2
-        padded[top:top + zoom.shape[0]] = zoom[:height]
-        zoom = padded
-    write_png(path, panels([*shown, zoom]))
-
-
-def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress=None):
+def run_demo(size=None, device="auto", output=None, seed=None, out=None, progress=None):
     """Make a synthetic star-field pair, subtract it, check the result and draw it.
 
     Parameters
     ----------
     size : int, optional
-        The images' side in pixels: 4088 on a GPU and 1024 on the CPU by default.
+        The images' side in pixels: 4088 on a GPU and 1024 on the CPU by default, at least
+        :data:`MIN_SIZE`. The field holds 3000 stars, fewer on images of under 520 x 520
+        pixels (one star per 90 pixels at most).
     device : {"auto", "cpu", "cuda"}
         Where it runs (see :func:`resolve_device`).
-    output : str or os.PathLike
-        The folder the figure ``accelmath-demo.png`` is written into (made if missing).
+    output : str or os.PathLike, optional
+        The PNG file the figure is written to (its folder made if missing); an existing
+        folder for ``accelmath-demo.png`` inside it; by default ``accelmath-demo.png`` in the
+        working directory (see :func:`figure_path`).
     seed : int, optional
-        The random seed of the synthetic pair; a fresh one when None.
+        The random seed of the synthetic pair. Without one a fresh seed is drawn; the report
+        prints the seed used either way, so that the run can be repeated.
     out, progress : file, optional
         Where the report (``sys.stdout``) and the per-stage progress (``sys.stderr``) go.
 
@@ -339,6 +349,8 @@ def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress
     ------
     NoDeviceError
         ``device="cuda"`` where no GPU path can run.
+    OSError
+        The figure's folder cannot be made or its file written.
 
     Examples
     --------
@@ -352,16 +364,23 @@ def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress
     start = time.perf_counter()
     name, like, label = resolve_device(device)
     from accelmath import subtraction
+    from accelmath.subtraction._figure import FigureImages, draw_figure
 
     out = sys.stdout if out is None else out
     progress = _Progress(sys.stderr if progress is None else progress, 6)
     size = (GPU_SIZE if name == "cuda" else CPU_SIZE) if size is None else int(size)
-    os.makedirs(output, exist_ok=True)
-    figure = os.path.abspath(os.path.join(output, FIGURE))
+    if size < MIN_SIZE:
+        raise InvalidArgumentError(
+            f"size={size}: the demo takes images of at least {MIN_SIZE} x {MIN_SIZE} pixels "
+            "(PHROSTY's 19 x 19 kernel and its polynomial terms need that many to fit)")
+    seed = _fresh_seed() if seed is None else int(seed)
+    figure = figure_path(output)
+    _make_folder(os.path.dirname(figure), output)  # (before the work: fail at once)
     shape = (size, size)
 
-    progress.start(f"making a {size} x {size} star-field pair")
-    pair = subtraction.synthetic_pair(size, seed=seed, like=like)
+    progress.start(f"making a {size} x {size} star-field pair, seed {seed}")
+    stars = min(STARS, size * size // PIXELS_PER_STAR)
+    pair = subtraction.synthetic_pair(size, seed=seed, stars=stars, like=like)
     _synchronize(like)
     progress.done()
 
@@ -386,20 +405,23 @@ def run_demo(size=None, device="auto", output=".", seed=None, out=None, progress
     sigma = float(pair.sigma_science)
     transient = tuple(float(v) for v in pair.transient)
     region = _region(shape, transient, half_width, sigma)
-    measured = _robust_std(difference[region.pixels])
+    residual = difference[region.pixels]
+    measured = _robust_std(residual)
     squares = _kernel_squares(result, shape, region.margin)
     expected = math.sqrt(_mean_square(pair.noise_science, region.pixels)
                          + _mean_square(pair.noise_reference, region.pixels) * squares)
     snr, found, peak = _detection(difference, transient, region, sigma)
     progress.done()
 
-    progress.start(f"writing {FIGURE}")
-    _figure(figure, _to_numpy(pair.reference), _to_numpy(pair.science), difference, transient)
-    progress.done()
-    total = time.perf_counter() - start
-
     report = DemoReport(label, size, float(pair.ratio), float(result.ratio), measured, expected,
-                        snr, found, dict(result.timings), first, warm, total, figure)
+                        snr, found, dict(result.timings), first, warm, math.nan, figure)
+    progress.start(f"drawing the figure into {os.path.basename(figure)}")
+    images = FigureImages(np.asarray(_to_numpy(pair.reference), dtype=np.float64),
+                          np.asarray(_to_numpy(pair.science), dtype=np.float64),
+                          difference, transient, residual, seed)
+    draw_figure(figure, report, images)
+    progress.done()
+    report = report._replace(total_s=time.perf_counter() - start)
     out.write("\n".join(_report_lines(report, seed, transient, peak, region)) + "\n")
     out.flush()
     return report
@@ -412,7 +434,8 @@ def _report_lines(report, seed, transient, peak, region):
     lines = [
         "accelmath demo: image subtraction (SFFT) of a synthetic star-field pair",
         f"device: {r.device}",
-        f"images: {r.size} x {r.size} float64, seed {seed}; PHROSTY's configuration ({config})",
+        f"images: {r.size} x {r.size} float64, seed {seed} (repeat with --seed {seed}); "
+        f"PHROSTY's configuration ({config})",
         f"photometric ratio: injected {r.ratio_injected:.6f}, recovered {r.ratio_recovered:.6f} "
         f"(relative error {error:.1e})",
         f"residual noise: {r.noise_measured:.6g} measured, {r.noise_expected:.6g} expected "

@@ -74,8 +74,9 @@ def read_manifest(path, out_dir=None):
     >>> folder = tempfile.mkdtemp()
     >>> with open(os.path.join(folder, "pairs.csv"), "w") as f:
     ...     _ = f.write("reference,science\\nref1.fits,sci1.fits\\n")
-    >>> [os.path.basename(p) for p in read_manifest(os.path.join(folder, "pairs.csv"))[0]]
-    ['ref1.fits', 'sci1.fits', 'None', 'sci1-diff.fits']
+    >>> pair = read_manifest(os.path.join(folder, "pairs.csv"))[0]
+    >>> os.path.basename(pair.science), pair.mask, os.path.basename(pair.output)
+    ('sci1.fits', None, 'sci1-diff.fits')
     """
     name = os.fspath(path)
     base = os.path.dirname(os.path.abspath(name))

@@ -1,44 +1,40 @@
 """``accelmath demo``: the device choice, the measured numbers against their own definitions,
-the progress display, the figure, and the command end to end on the CPU (on the GPU where
-there is one)."""
+the progress display, the seed, where the figure goes, the figure, and the command end to end
+on the CPU (on the GPU where there is one)."""
 
 import io
 import math
 import os
-import struct
+import re
 import subprocess
 import sys
-import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError
-from accelmath.subtraction import _demo
-from accelmath.subtraction._demo import FIGURE, resolve_device, run_demo
+from accelmath.subtraction import _demo, _figure
+from accelmath.subtraction._demo import FIGURE, figure_path, resolve_device, run_demo
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE = 512  # small enough for CI; smaller fields of 3000 stars are too crowded to fit well
+SMALL = 256  # where only the seed and the files matter: fast, though too crowded to pass
 
 
-def _png_pixels(path):
-    """The pixels of an 8-bit grayscale PNG the demo wrote (checked chunk by chunk)."""
-    data = Path(path).read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    position, idat = 8, b""
-    while position < len(data):
-        (length,) = struct.unpack(">I", data[position:position + 4])
-        kind, body = data[position + 4:position + 8], data[position + 8:position + 8 + length]
-        assert struct.unpack(">I", data[position + 8 + length:position + 12 + length])[0] == \
-            zlib.crc32(kind + body) & 0xFFFFFFFF
-        if kind == b"IHDR":
-            width, height, depth, color = struct.unpack(">IIBB", body[:10])
-            assert (depth, color) == (8, 0)
-        idat += body if kind == b"IDAT" else b""
-        position += 12 + length
-    rows = np.frombuffer(zlib.decompress(idat), np.uint8).reshape(height, width + 1)
-    return rows[:, 1:]
+def _png(path):
+    """The figure's pixels, ``(height, width, 4)`` floats in [0, 1], as matplotlib reads them."""
+    import matplotlib.image
+
+    return matplotlib.image.imread(path, format="png")
+
+
+def _seed_printed(printed):
+    """The seed the report says the pair was made with, checking that it says how to repeat."""
+    found = re.search(r"seed (\d+) \(repeat with --seed (\d+)\)", printed)
+    assert found, printed
+    assert found.group(1) == found.group(2)
+    return int(found.group(1))
 
 
 class _Terminal(io.StringIO):
@@ -73,7 +69,8 @@ def test_the_numbers_are_what_they_say(demo_run):
     from accelmath import subtraction
 
     report, _, _, _, seed = demo_run
-    pair = subtraction.synthetic_pair(SIZE, seed=seed)
+    stars = min(_demo.STARS, SIZE * SIZE // _demo.PIXELS_PER_STAR)
+    pair = subtraction.synthetic_pair(SIZE, seed=seed, stars=stars)
     result = subtraction.subtract(pair.reference, pair.science, mask=pair.mask,
                                   **_demo.CONFIGURATION)
     assert result.ratio == pytest.approx(report.ratio_recovered, rel=1e-9)
@@ -162,32 +159,169 @@ def test_the_progress_is_a_line_per_stage(demo_run):
         assert line.startswith(f"[{index}/6] ") and line.endswith(" s")
 
 
-def test_the_figure_shows_four_panels(demo_run):
-    from accelmath import subtraction
-    from accelmath.subtraction._png import asinh_stretch
+def _region(pixels, left, bottom, width, height):
+    """The pixels of a box given in figure fractions (from the bottom left, as matplotlib)."""
+    rows, cols = pixels.shape[:2]
+    top = int(round((1 - bottom - height) * rows))
+    return pixels[top:int(round((1 - bottom) * rows)),
+                  int(round(left * cols)):int(round((left + width) * cols))]
 
+
+def _background(pixels):
+    """The fraction of the pixels that are the figure's white background."""
+    return float(np.mean(np.all(pixels[..., :3] > 0.99, axis=-1)))
+
+
+def _marked(pixels):
+    """The pixels in the transient's mark colour."""
+    from matplotlib.colors import to_rgb
+
+    return np.all(np.abs(pixels[..., :3] - np.array(to_rgb(_figure._MARK))) < 0.02, axis=-1)
+
+
+def test_the_figure_is_a_png_with_text_and_panels(demo_run):
     report, printed, _, folder, seed = demo_run
     path = folder / FIGURE
     assert report.figure == str(path) and f"figure: {path}" in printed
-    pixels = _png_pixels(path)
-    side = SIZE  # below the panel size: shown pixel for pixel
-    zoom = _demo.ZOOM * max(1, side // _demo.ZOOM)
-    assert pixels.shape == (side, 3 * side + zoom + 3 * 4)
-    for column in (side, 2 * side + 4, 3 * side + 8):  # the separators
-        assert (pixels[:, column:column + 4] == 255).all()
-    pair = subtraction.synthetic_pair(SIZE, seed=seed)
-    np.testing.assert_array_equal(pixels[:, :side], asinh_stretch(pair.reference))
-    np.testing.assert_array_equal(pixels[:, side + 4:2 * side + 4], asinh_stretch(pair.science))
-    # the difference: mid-gray noise, the transient bright at its place
-    difference = pixels[:, 2 * side + 8:3 * side + 8].astype(int)
-    assert abs(np.median(difference) - 128) < 40
-    row, col = (int(round(v)) for v in pair.transient[:2])
-    assert difference[row - 1:row + 2, col - 1:col + 2].mean() > 200
-    shown = pixels[:, 3 * side + 12:].astype(int)  # the zoom, padded to the panels' height
-    top = (side - zoom) // 2
-    middle = top + zoom // 2
-    assert shown[middle - 3:middle + 3, zoom // 2 - 3:zoom // 2 + 3].mean() > 190
-    assert (shown[:top] == 128).all()
+    pixels = _png(path)
+    assert pixels.shape == (round(_figure._HEIGHT * _figure._DPI),
+                            round(_figure._WIDTH * _figure._DPI), 4)
+    # the title band (above the top row's panel titles) holds text: neither uniform nor blank
+    title = _region(pixels, 0.0, 0.93, 1.0, 0.07)
+    assert title[..., :3].std() > 0.05 and 0.01 < 1 - _background(title) < 0.5
+    # the panels fill the figure (text alone would leave more than 95% of it background), and
+    # the image panels show images, not a flat colour
+    assert _background(pixels) < 0.75
+    for column in range(3):
+        panel = _region(pixels, _figure._LEFT + column * _figure._COLUMN, _figure._BOTTOMS[0],
+                        _figure._SIDE, 0.3)
+        assert panel[..., :3].std() > 0.05 and _background(panel) < 0.5, column
+    # the summary panel, bottom right, holds lines of text
+    summary = _region(pixels, _figure._LEFT + 2 * _figure._COLUMN, _figure._BOTTOMS[1], 0.3,
+                      0.344)
+    assert 0.01 < 1 - _background(summary) < 0.4
+    # the transient is circled in the difference (top right) and in the zoom (bottom left)
+    top_right = _region(pixels, _figure._LEFT + 2 * _figure._COLUMN, _figure._BOTTOMS[0],
+                        _figure._SIDE, 0.35)
+    bottom_left = _region(pixels, _figure._LEFT, _figure._BOTTOMS[1], _figure._SIDE, 0.35)
+    assert _marked(top_right).sum() > 50 and _marked(bottom_left).sum() > 200
+    assert _marked(pixels).sum() == _marked(top_right).sum() + _marked(bottom_left).sum()
+
+
+def test_the_figure_draws_its_text():
+    """The figure's words, caught on their way to the Agg renderer."""
+    from matplotlib.backends.backend_agg import RendererAgg
+
+    noise = np.random.default_rng().normal(0.0, 2.0, (200, 200))
+    images = _figure.FigureImages(noise, noise, noise, (150.0, 40.0, 80.0), noise.ravel(), 77)
+    report = _demo.DemoReport("cpu: NumPy, 2 cores (the GPU path cannot run here: no GPU)", 200,
+                              1.3, 1.2999, 2.01, 2.0, 31.5, True, {}, 0.5, 0.25, 1.0, "")
+    drawn = []
+    original = RendererAgg.draw_text
+
+    def draw_text(self, gc, x, y, text, *args, **kwargs):
+        drawn.append(text)
+        return original(self, gc, x, y, text, *args, **kwargs)
+
+    from unittest import mock
+
+    with mock.patch.object(RendererAgg, "draw_text", draw_text):
+        _figure.draw_figure(io.BytesIO(), report, images)
+    text = "\n".join(drawn)
+    assert ("SFFT image subtraction of a synthetic 200 x 200 star field (seed 77)\n"
+            "cpu: NumPy, 2 cores; warm subtraction 0.250 s") in text
+    for words in ("reference", "science", "difference: science \u2212 kernel \u2297 reference",
+                  "transient, S/N 31.5", "difference, 64 x 64 around the transient",
+                  "residual noise", "Gaussian of the expected noise", "difference (counts)",
+                  "--seed 77", "passed"):
+        assert words in text, words
+    assert text.count("counts") >= 4 + 2  # the four colour bars, the histogram's axis, legend
+
+
+def test_large_images_are_shown_as_block_means():
+    image = np.random.default_rng().normal(size=(4088, 4088))
+    factor = _figure._reduction(image.shape, _figure.PANEL)
+    shown = _figure._thumbnail(image, factor)
+    assert factor == 8 and shown.shape == (511, 511)
+    assert shown[3, 5] == pytest.approx(image[24:32, 40:48].mean(), rel=1e-12)
+    small = image[:300, :300]  # at most a panel: drawn pixel for pixel
+    assert _figure._reduction(small.shape, _figure.PANEL) == 1
+    np.testing.assert_array_equal(_figure._thumbnail(small, 1), small)
+
+
+@pytest.mark.parametrize("shape,transient,window", [
+    ((512, 512), (200.0, 300.0), (168, 268, 64)),  # centred
+    ((512, 512), (3.0, 510.0), (0, 448, 64)),  # moved inside at a corner
+    ((40, 50), (20.0, 25.0), (0, 5, 40)),  # the image shorter than the zoom
+])
+def test_the_zoom_window(shape, transient, window):
+    assert _figure.zoom_window(shape, (*transient, 1.0)) == window
+    top, left, side = window
+    assert 0 <= top <= shape[0] - side and 0 <= left <= shape[1] - side
+    assert top <= transient[0] < top + side and left <= transient[1] < left + side
+
+
+def test_a_run_without_a_seed_prints_the_one_it_drew_and_repeats(tmp_path):
+    """No seed: one is drawn and printed; given back, it makes the same pair and numbers.
+    (At SIZE: a smaller field of a random seed may be too crowded to subtract at all.)"""
+    def run(seed):
+        out = io.StringIO()
+        report = run_demo(size=SIZE, device="cpu", output=str(tmp_path), seed=seed, out=out,
+                          progress=io.StringIO())
+        return report, _seed_printed(out.getvalue())
+
+    first, drawn = run(None)
+    again, repeated = run(drawn)
+    assert repeated == drawn
+    for field in ("ratio_injected", "ratio_recovered", "noise_measured", "noise_expected",
+                  "transient_snr", "transient_found"):
+        assert getattr(again, field) == getattr(first, field), field
+    assert len({_demo._fresh_seed() for _ in range(3)}) == 3  # fresh each time
+
+
+def test_the_seed_given_is_printed(demo_run):
+    _, printed, _, _, seed = demo_run
+    assert _seed_printed(printed) == seed
+
+
+def test_where_the_figure_goes(tmp_path, monkeypatch):
+    from accelmath.errors import InvalidArgumentError
+
+    monkeypatch.chdir(tmp_path)
+    assert figure_path() == str(tmp_path / FIGURE)
+    assert figure_path(tmp_path) == str(tmp_path / FIGURE)  # an existing folder
+    assert figure_path("x.png") == str(tmp_path / "x.png")  # a file, relative
+    assert figure_path(tmp_path / "new" / "y.png") == str(tmp_path / "new" / "y.png")
+    assert figure_path("later" + os.sep) == str(tmp_path / "later" / FIGURE)
+    (tmp_path / "d.png").mkdir()  # a folder, whatever its name
+    assert figure_path("d.png") == str(tmp_path / "d.png" / FIGURE)
+    with pytest.raises(InvalidArgumentError, match="output=''"):
+        figure_path("")
+
+
+def test_a_folder_that_cannot_be_made_fails_before_the_work(tmp_path):
+    (tmp_path / "a file").write_text("")
+    target = tmp_path / "a file" / "x.png"
+    progress = io.StringIO()
+    with pytest.raises(OSError) as info:
+        run_demo(size=SMALL, device="cpu", output=target, seed=3, out=io.StringIO(),
+                 progress=progress)
+    assert str(info.value).startswith(f"output={str(target)!r}: the figure's folder "
+                                      f"{tmp_path / 'a file'} cannot be made: ")
+    assert progress.getvalue() == ""
+
+
+def test_the_figure_is_written_to_the_file_named(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "figures" / "run.png"  # its folder made
+    report = run_demo(size=SMALL, device="cpu", output=target, seed=3, out=io.StringIO(),
+                      progress=io.StringIO())
+    assert report.figure == str(target) and target.is_file()
+    assert _png(target).shape[2] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures"]
+    report = run_demo(size=SMALL, device="cpu", seed=3, out=io.StringIO(),
+                      progress=io.StringIO())  # by default, into the working directory
+    assert report.figure == str(tmp_path / FIGURE) and (tmp_path / FIGURE).is_file()
 
 
 def test_failed_checks_are_named(demo_run):
@@ -230,14 +364,16 @@ def test_the_command_end_to_end(tmp_path):
         filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
     result = subprocess.run(
         [sys.executable, "-m", "accelmath", "demo", "--size", "512", "--device", "cpu",
-         "--seed", "5", "--output", str(tmp_path / "new")], capture_output=True, text=True,
+         "--seed", "5", "--output", "new.png"], capture_output=True, text=True,
         env=env, cwd=tmp_path, stdin=subprocess.DEVNULL, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("accelmath demo: ")
     assert result.stdout.splitlines()[-1] == "checks: passed"
-    assert "images: 512 x 512 float64, seed 5" in result.stdout
+    assert "images: 512 x 512 float64, seed 5 (repeat with --seed 5)" in result.stdout
     assert len(result.stderr.splitlines()) == 6
-    assert (tmp_path / "new" / FIGURE).exists()
+    # --output names the file (not a folder of that name), relative to the working directory
+    assert (tmp_path / "new.png").is_file() and os.listdir(tmp_path) == ["new.png"]
+    assert f"figure: {tmp_path / 'new.png'}" in result.stdout
 
 
 @pytest.mark.gpu
@@ -268,3 +404,17 @@ def test_the_demo_at_its_gpu_size(cp, tmp_path):
     assert report.size == 4088 and report.device.startswith("cuda: ")
     assert report.failures == [] and out.getvalue().endswith("\nchecks: passed\n")
     assert 0.95 < report.noise_measured / report.noise_expected < 1.05
+
+
+@pytest.mark.parametrize("size", [192, 256])
+def test_small_fields_are_less_crowded_and_pass(size, tmp_path):
+    seed = int(np.random.default_rng().integers(2**31))
+    report = run_demo(size=size, device="cpu", output=str(tmp_path), seed=seed,
+                      out=io.StringIO(), progress=io.StringIO())
+    assert report.failures == [], (seed, report)
+
+
+def test_a_size_too_small_for_the_kernel_is_refused(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="at least 192 x 192"):
+        run_demo(size=128, device="cpu", output=str(tmp_path), out=io.StringIO(),
+                 progress=io.StringIO())
