@@ -10,6 +10,10 @@ says so plainly, on a machine without a GPU or without the CUDA wheels.
 ``accelmath demo`` subtracts a synthetic star-field pair (image subtraction, the SFFT method) on
 the GPU or the CPU, checks the result, prints per-stage timings and writes a figure.
 
+``accelmath subtract`` subtracts FITS images: one pair (``REF.fits SCI.fits -o DIFF.fits``) or
+a CSV manifest of many (``--pairs pairs.csv --out-dir DIR``), on every GPU of the machine or
+over a Dask scheduler.
+
 ``accelmath bench`` runs a clone's benchmarks that this machine can run, plots their results
 and prints the summary table.
 
@@ -21,6 +25,7 @@ Examples
    $ python -m accelmath info
    $ accelmath cache clear
    $ accelmath demo --size 1024 --device cpu
+   $ accelmath subtract ref.fits sci.fits -o diff.fits --mask mask.fits
    $ accelmath bench --list
 """
 
@@ -401,6 +406,9 @@ def _parser():
                                    "compiled again, autotune choices timed again."
                        ).set_defaults(run=_cache_clear)
     _add_demo(commands)
+    from accelmath.subtraction._command import add_subtract
+
+    add_subtract(commands)
     _add_bench(commands)
     return parser
 
