@@ -13,19 +13,16 @@ receives each element times the norm's factor, so a scaled transform with an epi
 one pass after the transform, not two.
 """
 
-import math
-
 from accelmath._core.operand import wrap_named
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fusion._elementwise import (Traced, apply, arguments, check_out, scaled, traced,
-                                           types_of)
+from accelmath.fusion._elementwise import Traced, apply, arguments, check_out, scaled, types_of
 from accelmath.fusion._evaluate import Axes
 
-__all__ = ["Fusion", "fused_call"]
+__all__ = ["Fusion", "epilogue_out", "input_context", "lengths_of", "output_context"]
 
 
-def _lengths(call, shape):
+def lengths_of(call, shape):
     """``(axes, lengths, last)`` of a transform call on an input of ``shape``: the transformed
     axes, each one's transform length, and a c2r transform's output length on its last
     axis (else None)."""
@@ -39,7 +36,9 @@ def _lengths(call, shape):
     return axes, s, last
 
 
-def _input_context(kind, shape, axes, lengths):
+def input_context(kind, shape, axes, lengths):
+    """What index and frequency mean for a prologue: the input's axes (a c2r input's halved
+    axis holds rfftfreq of the output's length)."""
     if kind != "c2r" or not axes:
         return Axes(shape)
     periods = list(shape)
@@ -47,7 +46,9 @@ def _input_context(kind, shape, axes, lengths):
     return Axes(shape, periods, half=(axes[-1],))
 
 
-def _output_context(kind, shape, axes, lengths):
+def output_context(kind, shape, axes, lengths):
+    """What index and frequency mean for an epilogue: fftfreq of each transformed axis's
+    length (rfftfreq on an r2c result's halved axis)."""
     periods = list(shape)
     if kind != "c2r":
         for a, n in zip(axes, lengths):
@@ -55,38 +56,7 @@ def _output_context(kind, shape, axes, lengths):
     return Axes(shape, periods, half=(axes[-1],) if kind == "r2c" and axes else ())
 
 
-def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
-    """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
-    module docstring)."""
-    from accelmath.fft._transform import read_operand, transform
-
-    op = read_operand(x)
-    norm = norms.check_norm(call.norm)
-    axes, lengths, _ = _lengths(call, tuple(op.shape))
-    if prologue is not None:
-        args = arguments(prologue_args, "prologue_args")
-        x = apply(traced(prologue, "prologue"), op, (), args,
-                   _input_context(call.kind, tuple(op.shape), axes, lengths), stream,
-                   name="prologue")
-    elif prologue_args not in ((), None):
-        raise InvalidArgumentError("prologue_args given without a prologue")
-    if epilogue is None:
-        if epilogue_args not in ((), None):
-            raise InvalidArgumentError("epilogue_args given without an epilogue")
-        return transform(call, x, out, stream)
-    args = arguments(epilogue_args, "epilogue_args")
-    scale = norms.scale_factor(norm, call.inverse, math.prod(lengths)) or 1.0
-    unscaled = call._replace(norm="forward" if call.inverse else "backward")
-    y = wrap_named(transform(unscaled, x, None, stream), "the transform's result")
-    target = None if out is None else _check_out(out, y, traced(epilogue, "epilogue", True),
-                                                 args)
-    result = apply(traced(epilogue, "epilogue", True), y, (scale,), args,
-                    _output_context(call.kind, tuple(y.shape), axes, lengths), stream,
-                    out=target)
-    return out if out is not None else result
-
-
-def _check_out(out, y, traced_fn, args):
+def epilogue_out(out, y, traced_fn, args):
     """``out=`` of a call with an epilogue, as an operand: of the result's shape and the
     epilogue's dtype."""
     expression = traced_fn.expression(types_of([y, 1.0, *args]))
@@ -106,8 +76,8 @@ class Fusion:
         self.epilogue = None if epilogue is None else Traced(scaled(epilogue), "epilogue") \
             if callable(epilogue) else Traced(epilogue, "epilogue")
         lengths = tuple((out_shape if kind == "c2r" else in_shape)[a] for a in axes)
-        self.input_context = _input_context(kind, tuple(in_shape), axes, lengths)
-        self.output_context = _output_context(kind, tuple(out_shape), axes, lengths)
+        self.input_context = input_context(kind, tuple(in_shape), axes, lengths)
+        self.output_context = output_context(kind, tuple(out_shape), axes, lengths)
         self.scales = scales
 
     def execute(self, plan, x, out, direction, stream, prologue_args, epilogue_args):
@@ -131,7 +101,7 @@ class Fusion:
         y = wrap_named(plan.run(x, None, stream, call), "the transform's result")
         inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
         scale = self.scales[1 if inverse else 0]
-        target = None if out is None else _check_out(out, y, self.epilogue, args)
+        target = None if out is None else epilogue_out(out, y, self.epilogue, args)
         result = apply(self.epilogue, y, (scale,), args, self.output_context, stream,
                         out=target)
         return out if out is not None else result
