@@ -84,8 +84,10 @@ def scaled(fn):
 def traced(fn, name, with_scale=False):
     """The :class:`Traced` of a prologue or epilogue ``fn`` (``with_scale``: of
     :func:`scaled` ``(fn)``), kept per function, so that a later call with the same function
-    reuses its traces."""
-    key = (fn, with_scale)
+    reuses its traces. A lambda written in a loop is a new function object each time round:
+    it is found again by its code and by the values it reads (its closure's cells, the
+    globals it names, its defaults), where all of them are hashable."""
+    key = (_function_key(fn), with_scale)
     try:
         found = _traced.get(key)
     except TypeError:  # an unhashable callable: traced anew each call
@@ -97,6 +99,27 @@ def traced(fn, name, with_scale=False):
                 _traced.clear()
             _traced[key] = found
     return found
+
+
+_MISSING = object()
+
+
+def _function_key(fn):
+    """What decides ``fn``'s traces: its code and the values it reads, where they are all
+    hashable; else the function itself."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return fn
+    try:
+        cells = tuple(cell.cell_contents for cell in fn.__closure__ or ())
+        names = fn.__globals__
+        read = tuple(names.get(name, _MISSING) for name in code.co_names)
+        keywords = tuple(sorted((fn.__kwdefaults__ or {}).items()))
+        key = (code, cells, read, fn.__defaults__, keywords)
+        hash(key)
+    except (TypeError, ValueError, AttributeError):  # (unhashable values, an empty cell)
+        return fn
+    return key
 
 
 def _is_scalar(value):
