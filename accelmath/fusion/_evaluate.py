@@ -5,7 +5,7 @@ tested against."""
 import numpy
 
 from accelmath.errors import InvalidArgumentError
-from accelmath.fusion._graph import numpy_operation
+from accelmath.fusion._graph import OPERATIONS
 
 __all__ = ["Axes", "evaluate", "frequencies", "normalize_axes"]
 
@@ -83,24 +83,29 @@ def evaluate(expression, arguments, shape=None, context=None, out=None):
     context = context or Axes(shape)
     axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
     values = []
-    for node in expression.nodes:
-        if node.op == "input":
-            value = arguments[node.attr]
-            if not node.weak:
-                value = numpy.asarray(value)
-                if value.dtype != node.dtype:
-                    value = value.astype(node.dtype)
-                if value.ndim == 0:
-                    value = value[()]
-        elif node.op == "constant":
-            value = node.attr if node.weak else numpy.asarray(node.attr, node.dtype)[()]
-        elif node.op in ("index", "frequency"):
-            value = _leaf(node, shape, axes, context)
-        else:
-            value = numpy_operation(node.op, node.attr, [values[a] for a in node.args])
-            if not node.weak and numpy.asarray(value).dtype != node.dtype:
-                value = numpy.asarray(value).astype(node.dtype)
-        values.append(value)
+    with numpy.errstate(all="ignore"):  # (once for every node: a where may discard a 1 / 0)
+        for node in expression.nodes:
+            if node.op == "input":
+                value = arguments[node.attr]
+                if not node.weak:
+                    value = numpy.asarray(value)
+                    if value.dtype != node.dtype:
+                        value = value.astype(node.dtype)
+                    if value.ndim == 0:
+                        value = value[()]
+            elif node.op == "constant":
+                value = node.attr if node.weak else numpy.asarray(node.attr, node.dtype)[()]
+            elif node.op in ("index", "frequency"):
+                value = _leaf(node, shape, axes, context)
+            else:
+                arguments_of = [values[a] for a in node.args]
+                if node.op == "astype":
+                    value = numpy.asarray(arguments_of[0]).astype(node.attr)
+                else:
+                    value = OPERATIONS[node.op].numpy(*arguments_of)
+                if not node.weak and numpy.asarray(value).dtype != node.dtype:
+                    value = numpy.asarray(value).astype(node.dtype)
+            values.append(value)
     result = values[-1]
     if out is None:
         out = numpy.empty(shape, expression.dtype)
