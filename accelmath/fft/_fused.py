@@ -13,6 +13,9 @@ receives each element times the norm's factor, so a scaled transform with an epi
 one pass after the transform, not two.
 """
 
+import contextlib
+
+from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
@@ -80,6 +83,26 @@ class Fusion:
         self.output_context = output_context(kind, tuple(out_shape), axes, lengths)
         self.scales = scales
 
+    def _prologue(self, plan, op, prologue_args, stream):
+        """The prologue of operand ``op``, written in the plan's input layout (made on the
+        stream the prologue runs on): an operand the plan takes."""
+        args = arguments(prologue_args, "prologue_args")
+        expression = self.prologue.expression(types_of([op, *args]))
+        if expression.dtype.name != plan.in_dtype:
+            raise InvalidArgumentError(
+                f"the prologue returns {expression.dtype} values; the plan transforms "
+                f"{plan.in_dtype} (end it with .astype(...))")
+        scope = contextlib.nullcontext()
+        if op.on_device:
+            scope = op.adapter.stream_scope(resolve_stream(stream, op), op.device_id)
+        with scope:
+            array, _ = op.adapter.empty_strided(tuple(op.shape), tuple(plan.in_strides),
+                                                plan.in_dtype, op.device_id)
+        target = wrap_named(array, "the prologue's result")
+        apply(self.prologue, op, (), args, self.input_context, stream, out=target,
+              name="prologue")
+        return target
+
     def execute(self, plan, x, out, direction, stream, prologue_args, epilogue_args):
         """Run ``plan``'s transform of ``x`` with the prologue and epilogue."""
         try:
@@ -87,10 +110,7 @@ class Fusion:
         except (KeyError, TypeError):
             call = plan._call_for(direction)
         if self.prologue is not None:
-            op = plan._checked(x)
-            x = apply(self.prologue, op, (), arguments(prologue_args, "prologue_args"),
-                       self.input_context, stream, name="prologue")
-            x = _to_layout(plan, x)
+            x = self._prologue(plan, plan._checked(x), prologue_args, stream)
         elif prologue_args not in ((), None):
             raise InvalidArgumentError("prologue_args given without a prologue")
         if self.epilogue is None:
@@ -105,19 +125,3 @@ class Fusion:
         result = apply(self.epilogue, y, (scale,), args, self.output_context, stream,
                         out=target)
         return out if out is not None else result
-
-
-def _to_layout(plan, x):
-    """The prologue's result ``x`` in the plan's input layout and dtype (a copy where it is
-    not)."""
-    op = wrap_named(x, "the prologue's result")
-    if op.dtype != plan.in_dtype:
-        raise InvalidArgumentError(
-            f"the prologue returns {op.dtype} values; the plan transforms {plan.in_dtype} "
-            "(end it with .astype(...))")
-    if tuple(op.strides) == tuple(plan.in_strides):
-        return x
-    copy, _ = op.adapter.empty_strided(tuple(op.shape), tuple(plan.in_strides), op.dtype,
-                                       op.device_id)
-    copy[...] = x
-    return copy

@@ -34,9 +34,11 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     scale = norms.scale_factor(norm, call.inverse, math.prod(lengths)) or 1.0
     unscaled = call._replace(norm="forward" if call.inverse else "backward")
     y = wrap_named(transform(unscaled, x, None, stream), "the transform's result")
+    # (a transform over no axes gives its input back: an epilogue must not write there)
+    own = y.obj is not x and y.obj is not op.obj
     target = None if out is None else epilogue_out(out, y, traced(epilogue, "epilogue", True),
                                                  args)
     result = apply(traced(epilogue, "epilogue", True), y, (scale,), args,
                     output_context(call.kind, tuple(y.shape), axes, lengths), stream,
-                    out=target)
+                    out=target, in_place=own)
     return out if out is not None else result

@@ -125,15 +125,15 @@ def _literal(value, dtype):
     name = dtype.name
     if name == "bool":
         return "true" if value else "false"
-    if name in ("int32", "int64"):
-        return f"(({_C_TYPES[name]}){int(value)}LL)"
+    if name in ("int32", "int64"):  # (the bits, unsigned: -2**63 has no signed literal)
+        return f"(({_C_TYPES[name]})0x{int(value) & 0xFFFFFFFFFFFFFFFF:x}ULL)"
     if dtype.kind == "c":
         real = "float32" if name == "complex64" else "float64"
         z = complex(value)
         return f"mk({_literal(z.real, numpy.dtype(real))}, {_literal(z.imag, numpy.dtype(real))})"
     if name == "float64":
-        bits = struct.unpack("<q", struct.pack("<d", float(value)))[0]
-        return f"__longlong_as_double({bits}LL)"
+        bits = struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+        return f"__longlong_as_double((long long)0x{bits:x}ULL)"
     bits = struct.unpack("<i", struct.pack("<f", numpy.float32(value)))[0]
     text = f"__int_as_float({bits})"
     return f"rh({text})" if name == "float16" else text

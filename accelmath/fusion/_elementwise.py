@@ -10,6 +10,7 @@ is of the first array's kind.
 import functools
 import math
 import threading
+import types
 
 import numpy
 
@@ -17,14 +18,15 @@ from accelmath._core.gpu import launch, modules
 from accelmath._core.gpu.device import devices, ensure_context
 from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import check_same_device, wrap_named
-from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath._core.operand import check_mutable, check_same_device, wrap_named
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
+from accelmath.fusion._graph import DTYPES
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "compute", "kernel_call", "run", "scaled", "traced", "types_of"]
+           "compute", "dtype_of", "kernel_call", "run", "scaled", "traced", "types_of"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -102,24 +104,50 @@ def traced(fn, name, with_scale=False):
 
 
 _MISSING = object()
+# values a function may read and still be found again by its code: values that cannot change
+# under it (numbers, strings, modules, functions; an object's attributes could)
+_VALUES = (type(None), bool, int, float, complex, str, bytes, numpy.generic, numpy.dtype, type,
+           types.ModuleType, types.FunctionType, types.BuiltinFunctionType, numpy.ufunc)
+
+
+def _value_key(value):
+    """``value`` with its type (2.0 and numpy.float64(2.0), or 0.0 and -0.0, are other
+    traces), or None where it is not a value of :data:`_VALUES`."""
+    if value is _MISSING:
+        return ("missing",)
+    if isinstance(value, tuple):
+        parts = tuple(_value_key(v) for v in value)
+        return None if None in parts else ("tuple", parts)
+    if not isinstance(value, _VALUES):
+        return None
+    if isinstance(value, (float, complex, numpy.floating, numpy.complexfloating)):
+        return (type(value), repr(value))  # (repr tells -0.0 from 0.0)
+    return (type(value), value)
 
 
 def _function_key(fn):
-    """What decides ``fn``'s traces: its code and the values it reads, where they are all
-    hashable; else the function itself."""
+    """What decides ``fn``'s traces: its code and the values it reads (its closure's cells,
+    the globals it names, its defaults), where all are plain values; else the function
+    itself."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return fn
     try:
-        cells = tuple(cell.cell_contents for cell in fn.__closure__ or ())
         names = fn.__globals__
-        read = tuple(names.get(name, _MISSING) for name in code.co_names)
-        keywords = tuple(sorted((fn.__kwdefaults__ or {}).items()))
-        key = (code, cells, read, fn.__defaults__, keywords)
-        hash(key)
-    except (TypeError, ValueError, AttributeError):  # (unhashable values, an empty cell)
+        read = [cell.cell_contents for cell in fn.__closure__ or ()]
+        read += [names.get(name, _MISSING) for name in code.co_names]
+        read += list(fn.__defaults__ or ())
+        read += [value for _, value in sorted((fn.__kwdefaults__ or {}).items())]
+    except (ValueError, AttributeError):  # (an empty cell)
         return fn
-    return key
+    keys = tuple(_value_key(value) for value in read)
+    if None in keys:
+        return fn
+    try:
+        hash(keys)
+    except TypeError:
+        return fn
+    return (code, keys)
 
 
 def _is_scalar(value):
@@ -226,7 +254,7 @@ def _dense(op, dense):
 
 
 def _pointer(op):
-    if op.ptr % min(op.itemsize, 16):
+    if op.ptr % (op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize):
         raise InvalidArgumentError(
             f"an array of {op.dtype} at address {op.ptr:#x} is not aligned to its element")
     return _cuda.ctypes.c_void_p(op.ptr)
@@ -246,18 +274,35 @@ def arguments(args, name):
     return values
 
 
+def dtype_of(name, what="an array"):
+    """The NumPy dtype of accelmath's dtype name ``name``, or UnsupportedDTypeError where a
+    fused expression cannot compute in it (bfloat16, complex32)."""
+    try:
+        dtype = numpy.dtype(name)
+    except TypeError:
+        dtype = None
+    if dtype not in DTYPES:  # (bfloat16 is a NumPy dtype where ml_dtypes was imported)
+        raise UnsupportedDTypeError(
+            f"{what} of {name}: a fused expression computes in bool, int32, int64, float16, "
+            "float32, float64, complex64 and complex128; convert it first")
+    return dtype
+
+
 def types_of(values):
     """What :meth:`Traced.expression` takes for ``values`` (operands and scalars): their
     dtypes and the scalars."""
-    return [v if not hasattr(v, "adapter") else numpy.dtype(v.dtype) for v in values]
+    return [v if not hasattr(v, "adapter") else dtype_of(v.dtype) for v in values]
 
 
-def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue"):
+def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue",
+          in_place=True):
     """Run ``traced_fn`` (a :class:`Traced`) on operand ``element``, with the scalars
     ``leading`` before the operands and scalars ``args`` (which must broadcast to the
     element's shape), into ``out`` (an operand), or else in place where an epilogue keeps
     the element's dtype and package, or else into a new array of the element's package.
-    ``name`` ("prologue" or "epilogue") names the arguments in messages. The result array."""
+    ``name`` ("prologue" or "epilogue") names the arguments in messages; ``in_place=False``
+    where the element is not the caller's own new array (a transform over no axes returns its
+    input). The result array."""
     arrays = [v for v in args if hasattr(v, "adapter")]
     if arrays:
         check_same_device(element, *arrays,
@@ -277,12 +322,12 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
     values = [element, *leading, *args]
     expression = traced_fn.expression(types_of(values))
     handle = resolve_stream(stream, element) if element.on_device else None
-    for op in arrays:
+    for op in [element, *arrays]:
         if op.on_device:
             op.wait_ready(handle)
-    in_place = None
-    if out is None and name == "epilogue" and numpy.dtype(element.dtype) == expression.dtype:
-        in_place = element
+    writable = in_place and out is None and name == "epilogue" and (
+        dtype_of(element.dtype) == expression.dtype)
+    in_place = element if writable else None
     return compute(expression, values, shape, element, out, context, handle, in_place)
 
 
@@ -309,8 +354,9 @@ def compute(expression, values, shape, like, out=None, context=None, handle=None
     if target is not None:
         run(expression, values, target, context, handle)
         return target.obj
-    result, _ = like.adapter.empty_strided(shape, contiguous_strides(shape),
-                                           expression.dtype.name, like.device_id)
+    with like.adapter.stream_scope(handle, like.device_id):  # (allocated in the kernel's order)
+        result, _ = like.adapter.empty_strided(shape, contiguous_strides(shape),
+                                               expression.dtype.name, like.device_id)
     run(expression, values, wrap_named(result, "out"), context, handle)
     return like.adapter.finish(result, handle, like.device_id)
 
@@ -347,7 +393,7 @@ class Elementwise:
         check_same_device(*arrays, names=names)
         first = arrays[0]
         expression = self._traced.expression(
-            [v if _is_scalar(v) else numpy.dtype(v.dtype) for v in values])
+            [v if _is_scalar(v) else dtype_of(v.dtype) for v in values])
         shape = _broadcast([op.shape for op in arrays], names)
         if first.on_device:
             handle = resolve_stream(stream, first)
@@ -364,8 +410,13 @@ class Elementwise:
 def check_out(out, shape, dtype, first):
     """The operand of ``out=``: of ``shape`` and ``dtype``, on ``first``'s device, writable
     (raises, naming what differs)."""
+    check_mutable(out)
     target = wrap_named(out, "out")
-    if tuple(target.shape) != tuple(shape) or numpy.dtype(target.dtype) != dtype:
+    if target.obj is not out:  # (a lazily conjugated view, read as a resolved copy)
+        raise UnsupportedOperandError(
+            "out is a view that is read through a copy (a lazily conjugated or negated torch "
+            "tensor): a result written there would be lost; pass a plain array")
+    if tuple(target.shape) != tuple(shape) or dtype_of(target.dtype) != dtype:
         raise InvalidArgumentError(
             f"out has shape {tuple(target.shape)} and dtype {target.dtype}; the result has "
             f"shape {tuple(shape)} and dtype {dtype}")

@@ -267,3 +267,45 @@ def test_convolve_on_jax(jax_gpu):
     a, b = rng.standard_normal((3, 50)), rng.standard_normal((3, 11))
     got = F.convolve(jnp.asarray(a), jnp.asarray(b), mode="same", axes=1)
     assert_close(np.asarray(got), scipy.signal.fftconvolve(a, b, mode="same", axes=1), 1e-12)
+
+
+# -- what a review found ------------------------------------------------------------------
+
+def test_values_read_through_an_object_are_not_kept_from_an_earlier_call():
+    class Gain:
+        value = 4.0
+
+    gain = Gain()
+    x = np.arange(4.0) + 0j
+    for value in (4.0, 5.0):
+        gain.value = value
+        got = F.fft(x, epilogue=lambda y: y * gain.value)
+        assert_close(got, np.fft.fft(x) * value, 1e-12)
+    for scale, dtype in ((2.0, np.complex128), (np.float32(2.0), np.complex128),
+                         (2.0, np.complex128)):
+        assert F.fft(x, epilogue=lambda y: y * scale).dtype == dtype
+    single = x.astype(np.complex64)
+    for scale, dtype in ((2.0, np.complex64), (np.float64(2.0), np.complex128)):
+        assert F.fft(single, epilogue=lambda y: y * scale).dtype == dtype
+
+
+def test_an_epilogue_never_writes_into_the_input():
+    x = np.arange(4.0) + 0j
+    kept = x.copy()
+    got = F.fftn(x, axes=(), epilogue=lambda y: y * 2)
+    np.testing.assert_array_equal(x, kept)
+    np.testing.assert_array_equal(got, kept * 2)
+
+
+def test_out_that_is_a_lazily_conjugated_view_is_refused():
+    torch = pytest.importorskip("torch")
+    x = torch.arange(4.0, dtype=torch.float64)
+    out = torch.zeros(3, dtype=torch.complex128).conj()
+    with pytest.raises(TypeError, match="read through a copy"):
+        F.rfft(x, epilogue=lambda y: y * 2, out=out)
+
+
+def test_empty_convolutions_keep_the_kind():
+    jnp = pytest.importorskip("jax.numpy")
+    got = F.convolve(jnp.ones(0), jnp.ones(3))
+    assert "jax" in type(got).__module__ and got.shape == (0,)

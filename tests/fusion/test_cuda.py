@@ -39,13 +39,18 @@ def test_index_frequency_and_narrowing_stores_compile(nvrtc, out_dtype):
 
 
 def test_constants_are_written_exactly():
-    assert _literal(math.inf, np.dtype("float64")) == "__longlong_as_double(9218868437227405312LL)"
+    assert _literal(math.inf, np.dtype("float64")) == "__longlong_as_double((long long)0x7ff0000000000000ULL)"
+    assert _literal(-0.0, np.dtype("float64")) == "__longlong_as_double((long long)0x8000000000000000ULL)"
     assert _literal(0.1, np.dtype("float32")) == "__int_as_float(1036831949)"
-    assert _literal(-3, np.dtype("int64")) == "((long long)-3LL)"
+    assert _literal(-3, np.dtype("int64")) == "((long long)0xfffffffffffffffdULL)"
+    assert _literal(-2**63, np.dtype("int64")) == "((long long)0x8000000000000000ULL)"
     assert _literal(True, np.dtype("bool")) == "true"
     assert _literal(1 + 2j, np.dtype("complex64")) == \
         "mk(__int_as_float(1065353216), __int_as_float(1073741824))"
     e = trace(lambda x: x * np.complex64(1 + 2j) + np.complex128(3j), np.complex64)
+    compile_cuda(source(e, Layout(True, 0)), CompileOptions(arch=(9, 0)))
+    e = trace(lambda x, i: np.where(x > 0, x, -0.0) + (i * -9223372036854775807 - 1),
+              np.float64, np.int64)
     compile_cuda(source(e, Layout(True, 0)), CompileOptions(arch=(9, 0)))
 
 

@@ -139,3 +139,29 @@ def test_python_epilogue_on_torch_plan(torch_cuda):
     with linalg.Matmul(ta, tb, epilogue=lambda acc, v: gelu(acc) + v) as plan:
         assert_close(plan.execute(epilogue_args=(tbias,)).cpu().numpy(),
                      gelu(a @ b) + bias, 1e-12)
+
+
+def test_named_epilogue_arrays_with_a_python_epilogue_are_refused():
+    a, b = np.ones((2, 3)), np.ones((3, 2))
+    with pytest.raises(InvalidArgumentError, match="bias= and aux= go with the named"):
+        linalg.matmul(a, b, bias=np.ones(2), epilogue=lambda acc: relu(acc))
+
+
+def test_dtypes_a_fused_expression_lacks_are_named():
+    torch = pytest.importorskip("torch")
+    from accelmath.errors import UnsupportedDTypeError
+
+    a = torch.ones((2, 3), dtype=torch.bfloat16)
+    with pytest.raises(UnsupportedDTypeError, match="bfloat16"):
+        linalg.matmul(a, a.T, epilogue=lambda acc: relu(acc))
+
+
+def test_a_strided_bias_runs_the_whole_expression():
+    from accelmath.linalg._matmul.fused import _fits, match
+
+    head = match(trace(lambda acc, b: relu(acc + b), np.float32, np.float32))
+    dense, strided = np.ones(4, np.float32), np.ones(8, np.float32)[::2]
+    from accelmath._core.operand import wrap_operand
+
+    assert _fits(head, [None, wrap_operand(dense)], 4, np.dtype("float32"))
+    assert not _fits(head, [None, wrap_operand(strided)], 4, np.dtype("float32"))

@@ -25,7 +25,8 @@ import numpy
 
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
-from accelmath.fusion._elementwise import Fixed, apply, arguments, check_out, elementwise, traced
+from accelmath.fusion._elementwise import (Fixed, apply, arguments, check_out, dtype_of,
+                                           elementwise, traced, types_of)
 from accelmath.fusion._graph import Builder, Expression
 from accelmath.fusion._strategy import fastest
 
@@ -154,7 +155,8 @@ def _fits(head, values, n, dtype):
         return False
     if head.bias is not None:
         bias = values[head.bias]
-        if tuple(bias.shape) != (n,) or numpy.dtype(bias.dtype) != dtype:
+        if (tuple(bias.shape) != (n,) or bias.dtype != dtype.name
+                or tuple(bias.strides) not in ((1,), (0,))):  # (cuBLASLt reads it dense)
             return False
     return True
 
@@ -162,10 +164,11 @@ def _fits(head, values, n, dtype):
 _SCALE_BIAS = []
 
 
-def _scaled_bias(bias, factor):
+def _scaled_bias(bias, factor, stream):
+    """``bias * factor``, a new array made on ``stream`` (where the product reads it)."""
     if not _SCALE_BIAS:
         _SCALE_BIAS.append(elementwise(lambda b, s: b * s))
-    return _SCALE_BIAS[0](bias, factor)
+    return _SCALE_BIAS[0](bias, factor, stream=stream)
 
 
 def fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
@@ -178,10 +181,9 @@ def fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, str
     traced_fn = traced(epilogue, "epilogue")
     args = arguments(epilogue_args, "epilogue_args")
     a_op, b_op = wrap_named(a, "a"), wrap_named(b, "b")
-    dtype = numpy.dtype(a_op.dtype)
+    dtype = dtype_of(a_op.dtype, "a product")
     values = [None, *args]
-    expression = traced_fn.expression([dtype] + [v if not hasattr(v, "adapter")
-                                                 else numpy.dtype(v.dtype) for v in args])
+    expression = traced_fn.expression([dtype] + types_of(args))
     full = Head(None, (), (), None, expression)
     head = match(expression)
     n = b_op.shape[-1] if len(b_op.shape) > 1 else None
@@ -219,7 +221,7 @@ def _run(head, matmul, a, b, c, alpha, beta, args, values, stream, execution, al
         for source in head.after_relu:
             after = after * _value(source, values)
         if after != 1:
-            bias = _scaled_bias(bias, after)
+            bias = _scaled_bias(bias, after, stream)
     product = matmul(a, b, c, alpha=alpha * factor, beta=beta * factor, epilogue=head.native,
                      bias=bias, out=out if head.rest is None else None, stream=stream,
                      execution=execution, allow_tf32=allow_tf32)

@@ -186,6 +186,10 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
         except ValueError:
             pass
     if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
+        if bias is not None or aux is not None:
+            raise InvalidArgumentError(
+                "bias= and aux= go with the named epilogues; a Python epilogue takes its arrays "
+                "as epilogue_args (epilogue=lambda acc, b: relu(acc + b), epilogue_args=(bias,))")
         return fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
                             execution, allow_tf32)
     if epilogue_args:
