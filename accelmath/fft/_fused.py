@@ -4,9 +4,11 @@ A *prologue* is applied to each element of the input before the transform, an *e
 each element of the result after it (``prologue_args`` / ``epilogue_args``: further arrays,
 broadcast against the element's array, and scalars). Both are traced once
 (:mod:`accelmath.fusion`) and run as one element-wise pass: a fused kernel on the GPU, NumPy
-on the host. Inside them :func:`accelmath.fusion.frequency` is the element's frequency:
-``fftfreq`` of the transform's length along a transformed axis (``rfftfreq`` on the halved
-axis of a half spectrum).
+on the host. Inside them :func:`accelmath.fusion.frequency` is the element's frequency: in an
+epilogue, ``fftfreq`` of the transform's length along a transformed axis (``rfftfreq`` on
+the halved axis of a half spectrum); in a prologue, ``fftfreq`` of the input's own extent
+(before any cut or padding to ``n``/``s``), but on a c2r input's halved axis ``rfftfreq`` of
+the output's length.
 
 The normalization folds into the epilogue: the transform runs unscaled and the epilogue
 receives each element times the norm's factor, so a scaled transform with an epilogue makes
