@@ -25,6 +25,8 @@ def test_image_subtraction_example_runs():
     ("matmul_epilogue.py", "matches relu(x @ w + b)"),
     ("solvers.py", "largest residual"),
     ("plan_reuse.py", "relative error"),
+    ("fused_filter.py", "convolved matches NumPy/SciPy"),
+    ("fits_survey.py", "every pair subtracted and written once"),
 ])
 def test_example_runs_and_checks_its_results(name, says):
     assert says in _run(name)

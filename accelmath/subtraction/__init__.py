@@ -4,8 +4,8 @@ Telescope's PHROSTY pipeline runs it), on accelmath's FFT and linear algebra.
 :func:`subtract` subtracts one pair; a :class:`Subtractor` keeps its plans and buffers for
 a loop over pairs of one shape; :func:`synthetic_pair` makes a star-field pair with a known
 kernel, ratio and transient; :func:`subtract_many` spreads many pairs over a Dask cluster;
-:func:`read_pair` and :func:`write_difference` read and write FITS files (astropy). Images
-may be NumPy arrays (computed on the CPU), CuPy arrays or torch tensors (on their
+:func:`read_pair` and :func:`write_difference` read and write FITS files (astropy), and
+:func:`subtract_files` runs a survey of them from a :func:`read_manifest` CSV. Images may be NumPy arrays (computed on the CPU), CuPy arrays or torch tensors (on their
 GPU); the difference comes back in the images' kind.
 
 Examples
@@ -22,11 +22,12 @@ import importlib
 from accelmath.subtraction._fits import FitsPair, read_pair, write_difference
 from accelmath.subtraction._model import Configuration
 from accelmath.subtraction._subtractor import SubtractionResult, Subtractor, subtract
+from accelmath.subtraction._survey import Outcome, SurveyPair, read_manifest, subtract_files
 from accelmath.subtraction._synthetic import SyntheticPair, synthetic_pair
 
 __all__ = ["subtract", "Subtractor", "SubtractionResult", "synthetic_pair", "SyntheticPair",
-           "Configuration", "read_pair", "write_difference", "FitsPair", "subtract_many",
-           "local_cluster"]
+           "Configuration", "read_pair", "write_difference", "FitsPair", "read_manifest",
+           "subtract_files", "SurveyPair", "Outcome", "subtract_many", "local_cluster"]
 
 _DASK = ("subtract_many", "local_cluster")
 
