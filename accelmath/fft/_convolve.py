@@ -15,6 +15,8 @@ import numpy
 from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_named
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
+from accelmath.fft._functions_nd import fftn, ifftn, irfftn, rfftn
+from accelmath.fusion import elementwise
 
 __all__ = ["Convolver", "convolve", "correlate"]
 
@@ -129,34 +131,22 @@ class _Geometry:
         self.real = real
 
     def spectrum(self, x):
-        from accelmath import fft
-
-        forward = fft.rfftn if self.real else fft.fftn
+        """The spectrum of ``x`` at the transform lengths."""
+        forward = rfftn if self.real else fftn
         return forward(x, s=self.lengths, axes=self.axes)
 
     def inverse(self, spectrum, other):
         """The cropped convolution whose spectra are ``spectrum`` and ``other``."""
-        from accelmath import fft
-
-        inverse = fft.irfftn if self.real else fft.ifftn
+        inverse = irfftn if self.real else ifftn
         if tuple(wrap_named(spectrum, "a").shape) == tuple(wrap_named(other, "b").shape):
             result = inverse(spectrum, s=self.lengths, axes=self.axes, prologue=_multiply,
                              prologue_args=(other,))
         else:  # (batch axes broadcast: the product has the larger shape)
-            result = inverse(_product()(spectrum, other), s=self.lengths, axes=self.axes)
+            result = inverse(_PRODUCT(spectrum, other), s=self.lengths, axes=self.axes)
         return result if self.crop is None else result[self.crop]
 
 
-_PRODUCT = None
-
-
-def _product():
-    global _PRODUCT
-    if _PRODUCT is None:
-        from accelmath.fusion import elementwise
-
-        _PRODUCT = elementwise(_multiply)
-    return _PRODUCT
+_PRODUCT = elementwise(_multiply)  # (traced at its first call)
 
 
 def convolve(in1, in2, mode="full", axes=None):
