@@ -98,9 +98,15 @@ template <typename R> AM cpx<R> csin(cpx<R> a) {
   return mk(am_sin(a.x) * cosh(a.y), am_cos(a.x) * sinh(a.y)); }
 template <typename R> AM cpx<R> ccos(cpx<R> a) {
   return mk(am_cos(a.x) * cosh(a.y), -am_sin(a.x) * sinh(a.y)); }
+/* Kahan's form: no overflow for a large real part, where tanh is +-1 */
 template <typename R> AM cpx<R> ctanh(cpx<R> a) {
-  R d = cosh(2 * a.x) + am_cos(2 * a.y);
-  return mk((R)(sinh(2 * a.x) / d), (R)(am_sin(2 * a.y) / d)); }
+  R limit = sizeof(R) == 4 ? (R)9 : (R)22;
+  if (am_abs(a.x) > limit) {
+    R e = am_exp(-2 * am_abs(a.x));
+    return mk(a.x > 0 ? (R)1 : (R)-1, 4 * am_sin(a.y) * am_cos(a.y) * e); }
+  R t = am_sin(a.y) / am_cos(a.y), beta = 1 + t * t, sh = (R)sinh(a.x);
+  R rho = am_sqrt(1 + sh * sh), denominator = 1 + beta * sh * sh;
+  return mk(beta * rho * sh / denominator, t / denominator); }
 template <typename R> AM cpx<R> cpow(cpx<R> a, cpx<R> b) {
   if (a.x == 0 && a.y == 0) return (b.x == 0 && b.y == 0) ? mk((R)1, (R)0) : mk((R)0, (R)0);
   return cexp(cmul(b, clog(a))); }

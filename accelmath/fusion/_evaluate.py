@@ -46,6 +46,9 @@ def frequencies(count, period, half, dtype):
     return (k / period).astype(dtype)
 
 
+_PYTHON_TYPES = {"b": bool, "i": int, "u": int, "f": float, "c": complex}
+
+
 def _leaf(node, shape, axes, context):
     """An index or frequency node's values, shaped to broadcast along their axis."""
     axis = axes[node.attr]
@@ -103,7 +106,9 @@ def evaluate(expression, arguments, shape=None, context=None, out=None):
                     value = numpy.asarray(arguments_of[0]).astype(node.attr)
                 else:
                     value = OPERATIONS[node.op].numpy(*arguments_of)
-                if not node.weak and numpy.asarray(value).dtype != node.dtype:
+                if node.weak:  # (a Python scalar, as Python computes it: it stays weak)
+                    value = _PYTHON_TYPES[node.dtype.kind](value)
+                elif numpy.asarray(value).dtype != node.dtype:
                     value = numpy.asarray(value).astype(node.dtype)
             values.append(value)
     result = values[-1]

@@ -77,8 +77,8 @@ OPERATIONS = {
     "cos": Op(1, numpy.cos),
     "tanh": Op(1, numpy.tanh),
     "conjugate": Op(1, numpy.conjugate),
-    "real": Op(1, numpy.real),
-    "imag": Op(1, numpy.imag),
+    "real": Op(1, numpy.real, python=True),  # (numpy.real of a Python scalar is one)
+    "imag": Op(1, numpy.imag, python=True),
     "maximum": Op(2, numpy.maximum, commutative=True, real_only=True),
     "minimum": Op(2, numpy.minimum, commutative=True, real_only=True),
     "less": Op(2, numpy.less, real_only=True),
@@ -149,7 +149,8 @@ def _weak_dtype(value):
 # the Python operators, for Python scalars alone (their result stays a Python scalar)
 _PYTHON = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
            "multiply": lambda a, b: a * b, "divide": lambda a, b: a / b,
-           "power": lambda a, b: a ** b, "negative": lambda a: -a}
+           "power": lambda a, b: a ** b, "negative": lambda a: -a, "absolute": abs,
+           "real": lambda a: a.real, "imag": lambda a: a.imag}
 
 
 def numpy_operation(op, attr, values):
@@ -212,10 +213,13 @@ class Builder:
         dtype = numpy.dtype("int64") if op == "index" else frequency_dtype(self.element)
         return self._add(op, (), axis, dtype, False)
 
-    def apply(self, op, args, attr=None, name=None):
+    def apply(self, op, args, attr=None, name=None, python=None):
         """The node of ``op`` on the nodes ``args``; ``name`` is how the user spelled it (for
-        messages)."""
+        messages); ``python``: whether it is Python's own operation here (``abs()``, where
+        ``numpy.abs`` is NumPy's: on a Python scalar the first stays a Python scalar)."""
         definition = OPERATIONS[op]
+        if python is not None:
+            definition = definition._replace(python=python)
         name = name or op
         nodes = [self.nodes[a] for a in args]
         if definition.real_only and any(n.dtype.kind == "c" for n in nodes):

@@ -69,11 +69,11 @@ class Symbol:
         return f"<traced {self.dtype} value>"
 
     # -- operators --------------------------------------------------------------------------
-    def _apply(self, op, *others, name=None, attr=None, reverse=False):
+    def _apply(self, op, *others, name=None, attr=None, reverse=False, python=None):
         args = [self, *others]
         if reverse:
             args.reverse()
-        return _apply(op, args, name=name, attr=attr)
+        return _apply(op, args, name=name, attr=attr, python=python)
 
     def __add__(self, o): return self._apply("add", o, name="+")
     def __radd__(self, o): return self._apply("add", o, name="+", reverse=True)
@@ -87,7 +87,7 @@ class Symbol:
     def __rpow__(self, o): return self._apply("power", o, name="**", reverse=True)
     def __neg__(self): return self._apply("negative", name="unary -")
     def __pos__(self): return self
-    def __abs__(self): return self._apply("absolute", name="abs")
+    def __abs__(self): return self._apply("absolute", name="abs", python=True)
     def __lt__(self, o): return self._apply("less", o, name="<")
     def __le__(self, o): return self._apply("less_equal", o, name="<=")
     def __gt__(self, o): return self._apply("greater", o, name=">")
@@ -192,11 +192,11 @@ def _node_of(builder, value, name):
                      "and Python or NumPy scalars take part; pass arrays as arguments")
 
 
-def _apply(op, args, name, attr=None):
+def _apply(op, args, name, attr=None, python=None):
     """The symbol of ``op`` on ``args`` (symbols of the running trace or scalars)."""
     builder = _builder(name)
     nodes = tuple(_node_of(builder, a, name) for a in args)
-    return Symbol(builder, builder.apply(op, nodes, attr=attr, name=name))
+    return Symbol(builder, builder.apply(op, nodes, attr=attr, name=name, python=python))
 
 
 def _activation(op, x):
