@@ -143,6 +143,10 @@ class _Geometry:
                              prologue_args=(other,))
         else:  # (batch axes broadcast: the product has the larger shape)
             result = inverse(_PRODUCT(spectrum, other), s=self.lengths, axes=self.axes)
+        return self.cropped(result)
+
+    def cropped(self, result):
+        """The part of the full result that the mode keeps."""
         return result if self.crop is None else result[self.crop]
 
 
@@ -234,13 +238,24 @@ def _convolve(in1, in2, mode, axes, correlate):
         y = _reversed(y_op, axes)
         if dtype.kind == "c":
             y = y.conj()
+    if correlate:  # (scipy.signal.correlate checks every axis, fftconvolve the transformed)
+        _swap_needed(mode, a.shape, b.shape, tuple(range(ndim)))
+    axes = _transformed(axes, a.shape, b.shape)
     if _swap_needed(mode, a.shape, b.shape, axes):
         x, y = y, x
         s1, s2 = b.shape, a.shape
     else:
         s1, s2 = a.shape, b.shape
     geometry = _Geometry(tuple(s1), tuple(s2), mode, axes, dtype.kind != "c")
+    if not axes:
+        return geometry.cropped(_PRODUCT(x, y))
     return geometry.inverse(geometry.spectrum(x), geometry.spectrum(y))
+
+
+def _transformed(axes, shape1, shape2):
+    """The axes the transforms run over: those of ``axes`` along which neither input has one
+    point (as SciPy's: along those, a convolution is a product, broadcast)."""
+    return tuple(a for a in axes if shape1[a] != 1 and shape2[a] != 1)
 
 
 class Convolver(Resource):
@@ -294,7 +309,8 @@ class Convolver(Resource):
         if any(n < 1 for n in shape) or k.size == 0:
             raise InvalidArgumentError(f"shape={shape} and a kernel of shape {tuple(k.shape)} "
                                        "must not be empty")
-        self.axes = _check_axes(axes, len(shape), shape, k.shape)
+        self.axes = _transformed(_check_axes(axes, len(shape), shape, k.shape), shape,
+                                 k.shape)
         self.dtype = _compute_dtype(k.dtype, k.dtype if dtype is None else dtype)
         self.shape, self.mode = shape, mode
         if _swap_needed(mode, shape, k.shape, self.axes):
@@ -308,7 +324,7 @@ class Convolver(Resource):
             y = _reversed(wrap_named(y, "kernel"), self.axes)
             if self.dtype.kind == "c":
                 y = y.conj()
-        self._spectrum = self._geometry.spectrum(y)
+        self._spectrum = self._geometry.spectrum(y) if self.axes else y
         self._device = k.device_id
         super().__init__()
 
@@ -324,6 +340,12 @@ class Convolver(Resource):
                                        f"for images of shape {self.shape}")
         if op.device_id != self._device:
             raise InvalidArgumentError("image is not on the kernel's device")
+        if _compute_dtype(op.dtype, self.dtype) != self.dtype:
+            raise InvalidArgumentError(
+                f"image is {op.dtype}; this Convolver computes in {self.dtype}: make it with "
+                f"dtype={op.dtype!r} for such images")
+        if not self.axes:  # (a product: no axis where both have more than one point)
+            return self._geometry.cropped(_PRODUCT(_as(op, self.dtype), self._spectrum))
         spectrum = self._geometry.spectrum(_as(op, self.dtype))
         return self._geometry.inverse(spectrum, self._spectrum)
 

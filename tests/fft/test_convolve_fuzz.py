@@ -1,0 +1,76 @@
+"""convolve, correlate and Convolver on random shapes, axes, modes and dtypes, fresh each run,
+against scipy.signal: the same values, shapes and errors (axes of one point included, where
+SciPy's fftconvolve multiplies instead of transforming)."""
+
+import numpy as np
+import pytest
+import scipy.signal
+
+import accelmath.fft as F
+from accelmath.errors import InvalidArgumentError
+
+SEED = int(np.random.default_rng().integers(2**31))
+
+
+def _case(rng):
+    ndim = int(rng.integers(1, 4))
+    s1 = tuple(int(v) for v in rng.integers(1, 9, ndim))
+    s2 = tuple(int(v) for v in rng.integers(1, 9, ndim))
+    axes = None
+    if ndim > 1 and rng.random() < 0.5:
+        count = int(rng.integers(1, ndim + 1))
+        axes = tuple(sorted(int(a) for a in rng.choice(ndim, count, replace=False)))
+        s2 = tuple(s2[a] if a in axes else (s1[a] if rng.random() < 0.5 else 1)
+                   for a in range(ndim))
+    mode = str(rng.choice(["full", "same", "valid"]))
+    a = rng.standard_normal(s1)
+    if rng.random() < 0.3:
+        a = a + 1j * rng.standard_normal(s1)
+    return a, rng.standard_normal(s2), mode, axes
+
+
+def _outcome(call):
+    try:
+        return call()
+    except ValueError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("round_", range(4), ids=lambda r: f"seed{SEED}-{r}")
+def test_random_cases_are_scipys(round_):
+    rng = np.random.default_rng(SEED + round_)
+    for _ in range(60):
+        a, b, mode, axes = _case(rng)
+        pairs = [(lambda: F.convolve(a, b, mode=mode, axes=axes),
+                  lambda: scipy.signal.fftconvolve(a, b, mode=mode, axes=axes))]
+        if axes is None:
+            pairs.append((lambda: F.correlate(a, b, mode=mode),
+                          lambda: scipy.signal.correlate(a, b, mode=mode, method="fft")))
+        for ours, theirs in pairs:
+            got, expected = _outcome(ours), _outcome(theirs)
+            where = f"seed {SEED}: {a.shape} {b.shape} {mode} axes={axes}"
+            if isinstance(expected, ValueError):
+                assert isinstance(got, ValueError), where
+                continue
+            assert not isinstance(got, ValueError), f"{where}: {got}"
+            assert got.shape == expected.shape, where
+            np.testing.assert_allclose(got, expected, atol=1e-9, err_msg=where)
+        if axes is None and mode != "valid":
+            with F.Convolver(b, a.shape, mode=mode, dtype=a.dtype) as convolver:
+                np.testing.assert_allclose(convolver(a), scipy.signal.fftconvolve(a, b, mode=mode),
+                                           atol=1e-9)
+
+
+def test_axes_of_one_point_multiply():
+    a, b = np.random.default_rng().standard_normal((2, 4, 2, 2)), np.ones((1, 6, 3))
+    a = a[0]
+    expected = scipy.signal.fftconvolve(a, b, mode="valid")  # (axis 0 dropped: b is larger)
+    np.testing.assert_allclose(F.convolve(a, b, mode="valid"), expected, atol=1e-12)
+    with pytest.raises(ValueError, match="at least as large"):  # (correlate checks them all)
+        F.correlate(np.ones((1, 8)), np.ones((4, 4)), mode="valid")
+
+
+def test_a_convolver_refuses_images_of_a_wider_dtype():
+    with F.Convolver(np.ones(3), (8,)) as convolver:
+        with pytest.raises(InvalidArgumentError, match="make it with dtype='complex128'"):
+            convolver(np.ones(8, complex))
