@@ -165,3 +165,36 @@ def test_a_strided_bias_runs_the_whole_expression():
 
     assert _fits(head, [None, wrap_operand(dense)], 4, np.dtype("float32"))
     assert not _fits(head, [None, wrap_operand(strided)], 4, np.dtype("float32"))
+
+
+_HEADS = [lambda acc, b, s: acc, lambda acc, b, s: acc * 2.0, lambda acc, b, s: acc * s,
+          lambda acc, b, s: acc + b, lambda acc, b, s: acc * s + b,
+          lambda acc, b, s: relu(acc + b), lambda acc, b, s: relu(acc * 0.5 + b) * s,
+          lambda acc, b, s: gelu(acc + b), lambda acc, b, s: relu(acc) * 3.0,
+          lambda acc, b, s: gelu(acc * s)]
+_TAILS = [lambda h, acc, b, s: h, lambda h, acc, b, s: h + 1.0,
+          lambda h, acc, b, s: np.tanh(h) * s, lambda h, acc, b, s: h - b,
+          lambda h, acc, b, s: h * h, lambda h, acc, b, s: np.where(h > 0, h, acc),
+          lambda h, acc, b, s: np.maximum(h, s)]
+
+
+def test_random_heads_and_tails_give_numpys_result():
+    """Every head the matcher knows, with a random tail, scale, alpha and c: the product
+    with its native head and the rest fused equals the expression on NumPy's product."""
+    seed = int(np.random.default_rng().integers(2**31))
+    rng = np.random.default_rng(seed)
+    for _ in range(120):
+        head, tail = (table[int(rng.integers(len(table)))] for table in (_HEADS, _TAILS))
+
+        def fn(acc, b, s, head=head, tail=tail):
+            return tail(head(acc, b, s), acc, b, s)
+
+        a, w, bias = rng.standard_normal((5, 4)), rng.standard_normal((4, 3)), rng.standard_normal(3)
+        s = float(rng.choice([1.5, -0.5, 2.0]))
+        c = rng.standard_normal((5, 3)) if rng.random() < 0.3 else None
+        alpha, beta = float(rng.choice([1.0, 0.5])), 0.0 if c is None else 1.0
+        product = alpha * a @ w + (0.0 if c is None else beta * c)
+        got = linalg.matmul(a, w, c, alpha=alpha, beta=beta, epilogue=fn,
+                            epilogue_args=(bias, s))
+        np.testing.assert_allclose(got, fn(product, bias, s), rtol=1e-10, atol=1e-10,
+                                   err_msg=f"seed {seed}")
