@@ -281,7 +281,7 @@ def dtype_of(name, what="an array"):
         dtype = numpy.dtype(name)
     except TypeError:
         dtype = None
-    if dtype not in DTYPES:  # (bfloat16 is a NumPy dtype where ml_dtypes was imported)
+    if dtype is None or dtype not in DTYPES:  # (bfloat16 is NumPy's where ml_dtypes is loaded)
         raise UnsupportedDTypeError(
             f"{what} of {name}: a fused expression computes in bool, int32, int64, float16, "
             "float32, float64, complex64 and complex128; convert it first")
