@@ -52,3 +52,42 @@ def draw(rng, dtype, shape):
 def cases():
     """(name, dtype) for every construct and each of its dtypes."""
     return [(name, dtype) for name, (_, dtypes) in CONSTRUCTS.items() for dtype in dtypes]
+
+
+# What makes a fused kernel's CUDA source compile as host C++ (g++): ``__global__`` a plain
+# function, one "thread" that walks every element, and the CUDA intrinsics it calls
+HOST_SHIM = r"""
+#include <math.h>
+#include <cmath>
+#define __device__
+#define __forceinline__ inline
+#define __global__
+using std::cosh; using std::sinh; using std::exp; using std::log; using std::sqrt;
+using std::sin; using std::cos; using std::tanh; using std::pow; using std::hypot;
+using std::atan2; using std::fabs;
+struct am_dim { unsigned int x; };
+static const am_dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
+static inline double __longlong_as_double(long long b) {
+  double d; __builtin_memcpy(&d, &b, 8); return d; }
+static inline float __int_as_float(int b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
+"""
+
+
+def compile_for_host(sources, folder):
+    """A ctypes library of the kernel sources ``sources`` (name -> the source after the
+    prelude), each kernel renamed ``name``, compiled with g++ in ``folder``."""
+    import ctypes
+    import subprocess
+
+    from accelmath.fusion._cuda import _PRELUDE
+
+    body = [HOST_SHIM, _PRELUDE]
+    for number, (name, text) in enumerate(sources.items()):
+        body.append(f"#define accelmath_fused {name}\nnamespace kernel{number} {{\n{text}}}\n"
+                    "#undef accelmath_fused\n")
+    path = folder / "kernels.cpp"
+    path.write_text("\n".join(body))
+    built = subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", str(path), "-o",
+                            str(folder / "kernels.so")], capture_output=True, text=True)
+    assert built.returncode == 0, built.stderr[-4000:]
+    return ctypes.CDLL(str(folder / "kernels.so"))

@@ -3,12 +3,11 @@ are NumPy's own, and the fused kernel's source, compiled as host C++ and called 
 launch's arguments, gives the evaluator's values. The seed is in the test's id, so a failure
 repeats with it."""
 
-import ctypes
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
+from fusion_constructs import compile_for_host
 
 from accelmath._core.operand import wrap_operand
 from accelmath.fusion import gelu, relu, sigmoid, trace
@@ -89,27 +88,10 @@ def test_random_expressions_trace_and_evaluate_as_numpy(number, dtype, fn):
                                atol=tolerance * scale)
 
 
-_HOST = r"""
-#include <math.h>
-#include <cmath>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-using std::cosh; using std::sinh; using std::exp; using std::log; using std::sqrt;
-using std::sin; using std::cos; using std::tanh; using std::pow; using std::hypot;
-using std::atan2; using std::fabs;
-struct am_dim { unsigned int x; };
-static const am_dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
-static inline double __longlong_as_double(long long b) {
-  double d; __builtin_memcpy(&d, &b, 8); return d; }
-static inline float __int_as_float(int b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
-"""
-
-
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_random_expressions_run_as_kernels(tmp_path):
     rng = np.random.default_rng(SEED)
-    cases, body = [], [_HOST, _PRELUDE]
+    cases, sources = [], {}
     for number, param in enumerate(_cases()):
         _, dtype, fn = param.values
         x, y = _draw(rng, dtype, (5, 6)).T, _draw(rng, dtype, (5,))  # (strided, broadcast)
@@ -118,16 +100,9 @@ def test_random_expressions_run_as_kernels(tmp_path):
         out = np.zeros((5, 6), expected.dtype).T
         layout, arguments = kernel_call(expression, [wrap_operand(x), wrap_operand(y), 0.75],
                                         wrap_operand(out), Axes(out.shape))
-        text = source(expression, layout)[len(_PRELUDE):]
-        body.append(f"#define accelmath_fused fuzz_{number}\nnamespace fuzz{number} {{\n"
-                    f"{text}}}\n#undef accelmath_fused\n")
+        sources[f"fuzz_{number}"] = source(expression, layout)[len(_PRELUDE):]
         cases.append((number, dtype, arguments, out, expected, (x, y)))  # (x, y kept alive)
-    path = tmp_path / "fuzz.cpp"
-    path.write_text("\n".join(body))
-    built = subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", str(path), "-o",
-                            str(tmp_path / "fuzz.so")], capture_output=True, text=True)
-    assert built.returncode == 0, built.stderr[-4000:]
-    library = ctypes.CDLL(str(tmp_path / "fuzz.so"))
+    library = compile_for_host(sources, tmp_path)
     for number, dtype, arguments, out, expected, _ in cases:
         function = getattr(library, f"fuzz_{number}")
         function.restype = None

@@ -4,13 +4,11 @@ launch passes (pointers, scalars, the ``Dims`` struct): every construct and dtyp
 one-element array and strided with broadcasting, matches the NumPy evaluator. What runs on a
 GPU differs only in the launch and CUDA's math library."""
 
-import ctypes
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
-from fusion_constructs import CONSTRUCTS, cases, draw
+from fusion_constructs import CONSTRUCTS, cases, compile_for_host, draw
 
 from accelmath._core.operand import wrap_operand
 from accelmath.fusion import frequency, index, trace
@@ -20,21 +18,6 @@ from accelmath.fusion._evaluate import Axes, evaluate
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
-_HOST = r"""
-#include <math.h>
-#include <cmath>
-#define __device__
-#define __forceinline__ inline
-#define __global__
-using std::cosh; using std::sinh; using std::exp; using std::log; using std::sqrt;
-using std::sin; using std::cos; using std::tanh; using std::pow; using std::hypot;
-using std::atan2; using std::fabs;
-struct am_dim { unsigned int x; };
-static const am_dim blockIdx = {0}, threadIdx = {0}, blockDim = {1}, gridDim = {1};
-static inline double __longlong_as_double(long long b) {
-  double d; __builtin_memcpy(&d, &b, 8); return d; }
-static inline float __int_as_float(int b) { float f; __builtin_memcpy(&f, &b, 4); return f; }
-"""
 
 VARIANTS = ("flat", "single", "strided")
 
@@ -61,7 +44,7 @@ def library(tmp_path_factory):
     """Every case's kernel in one host library: ``{(name, dtype, variant): function}``, with
     the inputs each was built for."""
     rng = np.random.default_rng()
-    body, built = [_HOST, _PRELUDE], {}
+    sources, built = {}, {}
     extra = {"index and frequency": (lambda x, y, s: x * frequency(0) + y * index(1) - s,
                                      ("float64", "complex64"))}
     all_cases = _cases() + [(name, d, v) for name, (_, dtypes) in extra.items()
@@ -80,17 +63,9 @@ def library(tmp_path_factory):
             assert not layout.flat
         else:
             assert layout.flat and layout.single == ((1,) if variant == "single" else ())
-        text = source(expression, layout)[len(_PRELUDE):]
-        body.append(f"#define accelmath_fused am_case_{number}\nnamespace case{number} {{\n"
-                    f"{text}}}\n#undef accelmath_fused\n")
+        sources[f"am_case_{number}"] = source(expression, layout)[len(_PRELUDE):]
         built[name, dtype, variant] = (number, arguments, out, expected, (x, y))
-    folder = tmp_path_factory.mktemp("host_kernels")
-    path = folder / "kernels.cpp"
-    path.write_text("\n".join(body))
-    compiled = subprocess.run(["g++", "-std=c++17", "-O1", "-shared", "-fPIC", str(path), "-o",
-                               str(folder / "kernels.so")], capture_output=True, text=True)
-    assert compiled.returncode == 0, compiled.stderr[-4000:]
-    return ctypes.CDLL(str(folder / "kernels.so")), built
+    return compile_for_host(sources, tmp_path_factory.mktemp("host_kernels")), built
 
 
 def _check(got, expected, dtype):

@@ -148,7 +148,6 @@ def test_tracing_is_fast_enough_to_do_on_a_first_call():
 
 def test_a_lambda_written_in_a_loop_is_traced_once_per_distinct_value():
     from accelmath.fusion import _elementwise
-
     from accelmath.fusion._evaluate import evaluate
 
     made, results = [], []
