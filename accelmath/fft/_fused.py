@@ -90,16 +90,16 @@ class Fusion:
         stream the prologue runs on): an operand the plan takes."""
         args = arguments(prologue_args, "prologue_args")
         expression = self.prologue.expression(types_of([op, *args]))
-        if expression.dtype.name != plan.in_dtype:
+        if expression.dtype.name != op.dtype:  # (the plan's operands' dtype: it takes these)
             raise InvalidArgumentError(
-                f"the prologue returns {expression.dtype} values; the plan transforms "
-                f"{plan.in_dtype} (end it with .astype(...))")
+                f"the prologue returns {expression.dtype} values; the plan takes {op.dtype} "
+                "operands (end it with .astype(...))")
         scope = contextlib.nullcontext()
         if op.on_device:
             scope = op.adapter.stream_scope(resolve_stream(stream, op), op.device_id)
         with scope:
             array, _ = op.adapter.empty_strided(tuple(op.shape), tuple(plan.in_strides),
-                                                plan.in_dtype, op.device_id)
+                                                op.dtype, op.device_id)
         target = wrap_named(array, "the prologue's result")
         apply(self.prologue, op, (), args, self.input_context, stream, out=target,
               name="prologue")

@@ -309,3 +309,13 @@ def test_empty_convolutions_keep_the_kind():
     jnp = pytest.importorskip("jax.numpy")
     got = F.convolve(jnp.ones(0), jnp.ones(3))
     assert "jax" in type(got).__module__ and got.shape == (0,)
+
+
+def test_a_half_precision_plan_on_the_cpu_takes_a_prologue():
+    x = np.random.default_rng().standard_normal(16).astype(np.float16)
+    with F.FFT(x, prologue=lambda v, s: (v * s).astype(np.float16)) as plan:
+        got = plan.execute(x, prologue_args=(2.0,))
+    expected = np.fft.rfft((x * np.float16(2)).astype(np.float64))
+    assert_close(got, expected, 2e-3)
+    with pytest.raises(InvalidArgumentError, match="the plan takes float16 operands"):
+        F.FFT(x, prologue=lambda v: v * 2.0).execute(x)
