@@ -318,4 +318,4 @@ def test_a_half_precision_plan_on_the_cpu_takes_a_prologue():
     expected = np.fft.rfft((x * np.float16(2)).astype(np.float64))
     assert_close(got, expected, 2e-3)
     with pytest.raises(InvalidArgumentError, match="the plan takes float16 operands"):
-        F.FFT(x, prologue=lambda v: v * 2.0).execute(x)
+        F.FFT(x, prologue=lambda v: v * np.float32(2)).execute(x)
