@@ -16,15 +16,11 @@ from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_named
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft._functions_nd import fftn, ifftn, irfftn, rfftn
-from accelmath.fusion import elementwise
+from accelmath.fft._lazy_fusion import multiply, product
 
 __all__ = ["Convolver", "convolve", "correlate"]
 
 _MODES = ("full", "valid", "same")
-
-
-def _multiply(spectrum, kernel):
-    return spectrum * kernel
 
 
 def _check_mode(mode):
@@ -139,18 +135,15 @@ class _Geometry:
         """The cropped convolution whose spectra are ``spectrum`` and ``other``."""
         inverse = irfftn if self.real else ifftn
         if tuple(wrap_named(spectrum, "a").shape) == tuple(wrap_named(other, "b").shape):
-            result = inverse(spectrum, s=self.lengths, axes=self.axes, prologue=_multiply,
+            result = inverse(spectrum, s=self.lengths, axes=self.axes, prologue=multiply,
                              prologue_args=(other,))
         else:  # (batch axes broadcast: the product has the larger shape)
-            result = inverse(_PRODUCT(spectrum, other), s=self.lengths, axes=self.axes)
+            result = inverse(product(spectrum, other), s=self.lengths, axes=self.axes)
         return self.cropped(result)
 
     def cropped(self, result):
         """The part of the full result that the mode keeps."""
         return result if self.crop is None else result[self.crop]
-
-
-_PRODUCT = elementwise(_multiply)  # (traced at its first call)
 
 
 def convolve(in1, in2, mode="full", axes=None):
@@ -248,7 +241,7 @@ def _convolve(in1, in2, mode, axes, correlate):
         s1, s2 = a.shape, b.shape
     geometry = _Geometry(tuple(s1), tuple(s2), mode, axes, dtype.kind != "c")
     if not axes:
-        return geometry.cropped(_PRODUCT(x, y))
+        return geometry.cropped(product(x, y))
     return geometry.inverse(geometry.spectrum(x), geometry.spectrum(y))
 
 
@@ -345,7 +338,7 @@ class Convolver(Resource):
                 f"image is {op.dtype}; this Convolver computes in {self.dtype}: make it with "
                 f"dtype={op.dtype!r} for such images")
         if not self.axes:  # (a product: no axis where both have more than one point)
-            return self._geometry.cropped(_PRODUCT(_as(op, self.dtype), self._spectrum))
+            return self._geometry.cropped(product(_as(op, self.dtype), self._spectrum))
         spectrum = self._geometry.spectrum(_as(op, self.dtype))
         return self._geometry.inverse(spectrum, self._spectrum)
 

@@ -11,7 +11,7 @@ in :func:`accelmath.fft._transform.transform`.
 """
 
 from accelmath._core.arguments import length
-from accelmath.fft._fused_call import fused_call
+from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform

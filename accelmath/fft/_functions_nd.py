@@ -1,7 +1,7 @@
 """NumPy's 2-D and N-D FFT functions (``numpy.fft.fft2`` ... ``irfftn``), on any array; see
 :mod:`accelmath.fft._functions`, whose one-axis functions these extend."""
 
-from accelmath.fft._fused_call import fused_call
+from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 

@@ -18,7 +18,6 @@ from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
-from accelmath.fft._fused import Fusion
 from accelmath.fft._layout import output_layout
 
 __all__ = ["FFT"]
@@ -223,6 +222,8 @@ class FFT(Plan):
         self._calls[None] = inverse if kind == "c2r" else forward
         self._fusion = None
         if prologue is not None or epilogue is not None:
+            from accelmath.fft._fused import Fusion  # (the fusion layer, loaded on use)
+
             self._fusion = Fusion(prologue, epilogue, kind, op.shape, out_shape, axes,
                                   fused_scales if on_gpu else (1.0, 1.0))
         elif on_gpu:

@@ -9,7 +9,7 @@ ihfftn the conjugate of rfft2 and rfftn, likewise: their
 norm.
 """
 
-from accelmath.fft._fused_call import fused_call
+from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform

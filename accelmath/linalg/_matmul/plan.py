@@ -11,7 +11,6 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, device_name, wrap_named, wrap_operand
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
-from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
 from accelmath.linalg._matmul.cublaslt import LtPlan
@@ -98,6 +97,8 @@ class Matmul(Plan):
                 "give either operands a and b, or a_shape, b_shape, dtype, package and device")
         self._fused = None
         if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
+            from accelmath.fusion._elementwise import traced  # (the fusion layer, on use)
+
             self._fused, epilogue = traced(epilogue, "epilogue"), None
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
@@ -354,6 +355,7 @@ class Matmul(Plan):
         over it in one pass (in place where it keeps the dtype)."""
         if self._fused is None:
             raise InvalidArgumentError("epilogue_args need a plan made with a Python epilogue")
+        from accelmath.fusion._elementwise import apply, arguments, check_out, types_of
         product = (self._execute_host(a, b, c, bias, aux, None) if not self._on_device else
                    self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
                                         bias=bias, aux=aux, stream=stream))

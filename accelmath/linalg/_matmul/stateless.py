@@ -16,7 +16,6 @@ from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
-from accelmath.linalg._matmul.fused import fused_matmul
 from accelmath.linalg._matmul.plan import Matmul, layout_of
 from accelmath.linalg._memo import HostCall, dispatcher, host_call
 
@@ -190,6 +189,8 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
             raise InvalidArgumentError(
                 "bias= and aux= go with the named epilogues; a Python epilogue takes its arrays "
                 "as epilogue_args (epilogue=lambda acc, b: relu(acc + b), epilogue_args=(bias,))")
+        from accelmath.linalg._matmul.fused import fused_matmul  # (the fusion layer, on use)
+
         return fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
                             execution, allow_tf32)
     if epilogue_args:
