@@ -257,8 +257,7 @@ def _factor_one(routine, a, message, check, index=(), **options):
     its own arrays (a column-major copy of ``a`` factored, as SciPy returns it). A failure
     (info > 0) raises LinAlgError ``message`` naming batch index ``index`` with ``check``;
     else the first output is NaN."""
-    function, = get_lapack_funcs((routine,), (a,))
-    *outputs, info = function(a, **options)
+    *outputs, info = _lapack(routine, a.dtype)(a, **options)
     if info > 0:
         if check:
             raise LinAlgError(message, index)
