@@ -39,6 +39,8 @@ with open(manifest, "w") as f:
 pairs = read_manifest(manifest, os.path.join(folder, "differences"))
 outcomes = subtract_files(pairs, configuration={"half_width": 9, "kernel_order": 2})
 for outcome in outcomes:
+    if outcome.status != "written":
+        raise SystemExit(f"{outcome.pair.science}: {outcome.status}: {outcome.error}")
     with fits.open(outcome.pair.output) as hdus:
         header = hdus[0].header
         print(f"{os.path.basename(outcome.pair.output)}: {outcome.status}, ratio "

@@ -20,6 +20,7 @@ import contextlib
 import dataclasses
 import inspect
 import os
+import sys
 import threading
 import uuid
 import weakref
@@ -479,11 +480,13 @@ _per_worker_lock = threading.Lock()
 
 
 def _warm_subtractors():
-    """This worker's subtractors: kept on the worker, so that they go when it closes."""
-    from distributed import get_worker
-
+    """This worker's subtractors: kept on the worker, so that they go when it closes (where
+    ``distributed`` was never imported, no worker runs this: the process's own)."""
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return _outside_workers
     try:
-        worker = get_worker()
+        worker = distributed.get_worker()
     except ValueError:
         return _outside_workers
     with _per_worker_lock:

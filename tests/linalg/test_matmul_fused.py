@@ -36,6 +36,14 @@ def test_the_head_cublaslt_runs_and_the_rest(name):
     assert (head.rest is not None) == rest
 
 
+def test_float64_keeps_gelu_in_the_fused_pass():
+    # (cuBLASLt's double GELU is good to about 1e-11: not double's accuracy)
+    head = match(trace(lambda acc, b: gelu(acc + b), np.float64, np.float64))
+    assert head.native == "bias" and [n.op for n in head.rest.nodes] == ["input", "gelu"]
+    assert match(trace(lambda acc, b: relu(acc + b), np.float64, np.float64)).native == \
+        "relu_bias"
+
+
 def test_the_rest_is_the_expression_after_the_head():
     head = match(trace(lambda acc, b, s: relu(acc + b) * s + 1.0, np.float32, np.float32, 2.0))
     assert head.native == "relu_bias" and head.after_relu == (("input", 2),)

@@ -3,6 +3,7 @@ a rerun skipping the complete outputs and redoing a cut-short one, a failing pai
 without stopping the others, and the same outcomes on a Dask cluster of CPU workers."""
 
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -68,6 +69,13 @@ def test_a_manifest_runs_resumes_and_reports_failures(survey):
     assert not [f for f in os.listdir(out) if f.startswith(".accelmath-")]
 
 
+def test_a_manifest_runs_without_dask(survey, monkeypatch):
+    monkeypatch.setitem(sys.modules, "distributed", None)  # (as where it is not installed)
+    pairs = read_manifest(survey / "pairs.csv", survey / "no-dask")[:1]
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION, gpus=1)
+    assert [(o.status, o.error) for o in outcomes] == [("written", None)]
+
+
 def test_a_failing_pair_is_reported_and_the_others_go_on(survey):
     pairs = read_manifest(survey / "pairs.csv", survey / "out")
     failing = pairs[3]._replace(output=str(survey / "out" / "failing.fits"))
@@ -118,3 +126,18 @@ def test_an_incomplete_or_foreign_file_is_not_complete(tmp_path):
     fits.PrimaryHDU(np.ones((3, 3))).writeto(image)
     assert is_complete(image)
     assert SurveyPair("a", "b", None, "c").mask is None
+
+
+@pytest.mark.gpu
+def test_a_manifest_runs_on_the_gpu(survey, cp):
+    pairs = read_manifest(survey / "pairs.csv", survey / "gpu-out")[:3]
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION)
+    assert [(o.status, o.error) for o in outcomes] == [("written", None)] * 3
+    for pair, outcome in zip(pairs, outcomes):  # (the GPU's fit is the CPU's)
+        read = read_pair(pair.reference, pair.science, pair.mask)
+        direct = subtract(read.reference, read.science, mask=read.mask, **CONFIGURATION)
+        assert outcome.ratio == pytest.approx(direct.ratio, rel=1e-8)
+        with fits.open(pair.output) as hdus:
+            difference = hdus[0].data.astype(np.float64)
+        expected = np.asarray(direct.difference, np.float64)
+        assert np.linalg.norm(difference - expected) <= 1e-5 * np.linalg.norm(expected)
