@@ -232,12 +232,14 @@ def kernel_call(expression, values, out, context):
     single = tuple(j for j, op in enumerate(arrays) if op.size == 1)  # (read at offset 0)
     flat = all(j in single or (tuple(op.shape) == shape and _dense(op, dense))
                for j, op in enumerate(arrays)) and _dense(out, dense)
-    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape), single if flat else ())
+    n = math.prod(shape)
+    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape), single if flat else (),
+                          n < 2 ** 32)
     arguments = [_pointer(op) for op in arrays]
     arguments.append(_pointer(out))
     arguments += [_cuda.scalar_argument(v, spec)
                   for v, spec in zip(values, expression.inputs) if not spec.array]
-    arguments.append(_cuda.ctypes.c_longlong(math.prod(shape)))
+    arguments.append(_cuda.ctypes.c_longlong(n))
     if layout.ndim:
         d = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
         d.shape[:] = shape

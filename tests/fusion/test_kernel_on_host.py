@@ -19,7 +19,7 @@ from accelmath.fusion._evaluate import Axes, evaluate
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
 
-VARIANTS = ("flat", "single", "strided")
+VARIANTS = ("flat", "single", "strided", "strided wide")
 
 
 def _operands(rng, variant, dtype):
@@ -28,7 +28,7 @@ def _operands(rng, variant, dtype):
         return draw(rng, dtype, (4, 5)), draw(rng, dtype, (4, 5))
     if variant == "single":
         return draw(rng, dtype, (4, 5)), draw(rng, dtype, (1,))
-    return draw(rng, dtype, (5, 4)).T, draw(rng, dtype, (5,))
+    return draw(rng, dtype, (5, 4)).T, draw(rng, dtype, (5,))  # (strided, narrow or wide)
 
 
 def _cases():
@@ -55,12 +55,14 @@ def library(tmp_path_factory):
         s = float(rng.uniform(0.5, 2.0))
         expression = trace(fn, dtype, dtype, s)
         expected = evaluate(expression, [x, y, s])
-        out = np.zeros((5, 4), expected.dtype).T if variant == "strided" else \
+        out = np.zeros((5, 4), expected.dtype).T if variant.startswith("strided") else \
             np.zeros_like(expected)
         values = [wrap_operand(x), wrap_operand(y), s]
         layout, arguments = kernel_call(expression, values, wrap_operand(out), Axes(out.shape))
-        if variant == "strided":
-            assert not layout.flat
+        if variant.startswith("strided"):
+            assert not layout.flat and layout.narrow
+            if variant == "strided wide":  # (as for 2^32 elements or more: 64-bit division)
+                layout = layout._replace(narrow=False)
         else:
             assert layout.flat and layout.single == ((1,) if variant == "single" else ())
         sources[f"am_case_{number}"] = source(expression, layout)[len(_PRELUDE):]
