@@ -1,0 +1,232 @@
+"""A survey's pairs as FITS files: the manifest form (``subtract_files``, as ``accelmath
+subtract --pairs`` runs it) against its parts, and Dask over the same files.
+
+Synthetic star-field pairs (``accelmath.subtraction.synthetic_pair``) are written as float32
+FITS files (reference, science, and a uint8 mask of bad pixels) on local disk, and subtracted
+with PHROSTY's configuration (half_width=9, kernel_order=2, background_order=0,
+constant_ratio=True); each difference is written as float32 FITS. Rows (ms per pair, the
+median over the pairs after a warm-up pass over all of them):
+
+- the parts, one after the other in this process: ``read_pair`` (to the GPU), the pure
+  subtraction (a warm ``Subtractor``, the images already on the device, synchronized), and
+  ``write_difference``; then the manifest form in this process over the same files, per pair
+  (target: at most 1.2 x the parts' sum);
+- Dask with one worker on one GPU (``local_cluster(gpus=1)``): the manifest's wall time per
+  pair, and the dispatch overhead per pair, that time less the in-process manifest's
+  (target: at most 2 ms);
+- Dask with 2 and 4 workers where the GPUs are present: pairs per second and the efficiency
+  against one worker, ``rate(N) / (N rate(1))`` (target 0.95).
+
+Each written difference is checked against a direct subtraction of the same files (its ratio
+to 1e-9, its image to 1e-5 of its norm). Run: ``python3 benchmarks/survey.py`` (``--pairs 16
+--size 4088`` on a GPU machine; ``--size 512 --pairs 4`` without one, on CPU workers).
+Writes ``benchmarks/results/survey-<device>.{json,md}``.
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+from _common import environment, write
+
+CONFIGURATION = {"half_width": 9, "kernel_order": 2, "background_order": 0,
+                 "constant_ratio": True}
+GPU_DEFAULTS = {"pairs": 16, "size": 4088}
+CPU_DEFAULTS = {"pairs": 4, "size": 512}
+
+
+def write_files(folder, count, size, fits):
+    """``count`` pairs of FITS files in ``folder`` and their manifest's path."""
+    from accelmath.subtraction import synthetic_pair
+
+    rows = ["reference,science,mask"]
+    for k in range(count):
+        pair = synthetic_pair(size, seed=k)
+        names = [f"p{k}-ref.fits", f"p{k}-sci.fits", f"p{k}-mask.fits"]
+        for name, data in zip(names, (np.asarray(pair.reference, np.float32),
+                                      np.asarray(pair.science, np.float32),
+                                      (~np.asarray(pair.mask)).astype(np.uint8))):
+            fits.PrimaryHDU(data).writeto(os.path.join(folder, name))
+        rows.append(",".join(names))
+    path = os.path.join(folder, "pairs.csv")
+    with open(path, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    return path
+
+
+def _sync(kind):
+    if kind is not None and kind.package == "cupy":
+        kind.module.cuda.get_current_stream().synchronize()
+    elif kind is not None and kind.package == "torch" and kind.on_gpu:
+        kind.module.cuda.synchronize()
+
+
+def parts(pairs):
+    """Per pair (ms): read, pure subtraction, write, each the median over the pairs."""
+    from accelmath.subtraction import Subtractor, read_pair, write_difference
+    from accelmath.subtraction._dask import _gpu_kind
+
+    kind = _gpu_kind()
+    like = None if kind is None else kind.module
+    times = {"read": [], "subtract": [], "write": []}
+    subtractor = None
+    for rounds in range(2):  # (the first pass warms up)
+        for pair in pairs:
+            start = time.perf_counter()
+            read = read_pair(pair.reference, pair.science, pair.mask, like=like)
+            _sync(kind)
+            read_done = time.perf_counter()
+            if subtractor is None:
+                subtractor = Subtractor(tuple(read.reference.shape), like=read.reference,
+                                        **CONFIGURATION)
+            result = subtractor.subtract(read.reference, read.science, mask=read.mask)
+            _sync(kind)
+            subtract_done = time.perf_counter()
+            write_difference(pair.output, result.difference, read.header, result,
+                             overwrite=True)
+            end = time.perf_counter()
+            if rounds:
+                times["read"].append(read_done - start)
+                times["subtract"].append(subtract_done - read_done)
+                times["write"].append(end - subtract_done)
+    subtractor.free()
+    return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
+
+
+def manifest_in_process(pairs, progress=None):
+    """Per pair (ms) of ``subtract_files`` in this process (after a warm-up pass)."""
+    from accelmath.subtraction import subtract_files
+
+    subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=1)
+    start = time.perf_counter()
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=1)
+    wall = time.perf_counter() - start
+    failed = [o for o in outcomes if o.status != "written"]
+    if failed:
+        raise RuntimeError(f"{failed[0].pair.science}: {failed[0].error}")
+    return wall / len(pairs) * 1e3, outcomes
+
+
+def on_dask(pairs, workers):
+    """Wall time per pair (ms) of ``subtract_files`` on a local cluster of ``workers`` (one
+    per GPU, or CPU workers), after a warm-up pass on the same cluster."""
+    import distributed
+
+    from accelmath.subtraction import local_cluster, subtract_files
+
+    on_gpu = _gpu_count() > 0
+    cluster = local_cluster(gpus=workers) if on_gpu else local_cluster(workers=workers)
+    with distributed.Client(cluster) as client:
+        subtract_files(pairs, configuration=CONFIGURATION, client=client, overwrite=True)
+        start = time.perf_counter()
+        outcomes = subtract_files(pairs, configuration=CONFIGURATION, client=client,
+                                  overwrite=True)
+        wall = time.perf_counter() - start
+    cluster.close()
+    failed = [o for o in outcomes if o.status != "written"]
+    if failed:
+        raise RuntimeError(f"{failed[0].pair.science}: {failed[0].error}")
+    return wall / len(pairs) * 1e3, outcomes
+
+
+def _gpu_count():
+    from accelmath.subtraction._gpu import gpu_count
+
+    return gpu_count()
+
+
+def check(pairs, outcomes, fits):
+    """Each written difference against a direct subtraction of its files; the worst errors."""
+    from accelmath.subtraction import read_pair, subtract
+
+    worst_ratio = worst_image = 0.0
+    for pair, outcome in zip(pairs, outcomes):
+        read = read_pair(pair.reference, pair.science, pair.mask)
+        direct = subtract(read.reference, read.science, mask=read.mask, **CONFIGURATION)
+        with fits.open(pair.output) as hdus:
+            written = hdus[0].data.astype(np.float64)
+        expected = np.asarray(direct.difference, np.float64)
+        worst_ratio = max(worst_ratio, abs(outcome.ratio - direct.ratio) / abs(direct.ratio))
+        worst_image = max(worst_image, float(np.linalg.norm(written - expected)
+                                             / np.linalg.norm(expected)))
+    return worst_ratio, worst_image
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pairs", type=int)
+    parser.add_argument("--size", type=int)
+    parser.add_argument("--folder", help="where the files go (default: a new temporary one)")
+    options = parser.parse_args()
+    from astropy.io import fits
+
+    from accelmath.subtraction import read_manifest
+
+    gpus = _gpu_count()
+    defaults = GPU_DEFAULTS if gpus else CPU_DEFAULTS
+    count, size = options.pairs or defaults["pairs"], options.size or defaults["size"]
+    folder = options.folder or tempfile.mkdtemp(prefix="accelmath-bench-survey-")
+    env = environment()
+    rows, notes = [], []
+    try:
+        manifest = write_files(folder, count, size, fits)
+        pairs = read_manifest(manifest, os.path.join(folder, "out"))
+        os.makedirs(os.path.join(folder, "out"))
+        split = parts(pairs)
+        in_process, outcomes = manifest_in_process(pairs)
+        errors = check(pairs, outcomes, fits)
+        ok = errors[0] <= 1e-9 and errors[1] <= 1e-5
+        base = sum(split.values())
+        rows.append({"case": f"{count} pairs of {size}^2 float32 FITS, one "
+                             f"{'GPU' if gpus else 'CPU'}, ms per pair",
+                     "read": split["read"], "subtract": split["subtract"],
+                     "write": split["write"], "parts' sum": base,
+                     "manifest (in process)": in_process, "manifest / parts": in_process / base,
+                     "target": "<= 1.2", "met": "met" if in_process <= 1.2 * base else "missed",
+                     "check": "ok" if ok else "WRONG",
+                     "errors": f"ratio {errors[0]:.1e}, image {errors[1]:.1e}"})
+        print(rows[-1], flush=True)
+        try:
+            import distributed  # noqa: F401
+        except ImportError:
+            notes.append("Dask rows: dask.distributed is not installed")
+        else:
+            one, outcomes = on_dask(pairs, 1)
+            errors = check(pairs, outcomes, fits)
+            rows.append({"case": "Dask, one worker: dispatch per pair, ms",
+                         "manifest (in process)": in_process, "one worker": one,
+                         "dispatch": one - in_process, "target": "<= 2",
+                         "met": "met" if one - in_process <= 2 else "missed",
+                         "check": "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5 else "WRONG"})
+            print(rows[-1], flush=True)
+            for workers in (2, 4):
+                if workers > max(gpus, 1) or (not gpus and workers > os.cpu_count() // 2):
+                    notes.append(f"{workers} workers: fewer {'GPUs' if gpus else 'cores'} here")
+                    continue
+                many, outcomes = on_dask(pairs, workers)
+                errors = check(pairs, outcomes, fits)
+                efficiency = one / (workers * many)
+                rows.append({"case": f"Dask, {workers} workers: efficiency against one",
+                             "one worker": one, f"{workers} workers": many,
+                             "pairs/s": 1e3 / many, "efficiency": efficiency,
+                             "target": ">= 0.95", "met": "met" if efficiency >= 0.95 else
+                             "missed", "check": "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5
+                             else "WRONG"})
+                print(rows[-1], flush=True)
+    finally:
+        if not options.folder:
+            shutil.rmtree(folder, ignore_errors=True)
+    columns = ["case", "read", "subtract", "write", "parts' sum", "manifest (in process)",
+               "manifest / parts", "one worker", "dispatch", "2 workers", "4 workers",
+               "pairs/s", "efficiency", "target", "met", "check", "errors"]
+    print(write("survey", env, rows, columns, notes="; ".join(notes)))
+    return 0 if all(row.get("check") == "ok" for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
