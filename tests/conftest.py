@@ -122,3 +122,12 @@ def jax_gpu():
         pytest.skip("JAX without a GPU")
     jax.config.update("jax_enable_x64", True)
     return jax
+
+
+@pytest.fixture
+def numba_cuda():
+    """The numba.cuda module, with a GPU (skips without either)."""
+    cuda = pytest.importorskip("numba.cuda")
+    if not cuda.is_available():
+        pytest.skip("Numba without a CUDA GPU")
+    return cuda

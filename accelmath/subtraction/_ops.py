@@ -265,3 +265,40 @@ class ArrayKind:
             with self.active():
                 return generator.standard_normal(shape, dtype=numpy.float64)
         return generator.standard_normal(shape)
+
+
+_NUMBA = ("numba", "numba_cuda")
+
+
+def is_numba(x):
+    """Whether ``x`` is a Numba CUDA device array."""
+    return _package_name(x) in _NUMBA and hasattr(x, "__cuda_array_interface__")
+
+
+def from_numba(x):
+    """A Numba device array ``x`` as a CuPy array (else a torch tensor) over the same memory,
+    for the subtraction's array operations, which Numba lacks; anything else as it is."""
+    if not is_numba(x):
+        return x
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    if cupy is not None:
+        return cupy.asarray(x)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        raise UnsupportedOperandError(
+            "the image subtraction computes on Numba arrays through CuPy or torch (Numba has "
+            "no array operations of its own): pip install cupy-cuda12x (or cupy-cuda13x)")
+    return torch.as_tensor(x, device="cuda")
+
+
+def to_numba(x):
+    """Device array ``x`` as a Numba device array over the same memory."""
+    from numba import cuda
+
+    return cuda.as_cuda_array(x)

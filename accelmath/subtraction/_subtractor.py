@@ -19,7 +19,7 @@ from accelmath.errors import (DeviceMismatchError, InvalidArgumentError, Unsuppo
                               UnsupportedOperandError)
 from accelmath.subtraction import _kernels, _model
 from accelmath.subtraction._model import LagRules, centre, check_integer, configure
-from accelmath.subtraction._ops import kind_of, kind_of_array
+from accelmath.subtraction._ops import from_numba, is_numba, kind_of, kind_of_array, to_numba
 from accelmath.subtraction._solve import background_products, solve
 from accelmath.subtraction._spectra import CHUNK_BYTES, Spectra
 
@@ -165,7 +165,7 @@ class Subtractor(Resource):
         self._engine = None
         super().__init__()
         if like is not None:
-            self._prepare(kind_of(like))
+            self._prepare(kind_of(from_numba(like)))
 
     @property
     def kind(self):
@@ -191,7 +191,9 @@ class Subtractor(Resource):
         ----------
         reference, science : (N0, N1) arrays
             The images, aligned, of the subtractor's shape and array kind; integer and
-            float32 images are computed in float64. Every pixel must be finite.
+            float32 images are computed in float64. Every pixel must be finite. Numba
+            device arrays are computed on CuPy (else torch) views of them, and the
+            difference comes back as a Numba array.
         mask : (N0, N1) bool array, optional
             True where the solve pass uses the pixel (of the same kind). Default: every
             pixel.
@@ -204,6 +206,10 @@ class Subtractor(Resource):
         SubtractionResult
         """
         self._check_live()
+        if is_numba(reference):  # (computed on CuPy or torch views, handed back as Numba's)
+            result = self.subtract(from_numba(reference), from_numba(science),
+                                   mask=from_numba(mask), timings=timings)
+            return dataclasses.replace(result, difference=to_numba(result.difference))
         shape = self.configuration.shape
         reference, reference_kind = _image(reference, "reference", shape)
         science, science_kind = _image(science, "science", shape)
@@ -309,10 +315,11 @@ def subtract(reference, science, *, mask=None, timings=False, **configuration):
     >>> abs(result.ratio - pair.ratio) < 0.05, result.coefficients.shape
     (True, (6, 7, 7))
     """
-    reference = _image(reference, "reference", None)[0]
     if "like" in configuration:
         raise InvalidArgumentError("subtract takes the array kind from the images; like= is "
                                    "for Subtractor")
+    if not is_numba(reference):  # (Numba's: the Subtractor reads them through CuPy or torch)
+        reference = _image(reference, "reference", None)[0]
     with Subtractor(tuple(reference.shape), like=reference, **configuration) as subtractor:
         return subtractor.subtract(reference, science, mask=mask, timings=timings)
 

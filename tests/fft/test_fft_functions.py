@@ -1,7 +1,8 @@
 """The accelmath.fft functions against numpy.fft, the oracle (as CuPy's FFT tests do).
 
 Every test body runs on NumPy arrays, CPU PyTorch tensors and CPU JAX arrays and, with a GPU,
-on CuPy arrays, CUDA PyTorch tensors and GPU JAX arrays (each skipped without its package), on
+on CuPy arrays, CUDA PyTorch tensors, GPU JAX arrays and Numba device arrays (each skipped
+without its package), on
 fresh random data seeded by the test's parameters: random shapes
 (primes, odd sizes, 1), random axes subsets and orders (negative ones too), every norm, cut
 and padded lengths, strided and reversed views, integer and bool inputs, ``out=``, single
@@ -138,6 +139,41 @@ class JaxGpu(Jax):
         return np.asarray(r)
 
 
+class NumbaGpu:
+    """Numba device arrays; views of host arrays (positive strides) are the same views of a
+    device copy."""
+
+    name = "numba"
+    gpu = True
+
+    def __init__(self, cuda):
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        self.cuda, self.array_type = cuda, DeviceNDArray
+
+    def asarray(self, a):
+        base = a.base if isinstance(a.base, np.ndarray) else None
+        if base is None or not base.flags.c_contiguous or any(s < 0 for s in a.strides):
+            return self.cuda.to_device(np.ascontiguousarray(a))
+        offset = a.__array_interface__["data"][0] - base.__array_interface__["data"][0]
+        copy = self.cuda.to_device(base)
+        return self.array_type(a.shape, a.strides, a.dtype, gpu_data=copy.gpu_data.view(offset))
+
+    def to_numpy(self, r):
+        assert isinstance(r, self.array_type), f"expected a Numba device array, got {type(r)}"
+        return r.copy_to_host()
+
+    def empty(self, shape, dtype):
+        return self.cuda.device_array(shape, dtype)
+
+
+def _numba_gpu():
+    cuda = pytest.importorskip("numba.cuda")
+    if not cuda.is_available():
+        pytest.skip("Numba without a CUDA GPU")
+    return NumbaGpu(cuda)
+
+
 def _gpu_jax():
     jax = pytest.importorskip("jax")
     try:
@@ -158,11 +194,12 @@ def _cuda_torch():
 _PACKAGES = {"numpy": NumPy, "torch": lambda: Torch(pytest.importorskip("torch")),
              "jax": lambda: Jax(pytest.importorskip("jax")),
              "cupy": lambda: CuPy(pytest.importorskip("cupy")), "torch-cuda": _cuda_torch,
-             "jax-gpu": _gpu_jax}
+             "jax-gpu": _gpu_jax, "numba": _numba_gpu}
 
 
 @pytest.fixture(params=["numpy", "torch", "jax"] + [
-    pytest.param(name, marks=pytest.mark.gpu) for name in ("cupy", "torch-cuda", "jax-gpu")])
+    pytest.param(name, marks=pytest.mark.gpu)
+    for name in ("cupy", "torch-cuda", "jax-gpu", "numba")])
 def xp(request):
     return _PACKAGES[request.param]()
 

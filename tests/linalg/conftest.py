@@ -1,10 +1,10 @@
 """The array packages of the GPU tests of accelmath.linalg as fixtures: ``cupy`` (CuPy), and
-``package`` (torch CUDA tensors, then JAX GPU arrays); each skips where its package, or its
+``package`` (torch CUDA tensors, JAX GPU arrays, Numba device arrays); each skips where its package, or its
 GPU support, is missing."""
 
 import pytest
 
-from .gpu_cases import CuPy, JaxGpu, TorchCuda
+from .gpu_cases import CuPy, JaxGpu, NumbaGpu, TorchCuda
 
 
 @pytest.fixture
@@ -12,8 +12,10 @@ def cupy(cp):
     return CuPy(cp)
 
 
-@pytest.fixture(params=["torch", "jax"])
+@pytest.fixture(params=["torch", "jax", "numba"])
 def package(request):
     if request.param == "torch":
         return TorchCuda(request.getfixturevalue("torch_cuda"))
+    if request.param == "numba":
+        return NumbaGpu(request.getfixturevalue("numba_cuda"))
     return JaxGpu(request.getfixturevalue("jax_gpu"))

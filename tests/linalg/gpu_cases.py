@@ -133,6 +133,22 @@ class JaxGpu:
         return np.asarray(r)
 
 
+class NumbaGpu:
+    name = "numba"
+
+    def __init__(self, cuda):
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        self.cuda, self.array_type = cuda, DeviceNDArray
+
+    def put(self, a):
+        return self.cuda.to_device(np.ascontiguousarray(a))
+
+    def get(self, r):
+        assert isinstance(r, self.array_type), type(r)
+        return r.copy_to_host()
+
+
 class NumPyBack:
     """NumPy operands (with ``execution="cuda"``): NumPy results."""
 

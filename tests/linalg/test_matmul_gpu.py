@@ -151,11 +151,17 @@ def _package(request, package):
         torch = request.getfixturevalue("torch_cuda")
         return (lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda(),
                 lambda x: x.cpu().numpy(), torch.Tensor)
+    if package == "numba":
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        cuda = request.getfixturevalue("numba_cuda")
+        return (lambda x: cuda.to_device(np.ascontiguousarray(x)), lambda x: x.copy_to_host(),
+                DeviceNDArray)
     jax = request.getfixturevalue("jax_gpu")
     return jax.numpy.asarray, np.asarray, jax.Array
 
 
-@pytest.mark.parametrize("package", ["cupy", "torch", "jax"])
+@pytest.mark.parametrize("package", ["cupy", "torch", "jax", "numba"])
 def test_every_epilogue_in_every_package(request, package):
     # the forward, auxiliary and backward epilogues on each package's arrays, against their
     # formulas in float64; results in the caller's package

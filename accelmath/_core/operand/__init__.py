@@ -59,6 +59,8 @@ def adapter_for(x):
         package = cls.__module__.partition(".")[0]
         if is_array_like(cls):  # before the packages: NumPy's scalars are array-likes
             adapter = _array_likes
+        elif package != "numpy" and _is_ndarray(cls):  # (Numba's pinned and mapped arrays)
+            adapter = adapter_named("numpy")
         elif package in ADAPTERS:
             adapter = adapter_named(package)
         elif hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
@@ -69,6 +71,12 @@ def adapter_for(x):
             raise unsupported_operand(x)
         _adapters[cls] = adapter
     return adapter
+
+
+def _is_ndarray(cls):
+    import numpy
+
+    return issubclass(cls, numpy.ndarray)
 
 
 def wrap_operand(x):

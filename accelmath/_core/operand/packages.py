@@ -18,10 +18,12 @@ ADAPTERS = {
     "torch": ("torch_tensors", "TorchAdapter"),
     "jax": ("jax_arrays", "JaxAdapter"),
     "jaxlib": ("jax_arrays", "JaxAdapter"),
+    "numba": ("numba_arrays", "NumbaAdapter"),
+    "numba_cuda": ("numba_arrays", "NumbaAdapter"),  # (numba-cuda's own module path)
 }
 
 # the packages that allocate device results for those that cannot, the first installed one
-_DEVICE_PACKAGES = ("cupy", "torch")
+_DEVICE_PACKAGES = ("cupy", "torch", "numba")
 
 _adapters = {}
 _device_adapter_cache = []
@@ -58,7 +60,7 @@ def adapter_named(package):
 
 def device_adapter():
     """The adapter that allocates device results for the packages that cannot (CuPy when
-    installed, else PyTorch).
+    installed, else PyTorch, else Numba).
 
     Raises
     ------
@@ -69,13 +71,15 @@ def device_adapter():
         for package in _DEVICE_PACKAGES:
             try:
                 importlib.import_module(package)
-            except ImportError:
+                adapter = adapter_named(package)
+            except (ImportError, UnsupportedOperandError):  # (numba without numba.cuda)
                 continue
-            _device_adapter_cache.append(adapter_named(package))
+            _device_adapter_cache.append(adapter)
             break
         else:
             raise UnsupportedOperandError(
-                "allocating a device result for this operand needs CuPy or PyTorch installed")
+                "allocating a device result for this operand needs CuPy, PyTorch or Numba "
+                "(numba-cuda) installed")
     return _device_adapter_cache[0]
 
 

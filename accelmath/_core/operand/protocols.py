@@ -13,8 +13,7 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import dlpack
 from accelmath._core.operand.base import Adapter, element_strides
 from accelmath._core.operand.packages import device_adapter
-from accelmath._core.operand.record import (ITEMSIZE, Operand, unsupported_dtype,
-                                            unsupported_operand)
+from accelmath._core.operand.record import ITEMSIZE, Operand, unsupported_dtype, unsupported_operand
 from accelmath.errors import NoDeviceError, UnsupportedDTypeError, UnsupportedOperandError
 
 __all__ = ["GenericAdapter", "TYPESTR", "pointer_device", "read_interface"]

@@ -28,19 +28,19 @@ def test_unknown_and_missing_packages_are_refused(monkeypatch):
         packages.adapter_named("gone")
 
 
-def test_the_device_adapter_is_cupy_else_torch_else_refused(monkeypatch):
+def test_the_device_adapter_is_cupy_else_torch_else_numba_else_refused(monkeypatch):
     pytest.importorskip("torch")
     installed = set()
     real = packages.importlib.import_module
 
     def import_module(name, package=None):
-        if name in ("cupy", "torch") and name not in installed:
+        if name in ("cupy", "torch", "numba") and name not in installed:
             raise ImportError(name)
         return real(name, package)
 
     monkeypatch.setattr(packages.importlib, "import_module", import_module)
     monkeypatch.setattr(packages, "_device_adapter_cache", [])
-    with pytest.raises(UnsupportedOperandError, match="needs CuPy or PyTorch installed"):
+    with pytest.raises(UnsupportedOperandError, match="needs CuPy, PyTorch or Numba"):
         packages.device_adapter()
     installed.add("torch")
     assert packages.device_adapter().package == "torch"

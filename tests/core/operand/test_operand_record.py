@@ -128,7 +128,7 @@ def test_adapter_named_package_not_installed(monkeypatch):
         adapter_named("cupy")
 
 
-def test_device_adapter_needs_cupy_or_torch(monkeypatch):
+def test_device_adapter_needs_cupy_torch_or_numba(monkeypatch):
     from accelmath._core.operand import packages
 
     def no_package(name):
@@ -136,7 +136,7 @@ def test_device_adapter_needs_cupy_or_torch(monkeypatch):
 
     monkeypatch.setattr(packages, "_device_adapter_cache", [])
     monkeypatch.setattr(packages.importlib, "import_module", no_package)
-    with pytest.raises(UnsupportedOperandError, match="needs CuPy or PyTorch installed"):
+    with pytest.raises(UnsupportedOperandError, match="needs CuPy, PyTorch or Numba"):
         device_adapter()
 
 
