@@ -12,8 +12,8 @@ median over the pairs after a warm-up pass over all of them):
   ``write_difference``; then the manifest form in this process over the same files, per pair
   (target: at most 1.2 x the parts' sum);
 - Dask with one worker on one GPU (``local_cluster(gpus=1)``): the manifest's wall time per
-  pair, and the dispatch overhead per pair, that time less the in-process manifest's
-  (target: at most 2 ms);
+  pair, the pair's own time on the worker (its ``Outcome.seconds``: read, subtract, write),
+  and the dispatch overhead per pair, the one less the other (target: at most 2 ms);
 - Dask with 2 and 4 workers where the GPUs are present: pairs per second and the efficiency
   against one worker, ``rate(N) / (N rate(1))`` (target 0.95).
 
@@ -198,10 +198,11 @@ def main():
         else:
             one, outcomes = on_dask(pairs, 1)
             errors = check(pairs, outcomes, fits)
+            task = statistics.mean(o.seconds for o in outcomes) * 1e3
             rows.append({"case": "Dask, one worker: dispatch per pair, ms",
                          "manifest (in process)": in_process, "one worker": one,
-                         "dispatch": one - in_process, "target": "<= 2",
-                         "met": "met" if one - in_process <= 2 else "missed",
+                         "on the worker": task, "dispatch": one - task, "target": "<= 2",
+                         "met": "met" if one - task <= 2 else "missed",
                          "check": "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5 else "WRONG"})
             print(rows[-1], flush=True)
             for workers in (2, 4):
@@ -222,7 +223,7 @@ def main():
         if not options.folder:
             shutil.rmtree(folder, ignore_errors=True)
     columns = ["case", "read", "subtract", "write", "parts' sum", "manifest (in process)",
-               "manifest / parts", "one worker", "dispatch", "2 workers", "4 workers",
+               "manifest / parts", "one worker", "on the worker", "dispatch", "2 workers", "4 workers",
                "pairs/s", "efficiency", "target", "met", "check", "errors"]
     print(write("survey", env, rows, columns, notes="; ".join(notes)))
     return 0 if all(row.get("check") == "ok" for row in rows) else 1

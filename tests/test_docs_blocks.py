@@ -12,7 +12,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = ("README.md", "docs/guide.md", "docs/installation.md",
              *sorted(str(page.relative_to(ROOT)) for page in (ROOT / "docs/guide").glob("*.md")))
-_GPU = re.compile(r"\bcupy\b|device=\"cuda\"|\.cuda\(\)|like=cp\b")
+_GPU = re.compile(r"\bcupy\b|\bnumba\b|device=\"cuda\"|\.cuda\(\)|like=cp\b")
 
 
 def _blocks():

@@ -17,8 +17,8 @@ import numpy
 
 from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
-from accelmath._core.operand import (Operand, adapter_named, array_namespace, check_same_device,
-                                     device_name, wrap_operand)
+from accelmath._core.operand import (Operand, adapter_for, adapter_named, array_namespace,
+                                     check_same_device, device_name, wrap_operand)
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _checks as checks
@@ -162,6 +162,12 @@ def hermitian_svd(w, v, compute_uv):
     >>> hermitian_svd(np.array([-3.0, 1.0, 2.0]), None, False)
     array([3., 2., 1.])
     """
+    adapter = adapter_for(w)
+    if adapter.computable(w) is not w:  # (Numba's: computed on CuPy or torch views)
+        found = hermitian_svd(adapter.computable(w), None if v is None else adapter.computable(v),
+                              compute_uv)
+        return (adapter.handed_back(found) if not compute_uv
+                else tuple(adapter.handed_back(t) for t in found))
     if type(w).__module__.partition(".")[0] == "torch":
         import torch
 

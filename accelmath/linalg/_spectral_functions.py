@@ -11,7 +11,7 @@ from typing import Any, NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution
-from accelmath._core.operand import array_namespace
+from accelmath._core.operand import adapter_for, array_namespace
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -137,7 +137,11 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
                                  stream=stream, call=call)
     if economic:
         h = result[0]
-        return (numpy if isinstance(h, numpy.ndarray) else array_namespace(h)).swapaxes(h, -1, -2)
+        if isinstance(h, numpy.ndarray):
+            return numpy.swapaxes(h, -1, -2)
+        adapter = adapter_for(h)
+        h = adapter.computable(h)
+        return adapter.handed_back(array_namespace(h).swapaxes(h, -1, -2))
     return result if mode in ("r", "raw") else QRResult(*result)
 
 

@@ -167,6 +167,15 @@ class Adapter:
         x[...] = 0
         return x
 
+    def computable(self, x):
+        """``x`` as an array of a package with array operations (NumPy, CuPy, torch, JAX:
+        ``x`` itself), for the few steps computed with the caller's package."""
+        return x
+
+    def handed_back(self, y):
+        """An array computed on :meth:`computable` views, as this package's (``y`` itself)."""
+        return y
+
     def to_numpy(self, x):
         """A NumPy view (or copy) of host array ``x``."""
         import numpy

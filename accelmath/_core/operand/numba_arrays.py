@@ -162,6 +162,24 @@ class NumbaAdapter(Adapter):
     def from_dlpack(self, x):
         return self._cuda.as_cuda_array(x)
 
+    def computable(self, x):
+        """Numba's device array ``x`` as a CuPy array (else a torch tensor) over its memory:
+        Numba has no array operations of its own."""
+        from accelmath._core.operand.packages import device_adapter
+        from accelmath.errors import UnsupportedOperandError
+
+        if not isinstance(x, self._array_type):
+            return x
+        adapter = device_adapter()
+        if adapter is self:
+            raise UnsupportedOperandError(
+                "this step computes on Numba arrays through CuPy or torch (Numba has no array "
+                "operations of its own): pip install cupy-cuda12x (or cupy-cuda13x)")
+        return adapter.from_dlpack(x)
+
+    def handed_back(self, y):
+        return y if isinstance(y, self._array_type) else self._cuda.as_cuda_array(y)
+
     def to_numpy(self, x):
         if isinstance(x, self._array_type):
             return x.copy_to_host()

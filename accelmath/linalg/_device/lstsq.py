@@ -17,9 +17,11 @@ def lstsq(a, b, *, vector, rcond, stream):
     u, s, vh = svd(a, full_matrices=False, compute_uv=True, check=True, method="auto",
                    stream=stream)
     m, n = a.shape
+    ad = a.adapter  # (Numba's arrays computed on CuPy or torch views, handed back as Numba's)
+    u, s, vh = (ad.computable(t) for t in (u, s, vh))
     xp = array_namespace(u)
     with a.adapter.stream_scope(resolve_stream(stream, a), a.device_id):
-        rhs = xp.reshape(b.obj, (m, b.shape[-1]))
+        rhs = xp.reshape(ad.computable(b.obj), (m, b.shape[-1]))
         keep = s > rcond * s.max() if s.shape[0] else s > 0
         rank = int(keep.sum())
         inverse = xp.where(keep, 1 / xp.where(keep, s, 1), 0 * s)
@@ -27,9 +29,10 @@ def lstsq(a, b, *, vector, rcond, stream):
                    inverse[:, None] * matmul(xp.swapaxes(u, 0, 1).conj(), rhs, stream=stream),
                    stream=stream)
         if rank == n and m > n:
-            residuals = (abs(rhs - matmul(a.obj, x, stream=stream)) ** 2).sum(axis=0)
+            residuals = (abs(rhs - matmul(ad.computable(a.obj), x, stream=stream)) ** 2).sum(
+                axis=0)
         else:
             residuals = s[:0]
         if vector:
             x = x[:, 0]
-    return x, residuals, rank, s
+    return ad.handed_back(x), ad.handed_back(residuals), rank, ad.handed_back(s)

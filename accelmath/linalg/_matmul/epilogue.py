@@ -269,7 +269,7 @@ def finish(ctx, problem, d, extra):
         return d
     extra = ctx.finish(extra)
     if problem.epilogue.makes_aux == "gelu":
-        extra = extra[..., :problem.product.n]
+        extra = extra[(slice(None),) * (len(extra.shape) - 1) + (slice(problem.product.n),)]
     return d, extra
 
 

@@ -159,8 +159,9 @@ class Matmul(Plan):
             aux = adapter.empty_strided(shape, contiguous_strides(shape), "uint8", device)[0]
         elif record.takes_aux == "gelu" and aux is None:
             shape = aux_shape("gelu", product)
-            aux = adapter.empty_strided(shape, contiguous_strides(shape), a_op.dtype,
-                                        device)[0][..., :product.n]
+            aux = adapter.empty_strided(shape, contiguous_strides(shape), a_op.dtype, device)[0]
+            aux = aux[(slice(None),) * (len(shape) - 1) + (slice(product.n),)]  # (no Ellipsis:
+            # Numba's arrays take none)
         return bias, aux
 
     def _plan_device(self, problem, given, layout_only, out_strides, alignment):
