@@ -34,7 +34,6 @@ class NumbaAdapter(Adapter):
         self._cuda = cuda
         self._array_type = DeviceNDArray
         self._layouts = Layouts()
-        self._dtypes = self._layouts.dtypes
         try:
             from numba.cuda.core import config
         except ImportError:  # (older Numba: the configuration is numba's own)
@@ -43,13 +42,7 @@ class NumbaAdapter(Adapter):
                                               0) else 0
 
     def wrap(self, x):
-        info = self._dtypes.get(x.dtype)
-        byte_strides = x.strides
-        strides = None if info is None else info[2].get(byte_strides)
-        if strides is None:
-            name, strides = self._layouts.convert(x.dtype, byte_strides)
-        else:
-            name = info[0]
+        name, strides = self._layouts.lookup(x.dtype, x.strides)
         ptr = x.device_ctypes_pointer.value or 0
         bound = x.stream
         # (an array bound to a stream: work there may still be writing it)
