@@ -274,7 +274,15 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     try:
         hdu.writeto(temporary, overwrite=True, output_verify="silentfix")
         os.chmod(temporary, 0o666 & ~_umask())  # (mkstemp's file is private; the result not)
-        os.replace(temporary, name)
+        if overwrite:
+            os.replace(temporary, name)
+        else:  # (a link refuses a file made since the check above, where a rename would not)
+            try:
+                os.link(temporary, name)
+            except FileExistsError:
+                raise InvalidArgumentError(
+                    f"{name} exists; pass overwrite=True to replace it") from None
+            os.unlink(temporary)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)

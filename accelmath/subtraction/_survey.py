@@ -84,7 +84,7 @@ def read_manifest(path, out_dir=None):
     try:
         with open(name, newline="") as f:
             rows = list(csv.DictReader(f))
-            fields = list(rows[0].keys()) if rows else []
+            fields = list(rows[0]) if rows else []
     except OSError as exc:
         raise InvalidArgumentError(f"the manifest {name} cannot be read: {exc}") from None
     except (csv.Error, UnicodeDecodeError) as exc:
@@ -94,16 +94,15 @@ def read_manifest(path, out_dir=None):
         raise InvalidArgumentError(
             f"the manifest {name} has no column {' or '.join(missing)} in its header row "
             f"(it has {fields}); expected reference,science[,mask][,output]")
+    def absolute(value):
+        return os.path.normpath(os.path.join(base, value))
+
     pairs, outputs = [], {}
     for number, row in enumerate(rows, start=2):  # (row 1: the header)
         cells = {c: (row.get(c) or "").strip() for c in _COLUMNS}
         for column in ("reference", "science"):
             if not cells[column]:
                 raise InvalidArgumentError(f"{name}, row {number}: no {column} file")
-
-        def absolute(value):
-            return os.path.normpath(os.path.join(base, value))
-
         stem = os.path.splitext(os.path.basename(cells["science"]))[0]
         output = (absolute(cells["output"]) if cells["output"]
                   else os.path.join(out_dir, f"{stem}-diff.fits"))
@@ -112,8 +111,12 @@ def read_manifest(path, out_dir=None):
                 f"{name}, rows {outputs[output]} and {number} both write {output}: give one an "
                 "output column")
         outputs[output] = number
-        pairs.append(SurveyPair(absolute(cells["reference"]), absolute(cells["science"]),
-                                absolute(cells["mask"]) if cells["mask"] else None, output))
+        pair = SurveyPair(absolute(cells["reference"]), absolute(cells["science"]),
+                          absolute(cells["mask"]) if cells["mask"] else None, output)
+        if output in (pair.reference, pair.science, pair.mask):
+            raise InvalidArgumentError(f"{name}, row {number}: the output {output} is one of "
+                                       "the pair's own files")
+        pairs.append(pair)
     return pairs
 
 
@@ -140,6 +143,15 @@ def is_complete(path):
         return False
 
 
+def _is_fits(path):
+    """Whether the file ``path`` begins as every FITS file does."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(9) == b"SIMPLE  ="
+    except OSError:
+        return False
+
+
 def _run_one(pair, configuration, overwrite, mask_excludes):
     """Read, subtract and write one pair here (a worker or this process): its Outcome."""
     from accelmath.subtraction._dask import _gpu_kind, _warm_subtractors
@@ -147,8 +159,13 @@ def _run_one(pair, configuration, overwrite, mask_excludes):
 
     start = time.perf_counter()
     try:
-        if not overwrite and is_complete(pair.output):
-            return Outcome(pair, "skipped", seconds=time.perf_counter() - start)
+        if not overwrite and os.path.exists(pair.output):
+            if is_complete(pair.output):
+                return Outcome(pair, "skipped", seconds=time.perf_counter() - start)
+            if not _is_fits(pair.output):  # (not a difference cut short: not ours to replace)
+                raise InvalidArgumentError(
+                    f"the output {pair.output} exists and is not a FITS file: it is left as "
+                    "it is (pass overwrite=True, or --overwrite, to replace it)")
         kind = _gpu_kind()
         read = read_pair(pair.reference, pair.science, pair.mask, mask_excludes=mask_excludes,
                          like=None if kind is None else kind.module)

@@ -141,3 +141,22 @@ def test_a_manifest_runs_on_the_gpu(survey, cp):
             difference = hdus[0].data.astype(np.float64)
         expected = np.asarray(direct.difference, np.float64)
         assert np.linalg.norm(difference - expected) <= 1e-5 * np.linalg.norm(expected)
+
+
+def test_an_existing_file_that_is_not_a_difference_is_left_alone(survey):
+    pairs = read_manifest(survey / "pairs.csv", survey / "kept")[:1]
+    os.makedirs(survey / "kept")
+    with open(pairs[0].output, "w") as f:
+        f.write("someone's notes")
+    outcome = subtract_files(pairs, configuration=CONFIGURATION)[0]
+    assert outcome.status == "failed" and "not a FITS file" in outcome.error
+    with open(pairs[0].output) as f:
+        assert f.read() == "someone's notes"
+    assert subtract_files(pairs, configuration=CONFIGURATION, overwrite=True)[0].status == \
+        "written"
+
+
+def test_an_output_that_is_an_input_is_refused(tmp_path):
+    (tmp_path / "pairs.csv").write_text("reference,science,output\nr.fits,s.fits,s.fits\n")
+    with pytest.raises(InvalidArgumentError, match="row 2: the output .* pair's own files"):
+        read_manifest(tmp_path / "pairs.csv")
