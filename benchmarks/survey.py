@@ -59,33 +59,27 @@ def write_files(folder, count, size, fits):
     return path
 
 
-def _sync(kind):
-    if kind is not None and kind.package == "cupy":
-        kind.module.cuda.get_current_stream().synchronize()
-    elif kind is not None and kind.package == "torch" and kind.on_gpu:
-        kind.module.cuda.synchronize()
-
-
 def parts(pairs):
     """Per pair (ms): read, pure subtraction, write, each the median over the pairs."""
     from accelmath.subtraction import Subtractor, read_pair, write_difference
     from accelmath.subtraction._dask import _gpu_kind
+    from accelmath.subtraction._ops import kind_of
 
-    kind = _gpu_kind()
-    like = None if kind is None else kind.module
+    kind = _gpu_kind() or kind_of(None)
+    like = kind.module
     times = {"read": [], "subtract": [], "write": []}
     subtractor = None
     for rounds in range(2):  # (the first pass warms up)
         for pair in pairs:
             start = time.perf_counter()
             read = read_pair(pair.reference, pair.science, pair.mask, like=like)
-            _sync(kind)
+            kind.synchronize()
             read_done = time.perf_counter()
             if subtractor is None:
                 subtractor = Subtractor(tuple(read.reference.shape), like=read.reference,
                                         **CONFIGURATION)
             result = subtractor.subtract(read.reference, read.science, mask=read.mask)
-            _sync(kind)
+            kind.synchronize()
             subtract_done = time.perf_counter()
             write_difference(pair.output, result.difference, read.header, result,
                              overwrite=True)
@@ -98,13 +92,14 @@ def parts(pairs):
     return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
 
 
-def manifest_in_process(pairs, progress=None):
+def manifest_in_process(pairs, gpus):
     """Per pair (ms) of ``subtract_files`` in this process (after a warm-up pass)."""
     from accelmath.subtraction import subtract_files
 
-    subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=1)
+    where = [0] if gpus else None  # (the first GPU, or the CPU: this process)
+    subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=where)
     start = time.perf_counter()
-    outcomes = subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=1)
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=where)
     wall = time.perf_counter() - start
     failed = [o for o in outcomes if o.status != "written"]
     if failed:
@@ -112,32 +107,24 @@ def manifest_in_process(pairs, progress=None):
     return wall / len(pairs) * 1e3, outcomes
 
 
-def on_dask(pairs, workers):
+def on_dask(pairs, workers, on_gpu):
     """Wall time per pair (ms) of ``subtract_files`` on a local cluster of ``workers`` (one
     per GPU, or CPU workers), after a warm-up pass on the same cluster."""
     import distributed
 
     from accelmath.subtraction import local_cluster, subtract_files
 
-    on_gpu = _gpu_count() > 0
-    cluster = local_cluster(gpus=workers) if on_gpu else local_cluster(workers=workers)
-    with distributed.Client(cluster) as client:
+    where = {"gpus": workers} if on_gpu else {"workers": workers}
+    with local_cluster(**where) as cluster, distributed.Client(cluster) as client:
         subtract_files(pairs, configuration=CONFIGURATION, client=client, overwrite=True)
         start = time.perf_counter()
         outcomes = subtract_files(pairs, configuration=CONFIGURATION, client=client,
                                   overwrite=True)
         wall = time.perf_counter() - start
-    cluster.close()
     failed = [o for o in outcomes if o.status != "written"]
     if failed:
         raise RuntimeError(f"{failed[0].pair.science}: {failed[0].error}")
     return wall / len(pairs) * 1e3, outcomes
-
-
-def _gpu_count():
-    from accelmath.subtraction._gpu import gpu_count
-
-    return gpu_count()
 
 
 def check(pairs, outcomes, fits):
@@ -157,6 +144,11 @@ def check(pairs, outcomes, fits):
     return worst_ratio, worst_image
 
 
+def verdict(errors):
+    """"ok" where the worst errors of :func:`check` are within the tolerances."""
+    return "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5 else "WRONG"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int)
@@ -167,7 +159,9 @@ def main():
 
     from accelmath.subtraction import read_manifest
 
-    gpus = _gpu_count()
+    from accelmath.subtraction._gpu import gpu_count
+
+    gpus = gpu_count()
     defaults = GPU_DEFAULTS if gpus else CPU_DEFAULTS
     count, size = options.pairs or defaults["pairs"], options.size or defaults["size"]
     folder = options.folder or tempfile.mkdtemp(prefix="accelmath-bench-survey-")
@@ -178,9 +172,8 @@ def main():
         pairs = read_manifest(manifest, os.path.join(folder, "out"))
         os.makedirs(os.path.join(folder, "out"))
         split = parts(pairs)
-        in_process, outcomes = manifest_in_process(pairs)
+        in_process, outcomes = manifest_in_process(pairs, gpus)
         errors = check(pairs, outcomes, fits)
-        ok = errors[0] <= 1e-9 and errors[1] <= 1e-5
         base = sum(split.values())
         rows.append({"case": f"{count} pairs of {size}^2 float32 FITS, one "
                              f"{'GPU' if gpus else 'CPU'}, ms per pair",
@@ -188,7 +181,7 @@ def main():
                      "write": split["write"], "parts' sum": base,
                      "manifest (in process)": in_process, "manifest / parts": in_process / base,
                      "target": "<= 1.2", "met": "met" if in_process <= 1.2 * base else "missed",
-                     "check": "ok" if ok else "WRONG",
+                     "check": verdict(errors),
                      "errors": f"ratio {errors[0]:.1e}, image {errors[1]:.1e}"})
         print(rows[-1], flush=True)
         try:
@@ -196,28 +189,27 @@ def main():
         except ImportError:
             notes.append("Dask rows: dask.distributed is not installed")
         else:
-            one, outcomes = on_dask(pairs, 1)
+            one, outcomes = on_dask(pairs, 1, gpus > 0)
             errors = check(pairs, outcomes, fits)
             task = statistics.mean(o.seconds for o in outcomes) * 1e3
             rows.append({"case": "Dask, one worker: dispatch per pair, ms",
                          "manifest (in process)": in_process, "one worker": one,
                          "on the worker": task, "dispatch": one - task, "target": "<= 2",
                          "met": "met" if one - task <= 2 else "missed",
-                         "check": "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5 else "WRONG"})
+                         "check": verdict(errors)})
             print(rows[-1], flush=True)
             for workers in (2, 4):
-                if workers > max(gpus, 1) or (not gpus and workers > os.cpu_count() // 2):
+                if workers > (gpus or (os.cpu_count() or 1) // 2):
                     notes.append(f"{workers} workers: fewer {'GPUs' if gpus else 'cores'} here")
                     continue
-                many, outcomes = on_dask(pairs, workers)
+                many, outcomes = on_dask(pairs, workers, gpus > 0)
                 errors = check(pairs, outcomes, fits)
                 efficiency = one / (workers * many)
                 rows.append({"case": f"Dask, {workers} workers: efficiency against one",
                              "one worker": one, f"{workers} workers": many,
                              "pairs/s": 1e3 / many, "efficiency": efficiency,
                              "target": ">= 0.95", "met": "met" if efficiency >= 0.95 else
-                             "missed", "check": "ok" if errors[0] <= 1e-9 and errors[1] <= 1e-5
-                             else "WRONG"})
+                             "missed", "check": verdict(errors)})
                 print(rows[-1], flush=True)
     finally:
         if not options.folder:

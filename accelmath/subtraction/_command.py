@@ -101,16 +101,29 @@ def run_pairs(args, stream=None):
 
 def _run(args):
     try:
+        single = {"-o": args.output, "--mask": args.mask, "--hdu": args.hdu,
+                  "--device": None if args.device == "auto" else args.device}
+        many = {"--out-dir": args.out_dir, "--scheduler": args.scheduler, "--gpus": args.gpus}
         if args.pairs is not None:
             if args.reference or args.science:
                 raise InvalidArgumentError("give either REFERENCE SCIENCE or --pairs, not both")
+            _refuse(single, "one pair", "--pairs (the manifest names each pair's files)")
             return run_pairs(args)
         if not (args.reference and args.science):
             raise InvalidArgumentError("give REFERENCE and SCIENCE files, or --pairs MANIFEST")
+        _refuse(many, "--pairs", "one pair")
         return run_single(args)
     except (AccelmathError, OSError, ImportError) as exc:
         print(f"accelmath subtract: {exc}", file=sys.stderr)
         return 1
+
+
+def _refuse(options, belong, given):
+    """InvalidArgumentError where any of ``options`` (flag: value) was given: they belong to
+    ``belong``, not to the ``given`` form."""
+    flags = [flag for flag, value in options.items() if value is not None]
+    if flags:
+        raise InvalidArgumentError(f"{', '.join(flags)}: for {belong}, not for {given}")
 
 
 def _gpus(text):

@@ -199,9 +199,10 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     scheduler : str, optional
         Or on the cluster of this scheduler address.
     gpus : int or sequence of int, optional
-        Without either: the GPUs to use (default all); with more than one, a local cluster
-        of one worker per GPU runs the pairs (a script must then call this under
-        ``if __name__ == "__main__":``), else this process runs them.
+        Without either: the GPUs to use, a count or ordinals (default all). The first GPU
+        alone (or none on a machine without one) runs in this process; anything else (more
+        GPUs, another one, 0 for CPU workers) on a local cluster of one worker per GPU (a
+        script must then call this under ``if __name__ == "__main__":``).
     overwrite : bool, optional
         Subtract pairs whose output is complete too (default: skip them).
     mask_excludes : bool, optional
@@ -214,43 +215,52 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     list of Outcome
         In the pairs' order.
     """
+    from accelmath.subtraction._dask import (_check_configuration, _cores, _gpu_ordinals,
+                                             _import_distributed, _local_cluster)
+    from accelmath.subtraction._gpu import gpu_count
+
     configuration = dict(configuration or {})
+    _check_configuration(configuration)
     pairs = list(pairs)
     report = progress or (lambda outcome: None)
+    if sum(x is not None for x in (client, scheduler, gpus)) > 1:
+        raise InvalidArgumentError(
+            f"client={client!r}, scheduler={scheduler!r} and gpus={gpus!r}: each says where the "
+            "pairs run; pass one of them")
+    if not pairs:
+        return []
     if client is None and scheduler is None:
-        from accelmath.subtraction._gpu import gpu_count
-
-        count = gpu_count() if gpus is None else (gpus if isinstance(gpus, int) else len(gpus))
-        if count <= 1:  # (one device: this process, no cluster to start)
+        count = gpu_count()
+        ordinals = _gpu_ordinals(gpus, count)
+        if ordinals == [0] or not ordinals and not count:  # (this process, no cluster)
             outcomes = []
             for pair in pairs:
                 outcomes.append(_run_one(pair, configuration, overwrite, mask_excludes))
                 report(outcomes[-1])
             return outcomes
-    import distributed
+    distributed = _import_distributed()
+    if client is not None:
+        return _on_cluster(distributed, client, pairs, configuration, overwrite, mask_excludes,
+                           report)
+    if scheduler is not None:
+        with distributed.Client(scheduler) as own:
+            return _on_cluster(distributed, own, pairs, configuration, overwrite,
+                               mask_excludes, report)
+    with _local_cluster(gpus, None, cores=min(_cores(), len(pairs)),
+                        caller="subtract_files") as cluster:
+        with distributed.Client(cluster) as own:
+            return _on_cluster(distributed, own, pairs, configuration, overwrite,
+                               mask_excludes, report)
 
-    owned = None
-    if client is None:
-        if scheduler is not None:
-            owned = client = distributed.Client(scheduler)
-        else:
-            from accelmath.subtraction._dask import local_cluster
 
-            cluster = local_cluster(gpus=gpus)
-            owned = client = distributed.Client(cluster)
-    try:
-        futures = [client.submit(_run_one, pair, configuration, overwrite, mask_excludes,
-                                 pure=False) for pair in pairs]
-        index = {future.key: k for k, future in enumerate(futures)}
-        outcomes = [None] * len(pairs)
-        for future in distributed.as_completed(futures):
-            outcome = future.result()
-            outcomes[index[future.key]] = outcome
-            report(outcome)
-        return outcomes
-    finally:
-        if owned is not None:
-            cluster = getattr(owned, "cluster", None)
-            owned.close()
-            if cluster is not None and scheduler is None:
-                cluster.close()
+def _on_cluster(distributed, client, pairs, configuration, overwrite, mask_excludes, report):
+    """The pairs' outcomes from the workers of ``client``, in the pairs' order."""
+    futures = [client.submit(_run_one, pair, configuration, overwrite, mask_excludes,
+                             pure=False) for pair in pairs]
+    index = {future.key: k for k, future in enumerate(futures)}
+    outcomes = [None] * len(pairs)
+    for future in distributed.as_completed(futures):
+        outcome = future.result()
+        outcomes[index[future.key]] = outcome
+        report(outcome)
+    return outcomes

@@ -67,6 +67,10 @@ def test_a_manifest(tmp_path, capsys):
     (["subtract", "a.fits", "b.fits"], "-o/--output names the difference"),
     (["subtract", "a.fits", "b.fits", "--pairs", "p.csv"], "either REFERENCE SCIENCE or"),
     (["subtract", "a.fits", "b.fits", "-o", "c.fits"], "reference: no such file"),
+    (["subtract", "--pairs", "p.csv", "-o", "c.fits", "--device", "cpu"],
+     "-o, --device: for one pair, not for --pairs"),
+    (["subtract", "a.fits", "b.fits", "-o", "c.fits", "--gpus", "0,1"],
+     "--gpus: for --pairs, not for one pair"),
 ])
 def test_usage_errors_are_one_line(arguments, words, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

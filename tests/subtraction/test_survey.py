@@ -72,7 +72,7 @@ def test_a_manifest_runs_resumes_and_reports_failures(survey):
 def test_a_manifest_runs_without_dask(survey, monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # (as where it is not installed)
     pairs = read_manifest(survey / "pairs.csv", survey / "no-dask")[:1]
-    outcomes = subtract_files(pairs, configuration=CONFIGURATION, gpus=1)
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION)
     assert [(o.status, o.error) for o in outcomes] == [("written", None)]
 
 
@@ -160,3 +160,14 @@ def test_an_output_that_is_an_input_is_refused(tmp_path):
     (tmp_path / "pairs.csv").write_text("reference,science,output\nr.fits,s.fits,s.fits\n")
     with pytest.raises(InvalidArgumentError, match="row 2: the output .* pair's own files"):
         read_manifest(tmp_path / "pairs.csv")
+
+
+def test_where_the_pairs_run_is_said_once_and_checked(survey):
+    pairs = read_manifest(survey / "pairs.csv", survey / "where")[:1]
+    with pytest.raises(InvalidArgumentError, match="pass one of them"):
+        subtract_files(pairs, scheduler="tcp://127.0.0.1:1", gpus=[0])
+    with pytest.raises(InvalidArgumentError, match="gpus=\\[7\\]"):
+        subtract_files(pairs, gpus=[7])
+    with pytest.raises(InvalidArgumentError, match="unknown configuration"):
+        subtract_files(pairs, configuration={"half_widht": 3})
+    assert subtract_files([], configuration=CONFIGURATION, gpus=[7]) == []
