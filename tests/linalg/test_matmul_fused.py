@@ -206,3 +206,25 @@ def test_random_heads_and_tails_give_numpys_result():
                             epilogue_args=(bias, s))
         np.testing.assert_allclose(got, fn(product, bias, s), rtol=1e-10, atol=1e-10,
                                    err_msg=f"seed {seed}")
+
+
+def test_a_strided_or_broadcast_bias_stays_in_the_fused_pass():
+    # (cuBLASLt reads a bias as a dense vector: a view with another stride is not its bias)
+    from accelmath._core.operand import wrap_operand
+    from accelmath.linalg._matmul.fused import _fits
+
+    head = match(trace(lambda acc, b: relu(acc + b), np.float32, np.float32))
+    dtype = np.dtype(np.float32)
+    for bias, fits in ((np.zeros(6, np.float32), True), (np.zeros(12, np.float32)[::2], False),
+                       (np.broadcast_to(np.float32(1), (6,)), False)):
+        assert _fits(head, [None, wrap_operand(bias)], 6, dtype) is fits
+
+
+def test_the_device_plan_refuses_a_strided_bias():
+    from accelmath.linalg._matmul import problem as problems
+
+    a, b = np.ones((4, 3), np.float32), np.ones((3, 6), np.float32)
+    problem = problems.prepare(a, b, None, np.ones(12, np.float32)[::2], None, 1, 0,
+                               "bias", "auto", False)
+    with pytest.raises(InvalidArgumentError, match="bias has stride 2"):
+        problems.spec_of(problem, None, 256)

@@ -244,7 +244,11 @@ def spec_of(problem, out_strides, alignment):
     """The :class:`Spec` of a device product (``out_strides``: the result's element strides;
     None: C order)."""
     product = problem.product
-    a, b, c, _, aux = problem.ops
+    a, b, c, bias, aux = problem.ops
+    if bias is not None and product.n > 1 and bias.strides[0] != 1:
+        raise InvalidArgumentError(
+            f"bias has stride {bias.strides[0]} (elements): cuBLASLt reads a bias as a dense "
+            "vector; pass a contiguous one (a copy)")
     d = (contiguous_strides(product.matrix_shape) if out_strides is None
          else _expanded(product, out_strides))
     c_layout = None
