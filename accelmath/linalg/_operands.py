@@ -163,9 +163,9 @@ def hermitian_svd(w, v, compute_uv):
     array([3., 2., 1.])
     """
     adapter = adapter_for(w)
-    if adapter.computable(w) is not w:  # (Numba's: computed on CuPy or torch views)
-        found = hermitian_svd(adapter.computable(w), None if v is None else adapter.computable(v),
-                              compute_uv)
+    view = adapter.computable(w)
+    if view is not w:  # (Numba's: computed on CuPy or torch views)
+        found = hermitian_svd(view, None if v is None else adapter.computable(v), compute_uv)
         return (adapter.handed_back(found) if not compute_uv
                 else tuple(adapter.handed_back(t) for t in found))
     if type(w).__module__.partition(".")[0] == "torch":

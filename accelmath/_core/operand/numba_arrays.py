@@ -43,25 +43,22 @@ class NumbaAdapter(Adapter):
 
     def wrap(self, x):
         name, strides = self._layouts.lookup(x.dtype, x.strides)
-        ptr = x.device_ctypes_pointer.value or 0
-        bound = x.stream
         # (an array bound to a stream: work there may still be writing it)
-        ready = int(bound) or None if bound else None
-        return Operand(x, ptr, x.shape, strides, name, self._device_of(x, ptr), self,
+        ready = int(x.stream) or None if x.stream else None
+        return Operand(x, self.data_ptr(x), x.shape, strides, name, self._device_of(x), self,
                        ready=ready)
 
-    @staticmethod
-    def _device_of(x, ptr):
+    def _device_of(self, x):
         try:
             return x.gpu_data.context.device.id
         except AttributeError:  # (memory Numba did not allocate: ask the driver)
-            device_id = pointer_device(ptr)
+            device_id = pointer_device(self.data_ptr(x))
             return 0 if device_id is None else device_id
 
     def layout_key(self, x):
         if x.stream:
             return None  # (bound to a stream: wrapped every time, for its ready stream)
-        return x.shape, x.strides, x.dtype, self._device_of(x, x.device_ctypes_pointer.value)
+        return x.shape, x.strides, x.dtype, self._device_of(x)
 
     def data_ptr(self, x):
         return x.device_ctypes_pointer.value or 0
@@ -72,10 +69,8 @@ class NumbaAdapter(Adapter):
 
         def read(x):
             if (type(x) is array_type and x.shape == shape and x.strides == strides
-                    and x.dtype == dtype and not x.stream):
-                ptr = x.device_ctypes_pointer.value or 0
-                if device_of(x, ptr) == device_id:
-                    return ptr
+                    and x.dtype == dtype and not x.stream and device_of(x) == device_id):
+                return x.device_ctypes_pointer.value or 0
             return None
 
         return read
@@ -113,12 +108,7 @@ class NumbaAdapter(Adapter):
             else:  # (dense in another order: Numba allocates the extent the strides span)
                 array = self._cuda.device_array(shape, dtype,
                                                 strides=tuple(s * itemsize for s in strides))
-        return array, array.device_ctypes_pointer.value or 0
-
-    def permute(self, x, axes):
-        return self._array_type(tuple(x.shape[a] for a in axes),
-                                tuple(x.strides[a] for a in axes), x.dtype, stream=x.stream,
-                                gpu_data=x.gpu_data)
+        return array, self.data_ptr(array)
 
     def zeros(self, shape, dtype, device_id):
         x = self.empty(shape, dtype, device_id)
@@ -130,7 +120,7 @@ class NumbaAdapter(Adapter):
             from accelmath.bindings import driver
 
             with self._cuda.gpus[device_id]:
-                driver.lib.memset_d8(x.device_ctypes_pointer.value, 0, nbytes)
+                driver.lib.memset_d8(self.data_ptr(x), 0, nbytes)
         return x
 
     def astype(self, x, dtype):
@@ -138,18 +128,13 @@ class NumbaAdapter(Adapter):
         installed (read in place, the result handed back as a Numba array), else through the
         host (Numba has no conversion of its own)."""
         from accelmath._core.operand.packages import device_adapter
-        from accelmath.errors import UnsupportedOperandError
 
-        try:
-            adapter = device_adapter()
-        except UnsupportedOperandError:
-            adapter = None
-        if adapter is None or adapter is self:
+        adapter = device_adapter()
+        if adapter is self:
             return self._cuda.to_device(x.copy_to_host().astype(dtype))
         converted = adapter.astype(adapter.from_dlpack(x), dtype)
-        adapter_stream = adapter.current_stream(self._device_of(x, self.data_ptr(x)))
-        if adapter_stream != self._stream:  # (the conversion is done before Numba's work)
-            self._cuda.synchronize()
+        if adapter.current_stream(self._device_of(x)) != self._stream:
+            self._cuda.synchronize()  # (the conversion done before work on Numba's stream)
         return self._cuda.as_cuda_array(converted)
 
     def from_dlpack(self, x):
@@ -181,9 +166,9 @@ class NumbaAdapter(Adapter):
     def from_numpy(self, a, like):
         if like is None or not isinstance(like, self._array_type):
             return self._cuda.to_device(a)
-        with self._cuda.gpus[self._device_of(like, self.data_ptr(like))]:
+        with self._cuda.gpus[self._device_of(like)]:
             return self._cuda.to_device(a)
 
     def to_device(self, a):
         """Copy NumPy array ``a`` to the current GPU."""
-        return self._cuda.to_device(a)
+        return self.from_numpy(a, None)

@@ -3,7 +3,7 @@ products (in the operands' precision: a package's own product may take less, as 
 float32 ``@`` on a GPU does), the rest in the caller's package."""
 
 from accelmath._core.gpu.stream import resolve_stream
-from accelmath._core.operand import array_namespace
+from accelmath._core.operand import adapter_for, array_namespace
 from accelmath.linalg._device.spectral import svd
 from accelmath.linalg._matmul.stateless import matmul
 
@@ -20,7 +20,8 @@ def lstsq(a, b, *, vector, rcond, stream):
     ad = a.adapter  # (Numba's arrays computed on CuPy or torch views, handed back as Numba's)
     u, s, vh = (ad.computable(t) for t in (u, s, vh))
     xp = array_namespace(u)
-    with a.adapter.stream_scope(resolve_stream(stream, a), a.device_id):
+    # (the scope of the package that computes: CuPy's or torch's for Numba's arrays)
+    with adapter_for(u).stream_scope(resolve_stream(stream, a), a.device_id):
         rhs = xp.reshape(ad.computable(b.obj), (m, b.shape[-1]))
         keep = s > rcond * s.max() if s.shape[0] else s > 0
         rank = int(keep.sum())
