@@ -151,9 +151,14 @@ def _lapack(name, dtype):
     return found
 
 
-@functools.lru_cache(maxsize=64)
 def _identity(n, dtype):
-    """An n x n identity of ``dtype``, made once (never written to)."""
+    """An n x n identity of ``dtype``: small ones made once (never written to), the others
+    made anew (kept, they would hold their memory for good)."""
+    return _small_identity(n, dtype) if n <= 64 else numpy.eye(n, dtype=dtype)
+
+
+@functools.lru_cache(maxsize=64)
+def _small_identity(n, dtype):
     eye = numpy.eye(n, dtype=dtype)
     eye.flags.writeable = False
     return eye
