@@ -19,24 +19,27 @@ True
 
 import importlib
 
-from accelmath.subtraction._fits import FitsPair, read_pair, write_difference
-from accelmath.subtraction._model import Configuration
-from accelmath.subtraction._subtractor import SubtractionResult, Subtractor, subtract
-from accelmath.subtraction._survey import Outcome, SurveyPair, read_manifest, subtract_files
-from accelmath.subtraction._synthetic import SyntheticPair, synthetic_pair
-
-__all__ = ["subtract", "Subtractor", "SubtractionResult", "synthetic_pair", "SyntheticPair",
-           "Configuration", "read_pair", "write_difference", "FitsPair", "read_manifest",
-           "subtract_files", "SurveyPair", "Outcome", "subtract_many", "local_cluster"]
-
-_DASK = ("subtract_many", "local_cluster")
+# Each public name and the module that holds it, imported when the name is first asked for:
+# the command line (``accelmath subtract``'s parser lives here) and ``import
+# accelmath.subtraction._anything`` load none of them.
+_WHERE = {
+    "subtract": "_subtractor", "Subtractor": "_subtractor", "SubtractionResult": "_subtractor",
+    "synthetic_pair": "_synthetic", "SyntheticPair": "_synthetic", "Configuration": "_model",
+    "read_pair": "_fits", "write_difference": "_fits", "FitsPair": "_fits",
+    "read_manifest": "_survey", "subtract_files": "_survey", "SurveyPair": "_survey",
+    "Outcome": "_survey", "subtract_many": "_dask", "local_cluster": "_dask",
+}
+__all__ = list(_WHERE)
 
 
 def __getattr__(name):
-    if name in _DASK:  # (imports nothing heavy, but only when asked for)
-        return getattr(importlib.import_module("accelmath.subtraction._dask"), name)
-    raise AttributeError(f"module 'accelmath.subtraction' has no attribute {name!r}")
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'accelmath.subtraction' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"accelmath.subtraction.{module}"), name)
+    globals()[name] = value  # (found at once the next time)
+    return value
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_DASK))
+    return sorted(set(globals()) | set(_WHERE))
