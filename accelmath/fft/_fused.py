@@ -16,29 +16,27 @@ one pass after the transform, not two.
 """
 
 import contextlib
+import functools
 
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fusion._elementwise import Traced, apply, arguments, check_out, scaled, types_of
+from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.fusion._evaluate import Axes
 
 __all__ = ["Fusion", "epilogue_out", "input_context", "lengths_of", "output_context"]
 
 
 def lengths_of(call, shape):
-    """``(axes, lengths, last)`` of a transform call on an input of ``shape``: the transformed
-    axes, each one's transform length, and a c2r transform's output length on its last
-    axis (else None)."""
+    """``(axes, lengths)`` of a transform call on an input of ``shape``: the transformed axes
+    and each one's transform length (a c2r transform's output length on its last axis)."""
     axes, s = norms.normalize_axes(shape, call.s, call.axes, unique=False)
     if s is None:
         s = tuple(shape[a] for a in axes)
-    last = None
     if call.kind == "c2r":
-        last = s[-1] if call.s is not None else 2 * (shape[axes[-1]] - 1)
-        s = s[:-1] + (last,)
-    return axes, s, last
+        s = s[:-1] + (s[-1] if call.s is not None else 2 * (shape[axes[-1]] - 1),)
+    return tuple(axes), s
 
 
 def input_context(kind, shape, axes, lengths):
@@ -51,9 +49,11 @@ def input_context(kind, shape, axes, lengths):
     return Axes(shape, periods, half=(axes[-1],))
 
 
+@functools.lru_cache(maxsize=1024)
 def output_context(kind, shape, axes, lengths):
     """What index and frequency mean for an epilogue: fftfreq of each transformed axis's
-    length (rfftfreq on an r2c result's halved axis)."""
+    length (rfftfreq on an r2c result's halved axis). Remembered: a stateless call with an
+    epilogue asks for it on every call."""
     periods = list(shape)
     if kind != "c2r":
         for a, n in zip(axes, lengths):
@@ -77,9 +77,9 @@ class Fusion:
     """
 
     def __init__(self, prologue, epilogue, kind, in_shape, out_shape, axes, scales):
-        self.prologue = None if prologue is None else Traced(prologue, "prologue")
-        self.epilogue = None if epilogue is None else Traced(scaled(epilogue), "epilogue") \
-            if callable(epilogue) else Traced(epilogue, "epilogue")
+        self.prologue = None if prologue is None else traced(prologue, "prologue")
+        self.epilogue = None if epilogue is None else traced(epilogue, "epilogue", True)
+        axes = tuple(axes)
         lengths = tuple((out_shape if kind == "c2r" else in_shape)[a] for a in axes)
         self.input_context = input_context(kind, tuple(in_shape), axes, lengths)
         self.output_context = output_context(kind, tuple(out_shape), axes, lengths)

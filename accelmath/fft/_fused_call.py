@@ -39,7 +39,7 @@ def _geometry(call, shape):
         found, key = None, None
     if found is None:
         norm = norms.check_norm(call.norm)
-        axes, lengths, _ = lengths_of(call, shape)
+        axes, lengths = lengths_of(call, shape)
         scale = norms.scale_factor(norm, call.inverse, math.prod(lengths)) or 1.0
         found = _Geometry(call._replace(norm="forward" if call.inverse else "backward"),
                           scale, input_context(call.kind, shape, axes, lengths), call.kind,
