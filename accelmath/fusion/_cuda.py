@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy
 
 from accelmath.errors import InvalidArgumentError
+from accelmath.fusion._graph import stand_in
 
 __all__ = ["KERNEL", "MAX_DIMS", "Layout", "dims_struct", "scalar_argument", "source"]
 
@@ -166,9 +167,7 @@ def _convert(expr, source, target):
 
 def _common(nodes):
     """The dtype NumPy compares or orders ``nodes`` in."""
-    stand_ins = [{"b": True, "i": 1, "u": 1, "f": 1.0, "c": 1j}[n.dtype.kind] if n.weak
-                 else numpy.ones(1, n.dtype) for n in nodes]
-    return numpy.result_type(*stand_ins)
+    return numpy.result_type(*(stand_in(n.dtype, n.weak) for n in nodes))
 
 
 _REAL_FUNCTIONS = {"exp": "am_exp", "log": "am_log", "sqrt": "am_sqrt", "sin": "am_sin",

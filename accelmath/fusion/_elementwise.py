@@ -22,7 +22,7 @@ from accelmath._core.operand import check_mutable, check_same_device, wrap_named
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
-from accelmath.fusion._graph import DTYPES
+from accelmath.fusion._graph import DTYPES, is_scalar
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
@@ -32,7 +32,6 @@ _BLOCK = 256
 _FILE = "accelmath_fused.cu"
 _lock = threading.Lock()
 _kernels = {}  # (key, layout, out dtype, device) -> CUfunction
-_SCALARS = (bool, int, float, complex)
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
 
@@ -150,11 +149,6 @@ def _function_key(fn):
     return (code, keys)
 
 
-def _is_scalar(value):
-    return type(value) in _SCALARS or (isinstance(value, numpy.generic)
-                                       and not isinstance(value, (numpy.str_, numpy.bytes_)))
-
-
 def _broadcast(shapes, names):
     try:
         return numpy.broadcast_shapes(*shapes)
@@ -189,8 +183,8 @@ def _block_limit(device_id):
 
 
 def run(expression, values, out, context=None, stream=None):
-    """Evaluate ``expression`` into ``out``: on the device by one kernel where ``out`` is a
-    device operand, else by NumPy.
+    """Evaluate ``expression`` into device operand ``out`` by one kernel (:func:`compute`
+    evaluates host arrays with NumPy).
 
     Parameters
     ----------
@@ -207,10 +201,6 @@ def run(expression, values, out, context=None, stream=None):
     """
     shape = tuple(out.shape)
     context = context or Axes(shape)
-    if not out.on_device:
-        arguments = [v if _is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
-        evaluate(expression, arguments, shape, context, out=out.adapter.to_numpy(out.obj))
-        return
     n = math.prod(shape)
     if n == 0:
         return
@@ -226,7 +216,7 @@ def kernel_call(expression, values, out, context):
     kernel of ``expression`` on operands and scalars ``values`` into operand ``out``, and its
     arguments as ctypes values (no device touched)."""
     shape = tuple(out.shape)
-    arrays = [v for v in values if not _is_scalar(v)]
+    arrays = [v for v in values if not is_scalar(v)]
     axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
     dense = contiguous_strides(shape)
     single = tuple(j for j, op in enumerate(arrays) if op.size == 1)  # (read at offset 0)
@@ -269,7 +259,7 @@ def arguments(args, name):
         args = (args,)
     values = []
     for k, value in enumerate(args):
-        if type(value) in (bool, int, float, complex) or isinstance(value, numpy.generic):
+        if is_scalar(value):
             values.append(value)
         else:
             values.append(wrap_named(value, f"{name}[{k}]"))
@@ -344,7 +334,7 @@ def compute(expression, values, shape, like, out=None, context=None, handle=None
         in_place = None
     target = out or in_place
     if not like.on_device:
-        arguments = [v if _is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
+        arguments = [v if is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
         if target is not None and target.package == "numpy":
             evaluate(expression, arguments, shape, context, out=target.obj)
             return target.obj
@@ -373,29 +363,29 @@ class Elementwise:
     def expression(self, *arguments):
         """The :class:`~accelmath.fusion.Expression` the function makes for these arguments
         (arrays, or dtypes, and scalars)."""
-        return self._traced.expression([a if _is_scalar(a) else numpy.dtype(
+        return self._traced.expression([a if is_scalar(a) else numpy.dtype(
             a if isinstance(a, (type, str, numpy.dtype)) else getattr(a, "dtype", a))
             for a in arguments])
 
     def __call__(self, *arguments, out=None, stream=None):
         """Apply the function to the arrays and scalars ``arguments``, element by element
         (broadcasting), into a new array of the first array's kind or into ``out``."""
-        if not arguments or _is_scalar(arguments[0]):
+        if not arguments or is_scalar(arguments[0]):
             raise InvalidArgumentError(
                 "the first argument of a fused function is the element's array; got "
                 + ("none" if not arguments else f"the scalar {arguments[0]!r}"))
         values, names = [], []
         for position, value in enumerate(arguments):
-            if _is_scalar(value):
+            if is_scalar(value):
                 values.append(value)
             else:
                 values.append(wrap_named(value, f"argument {position}"))
                 names.append(f"argument {position}")
-        arrays = [v for v in values if not _is_scalar(v)]
+        arrays = [v for v in values if not is_scalar(v)]
         check_same_device(*arrays, names=names)
         first = arrays[0]
         expression = self._traced.expression(
-            [v if _is_scalar(v) else dtype_of(v.dtype) for v in values])
+            [v if is_scalar(v) else dtype_of(v.dtype) for v in values])
         shape = _broadcast([op.shape for op in arrays], names)
         if first.on_device:
             handle = resolve_stream(stream, first)

@@ -99,7 +99,6 @@ OPERATIONS = {
 
 # the leaves: "input" (attr: position), "constant" (attr: the value), "index" and "frequency"
 # (attr: the axis)
-LEAVES = ("input", "constant", "index", "frequency")
 
 
 class Input(NamedTuple):
@@ -133,7 +132,7 @@ def frequency_dtype(element):
                                                   numpy.float16) else numpy.dtype("float64")
 
 
-def _stand_in(dtype, weak):
+def stand_in(dtype, weak):
     """A one-element value of ``dtype`` for NumPy's promotion rules (a Python scalar where
     ``weak``)."""
     if weak:
@@ -141,7 +140,17 @@ def _stand_in(dtype, weak):
     return numpy.ones(1, dtype)
 
 
-def _weak_dtype(value):
+#: The Python scalar types (a trace's weak scalars).
+SCALARS = (bool, int, float, complex)
+
+
+def is_scalar(value):
+    """Whether ``value`` is a Python or NumPy scalar of a number (not a string's)."""
+    return type(value) in SCALARS or (isinstance(value, numpy.generic)
+                                      and not isinstance(value, (numpy.str_, numpy.bytes_)))
+
+
+def weak_dtype(value):
     return numpy.dtype({bool: "bool", int: "int64", float: "float64",
                         complex: "complex128"}[type(value)])
 
@@ -203,7 +212,7 @@ class Builder:
             if type(value) is int and not -2**63 <= value < 2**63:
                 raise InvalidArgumentError(
                     f"the constant {value} does not fit a 64-bit integer")
-            return self._add("constant", (), value, _weak_dtype(value), True)
+            return self._add("constant", (), value, weak_dtype(value), True)
         dtype = numpy.dtype(value.dtype)
         _check_dtype(dtype, f"the constant {value!r}")
         return self._add("constant", (), value.item(), dtype, False)
@@ -244,20 +253,20 @@ class Builder:
                 "** of integers is not supported in a fused expression; make one side a "
                 "float (x ** 2.0)")
         weak = definition.python and all(n.weak for n in nodes)
-        stand_ins = [_stand_in(n.dtype, n.weak) for n in nodes]
+        stand_ins = [stand_in(n.dtype, n.weak) for n in nodes]
         try:
             result = (_python_operation(op, stand_ins) if weak
                       else numpy_operation(op, attr, stand_ins))
         except TypeError as error:
             raise UnsupportedDTypeError(
                 f"{name} of {', '.join(str(n.dtype) for n in nodes)} values: {error}") from None
-        dtype = _weak_dtype(result) if weak else numpy.asarray(result).dtype
+        dtype = weak_dtype(result) if weak else numpy.asarray(result).dtype
         _check_dtype(dtype, f"{name} of {', '.join(str(n.dtype) for n in nodes)} values")
         if all(n.op == "constant" for n in nodes):  # folded
             if weak:
                 value = _python_operation(op, [n.attr for n in nodes])
                 if value is not None:
-                    return self._add("constant", (), value, _weak_dtype(value), True)
+                    return self._add("constant", (), value, weak_dtype(value), True)
             else:
                 values = [numpy.asarray(n.attr, n.dtype)[()] for n in nodes]
                 value = numpy.asarray(numpy_operation(op, attr, values), dtype)[()]
@@ -324,19 +333,16 @@ class Expression:
     True
     """
 
-    __slots__ = ("nodes", "inputs", "key", "dtype")
+    __slots__ = ("nodes", "inputs", "key", "dtype", "_axes")
 
     def __init__(self, nodes, inputs, key):
         self.nodes, self.inputs, self.key = nodes, inputs, key
         self.dtype = nodes[-1].dtype
-
-    def uses(self, op):
-        """Whether any node is ``op`` (``"index"``, ``"frequency"``...)."""
-        return any(n.op == op for n in self.nodes)
+        self._axes = sorted({n.attr for n in nodes if n.op in ("index", "frequency")})
 
     def axes(self):
-        """The axes that ``index`` and ``frequency`` nodes name, as written."""
-        return sorted({n.attr for n in self.nodes if n.op in ("index", "frequency")})
+        """The axes that ``index`` and ``frequency`` nodes name, as written (a new list)."""
+        return list(self._axes)
 
     def __repr__(self):
         return (f"Expression({len(self.nodes)} nodes, {len(self.inputs)} inputs, "

@@ -16,7 +16,8 @@ import threading
 import numpy
 
 from accelmath.errors import InvalidArgumentError, TraceError
-from accelmath.fusion._graph import DTYPES, Builder, Input, numpy_operation
+from accelmath.fusion._graph import (DTYPES, SCALARS, Builder, Input, is_scalar, numpy_operation,
+                                     weak_dtype)
 
 __all__ = ["Symbol", "frequency", "gelu", "index", "input_of", "relu", "sigmoid", "trace"]
 
@@ -37,7 +38,6 @@ _UFUNCS = {
 # NumPy functions (through __array_function__) -> operation names
 _FUNCTIONS = {numpy.real: "real", numpy.imag: "imag", numpy.where: "where",
               numpy.conj: "conjugate", numpy.abs: "absolute"}
-_SCALARS = (bool, int, float, complex)
 
 
 def _builder(what):
@@ -181,8 +181,7 @@ def _node_of(builder, value, name):
         if value._builder is not builder:
             raise TraceError(f"{name}: a traced value from another trace")
         return value._node
-    if type(value) in _SCALARS or (isinstance(value, numpy.generic)
-                                    and not isinstance(value, (numpy.str_, numpy.bytes_))):
+    if is_scalar(value):
         return builder.constant(value)
     if isinstance(value, numbers.Number):  # a Fraction, a Decimal: as Python's float
         return builder.constant(complex(value) if isinstance(value, numbers.Complex)
@@ -287,19 +286,15 @@ def input_of(value, position):
     """The :class:`~accelmath.fusion._graph.Input` an argument ``value`` is traced as: a
     scalar for Python and NumPy scalars, else an array of ``value`` (a dtype or anything with
     one)."""
-    if type(value) in _SCALARS:
-        return Input(numpy.dtype({bool: "bool", int: "int64", float: "float64",
-                                  complex: "complex128"}[type(value)]), False, True)
+    if type(value) in SCALARS:
+        return Input(weak_dtype(value), False, True)
     if isinstance(value, numpy.generic):
         dtype, array = value.dtype, False
     else:
         try:
             dtype = numpy.dtype(value if isinstance(value, (type, str, numpy.dtype))
                                 else value.dtype)
-        except AttributeError:
-            raise TraceError(f"argument {position} is a {type(value).__name__}: not an array, "
-                             "a scalar or a dtype") from None
-        except TypeError:
+        except (AttributeError, TypeError):
             raise TraceError(f"argument {position} is a {type(value).__name__}: not an array, "
                              "a scalar or a dtype") from None
         array = True
