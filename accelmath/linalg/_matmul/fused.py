@@ -30,7 +30,7 @@ from accelmath.fusion._elementwise import (Fixed, apply, arguments, check_out, d
 from accelmath.fusion._graph import Builder, Expression
 from accelmath.fusion._strategy import fastest
 
-__all__ = ["Head", "fused_matmul", "match", "remainder"]
+__all__ = ["Head", "after_product", "fused_matmul", "match", "remainder"]
 
 _NATIVE = {(None, False): None, (None, True): "bias", ("relu", False): "relu",
            ("relu", True): "relu_bias", ("gelu", False): "gelu", ("gelu", True): "gelu_bias"}
@@ -149,10 +149,7 @@ def _value(source, values):
 def _fits(head, values, n, dtype):
     """Whether the head's call-time conditions hold: positive scales after a ReLU, real
     scalars, a bias vector of the result's last extent and dtype."""
-    for source in head.scales:
-        value = _value(source, values)
-        if isinstance(value, (complex, numpy.complexfloating)):
-            return False
+    # (the scales are real: a trace is made per scalar type, and complex ones are no head's)
     if any(not _value(s, values) > 0 for s in head.after_relu):
         return False
     if head.bias is not None:
@@ -229,9 +226,17 @@ def _run(head, matmul, a, b, c, alpha, beta, args, values, stream, execution, al
                      execution=execution, allow_tf32=allow_tf32)
     if head.rest is None:
         return product
+    return after_product(Fixed(head.rest), product, args, out, stream)
+
+
+def after_product(fn, product, args, out, stream):
+    """``fn`` (a traced epilogue) over the array ``product`` and the operands and scalars
+    ``args``, in one pass: into ``out``, else in place where it keeps the dtype, else into a
+    new array."""
     element = wrap_named(product, "the product")
     target = None
     if out is not None:
-        target = check_out(out, tuple(element.shape), head.rest.dtype, element)
-    result = apply(Fixed(head.rest), element, (), args, None, stream, out=target)
+        dtype = fn.expression(types_of([element, *args])).dtype
+        target = check_out(out, tuple(element.shape), dtype, element)
+    result = apply(fn, element, (), args, None, stream, out=target)
     return out if out is not None else result

@@ -8,7 +8,7 @@ from accelmath._core.arguments import length
 from accelmath._core.call import Context, stream_of
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
-from accelmath._core.operand import ITEMSIZE, device_name, wrap_named, wrap_operand
+from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
@@ -356,18 +356,17 @@ class Matmul(Plan):
         over it in one pass (in place where it keeps the dtype)."""
         if self._fused is None:
             raise InvalidArgumentError("epilogue_args need a plan made with a Python epilogue")
-        from accelmath.fusion._elementwise import apply, arguments, check_out, types_of
-        product = (self._execute_host(a, b, c, bias, aux, None) if not self._on_device else
-                   self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
-                                        bias=bias, aux=aux, stream=stream))
-        element = wrap_named(product, "the product")
-        args = arguments(epilogue_args, "epilogue_args")
-        target = None
-        if out is not None:
-            expression = self._fused.expression(types_of([element, *args]))
-            target = check_out(out, tuple(element.shape), expression.dtype, element)
-        result = apply(self._fused, element, (), args, None, stream, out=target)
-        return out if out is not None else result
+        from accelmath.fusion._elementwise import arguments
+        from accelmath.linalg._matmul.fused import after_product
+
+        if not self._on_device:
+            check_stream(stream)
+            product = self._execute_host(a, b, c, bias, aux, None)
+        else:
+            product = self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
+                                           bias=bias, aux=aux, stream=stream)
+        return after_product(self._fused, product, arguments(epilogue_args, "epilogue_args"),
+                             out, stream)
 
     def _execute_scaled(self, values, alpha, beta, a=None, b=None, c=None, *, bias=None,
                         aux=None, out=None, stream=None):
