@@ -708,3 +708,16 @@ def test_result_files_belong_to_their_scripts(tmp_path):
     assert read_result(path).name == "fft-large"
     (tmp_path / "bad.json").write_text("[1, 2]")
     assert read_result(tmp_path / "bad.json") is None
+
+
+def test_the_parser_loads_no_subtraction():
+    # (every command builds the whole parser: the subtract command's must stay cheap)
+    import subprocess
+    import sys
+
+    code = ("import sys, accelmath.__main__ as m; m._parser(); "
+            "print('accelmath.subtraction._subtractor' in sys.modules, "
+            "'accelmath.linalg' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.stdout.split() == ["False", "False"], done.stderr[-2000:]

@@ -37,6 +37,7 @@ from typing import NamedTuple
 import numpy as np
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError
+from accelmath.subtraction._figure import robust_std
 from accelmath.subtraction._gpu import gpu_name, gpu_package, gpu_problem
 from accelmath.subtraction._ops import kind_of_array
 
@@ -239,19 +240,12 @@ def _mean_square(sigma, pixels):
     return float(np.mean(np.asarray(sigma, dtype=np.float64)[pixels] ** 2))
 
 
-def _robust_std(values):
-    """The robust standard deviation of ``values``: 1.4826 times their median absolute
-    deviation (a Gaussian's standard deviation, unmoved by a few outliers such as a bright
-    star's residual)."""
-    return 1.4826 * float(np.median(np.abs(values - np.median(values))))
-
-
 def _detection(difference, transient, region, sigma):
     """``(S/N, found, peak)`` of the transient in the difference smoothed by the PSF."""
     import scipy.ndimage
 
     smoothed = scipy.ndimage.gaussian_filter(difference, sigma, mode="wrap")
-    noise = _robust_std(smoothed[region.pixels])
+    noise = robust_std(smoothed[region.pixels])
     row, col = int(round(transient[0])), int(round(transient[1]))
     snr = float(smoothed[row, col]) / noise if noise > 0 else math.inf
     m = region.margin
@@ -406,7 +400,7 @@ def run_demo(size=None, device="auto", output=None, seed=None, out=None, progres
     transient = tuple(float(v) for v in pair.transient)
     region = _region(shape, transient, half_width, sigma)
     residual = difference[region.pixels]
-    measured = _robust_std(residual)
+    measured = robust_std(residual)
     squares = _kernel_squares(result, shape, region.margin)
     expected = math.sqrt(_mean_square(pair.noise_science, region.pixels)
                          + _mean_square(pair.noise_reference, region.pixels) * squares)

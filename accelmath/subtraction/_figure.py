@@ -77,9 +77,10 @@ def zoom_window(shape, transient, side=ZOOM):
     return top, left, side
 
 
-def _robust_std(values):
-    """1.4826 times the median absolute deviation: a Gaussian's standard deviation that the
-    stars' light (in an image) or their residuals (in a difference) do not move."""
+def robust_std(values):
+    """1.4826 times the median absolute deviation of ``values``: a Gaussian's standard
+    deviation that the stars' light (in an image) or their residuals (in a difference) do not
+    move."""
     return 1.4826 * float(np.median(np.abs(values - np.median(values))))
 
 
@@ -124,7 +125,7 @@ def _star_field(figure, panel, image, factor, title):
     from matplotlib.ticker import NullLocator
 
     low, high = np.percentile(image, (0.5, 99.8))
-    width = max(3.0 * _robust_std(image), 1e-12)
+    width = max(3.0 * robust_std(image), 1e-12)
     high = max(high, low + width)
     axes, bar = panel
     shown = axes.imshow(image, cmap="gray", extent=_extent(image.shape, factor),
@@ -159,7 +160,7 @@ def _difference(figure, panel, image, factor, transient, snr):
     """The difference: blue below zero, red above, white at zero; the colour range five of
     the shown image's noise levels each way, so that noise fills it and the transient stands
     out; the transient circled and labelled with its S/N."""
-    limit = max(5.0 * _robust_std(image), 1e-12)
+    limit = max(5.0 * robust_std(image), 1e-12)
     axes, bar = panel
     shown = axes.imshow(image, cmap="RdBu_r", vmin=-limit, vmax=limit,
                         extent=_extent(image.shape, factor), interpolation="nearest")
@@ -174,7 +175,7 @@ def _zoom(figure, panel, difference, transient):
     transient's peak."""
     top, left, side = zoom_window(difference.shape, transient)
     cut = difference[top:top + side, left:left + side]
-    limit = max(5.0 * _robust_std(cut), float(np.max(np.abs(cut))), 1e-12)
+    limit = max(5.0 * robust_std(cut), float(np.max(np.abs(cut))), 1e-12)
     axes, bar = panel
     shown = axes.imshow(cut, cmap="RdBu_r", vmin=-limit, vmax=limit,
                         extent=_extent(cut.shape, 1, top, left), interpolation="nearest")

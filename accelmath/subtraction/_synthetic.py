@@ -308,14 +308,13 @@ def _transient(host, shape, edge, sigma, noise, flux, stars, candidates=32):
     of a star next to it would be left out of the mask with it, and in a crowded field that
     light, carried by the kernel into the pixels beside it, takes them out too, star after
     star, until little of the image is left to fit."""
-    margin = edge + math.ceil(4 * sigma)
+    margin = edge + math.ceil(4 * sigma)  # (its pixels in the mask's exclusion, and the kernel's)
     rows = host.uniform(margin, max(margin, shape[0] - margin), candidates)
     cols = host.uniform(margin, max(margin, shape[1] - margin), candidates)
     position, fluxes, sigma_star = stars
-    reach = edge + math.ceil(4 * sigma)  # (its pixels in the mask's exclusion, and the kernel's)
     offsets = numpy.stack([rows, cols], axis=1)[:, None, :] - position[None, :, :]
     offsets -= numpy.round(offsets / numpy.array(shape)) * numpy.array(shape)  # (periodic)
-    distance = numpy.maximum(numpy.sqrt((offsets ** 2).sum(axis=-1)) - reach, 0.0)
+    distance = numpy.maximum(numpy.sqrt((offsets ** 2).sum(axis=-1)) - margin, 0.0)
     light = (fluxes * numpy.exp(-0.5 * (distance / sigma_star) ** 2)).sum(axis=1)
     best = int(numpy.argmin(light))
     if flux is None:
