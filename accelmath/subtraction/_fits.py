@@ -9,7 +9,7 @@ them again on each call.
 
 import math
 import os
-import tempfile
+import uuid
 import warnings
 from typing import NamedTuple
 
@@ -203,18 +203,6 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
     return FitsPair(ref, sci, use, header, paths)
 
 
-def _umask():
-    """The process's umask, read without changing it (Linux), else the usual 022."""
-    try:
-        with open("/proc/self/status") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
 def write_difference(path, difference, header=None, result=None, *, dtype="float32",
                      overwrite=False):
     """Write a difference image to a FITS file, atomically: a reader never sees a half-written
@@ -269,11 +257,11 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     else:
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
     folder = os.path.dirname(os.path.abspath(name))
-    handle, temporary = tempfile.mkstemp(prefix=".accelmath-", suffix=".fits", dir=folder)
-    os.close(handle)
+    temporary = os.path.join(folder, f".accelmath-{uuid.uuid4().hex}.fits")
+    # (made new, never through a link; with the permissions the umask gives any new file)
+    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
         hdu.writeto(temporary, overwrite=True, output_verify="silentfix")
-        os.chmod(temporary, 0o666 & ~_umask())  # (mkstemp's file is private; the result not)
         if overwrite:
             os.replace(temporary, name)
         else:  # (a link refuses a file made since the check above, where a rename would not)

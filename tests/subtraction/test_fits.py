@@ -77,6 +77,13 @@ def test_the_difference_keeps_the_wcs_and_records_the_fit(files, tmp_path):
                      dtype="float64")
     with fits.open(out) as hdus:
         assert hdus[0].data.dtype == np.dtype(">f8")
+    old = os.umask(0o027)  # (the file gets what the umask gives a new file)
+    try:
+        write_difference(tmp_path / "masked.fits", result.difference)
+    finally:
+        os.umask(old)
+    assert os.stat(tmp_path / "masked.fits").st_mode & 0o777 == 0o640
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".accelmath-")]
 
 
 def test_nan_pixels_are_left_out_or_named(files, tmp_path):
