@@ -115,11 +115,16 @@ def _as(op, dtype):
 
 
 class _Geometry:
-    """What one convolution of inputs of two shapes computes: the axes, the transform lengths
-    and the crop."""
+    """What one convolution of inputs of two shapes computes: the axes, the transform lengths,
+    the crop, and which spectrum (0 or 1) the other broadcasts to along the other axes (the
+    inverse transform's input, the other multiplied in as its prologue; None where each
+    broadcasts along some axis: their product is made first)."""
 
     def __init__(self, shape1, shape2, mode, axes, real):
         self.axes = axes
+        rest = [a for a in range(len(shape1)) if a not in axes]
+        self.element = (0 if all(shape2[a] in (1, shape1[a]) for a in rest)
+                        else 1 if all(shape1[a] in (1, shape2[a]) for a in rest) else None)
         self.lengths = tuple(shape1[a] + shape2[a] - 1 for a in axes)
         full = tuple(self.lengths[axes.index(a)] if a in axes else max(shape1[a], shape2[a])
                      for a in range(len(shape1)))
@@ -134,11 +139,12 @@ class _Geometry:
     def inverse(self, spectrum, other):
         """The cropped convolution whose spectra are ``spectrum`` and ``other``."""
         inverse = irfftn if self.real else ifftn
-        if tuple(wrap_named(spectrum, "a").shape) == tuple(wrap_named(other, "b").shape):
-            result = inverse(spectrum, s=self.lengths, axes=self.axes, prologue=multiply,
-                             prologue_args=(other,))
-        else:  # (batch axes broadcast: the product has the larger shape)
+        if self.element is None:  # (each broadcasts: the product has the larger shape)
             result = inverse(product(spectrum, other), s=self.lengths, axes=self.axes)
+        else:  # (the product commutes: the larger one is the element)
+            big, small = (spectrum, other) if self.element == 0 else (other, spectrum)
+            result = inverse(big, s=self.lengths, axes=self.axes, prologue=multiply,
+                             prologue_args=(small,))
         return self.cropped(result)
 
     def cropped(self, result):
@@ -207,14 +213,18 @@ def correlate(in1, in2, mode="full", axes=None):
     return _convolve(in1, in2, mode, axes, correlate=True)
 
 
-def _reversed(op, axes):
-    """``op``'s array reversed along ``axes`` (a view where the package has one)."""
-    x = op.obj
-    index = tuple(slice(None, None, -1) if a in axes else slice(None)
-                  for a in range(len(op.shape)))
+def _flipped(y, axes, dtype, name):
+    """Array ``y`` (argument ``name``) reversed along ``axes`` and conjugated where complex:
+    the kernel whose convolution is the correlation with ``y`` (a view where the package
+    has one)."""
+    op = wrap_named(y, name)
+    y = op.obj  # (a lazily conjugated torch view: its values, resolved)
     if op.package == "torch":
-        return x.flip(tuple(axes)) if axes else x
-    return x[index]
+        y = y.flip(tuple(axes)) if axes else y
+    else:
+        y = y[tuple(slice(None, None, -1) if a in axes else slice(None)
+                    for a in range(len(op.shape)))]
+    return y.conj() if dtype.kind == "c" else y
 
 
 def _convolve(in1, in2, mode, axes, correlate):
@@ -226,12 +236,8 @@ def _convolve(in1, in2, mode, axes, correlate):
     if a.size == 0 or b.size == 0:  # (scipy's answer: an empty 1-D array, of a's kind here)
         return a.adapter.from_numpy(numpy.empty(0, dtype), a.obj)
     x, y = _as(a, dtype), _as(b, dtype)
-    if correlate:
-        y_op = wrap_named(y, "in2")
-        y = _reversed(y_op, axes)
-        if dtype.kind == "c":
-            y = y.conj()
     if correlate:  # (scipy.signal.correlate checks every axis, fftconvolve the transformed)
+        y = _flipped(y, axes, dtype, "in2")
         _swap_needed(mode, a.shape, b.shape, tuple(range(ndim)))
     axes = _transformed(axes, a.shape, b.shape)
     if _swap_needed(mode, a.shape, b.shape, axes):
@@ -314,9 +320,7 @@ class Convolver(Resource):
                                    self.dtype.kind != "c")
         y = _as(k, self.dtype)
         if correlate:
-            y = _reversed(wrap_named(y, "kernel"), self.axes)
-            if self.dtype.kind == "c":
-                y = y.conj()
+            y = _flipped(y, self.axes, self.dtype, "kernel")
         self._spectrum = self._geometry.spectrum(y) if self.axes else y
         self._device = k.device_id
         super().__init__()

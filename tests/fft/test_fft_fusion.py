@@ -319,3 +319,18 @@ def test_a_half_precision_plan_on_the_cpu_takes_a_prologue():
     assert_close(got, expected, 2e-3)
     with pytest.raises(InvalidArgumentError, match="the plan takes float16 operands"):
         F.FFT(x, prologue=lambda v: v * np.float32(2)).execute(x)
+
+
+@pytest.mark.parametrize("s1, s2", [((4, 16), (1, 5)), ((1, 16), (4, 5)),
+                                    ((4, 1, 16), (1, 3, 5)), ((3, 4, 16), (3, 1, 5))])
+@pytest.mark.parametrize("mode", ["full", "same"])
+def test_batches_that_broadcast_convolve_as_scipy(s1, s2, mode):
+    # (one batch broadcast to the other's: the larger spectrum is the inverse's input and
+    # the other its prologue's argument; each broadcasting: their product first)
+    rng = np.random.default_rng()
+    a = rng.standard_normal(s1)
+    b = rng.standard_normal(s2) + 1j * rng.standard_normal(s2)
+    expected = scipy.signal.fftconvolve(a, b, mode=mode, axes=-1)
+    assert_close(F.convolve(a, b, mode=mode, axes=-1), expected, 1e-12, same_type=True)
+    with F.Convolver(b, s1, mode=mode, axes=-1) as convolver:
+        assert_close(convolver(a), expected, 1e-12, same_type=True)
