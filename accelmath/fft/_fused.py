@@ -25,7 +25,8 @@ from accelmath.fft import _normalize as norms
 from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.fusion._evaluate import Axes
 
-__all__ = ["Fusion", "epilogue_out", "input_context", "lengths_of", "output_context"]
+__all__ = ["Fusion", "check_unused", "input_context", "lengths_of", "output_context",
+           "run_epilogue"]
 
 
 def lengths_of(call, shape):
@@ -61,11 +62,25 @@ def output_context(kind, shape, axes, lengths):
     return Axes(shape, periods, half=(axes[-1],) if kind == "r2c" and axes else ())
 
 
-def epilogue_out(out, y, traced_fn, args):
-    """``out=`` of a call with an epilogue, as an operand: of the result's shape and the
-    epilogue's dtype."""
-    expression = traced_fn.expression(types_of([y, 1.0, *args]))
-    return check_out(out, tuple(y.shape), expression.dtype, y)
+def check_unused(prologue, prologue_args, epilogue, epilogue_args):
+    """Refuse further arguments of a prologue or an epilogue that is not there."""
+    if prologue is None and prologue_args not in ((), None):
+        raise InvalidArgumentError("prologue_args given without a prologue")
+    if epilogue is None and epilogue_args not in ((), None):
+        raise InvalidArgumentError("epilogue_args given without an epilogue")
+
+
+def run_epilogue(traced_fn, y, scale, args, context, out, stream, in_place=True):
+    """The epilogue ``traced_fn`` over the transform's result ``y`` (an operand) with the
+    norm's factor ``scale`` and the further operands and scalars ``args``: into ``out``,
+    else in place where ``in_place`` allows, else into a new array."""
+    target = None
+    if out is not None:
+        expression = traced_fn.expression(types_of([y, 1.0, *args]))
+        target = check_out(out, tuple(y.shape), expression.dtype, y)
+    result = apply(traced_fn, y, (scale,), args, context, stream, out=target,
+                   in_place=in_place)
+    return out if out is not None else result
 
 
 class Fusion:
@@ -105,25 +120,15 @@ class Fusion:
               name="prologue")
         return target
 
-    def execute(self, plan, x, out, direction, stream, prologue_args, epilogue_args):
-        """Run ``plan``'s transform of ``x`` with the prologue and epilogue."""
-        try:
-            call = plan._calls[direction]
-        except (KeyError, TypeError):
-            call = plan._call_for(direction)
+    def execute(self, plan, call, x, out, direction, stream, prologue_args, epilogue_args):
+        """Run ``plan``'s transform ``call`` of ``x`` with the prologue and epilogue."""
+        check_unused(self.prologue, prologue_args, self.epilogue, epilogue_args)
         if self.prologue is not None:
             x = self._prologue(plan, plan._checked(x), prologue_args, stream)
-        elif prologue_args not in ((), None):
-            raise InvalidArgumentError("prologue_args given without a prologue")
         if self.epilogue is None:
-            if epilogue_args not in ((), None):
-                raise InvalidArgumentError("epilogue_args given without an epilogue")
             return plan.run(x, out, stream, call)
-        args = arguments(epilogue_args, "epilogue_args")
         y = wrap_named(plan.run(x, None, stream, call), "the transform's result")
         inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
-        scale = self.scales[1 if inverse else 0]
-        target = None if out is None else epilogue_out(out, y, self.epilogue, args)
-        result = apply(self.epilogue, y, (scale,), args, self.output_context, stream,
-                        out=target)
-        return out if out is not None else result
+        return run_epilogue(self.epilogue, y, self.scales[1 if inverse else 0],
+                            arguments(epilogue_args, "epilogue_args"), self.output_context,
+                            out, stream)

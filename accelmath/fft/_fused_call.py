@@ -5,9 +5,9 @@ import math
 from typing import NamedTuple
 
 from accelmath._core.operand import wrap_named
-from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._fused import epilogue_out, input_context, lengths_of, output_context
+from accelmath.fft._fused import (check_unused, input_context, lengths_of, output_context,
+                                  run_epilogue)
 from accelmath.fft._transform import read_operand, transform
 from accelmath.fusion._elementwise import apply, arguments, traced
 
@@ -54,25 +54,19 @@ def _geometry(call, shape):
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
     """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
     module docstring)."""
+    check_unused(prologue, prologue_args, epilogue, epilogue_args)
     op = read_operand(x)
     geometry = _geometry(call, tuple(op.shape))
     if prologue is not None:
         args = arguments(prologue_args, "prologue_args")
         x = apply(traced(prologue, "prologue"), op, (), args, geometry.input_context, stream,
                   name="prologue")
-    elif prologue_args not in ((), None):
-        raise InvalidArgumentError("prologue_args given without a prologue")
     if epilogue is None:
-        if epilogue_args not in ((), None):
-            raise InvalidArgumentError("epilogue_args given without an epilogue")
         return transform(call, x, out, stream)
-    args = arguments(epilogue_args, "epilogue_args")
     y = wrap_named(transform(geometry.unscaled, x, None, stream), "the transform's result")
     # (a transform over no axes gives its input back: an epilogue must not write there)
     own = y.obj is not x and y.obj is not op.obj
-    epilogue_fn = traced(epilogue, "epilogue", True)
-    target = None if out is None else epilogue_out(out, y, epilogue_fn, args)
     context = output_context(geometry.kind, tuple(y.shape), geometry.axes, geometry.lengths)
-    result = apply(epilogue_fn, y, (geometry.scale,), args, context, stream, out=target,
-                   in_place=own)
-    return out if out is not None else result
+    return run_epilogue(traced(epilogue, "epilogue", True), y, geometry.scale,
+                        arguments(epilogue_args, "epilogue_args"), context, out, stream,
+                        in_place=own)

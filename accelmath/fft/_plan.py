@@ -300,16 +300,16 @@ class FFT(Plan):
         array
             ``out``, or the new result, of the operand's package.
         """
-        if self._fusion is not None:
-            return self._fusion.execute(self, x, out, direction, stream, prologue_args,
-                                        epilogue_args)
-        if prologue_args or epilogue_args:
-            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
-                                       "a prologue or an epilogue")
         try:
             call = self._calls[direction]
         except (KeyError, TypeError):
             call = self._call_for(direction)
+        if self._fusion is not None:
+            return self._fusion.execute(self, call, x, out, direction, stream, prologue_args,
+                                        epilogue_args)
+        if prologue_args or epilogue_args:
+            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
+                                       "a prologue or an epilogue")
         return self.run(x, out, stream, call)
 
     def _call_for(self, direction):
