@@ -92,14 +92,14 @@ def parts(pairs):
     return {name: statistics.median(ts) * 1e3 for name, ts in times.items()}
 
 
-def manifest_in_process(pairs, gpus):
-    """Per pair (ms) of ``subtract_files`` in this process (after a warm-up pass)."""
+def timed_manifest(pairs, **where):
+    """Per pair (ms) of ``subtract_files(pairs, **where)`` after a warm-up pass over them,
+    and the outcomes (each must be written)."""
     from accelmath.subtraction import subtract_files
 
-    where = [0] if gpus else None  # (the first GPU, or the CPU: this process)
-    subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=where)
+    subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, **where)
     start = time.perf_counter()
-    outcomes = subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, gpus=where)
+    outcomes = subtract_files(pairs, configuration=CONFIGURATION, overwrite=True, **where)
     wall = time.perf_counter() - start
     failed = [o for o in outcomes if o.status != "written"]
     if failed:
@@ -107,24 +107,21 @@ def manifest_in_process(pairs, gpus):
     return wall / len(pairs) * 1e3, outcomes
 
 
+def manifest_in_process(pairs, gpus):
+    """:func:`timed_manifest` in this process (the first GPU, or the CPU)."""
+    return timed_manifest(pairs, gpus=[0] if gpus else None)
+
+
 def on_dask(pairs, workers, on_gpu):
-    """Wall time per pair (ms) of ``subtract_files`` on a local cluster of ``workers`` (one
-    per GPU, or CPU workers), after a warm-up pass on the same cluster."""
+    """:func:`timed_manifest` on a local cluster of ``workers`` (one per GPU, or CPU
+    workers)."""
     import distributed
 
-    from accelmath.subtraction import local_cluster, subtract_files
+    from accelmath.subtraction import local_cluster
 
     where = {"gpus": workers} if on_gpu else {"workers": workers}
     with local_cluster(**where) as cluster, distributed.Client(cluster) as client:
-        subtract_files(pairs, configuration=CONFIGURATION, client=client, overwrite=True)
-        start = time.perf_counter()
-        outcomes = subtract_files(pairs, configuration=CONFIGURATION, client=client,
-                                  overwrite=True)
-        wall = time.perf_counter() - start
-    failed = [o for o in outcomes if o.status != "written"]
-    if failed:
-        raise RuntimeError(f"{failed[0].pair.science}: {failed[0].error}")
-    return wall / len(pairs) * 1e3, outcomes
+        return timed_manifest(pairs, client=client)
 
 
 def check(pairs, outcomes, fits):
