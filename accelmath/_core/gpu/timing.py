@@ -51,9 +51,7 @@ class Choice:
 
 def device_time(enqueue, stream=0, repeats=4):
     """The device time of ``enqueue()``'s work on ``stream``, in ms: the best of ``repeats``
-    runs back to back after one that warms up, each timed between the events around it (so
-    each waits in a busy queue, and the host time of enqueueing it, a Python call of several
-    launches, is not counted).
+    runs after one that warms up, each timed behind an untimed run.
 
     Parameters
     ----------
@@ -70,20 +68,23 @@ def device_time(enqueue, stream=0, repeats=4):
     """
     events = []
     try:
-        for _ in range(repeats + 1):
+        for _ in range(2):
             event = ctypes.c_void_p()
             driver.lib.event_create(ctypes.byref(event), 0)
             events.append(event)
-        enqueue()  # (warms up: compiles, plans, allocates; not timed)
-        driver.lib.event_record(events[0], stream)
-        for event in events[1:]:
+        best = float("inf")
+        elapsed = ctypes.c_float()
+        for repeat in range(repeats + 1):
+            # one untimed run first: the timed one then waits in a busy queue, and the host
+            # time of enqueueing it (a Python call of several launches) is not counted
             enqueue()
-            driver.lib.event_record(event, stream)
-        driver.lib.event_synchronize(events[-1])
-        elapsed, best = ctypes.c_float(), float("inf")
-        for start, end in zip(events, events[1:]):
-            driver.lib.event_elapsed_time(ctypes.byref(elapsed), start, end)
-            best = min(best, elapsed.value)
+            driver.lib.event_record(events[0], stream)
+            enqueue()
+            driver.lib.event_record(events[1], stream)
+            driver.lib.event_synchronize(events[1])
+            driver.lib.event_elapsed_time(ctypes.byref(elapsed), events[0], events[1])
+            if repeat:  # the first run warms up
+                best = min(best, elapsed.value)
         return best
     finally:
         for event in events:
