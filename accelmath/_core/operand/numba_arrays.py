@@ -130,7 +130,7 @@ class NumbaAdapter(Adapter):
         from accelmath._core.operand.packages import device_adapter
 
         adapter = device_adapter()
-        if adapter is self:
+        if isinstance(adapter, NumbaAdapter):  # (no other package: through the host)
             return self._cuda.to_device(x.copy_to_host().astype(dtype))
         converted = adapter.astype(adapter.from_dlpack(x), dtype)
         if adapter.current_stream(self._device_of(x)) != self._stream:
@@ -149,7 +149,7 @@ class NumbaAdapter(Adapter):
         if not isinstance(x, self._array_type):
             return x
         adapter = device_adapter()
-        if adapter is self:
+        if isinstance(adapter, NumbaAdapter):  # (no package to compute with)
             raise UnsupportedOperandError(
                 "this step computes on Numba arrays through CuPy or torch (Numba has no array "
                 "operations of its own): pip install cupy-cuda12x (or cupy-cuda13x)")
