@@ -151,6 +151,7 @@ def is_scalar(value):
 
 
 def weak_dtype(value):
+    """The dtype a Python scalar ``value`` (bool, int, float, complex) is traced as."""
     return numpy.dtype({bool: "bool", int: "int64", float: "float64",
                         complex: "complex128"}[type(value)])
 
