@@ -14,6 +14,7 @@ import numpy
 
 from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_named
+from accelmath._core.operand.kinds import returned_as
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft._functions_nd import fftn, ifftn, irfftn, rfftn
 from accelmath.fft._lazy_fusion import multiply, product
@@ -152,7 +153,7 @@ class _Geometry:
         return result if self.crop is None else result[self.crop]
 
 
-def convolve(in1, in2, mode="full", axes=None):
+def convolve(in1, in2, mode="full", axes=None, *, like=None):
     """Convolve two N-dimensional arrays with FFTs, as ``scipy.signal.fftconvolve``.
 
     Parameters
@@ -165,6 +166,9 @@ def convolve(in1, in2, mode="full", axes=None):
         convolved axis); "same": the size of ``in1``, centred on the full result.
     axes : int or sequence of int, optional
         The axes to convolve over (default: all). The others must match or be 1 in one input.
+    like : str, module or array, optional
+        The kind of the result (default: ``in1``'s): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -181,10 +185,10 @@ def convolve(in1, in2, mode="full", axes=None):
     ...                  scipy.signal.fftconvolve(a, b[:5, :3], mode="same")))
     True
     """
-    return _convolve(in1, in2, mode, axes, correlate=False)
+    return returned_as(_convolve(in1, in2, mode, axes, correlate=False), like)
 
 
-def correlate(in1, in2, mode="full", axes=None):
+def correlate(in1, in2, mode="full", axes=None, *, like=None):
     """Cross-correlate two N-dimensional arrays with FFTs, as ``scipy.signal.correlate``
     (``method="fft"``): ``convolve(in1, conj(in2) reversed along the axes)``.
 
@@ -196,6 +200,9 @@ def correlate(in1, in2, mode="full", axes=None):
         As in :func:`convolve`.
     axes : int or sequence of int, optional
         The axes to correlate over (default: all, as ``scipy.signal.correlate`` does).
+    like : str, module or array, optional
+        The kind of the result (default: ``in1``'s): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -210,7 +217,7 @@ def correlate(in1, in2, mode="full", axes=None):
     >>> bool(np.allclose(correlate(a, b[:7]), scipy.signal.correlate(a, b[:7])))
     True
     """
-    return _convolve(in1, in2, mode, axes, correlate=True)
+    return returned_as(_convolve(in1, in2, mode, axes, correlate=True), like)
 
 
 def _flipped(y, axes, dtype, name):
@@ -328,8 +335,25 @@ class Convolver(Resource):
     def _release(self):
         self._spectrum = None
 
-    def __call__(self, image):
-        """The image convolved with the kernel (correlated, where made so)."""
+    def __call__(self, image, *, like=None):
+        """The image convolved with the kernel (correlated, where made so).
+
+        Parameters
+        ----------
+        image : array
+            Of the Convolver's shape, on the kernel's device.
+        like : str, module or array, optional
+            The kind of the result (default: the image's): a package's name or module
+            (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
+
+        Returns
+        -------
+        array
+            Of the image's kind (or ``like``'s).
+        """
+        return returned_as(self._convolved(image), like)
+
+    def _convolved(self, image):
         self._check_live()
         op = wrap_named(image, "image")
         if tuple(op.shape) != self.shape:

@@ -11,6 +11,7 @@ in :func:`accelmath.fft._transform.transform`.
 """
 
 from accelmath._core.arguments import length
+from accelmath._core.operand.kinds import returned_as
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
@@ -26,7 +27,7 @@ def _one(n):
 
 def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
         workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """One-dimensional discrete Fourier transform, as ``numpy.fft.fft``.
 
     Parameters
@@ -53,6 +54,9 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -68,13 +72,16 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
     """
     call = record(Transform, ("c2c", _one(n), (axis,), norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
          workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """One-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft``.
 
     Parameters
@@ -101,6 +108,9 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -116,13 +126,16 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     """
     call = record(Transform, ("c2c", _one(n), (axis,), norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
          workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """One-dimensional Fourier transform of real input, as ``numpy.fft.rfft``.
 
     Parameters
@@ -149,6 +162,9 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -164,13 +180,16 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     """
     call = record(Transform, ("r2c", _one(n), (axis,), norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
           workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`rfft`, as ``numpy.fft.irfft``: real output from a half spectrum.
 
     Parameters
@@ -198,6 +217,9 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -213,13 +235,16 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     """
     call = record(Transform, ("c2r", _one(n), (axis,), norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
          workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Fourier transform of a Hermitian-symmetric signal given by its first half, as
     ``numpy.fft.hfft``.
 
@@ -248,6 +273,9 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -264,13 +292,16 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     call = record(Transform, ("c2r", _one(n), (axis,), swap_norm(norm), True, True,
                               execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto",
           workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`hfft`, as ``numpy.fft.ihfft``: the half spectrum of a real signal.
 
     Parameters
@@ -297,6 +328,9 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -313,5 +347,8 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     call = record(Transform, ("r2c", _one(n), (axis,), swap_norm(norm), False, True,
                               execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)

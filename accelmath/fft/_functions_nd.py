@@ -1,6 +1,7 @@
 """NumPy's 2-D and N-D FFT functions (``numpy.fft.fft2`` ... ``irfftn``), on any array; see
 :mod:`accelmath.fft._functions`, whose one-axis functions these extend."""
 
+from accelmath._core.operand.kinds import returned_as
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
@@ -10,7 +11,7 @@ __all__ = ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn
 
 def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
          execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Two-dimensional discrete Fourier transform, as ``numpy.fft.fft2``.
 
     Parameters
@@ -38,6 +39,9 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -53,13 +57,16 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Two-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifft2``.
 
     Parameters
@@ -87,6 +94,9 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -102,13 +112,16 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Two-dimensional Fourier transform of real input, as ``numpy.fft.rfft2``.
 
     Parameters
@@ -136,6 +149,9 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -151,13 +167,16 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
            execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`rfft2`, as ``numpy.fft.irfft2``.
 
     Parameters
@@ -185,6 +204,9 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -200,13 +222,16 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
          execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """N-dimensional discrete Fourier transform, as ``numpy.fft.fftn``.
 
     Parameters
@@ -235,6 +260,9 @@ def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -250,13 +278,16 @@ def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """N-dimensional inverse discrete Fourier transform, as ``numpy.fft.ifftn``.
 
     Parameters
@@ -285,6 +316,9 @@ def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -300,13 +334,16 @@ def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """N-dimensional Fourier transform of real input, as ``numpy.fft.rfftn``.
 
     Parameters
@@ -335,6 +372,9 @@ def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -350,13 +390,16 @@ def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
            execution="auto", workers=None, prologue=None, epilogue=None,
-        prologue_args=(), epilogue_args=()):
+        prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`rfftn`, as ``numpy.fft.irfftn``.
 
     Parameters
@@ -385,6 +428,9 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -400,6 +446,9 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 

@@ -7,7 +7,8 @@ import sys
 import numpy
 
 from accelmath._core.arguments import length, normalize_axis
-from accelmath._core.operand import device_adapter, wrap_named, wrap_operand
+from accelmath._core.operand import device_adapter, wrap_named
+from accelmath._core.operand.kinds import returned_as
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft._normalize import allocation_error
 
@@ -19,10 +20,7 @@ def _grid(values, like, device):
         raise InvalidArgumentError(
             f'device must be None or "cpu" (NumPy results), got {device!r}; pass like= an '
             "array for a result of its package and device")
-    if like is None:
-        return values
-    op = wrap_operand(like)
-    return op.adapter.from_numpy(values, like)
+    return returned_as(values, like)
 
 
 def _spacing(d):
@@ -62,8 +60,9 @@ def fftfreq(n, d=1.0, *, device=None, like=None):
         Sample spacing.
     device : {None, "cpu"}
         As in NumPy: the result is a NumPy array (see ``like``).
-    like : array, optional
-        Return an array of this array's package and device (default: NumPy).
+    like : str, module or array, optional
+        The kind of the result (default: NumPy): a package's name or module (``"cupy"``,
+        ``torch``...), or an array of the package and device wanted; see :doc:`/guide/arrays`.
 
     Examples
     --------
@@ -75,7 +74,20 @@ def fftfreq(n, d=1.0, *, device=None, like=None):
 
 
 def rfftfreq(n, d=1.0, *, device=None, like=None):
-    """Sample frequencies of :func:`rfft` (as ``numpy.fft.rfftfreq``); see :func:`fftfreq`.
+    """Sample frequencies of :func:`rfft` (as ``numpy.fft.rfftfreq``): the ``n // 2 + 1``
+    non-negative ones of :func:`fftfreq`.
+
+    Parameters
+    ----------
+    n : int
+        Window length.
+    d : float
+        Sample spacing.
+    device : {None, "cpu"}
+        As in NumPy: the result is a NumPy array (see ``like``).
+    like : str, module or array, optional
+        The kind of the result (default: NumPy): a package's name or module (``"cupy"``,
+        ``torch``...), or an array of the package and device wanted; see :doc:`/guide/arrays`.
 
     Examples
     --------
@@ -111,8 +123,18 @@ def _roll(x, inverse, axes):
     return numpy.roll(op.adapter.to_numpy(x), shifts, axes)
 
 
-def fftshift(x, axes=None):
+def fftshift(x, axes=None, *, like=None):
     """Shift the zero frequency to the center (as ``numpy.fft.fftshift``), any array package.
+
+    Parameters
+    ----------
+    x : array
+        The spectrum: an array of any package, or an array-like.
+    axes : int or sequence of int, optional
+        The axes to shift (default: all).
+    like : str, module or array, optional
+        The kind of the result (default: ``x``'s): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Examples
     --------
@@ -121,11 +143,21 @@ def fftshift(x, axes=None):
     >>> accelmath.fft.fftshift(np.arange(5)).tolist()
     [3, 4, 0, 1, 2]
     """
-    return _roll(x, False, axes)
+    return returned_as(_roll(x, False, axes), like)
 
 
-def ifftshift(x, axes=None):
+def ifftshift(x, axes=None, *, like=None):
     """The inverse of :func:`fftshift` (as ``numpy.fft.ifftshift``).
+
+    Parameters
+    ----------
+    x : array
+        The centred spectrum: an array of any package, or an array-like.
+    axes : int or sequence of int, optional
+        The axes to shift (default: all).
+    like : str, module or array, optional
+        The kind of the result (default: ``x``'s): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Examples
     --------
@@ -134,4 +166,4 @@ def ifftshift(x, axes=None):
     >>> accelmath.fft.ifftshift(np.arange(5)).tolist()
     [2, 3, 4, 0, 1]
     """
-    return _roll(x, True, axes)
+    return returned_as(_roll(x, True, axes), like)

@@ -14,6 +14,7 @@ import numpy
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_named
+from accelmath._core.operand.kinds import returned_as
 from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
@@ -277,7 +278,7 @@ class FFT(Plan):
         return self.out_shape, self.out_strides
 
     def execute(self, x=None, *, out=None, direction=None, stream=None, prologue_args=(),
-                epilogue_args=()):
+                epilogue_args=(), like=None):
         """Run the transform.
 
         Parameters
@@ -294,23 +295,28 @@ class FFT(Plan):
             result is allocated in its order.
         prologue_args, epilogue_args : sequence, optional
             The further arrays and scalars of the plan's prologue and epilogue, this call's.
+        like : str, module or array, optional
+            The kind of the result (default: the operand's): a package's name or module
+            (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
         Returns
         -------
         array
-            ``out``, or the new result, of the operand's package.
+            ``out``, or the new result, of the operand's package (or ``like``'s).
         """
         try:
             call = self._calls[direction]
         except (KeyError, TypeError):
             call = self._call_for(direction)
         if self._fusion is not None:
-            return self._fusion.execute(self, call, x, out, direction, stream, prologue_args,
-                                        epilogue_args)
-        if prologue_args or epilogue_args:
+            result = self._fusion.execute(self, call, x, out, direction, stream, prologue_args,
+                                          epilogue_args)
+        elif prologue_args or epilogue_args:
             raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
                                        "a prologue or an epilogue")
-        return self.run(x, out, stream, call)
+        else:
+            result = self.run(x, out, stream, call)
+        return result if like is None else returned_as(result, like)
 
     def _call_for(self, direction):
         """The call of a direction not in the plan's table: raises, naming the problem."""
@@ -336,11 +342,13 @@ class FFT(Plan):
         return op.adapter.from_numpy(run(a), op.obj)
 
     def forward(self, x=None, *, out=None, stream=None, **fusion_args):
-        """Run the forward transform (c2c and r2c plans); see :meth:`execute`."""
+        """Run the forward transform (c2c and r2c plans); see :meth:`execute` (``like=`` and
+        the fusion arguments pass through)."""
         return self.execute(x, out=out, direction="forward", stream=stream, **fusion_args)
 
     def inverse(self, x=None, *, out=None, stream=None, **fusion_args):
-        """Run the inverse transform (c2c and c2r plans); see :meth:`execute`."""
+        """Run the inverse transform (c2c and c2r plans); see :meth:`execute` (``like=`` and
+        the fusion arguments pass through)."""
         return self.execute(x, out=out, direction="inverse", stream=stream, **fusion_args)
 
     def _release(self):

@@ -9,6 +9,7 @@ ihfftn the conjugate of rfft2 and rfftn, likewise: their
 norm.
 """
 
+from accelmath._core.operand.kinds import returned_as
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
@@ -19,7 +20,7 @@ __all__ = ["hfft2", "ihfft2", "hfftn", "ihfftn"]
 
 def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-          prologue_args=(), epilogue_args=()):
+          prologue_args=(), epilogue_args=(), like=None):
     """Two-dimensional FFT of a Hermitian-symmetric signal given by its first half on the
     last axis, as ``scipy.fft.hfft2``.
 
@@ -48,6 +49,9 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -63,13 +67,16 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
            execution="auto", workers=None, prologue=None, epilogue=None,
-          prologue_args=(), epilogue_args=()):
+          prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`hfft2`, as ``scipy.fft.ihfft2``.
 
     Parameters
@@ -97,6 +104,9 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -112,13 +122,16 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
           execution="auto", workers=None, prologue=None, epilogue=None,
-          prologue_args=(), epilogue_args=()):
+          prologue_args=(), epilogue_args=(), like=None):
     """N-dimensional FFT of a Hermitian-symmetric signal given by its first half on the last
     axis, as ``scipy.fft.hfftn``.
 
@@ -148,6 +161,9 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -163,13 +179,16 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 
 
 def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
            execution="auto", workers=None, prologue=None, epilogue=None,
-          prologue_args=(), epilogue_args=()):
+          prologue_args=(), epilogue_args=(), like=None):
     """Inverse of :func:`hfftn`, as ``scipy.fft.ihfftn``.
 
     Parameters
@@ -198,6 +217,9 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
         *epilogue_args)`` of each result element, the normalization folded into it.
     prologue_args, epilogue_args : sequence, optional
         Their further arrays (broadcast against the element's array) and scalars.
+    like : str, module or array, optional
+        The kind of the result (default: the input's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -213,6 +235,9 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     """
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
-        return transform(call, a, out, stream)
-    return fused_call(call, a, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+        result = transform(call, a, out, stream)
+    else:
+        result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
+                            epilogue_args)
+    return result if like is None else returned_as(result, like)
 

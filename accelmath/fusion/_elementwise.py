@@ -19,6 +19,7 @@ from accelmath._core.gpu.device import devices, ensure_context
 from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
+from accelmath._core.operand.kinds import returned_as
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
@@ -367,9 +368,31 @@ class Elementwise:
             a if isinstance(a, (type, str, numpy.dtype)) else getattr(a, "dtype", a))
             for a in arguments])
 
-    def __call__(self, *arguments, out=None, stream=None):
+    def __call__(self, *arguments, out=None, stream=None, like=None):
         """Apply the function to the arrays and scalars ``arguments``, element by element
-        (broadcasting), into a new array of the first array's kind or into ``out``."""
+        (broadcasting), into a new array of the first array's kind or into ``out``.
+
+        Parameters
+        ----------
+        *arguments : array or scalar
+            The function's arguments: the element's array first, then further arrays (that
+            broadcast against it) and scalars.
+        out : array, optional
+            Where to write the result: of the broadcast shape and the result's dtype, on the
+            arrays' device.
+        stream : int or stream object, optional
+            The CUDA stream (default: the current stream of the first array's package).
+        like : str, module or array, optional
+            The kind of the result (default: the first array's): a package's name or module
+            (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
+
+        Returns
+        -------
+        array
+            ``out``, or the new result.
+        """
+        if like is not None:
+            return returned_as(self(*arguments, out=out, stream=stream), like)
         if not arguments or is_scalar(arguments[0]):
             raise InvalidArgumentError(
                 "the first argument of a fused function is the element's array; got "

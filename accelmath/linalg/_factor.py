@@ -15,6 +15,7 @@ import numpy
 from accelmath._core.gpu.memory import read_back
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_same_device, device_name
+from accelmath._core.operand.kinds import returned_as
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError, LinAlgError, StateError, UnsupportedDTypeError
@@ -106,7 +107,7 @@ class _Factorization(Plan):
             self._factor_host(host_array(op, self.dtype))
         self._factored = True
 
-    def solve(self, b, *, stream=None):
+    def solve(self, b, *, stream=None, like=None):
         """Solve for the right-hand sides ``b`` (as ``scipy.linalg.cho_solve`` etc.).
 
         Parameters
@@ -115,12 +116,17 @@ class _Factorization(Plan):
             Right-hand sides, any count of columns, the batch shape of the factored matrix.
         stream : int or stream object, optional
             The CUDA stream (default: the package's current stream).
+        like : str, module or array, optional
+            The kind of the results (default: b's): a package's name or module
+            (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
         Returns
         -------
         x : array
             Of b's shape and package.
         """
+        if like is not None:
+            return returned_as(self.solve(b, stream=stream), like)
         self._check_live()
         if not self._factored:
             raise StateError(f"this {self.what} holds no factorization yet: call refactor(a)")

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution
+from accelmath._core.operand.kinds import returned_as
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -45,7 +46,7 @@ class SlogdetResult(NamedTuple):
 
 # ---- the functions ----
 
-def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
+def solve(a, b, *, check=True, method="auto", stream=None, execution="auto", like=None):
     """Solve ``a @ x = b`` for ``x``, as ``numpy.linalg.solve``.
 
     Parameters
@@ -66,6 +67,9 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where the operands live; "cuda" moves host data to the GPU and back;
         "cpu" refuses device operands.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -80,6 +84,9 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
     >>> solve(a, np.array([9.0, 8.0]))
     array([2., 3.])
     """
+    if like is not None:
+        return returned_as(solve(a, b, check=check, method=method, stream=stream,
+                                 execution=execution), like)
     key, host = host_call("solve", (a, b), (check, method, execution), stream)
     if host is not None:
         return host.run(a, b)
@@ -99,7 +106,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto"):
                        finite=checks.finite_names(check, "a", "b"))
 
 
-def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
+def inv(a, *, check=True, method="auto", stream=None, execution="auto", like=None):
     """The inverse of each matrix, as ``numpy.linalg.inv``.
 
     Parameters
@@ -115,6 +122,9 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -128,6 +138,9 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
     array([[0.5 , 0.  ],
            [0.  , 0.25]])
     """
+    if like is not None:
+        return returned_as(inv(a, check=check, method=method, stream=stream,
+                               execution=execution), like)
     key, host = host_call("inv", (a,), (check, method, execution), stream)
     if host is not None:
         return host.run(a)
@@ -143,7 +156,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto"):
                        stream=stream, call=call, finite=checks.finite_names(check, "a"))
 
 
-def det(a, *, stream=None, execution="auto"):
+def det(a, *, stream=None, execution="auto", like=None):
     """The determinant of each matrix, as ``numpy.linalg.det``.
 
     Parameters
@@ -154,6 +167,9 @@ def det(a, *, stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -167,6 +183,8 @@ def det(a, *, stream=None, execution="auto"):
     >>> round(float(det(np.array([[1.0, 2.0], [3.0, 4.0]]))), 12)
     -2.0
     """
+    if like is not None:
+        return returned_as(det(a, stream=stream, execution=execution), like)
     key, host = host_call("det", (a,), (execution,), stream)
     if host is not None:
         return host.run(a)
@@ -177,7 +195,7 @@ def det(a, *, stream=None, execution="auto"):
     return device_call("det", [a], (dtype,), ("a",), execution, stream=stream)
 
 
-def slogdet(a, *, stream=None, execution="auto"):
+def slogdet(a, *, stream=None, execution="auto", like=None):
     """Sign and natural log of the absolute value of each matrix's determinant, as
     ``numpy.linalg.slogdet``.
 
@@ -189,6 +207,9 @@ def slogdet(a, *, stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -204,6 +225,8 @@ def slogdet(a, *, stream=None, execution="auto"):
     >>> float(sign), bool(np.isclose(logabsdet, np.log(6.0)))
     (-1.0, True)
     """
+    if like is not None:
+        return returned_as(slogdet(a, stream=stream, execution=execution), like)
     key, host = host_call("slogdet", (a,), (execution,), stream)
     if host is not None:
         return SlogdetResult(*host.run(a))
@@ -215,7 +238,8 @@ def slogdet(a, *, stream=None, execution="auto"):
                                       stream=stream))
 
 
-def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execution="auto"):
+def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execution="auto",
+             like=None):
     """The Cholesky factor of each Hermitian positive-definite matrix, as
     ``numpy.linalg.cholesky``: ``a = L @ L^H`` (or ``U^H @ U`` with ``upper=True``).
 
@@ -235,6 +259,9 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -253,6 +280,9 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
     array([[2., 0.],
            [1., 2.]])
     """
+    if like is not None:
+        return returned_as(cholesky(a, upper=upper, check=check, method=method, stream=stream,
+                                    execution=execution), like)
     key, host = host_call("cholesky", (a,), (upper, check, method, execution), stream)
     if host is not None:
         return host.run(a)
@@ -269,7 +299,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
                        method=method, stream=stream, call=call, finite=checks.finite_names(check, "a"))
 
 
-def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
+def lstsq(a, b, rcond=None, *, stream=None, execution="auto", like=None):
     """The least-squares solution of ``a @ x = b``, as ``numpy.linalg.lstsq``.
 
     Parameters
@@ -286,6 +316,9 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operands' package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -307,6 +340,8 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto"):
     >>> bool(np.allclose(x, [1.0, 1.0])), int(rank)
     (True, 2)
     """
+    if like is not None:
+        return returned_as(lstsq(a, b, rcond, stream=stream, execution=execution), like)
     key, host = host_call("lstsq", (a, b), (rcond, execution), stream)
     if host is not None:
         return host.run(a, b)

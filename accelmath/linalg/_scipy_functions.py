@@ -13,6 +13,7 @@ from a GPU) and leaves NaN where it failed.
 """
 
 from accelmath._core.arguments import check_execution
+from accelmath._core.operand.kinds import returned_as
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -57,7 +58,7 @@ def _solve(name, operands, dtypes, names, execution, finite, vector, stream, key
 
 
 def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=True,
-               stream=None, execution="auto"):
+               stream=None, execution="auto", like=None):
     """The Cholesky factorization of each Hermitian positive-definite matrix, for
     :func:`cho_solve`, as ``scipy.linalg.cho_factor``.
 
@@ -79,6 +80,9 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -96,6 +100,9 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     (array([[2., 1.],
            [0., 2.]]), False)
     """
+    if like is not None:
+        return returned_as(cho_factor(a, lower, overwrite_a, check_finite, check=check,
+                                      stream=stream, execution=execution), like)
     # (remembered as cholesky is: see cho_solve; a remembered lower passed check_flag)
     key, host = host_call("cho_factor", (a,), (lower, overwrite_a, check_finite, check,
                                                execution), stream)
@@ -119,7 +126,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
 
 
 def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=None,
-              execution="auto"):
+              execution="auto", like=None):
     """Solve ``a @ x = b`` given :func:`cho_factor`'s factorization of a, as
     ``scipy.linalg.cho_solve``.
 
@@ -137,6 +144,9 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
         The CUDA stream (default: the current stream of the operands' package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -151,6 +161,9 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     >>> cho_solve(cho_factor(a), np.array([8.0, 12.0]))
     array([1., 2.])
     """
+    if like is not None:
+        return returned_as(cho_solve(c_and_lower, b, overwrite_b, check_finite, stream=stream,
+                                     execution=execution), like)
     c, lower = checks.factor_pair(c_and_lower, "c_and_lower", "(c, lower)", "cho_factor")
     key, host = host_call("cho_solve", (c, b), (lower, overwrite_b, check_finite, execution),
                           stream)
@@ -173,7 +186,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
 
 
 def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=None,
-              execution="auto"):
+              execution="auto", like=None):
     """The pivoted LU factorization ``a = P @ L @ U`` of each matrix, for :func:`lu_solve`,
     as ``scipy.linalg.lu_factor``.
 
@@ -193,6 +206,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -210,6 +226,9 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     >>> piv
     array([1, 1], dtype=int32)
     """
+    if like is not None:
+        return returned_as(lu_factor(a, overwrite_a, check_finite, check=check, stream=stream,
+                                     execution=execution), like)
     key, host = host_call("lu_factor", (a,), (overwrite_a, check_finite, check, execution),
                           stream)
     if host is not None:
@@ -226,7 +245,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
 
 
 def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, stream=None,
-             execution="auto"):
+             execution="auto", like=None):
     """Solve ``a @ x = b`` (or with a's transpose or conjugate transpose) given
     :func:`lu_factor`'s factorization of a, as ``scipy.linalg.lu_solve``.
 
@@ -246,6 +265,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
         The CUDA stream (default: the current stream of the operands' package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -271,6 +293,9 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     >>> lu_solve(lu_factor(a), np.array([5.0, 11.0]))
     array([1., 2.])
     """
+    if like is not None:
+        return returned_as(lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite, stream=stream,
+                                    execution=execution), like)
     lu, piv = checks.factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)", "lu_factor")
     # (remembered as cho_solve is; on NumPy arrays, the pivots checked each call)
     key, host = host_call("lu_solve", (lu, piv, b), (trans, overwrite_b, check_finite,
@@ -296,7 +321,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
 
 
 def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_b=False,
-                     check_finite=True, *, stream=None, execution="auto"):
+                     check_finite=True, *, stream=None, execution="auto", like=None):
     """Solve ``a @ x = b`` for triangular a, as ``scipy.linalg.solve_triangular``.
 
     Parameters
@@ -319,6 +344,9 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
         The CUDA stream (default: the current stream of the operands' package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where the operands live; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -338,6 +366,9 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     >>> solve_triangular(a, np.array([4.0, 5.0]), lower=True)
     array([2., 3.])
     """
+    if like is not None:
+        return returned_as(solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b,
+                                            check_finite, stream=stream, execution=execution), like)
     # (remembered as cho_solve is)
     key, host = host_call("solve_triangular", (a, b), (trans, lower, unit_diagonal,
                                                        overwrite_b, check_finite, execution),

@@ -12,6 +12,7 @@ import numpy
 
 from accelmath._core.arguments import check_execution
 from accelmath._core.operand import adapter_for, array_namespace
+from accelmath._core.operand.kinds import returned_as
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -80,7 +81,7 @@ def _svd(x, name, full_matrices, compute_uv, hermitian, check, method, stream, e
                        finite=checks.finite_names(check, name))
 
 
-def qr(a, mode="reduced", *, stream=None, execution="auto"):
+def qr(a, mode="reduced", *, stream=None, execution="auto", like=None):
     """The QR factorization of each matrix, as ``numpy.linalg.qr``.
 
     Parameters
@@ -97,6 +98,9 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operand's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -114,6 +118,8 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     >>> q.shape, r.shape, bool(np.allclose(q @ r, a))
     ((4, 3), (3, 3), True)
     """
+    if like is not None:
+        return returned_as(qr(a, mode, stream=stream, execution=execution), like)
     economic = False
     if isinstance(mode, str) and mode in checks.QR_DEPRECATED:
         mode = checks.deprecated_qr_mode(mode)
@@ -145,7 +151,7 @@ def qr(a, mode="reduced", *, stream=None, execution="auto"):
     return result if mode in ("r", "raw") else QRResult(*result)
 
 
-def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto"):
+def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto", like=None):
     """Eigenvalues and eigenvectors of each Hermitian (real symmetric) matrix, as
     ``numpy.linalg.eigh``.
 
@@ -165,6 +171,9 @@ def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operand's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -180,10 +189,13 @@ def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto
     >>> w
     array([1., 3.])
     """
+    if like is not None:
+        return returned_as(eigh(a, UPLO, check=check, method=method, stream=stream,
+                                execution=execution), like)
     return EighResult(*_eigh(a, UPLO, True, check, method, stream, execution))
 
 
-def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto"):
+def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto", like=None):
     """Eigenvalues of each Hermitian (real symmetric) matrix, as ``numpy.linalg.eigvalsh``.
 
     Parameters
@@ -202,6 +214,9 @@ def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operand's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -215,11 +230,14 @@ def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="
     >>> eigvalsh(np.array([[2.0, 1.0], [1.0, 2.0]]))
     array([1., 3.])
     """
+    if like is not None:
+        return returned_as(eigvalsh(a, UPLO, check=check, method=method, stream=stream,
+                                    execution=execution), like)
     return _eigh(a, UPLO, False, check, method, stream, execution)
 
 
 def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
-        method="auto", stream=None, execution="auto"):
+        method="auto", stream=None, execution="auto", like=None):
     """Singular value decomposition of each matrix, as ``numpy.linalg.svd``:
     ``a = U @ diag(S) @ Vh``.
 
@@ -249,6 +267,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``a`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operand's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -263,6 +284,9 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     >>> s
     array([4., 3.])
     """
+    if like is not None:
+        return returned_as(svd(a, full_matrices, compute_uv, hermitian, check=check, method=method,
+                               stream=stream, execution=execution), like)
     key, host = host_call("svd", (a,), (full_matrices, compute_uv, hermitian, check, method,
                                         execution), stream)
     if host is not None:  # (compute_uv passed check_flag then: a bool, or 0 or 1)
@@ -277,7 +301,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     return SVDResult(*result) if compute_uv else result
 
 
-def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
+def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto", like=None):
     """The singular values of each matrix, descending, as ``numpy.linalg.svdvals``.
 
     Parameters
@@ -294,6 +318,9 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
         The CUDA stream (default: the current stream of the operand's package).
     execution : {"auto", "cuda", "cpu"}, optional
         "auto" runs where ``x`` lives; "cuda" moves host data to the GPU and back.
+    like : str, module or array, optional
+        The kind of the results (default: the operand's): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -307,6 +334,9 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto"):
     >>> svdvals(np.array([[3.0, 0.0], [0.0, -4.0]]))
     array([4., 3.])
     """
+    if like is not None:
+        return returned_as(svdvals(x, check=check, method=method, stream=stream,
+                                   execution=execution), like)
     key, host = host_call("svdvals", (x,), (check, method, execution), stream)
     if host is not None:
         return host.run(x)

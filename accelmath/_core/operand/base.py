@@ -183,7 +183,9 @@ class Adapter:
         return numpy.asarray(x)
 
     def from_numpy(self, a, like):
-        """Convert NumPy array ``a`` to this package, placed like array ``like``."""
+        """Convert NumPy array ``a`` to this package, placed like array ``like`` (None: where
+        the package puts new arrays: CuPy's and Numba's current device, torch's CPU, JAX's
+        default device)."""
         return a
 
 

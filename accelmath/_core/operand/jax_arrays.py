@@ -35,4 +35,9 @@ class JaxAdapter(GenericAdapter):
             return self._from_dlpack(result)
 
     def from_numpy(self, a, like):
+        if like is None:
+            return self._jax.device_put(a)  # (JAX's default device)
         return self._jax.device_put(a, next(iter(like.devices())))
+
+    def from_dlpack(self, x):
+        return self._from_dlpack(x)

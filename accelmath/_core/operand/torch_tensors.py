@@ -162,7 +162,8 @@ class TorchAdapter(Adapter):
         return x.cpu().numpy()
 
     def from_numpy(self, a, like):
-        return self._torch.from_numpy(a).to(like.device)
+        tensor = self._torch.from_numpy(a)
+        return tensor if like is None else tensor.to(like.device)
 
     def to_device(self, a):
         """Copy NumPy array ``a`` to the current GPU."""

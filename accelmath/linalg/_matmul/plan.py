@@ -9,6 +9,7 @@ from accelmath._core.call import Context, stream_of
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
+from accelmath._core.operand.kinds import returned_as
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
@@ -320,7 +321,7 @@ class Matmul(Plan):
         return ptrs
 
     def execute(self, a=None, b=None, c=None, *, bias=None, aux=None, out=None, stream=None,
-                epilogue_args=()):
+                epilogue_args=(), like=None):
         """Compute the product on operands of the plan's layout.
 
         Parameters
@@ -335,12 +336,18 @@ class Matmul(Plan):
             The CUDA stream (default: the current stream of the operands' package).
         epilogue_args : sequence, optional
             The further arrays and scalars of the plan's Python epilogue, this call's.
+        like : str, module or array, optional
+            The kind of the results (default: the operands'): a package's name or module
+            (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
         Returns
         -------
         array or tuple of arrays
             As :func:`matmul` returns them.
         """
+        if like is not None:
+            return returned_as(self.execute(a, b, c, bias=bias, aux=aux, out=out, stream=stream,
+                                            epilogue_args=epilogue_args), like)
         if self._freed:
             self._check_live()
         if self._fused is not None or epilogue_args:

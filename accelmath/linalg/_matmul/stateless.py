@@ -13,6 +13,7 @@ from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
+from accelmath._core.operand.kinds import returned_as
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
@@ -93,7 +94,8 @@ _PLAIN_DTYPES = frozenset(map(numpy.dtype, ("float32", "float64", "complex64", "
 
 
 def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, aux=None,
-           out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS):
+           out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS,
+           like=None):
     """The matrix product ``epilogue(alpha * a @ b + beta * c)``, as ``numpy.matmul``.
 
     Parameters
@@ -143,6 +145,9 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
         products); off by default, so float32 stays float32.
     epilogue_args : sequence, optional
         The further arrays (broadcast against the result) and scalars of a Python epilogue.
+    like : str, module or array, optional
+        The kind of the results (default: the operands'): a package's name or module
+        (``"cupy"``, ``torch``...) or an array of it; see :doc:`/guide/arrays`.
 
     Returns
     -------
@@ -171,6 +176,10 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
     array([[ 0.,  3.],
            [ 7., 12.]])
     """
+    if like is not None:
+        return returned_as(matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
+                                  aux=aux, out=out, stream=stream, execution=execution,
+                                  allow_tf32=allow_tf32, epilogue_args=epilogue_args), like)
     if (a.__class__ is _NDARRAY and b.__class__ is _NDARRAY and epilogue is None
             and alpha is _ONE and beta is _ZERO and c is None and out is None
             and bias is None and aux is None and stream is None and execution is _AUTO

@@ -1,0 +1,140 @@
+"""The ``like=`` keyword: results returned as another array kind than the caller's.
+
+A result is of the kind of its call's first array argument (the rule of
+:mod:`accelmath._core.operand`). ``like=`` asks for another kind: a package's name, its
+module, or an array of it. :func:`returned_as` applies it to what a call returns, one rule for
+every public function and plan:
+
+- a device result becomes the named package's array over the same memory (zero copy, through
+  DLPack or ``__cuda_array_interface__``), on its device;
+- a device result asked for as NumPy (or as a host array: a torch tensor on the CPU) is
+  copied to the host, and a host result asked for as CuPy or Numba (or as an array on a GPU)
+  is copied to that package's current device (the array's device); torch keeps a result's
+  side (a host result is a CPU tensor over the same memory), and JAX puts a host result on
+  its default device;
+- tuples (named or not) are converted element by element; NumPy's scalars as 0-d arrays, and
+  what is no array (a Python number, a flag, None) is returned as it is.
+"""
+
+import importlib
+import types
+
+from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+
+__all__ = ["KINDS", "returned_as", "target_of"]
+
+#: The kinds ``like=`` names, by package name: what its modules are called.
+KINDS = ("numpy", "cupy", "torch", "jax", "numba")
+
+_MODULES = {"jax": "jax.numpy", "numba": "numba.cuda"}  # (the module whose arrays they are)
+_ALIASES = {"jaxlib": "jax", "numba_cuda": "numba"}  # (other top-level modules of a kind)
+
+
+def target_of(like):
+    """``(adapter, reference)`` of what ``like`` names: the package's adapter, and the array
+    that names its place (None for a package's name or module).
+
+    Raises
+    ------
+    InvalidArgumentError
+        For anything that names no kind accelmath can make.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath._core.operand.kinds import target_of
+    >>> target_of("numpy")[0].package, target_of(np)[0].package, target_of(np.ones(2))[0].package
+    ('numpy', 'numpy', 'numpy')
+    """
+    from accelmath._core.operand import adapter_for
+    from accelmath._core.operand.array_likes import is_array_like
+
+    if isinstance(like, str):
+        if like not in KINDS:
+            raise InvalidArgumentError(f"like={like!r}: expected one of {', '.join(KINDS)}, a "
+                                       "module of one of them, or an array")
+        return _named(like), None
+    if isinstance(like, types.ModuleType):
+        package = _ALIASES.get(like.__name__.partition(".")[0], like.__name__.partition(".")[0])
+        if package not in KINDS:
+            raise InvalidArgumentError(
+                f"like is the module {like.__name__!r}: expected a module of "
+                f"{', '.join(KINDS)}, one of their names, or an array")
+        return _named(package), None
+    try:
+        adapter = None if is_array_like(type(like)) else adapter_for(like)
+    except UnsupportedOperandError:
+        adapter = None
+    if adapter is None or adapter.package not in KINDS:
+        cls = type(like)
+        raise InvalidArgumentError(
+            f"like is a {cls.__module__}.{cls.__qualname__}: expected an array of "
+            f"{', '.join(KINDS)}, one of their names or modules (accelmath makes no other kind)")
+    return adapter, like
+
+
+def _named(package):
+    from accelmath._core.operand import adapter_named
+
+    try:
+        importlib.import_module(_MODULES.get(package, package))
+    except ImportError:
+        raise InvalidArgumentError(f"like={package!r}: {package} is not installed") from None
+    return adapter_named(package)
+
+
+def returned_as(result, like):
+    """``result`` (an array, or a tuple of arrays and other values) as arrays of the kind
+    ``like`` names (see the module's rule); ``like`` None: ``result`` itself.
+
+    Raises
+    ------
+    InvalidArgumentError
+        If ``like`` names no kind accelmath can make.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath._core.operand.kinds import returned_as
+    >>> returned_as([1.0, 2.0], None)
+    [1.0, 2.0]
+    >>> type(returned_as((np.ones(2), 3), "numpy")[0]).__name__
+    'ndarray'
+    """
+    if like is None:
+        return result
+    adapter, reference = target_of(like)
+    return _converted(result, adapter, reference)
+
+
+def _converted(result, adapter, reference):
+    if isinstance(result, tuple):
+        items = [_converted(item, adapter, reference) for item in result]
+        return type(result)(*items) if hasattr(result, "_fields") else type(result)(items)
+    import numpy
+
+    from accelmath._core.operand import adapter_for
+
+    if isinstance(result, numpy.generic):  # (NumPy's scalar results: as 0-d arrays)
+        result = result if adapter.package == "numpy" else numpy.asarray(result)
+    if result is None or isinstance(result, (bool, int, float, complex, str)):
+        return result  # (Python's scalars and flags: of no kind)
+    try:
+        source = adapter_for(result)
+    except UnsupportedOperandError:
+        return result
+    on_device = source.wrap(result).on_device
+    if reference is not None:
+        wanted = adapter.wrap(reference).on_device
+    elif adapter.package in ("torch", "jax"):
+        wanted = on_device  # (torch keeps the side; JAX takes host data to its default device)
+    else:
+        wanted = adapter.package != "numpy"
+    if source.package == adapter.package and on_device == wanted:
+        return result
+    if on_device and wanted:
+        return adapter.from_dlpack(result)
+    host = source.to_numpy(result)
+    if adapter.package == "numpy":
+        return host
+    return adapter.from_numpy(host, reference)
