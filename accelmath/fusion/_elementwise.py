@@ -201,45 +201,91 @@ def run(expression, values, out, context=None, stream=None):
         The stream handle (device work).
     """
     shape = tuple(out.shape)
-    context = context or Axes(shape)
+    launch_ = _prepared(expression, values, out, context or Axes(shape))
+    if launch_ is None:  # (no element)
+        return
+    kernel = launch_.kernels.get((out.dtype, out.device_id))
+    if kernel is None:
+        function = _kernel(expression, launch_.layout, numpy.dtype(out.dtype), out.device_id)
+        blocks = min(-(-math.prod(shape) // _BLOCK), _block_limit(out.device_id))
+        kernel = launch_.kernels[(out.dtype, out.device_id)] = (
+            function, launch.config(blocks, _BLOCK))
+    ensure_context(out.device_id)
+    launch.launch(kernel[0], kernel[1], launch_.arguments(expression, values, out), stream)
+
+
+class _Launch:
+    """What the fused kernel of one expression on one layout of operands keeps between calls:
+    its :class:`~accelmath.fusion._cuda.Layout`, the element count and the ``Dims`` struct as
+    kernel arguments (the same for every call of the layout), and the kernel and launch
+    configuration per result dtype and device. Only the pointers and scalars change."""
+
+    __slots__ = ("layout", "count", "dims", "kernels")
+
+    def __init__(self, layout, count, dims):
+        self.layout, self.count, self.dims, self.kernels = layout, count, dims, {}
+
+    def arguments(self, expression, values, out):
+        """The kernel's arguments as ctypes values: the arrays' pointers, the result's, the
+        scalars, the element count and (strided) the ``Dims`` struct."""
+        arguments = [_pointer(v) for v in values if not is_scalar(v)]
+        arguments.append(_pointer(out))
+        arguments += [_cuda.scalar_argument(v, spec)
+                      for v, spec in zip(values, expression.inputs) if not spec.array]
+        arguments.append(self.count)
+        if self.dims is not None:
+            arguments.append(self.dims)
+        return arguments
+
+
+_launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch
+_LAUNCH_LIMIT = 4096
+
+
+def _prepared(expression, values, out, context):
+    """The :class:`_Launch` of ``expression`` on the layouts of ``values`` into ``out`` (made
+    once per layout), or None where the result has no element."""
+    shape = tuple(out.shape)
+    key = (expression.key, context.periods, context.half, shape, tuple(out.strides),
+           tuple((tuple(v.shape), tuple(v.strides)) for v in values if not is_scalar(v)))
+    found = _launches.get(key)
+    if found is not None:
+        return found
     n = math.prod(shape)
     if n == 0:
-        return
-    layout, arguments = kernel_call(expression, values, out, context)
-    function = _kernel(expression, layout, numpy.dtype(out.dtype), out.device_id)
-    blocks = min(-(-n // _BLOCK), _block_limit(out.device_id))
-    ensure_context(out.device_id)
-    launch.launch(function, launch.config(blocks, _BLOCK), arguments, stream)
-
-
-def kernel_call(expression, values, out, context):
-    """``(layout, arguments)``: the :class:`~accelmath.fusion._cuda.Layout` of the fused
-    kernel of ``expression`` on operands and scalars ``values`` into operand ``out``, and its
-    arguments as ctypes values (no device touched)."""
-    shape = tuple(out.shape)
+        return None
     arrays = [v for v in values if not is_scalar(v)]
     axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
     dense = contiguous_strides(shape)
     single = tuple(j for j, op in enumerate(arrays) if op.size == 1)  # (read at offset 0)
     flat = all(j in single or (tuple(op.shape) == shape and _dense(op, dense))
                for j, op in enumerate(arrays)) and _dense(out, dense)
-    n = math.prod(shape)
     layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape), single if flat else (),
                           n < 2 ** 32)
-    arguments = [_pointer(op) for op in arrays]
-    arguments.append(_pointer(out))
-    arguments += [_cuda.scalar_argument(v, spec)
-                  for v, spec in zip(values, expression.inputs) if not spec.array]
-    arguments.append(_cuda.ctypes.c_longlong(n))
+    dims = None
     if layout.ndim:
-        d = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
-        d.shape[:] = shape
+        dims = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
+        dims.shape[:] = shape
         for j, op in enumerate(arrays + [out]):
-            d.strides[j][:] = _aligned_strides(op, shape) if op.size != 1 else (0,) * len(shape)
-        d.period[:] = context.periods
-        d.half[:] = [int(a in context.half) for a in range(len(shape))]
-        arguments.append(d)
-    return layout, arguments
+            dims.strides[j][:] = (_aligned_strides(op, shape) if op.size != 1
+                                  else (0,) * len(shape))
+        dims.period[:] = context.periods
+        dims.half[:] = [int(a in context.half) for a in range(len(shape))]
+    found = _Launch(layout, _cuda.ctypes.c_longlong(n), dims)
+    if len(_launches) >= _LAUNCH_LIMIT:
+        _launches.clear()
+    _launches[key] = found
+    return found
+
+
+def kernel_call(expression, values, out, context):
+    """``(layout, arguments)``: the :class:`~accelmath.fusion._cuda.Layout` of the fused
+    kernel of ``expression`` on operands and scalars ``values`` into operand ``out``, and its
+    arguments as ctypes values (no device touched; the layout's part made once)."""
+    found = _prepared(expression, values, out, context)
+    if found is None:
+        found = _Launch(_cuda.Layout(True, 0), _cuda.ctypes.c_longlong(0), None)
+    return found.layout, found.arguments(expression, values, out)
 
 
 def _dense(op, dense):
@@ -287,15 +333,22 @@ def types_of(values):
     return [v if not hasattr(v, "adapter") else dtype_of(v.dtype) for v in values]
 
 
-def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue",
-          in_place=True):
-    """Run ``traced_fn`` (a :class:`Traced`) on operand ``element``, with the scalars
-    ``leading`` before the operands and scalars ``args`` (which must broadcast to the
-    element's shape), into ``out`` (an operand), or else in place where an epilogue keeps
-    the element's dtype and package, or else into a new array of the element's package.
-    ``name`` ("prologue" or "epilogue") names the arguments in messages; ``in_place=False``
-    where the element is not the caller's own new array (a transform over no axes returns its
-    input). The result array."""
+# (Traced, name, the values' signatures) -> (its Expression, whether it keeps the element's
+# dtype), for values that passed the checks
+_applied = {}
+
+
+def _signature(value):
+    """What decides a value's part in a fused call's checks and trace: an operand's dtype,
+    shape and device; a scalar's type (and dtype)."""
+    if is_scalar(value):
+        return (type(value), getattr(value, "dtype", None))
+    return (value.dtype, tuple(value.shape), value.device_id)
+
+
+def _check_arguments(element, args, name):
+    """Refuse further arrays ``args`` of a prologue or epilogue (``name``) that are not on
+    ``element``'s device or do not broadcast to its shape."""
     arrays = [v for v in args if hasattr(v, "adapter")]
     if arrays:
         check_same_device(element, *arrays,
@@ -312,15 +365,36 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
             raise InvalidArgumentError(
                 f"{name}_args: an array of shape {tuple(op.shape)} does not broadcast to the "
                 f"{'input' if name == 'prologue' else 'result'}'s shape {shape}")
+
+
+def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue",
+          in_place=True):
+    """Run ``traced_fn`` (a :class:`Traced`) on operand ``element``, with the scalars
+    ``leading`` before the operands and scalars ``args`` (which must broadcast to the
+    element's shape), into ``out`` (an operand), or else in place where an epilogue keeps
+    the element's dtype and package, or else into a new array of the element's package.
+    ``name`` ("prologue" or "epilogue") names the arguments in messages; ``in_place=False``
+    where the element is not the caller's own new array (a transform over no axes returns its
+    input). The result array."""
     values = [element, *leading, *args]
-    expression = traced_fn.expression(types_of(values))
+    key = (traced_fn, name, tuple(_signature(v) for v in values))
+    found = _applied.get(key)
+    if found is None:
+        _check_arguments(element, args, name)
+        expression = traced_fn.expression(types_of(values))
+        found = (expression, dtype_of(element.dtype) == expression.dtype)
+        if len(_applied) >= _LAUNCH_LIMIT:
+            _applied.clear()
+        _applied[key] = found
+    expression, keeps_dtype = found
     handle = resolve_stream(stream, element) if element.on_device else None
-    for op in [element, *arrays]:
-        if op.on_device:
-            op.wait_ready(handle)
-    writable = in_place and out is None and name == "epilogue" and (
-        dtype_of(element.dtype) == expression.dtype)
+    if handle is not None:
+        for op in values:
+            if not is_scalar(op):
+                op.wait_ready(handle)
+    writable = in_place and out is None and name == "epilogue" and keeps_dtype
     in_place = element if writable else None
+    shape = tuple(element.shape)
     return compute(expression, values, shape, element, out, context, handle, in_place)
 
 

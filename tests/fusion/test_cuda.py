@@ -10,9 +10,11 @@ import pytest
 from fusion_constructs import CONSTRUCTS, cases, draw
 
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
+from accelmath._core.operand import wrap_operand
 from accelmath.fusion import elementwise, frequency, index, trace
 from accelmath.fusion._cuda import Layout, _literal, source
-from accelmath.fusion._evaluate import evaluate
+from accelmath.fusion._elementwise import kernel_call
+from accelmath.fusion._evaluate import Axes, evaluate
 
 # the largest error of one construct's fused result, in units of the dtype's epsilon times
 # the result's largest magnitude: CUDA's exp, log, pow and tanh are within a few ulp of
@@ -58,6 +60,26 @@ def test_the_source_does_not_depend_on_scalar_values_or_sizes():
     fn = lambda x, s: x * s + 1.0  # noqa: E731
     assert source(trace(fn, np.float32, 2.0), Layout(True, 0)) == \
         source(trace(fn, np.float32, 9.0), Layout(True, 0))
+
+
+def test_a_layout_seen_before_reuses_its_arguments_and_takes_the_new_pointers():
+    e = trace(lambda x, y, s: x * y + s, np.float64, np.float64, 2.0)
+    rng = np.random.default_rng()
+
+    def call(x, y, out, s=2.0):
+        values = [wrap_operand(x), wrap_operand(y), s]
+        return kernel_call(e, values, wrap_operand(out), Axes(out.shape))
+
+    x, y, out = rng.standard_normal((3, 5, 4))
+    first_layout, first = call(x.T, y[0], out.T)
+    x2, y2, out2 = rng.standard_normal((3, 5, 4))
+    layout, again = call(x2.T, y2[0], out2.T, 7.0)
+    assert layout == first_layout and not layout.flat
+    assert again[-1] is first[-1]  # (the Dims struct: made once for the layout)
+    assert [a.value for a in again[:3]] == [x2.ctypes.data, y2.ctypes.data, out2.ctypes.data]
+    assert again[3].value == 7.0 and again[4].value == 20
+    flat_layout, flat = call(x, y, out)  # (another layout: its own arguments)
+    assert flat_layout.flat and len(flat) == 5 and flat[-1].value == 20
 
 
 # -- on a GPU -------------------------------------------------------------------------------
