@@ -27,7 +27,8 @@ from accelmath.fusion._graph import DTYPES, is_scalar
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "compute", "dtype_of", "kernel_call", "run", "scaled", "traced", "types_of"]
+           "compute", "dtype_of", "function_key", "kernel_call", "pointer", "prepared", "run",
+           "scaled", "traced", "types_of"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -89,7 +90,7 @@ def traced(fn, name, with_scale=False):
     reuses its traces. A lambda written in a loop is a new function object each time round:
     it is found again by its code and by the values it reads (its closure's cells, the
     globals it names, its defaults), where all of them are hashable."""
-    key = (_function_key(fn), with_scale)
+    key = (function_key(fn), with_scale)
     try:
         found = _traced.get(key)
     except TypeError:  # an unhashable callable: traced anew each call
@@ -125,7 +126,7 @@ def _value_key(value):
     return (type(value), value)
 
 
-def _function_key(fn):
+def function_key(fn):
     """What decides ``fn``'s traces: its code and the values it reads (its closure's cells,
     the globals it names, its defaults), where all are plain values; else the function
     itself."""
@@ -200,18 +201,28 @@ def run(expression, values, out, context=None, stream=None):
     stream : int, optional
         The stream handle (device work).
     """
-    shape = tuple(out.shape)
-    launch_ = _prepared(expression, values, out, context or Axes(shape))
-    if launch_ is None:  # (no element)
+    found = prepared(expression, values, out, context or Axes(tuple(out.shape)))
+    if found is None:  # (no element)
         return
+    launch_, function, config = found
+    ensure_context(out.device_id)
+    launch.launch(function, config, launch_.arguments(expression, values, out), stream)
+
+
+def prepared(expression, values, out, context):
+    """``(launch, function, config)``: the :class:`_Launch` of ``expression`` on the layouts of
+    ``values`` into device operand ``out``, its kernel on ``out``'s device (compiled or
+    loaded once) and launch configuration; None where the result has no element."""
+    launch_ = _prepared(expression, values, out, context)
+    if launch_ is None:
+        return None
     kernel = launch_.kernels.get((out.dtype, out.device_id))
     if kernel is None:
         function = _kernel(expression, launch_.layout, numpy.dtype(out.dtype), out.device_id)
-        blocks = min(-(-math.prod(shape) // _BLOCK), _block_limit(out.device_id))
+        blocks = min(-(-launch_.count.value // _BLOCK), _block_limit(out.device_id))
         kernel = launch_.kernels[(out.dtype, out.device_id)] = (
             function, launch.config(blocks, _BLOCK))
-    ensure_context(out.device_id)
-    launch.launch(kernel[0], kernel[1], launch_.arguments(expression, values, out), stream)
+    return launch_, kernel[0], kernel[1]
 
 
 class _Launch:
@@ -228,8 +239,8 @@ class _Launch:
     def arguments(self, expression, values, out):
         """The kernel's arguments as ctypes values: the arrays' pointers, the result's, the
         scalars, the element count and (strided) the ``Dims`` struct."""
-        arguments = [_pointer(v) for v in values if not is_scalar(v)]
-        arguments.append(_pointer(out))
+        arguments = [pointer(v) for v in values if not is_scalar(v)]
+        arguments.append(pointer(out))
         arguments += [_cuda.scalar_argument(v, spec)
                       for v, spec in zip(values, expression.inputs) if not spec.array]
         arguments.append(self.count)
@@ -292,7 +303,9 @@ def _dense(op, dense):
     return all(s == d for s, d, e in zip(op.strides, dense, op.shape) if e != 1)
 
 
-def _pointer(op):
+def pointer(op):
+    """Operand ``op``'s address as a kernel argument, or InvalidArgumentError where it is not
+    aligned to its element (a complex number: to its parts)."""
     if op.ptr % (op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize):
         raise InvalidArgumentError(
             f"an array of {op.dtype} at address {op.ptr:#x} is not aligned to its element")

@@ -276,6 +276,63 @@ def test_convolve_on_jax(jax_gpu):
     assert_close(np.asarray(got), scipy.signal.fftconvolve(a, b, mode="same", axes=1), 1e-12)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_a_remembered_fused_call_takes_new_arrays_and_scalars(cp, torch_cuda, package):
+    from accelmath.fft import _fused_call
+
+    rng = _rng()
+
+    def device(a):
+        return cp.asarray(a) if package == "cupy" else torch_cuda.from_numpy(a).cuda()
+
+    def host(a):
+        return a.get() if package == "cupy" else a.cpu().numpy()
+
+    epilogue = lambda y, w, s: y * w + s  # noqa: E731
+    known = len(_fused_call._remembered)
+    for norm in ("backward", "ortho", "backward"):
+        x = (rng.standard_normal((8, 64)) + 1j * rng.standard_normal((8, 64))).astype(
+            np.complex64)
+        w = rng.standard_normal(64).astype(np.complex64)
+        s = float(rng.standard_normal())
+        got = F.fft(device(x), norm=norm, epilogue=epilogue, epilogue_args=(device(w), s))
+        assert_close(host(got), np.fft.fft(x.astype(np.complex128), norm=norm) * w + s, 1e-5)
+    assert len(_fused_call._remembered) == known + 2  # (one call per norm, remembered once)
+    # a view read through a copy (a conjugated tensor) is read as what it stands for
+    if package == "torch":
+        x = rng.standard_normal(64).astype(np.complex64)
+        w = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64)
+        for _ in range(2):
+            got = F.fft(device(x), epilogue=epilogue, epilogue_args=(device(w).conj(), 0.0))
+            assert_close(host(got), np.fft.fft(x.astype(np.complex128)) * w.conj(), 1e-5)
+
+
+@pytest.mark.gpu
+def test_a_remembered_fused_call_refuses_a_misaligned_argument(cp):
+    x = cp.asarray(np.arange(64.0, dtype=np.complex64))
+    base = cp.zeros(65, cp.complex64)
+    aligned = cp.ndarray((64,), cp.complex64, memptr=base.data + 8)
+    epilogue = lambda y, w: y * w  # noqa: E731
+    for _ in range(2):
+        F.fft(x, epilogue=epilogue, epilogue_args=(aligned,))
+    misaligned = cp.ndarray((64,), cp.complex64, memptr=base.data + 2)
+    with pytest.raises(InvalidArgumentError, match="not aligned"):
+        F.fft(x, epilogue=epilogue, epilogue_args=(misaligned,))
+    cp.cuda.Device().synchronize()
+
+
+@pytest.mark.gpu
+def test_a_remembered_fused_call_sees_a_changed_closure_value(cp):
+    x = np.arange(16.0) + 1j
+    gain = 2.0
+    epilogue = lambda y: y * gain  # noqa: E731
+    for value in (2.0, 3.0, 3.0):
+        gain = value
+        got = F.fft(cp.asarray(x), epilogue=epilogue)
+        assert_close(got.get(), np.fft.fft(x) * value, 1e-12)
+
+
 # -- what a review found ------------------------------------------------------------------
 
 def test_values_read_through_an_object_are_not_kept_from_an_earlier_call():
