@@ -20,8 +20,7 @@ from accelmath.fft._fused import (check_unused, input_context, lengths_of, outpu
                                   run_epilogue)
 from accelmath.fft._transform import read_operand, transform
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import (apply, arguments, function_key, prepared, traced,
-                                           types_of)
+from accelmath.fusion._elementwise import apply, arguments, function_key, prepared, traced, types_of
 from accelmath.fusion._graph import is_scalar
 
 __all__ = ["fused_call"]
