@@ -63,7 +63,7 @@ def target_of(like):
         return _named(package), None
     try:
         adapter = None if is_array_like(type(like)) else adapter_for(like)
-    except UnsupportedOperandError:
+    except Exception:  # (not an array, or one whose interface fails as it is read)
         adapter = None
     if adapter is None or adapter.package not in KINDS:
         cls = type(like)
@@ -125,7 +125,7 @@ def _converted(result, adapter, reference):
         return result
     on_device = source.wrap(result).on_device
     if reference is not None:
-        wanted = adapter.wrap(reference).on_device
+        wanted = _on_device(adapter, reference)
     elif adapter.package in ("torch", "jax"):
         wanted = on_device  # (torch keeps the side; JAX takes host data to its default device)
     else:
@@ -138,3 +138,11 @@ def _converted(result, adapter, reference):
     if adapter.package == "numpy":
         return host
     return adapter.from_numpy(host, reference)
+
+
+def _on_device(adapter, reference):
+    """Whether array ``reference`` lives on a GPU (read without its data: a torch tensor that
+    records gradients names a place as well as any)."""
+    if adapter.package == "torch":
+        return reference.device.type != "cpu"
+    return adapter.wrap(reference).on_device

@@ -111,8 +111,19 @@ def test_jax_arrays():
     assert isinstance(back, np.ndarray)
 
 
+def test_a_tensor_that_records_gradients_names_a_place_too():
+    got = accelmath.fft.fft(_C, like=torch.zeros(1, requires_grad=True))
+    assert isinstance(got, torch.Tensor) and not got.requires_grad
+
+
+class _FailingInterface:
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("the producer's own failure")
+
+
 @pytest.mark.parametrize("like", ["tensorflow", "", 42, 1.5, [1, 2], {"a": 1}, inspect, object(),
-                                  np.float64(1.0), b"torch"])
+                                  np.float64(1.0), b"torch", _FailingInterface()])
 def test_a_like_that_names_no_kind_is_refused(like):
     with pytest.raises(InvalidArgumentError, match="like"):
         accelmath.fft.fft(_C, like=like)
