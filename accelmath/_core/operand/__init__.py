@@ -63,7 +63,7 @@ def adapter_for(x):
             adapter = adapter_named("numpy")
         elif package in ADAPTERS:
             adapter = adapter_named(package)
-        elif hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
+        elif _has(x, "__cuda_array_interface__") or _has(x, "__dlpack__"):
             adapter = GenericAdapter(package)
         elif hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
             adapter = _array_likes  # (host arrays of other packages, as NumPy reads them)
@@ -71,6 +71,15 @@ def adapter_for(x):
             raise unsupported_operand(x)
         _adapters[cls] = adapter
     return adapter
+
+
+def _has(x, name):
+    """Whether ``x`` has attribute ``name``; True where reading it fails (a property that
+    raises: the wrap says how, naming the producer)."""
+    try:
+        return hasattr(x, name)
+    except Exception:
+        return True
 
 
 def _is_ndarray(cls):

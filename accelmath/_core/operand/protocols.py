@@ -161,6 +161,17 @@ def pointer_device(ptr):
     return value.value
 
 
+def _capsule(x, ordered):
+    """The DLPack capsule of producer ``x``: device data asked for in the order of the legacy
+    default stream unless ``ordered``."""
+    if not ordered and dlpack.device_type(x) in (dlpack.CUDA, dlpack.CUDA_MANAGED):
+        try:
+            return x.__dlpack__(stream=dlpack.LEGACY_STREAM)
+        except TypeError:  # a producer older than the stream argument
+            pass
+    return x.__dlpack__()
+
+
 class GenericAdapter(Adapter):
     """Any ``__cuda_array_interface__`` or ``__dlpack__`` producer (the base of JAX's).
 
@@ -201,14 +212,14 @@ class GenericAdapter(Adapter):
         """The operand of a ``__dlpack__`` producer. Unless ``ordered`` (its data known to be
         written), device data is asked for in the order of the legacy default stream, which
         the operand's ``ready`` names."""
-        capsule = None
-        if not ordered and dlpack.device_type(x) in (dlpack.CUDA, dlpack.CUDA_MANAGED):
-            try:
-                capsule = x.__dlpack__(stream=dlpack.LEGACY_STREAM)
-            except TypeError:  # a producer older than the stream argument
-                pass
-        if capsule is None:
-            capsule = x.__dlpack__()
+        try:
+            capsule = _capsule(x, ordered)
+        except (UnsupportedOperandError, NoDeviceError):
+            raise
+        except Exception as exc:  # (the producer's own failure, chained)
+            raise UnsupportedOperandError(
+                f"the __dlpack__ of {_type_name(x)} failed: {type(exc).__name__}: {exc}"
+            ) from exc
         t = dlpack.read_capsule(capsule)
         ready = None
         if t.device_type in (dlpack.CUDA, dlpack.CUDA_MANAGED):

@@ -161,6 +161,23 @@ def test_an_array_interface_that_cannot_be_read():
         GenericAdapter("test").wrap(Failing())
 
 
+def test_a_failing_protocol_is_refused_naming_the_producer_whatever_reads_it_first():
+    with pytest.raises(UnsupportedOperandError, match=re.escape(
+            "could not be read (RuntimeError: the producer failed)")):
+        wrap_operand(Failing())  # (the adapter lookup reads the property too)
+
+    class FailingDLPack:
+        def __dlpack__(self, stream=None):
+            raise RuntimeError("the producer failed")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    with pytest.raises(UnsupportedOperandError, match=re.escape(
+            "FailingDLPack failed: RuntimeError: the producer failed")):
+        wrap_operand(FailingDLPack())
+
+
 def test_array_interface_of_the_other_byte_order(device_pointers):
     other, native = (">", "<") if sys.byteorder == "little" else ("<", ">")
     with pytest.raises(UnsupportedDTypeError, match=re.escape(
