@@ -202,9 +202,13 @@ def slogdet(a):
 def cholesky(a, *, upper, check):
     """``numpy.linalg.cholesky(a, upper=upper)``."""
     if _one_matrix(a) and a.shape[0] == a.shape[1] and _finite(a):
-        factor, info = _lapack("potrf", a.dtype)(a, lower=not upper, clean=True)
+        # LAPACK of a.T, column-major where a is row-major (the wrapper's one copy of it is a
+        # plain copy, not a transposition): its other triangle is a's transposed, its factor
+        # the transpose of a's, and that transpose of its column-major result is row-major
+        # (no copy back)
+        factor, info = _lapack("potrf", a.dtype)(a.T, lower=upper, clean=True)
         if not info:
-            return numpy.ascontiguousarray(factor)
+            return factor.T
 
     def factor(x):
         return _numpy.cholesky(x, upper=upper)

@@ -25,6 +25,27 @@ def test_results_are_numpys_exactly():
         np.testing.assert_array_equal(ours, numpys)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_one_cholesky_reads_only_its_triangle_and_is_row_major(dtype, upper, order):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((7, 7)) + (1j * rng.standard_normal((7, 7)) if dtype[0] == "c"
+                                       else 0)
+    a = (x @ x.conj().T + 7 * np.eye(7)).astype(dtype)
+    read = np.triu(a) if upper else np.tril(a)
+    garbage = 100 * rng.standard_normal((7, 7))
+    given = np.asarray(read + (np.tril(garbage, -1) if upper else np.triu(garbage, 1)),
+                       dtype=dtype, order=order)
+    got = _cpu.cholesky(given, upper=upper, check=True)
+    expected = np.linalg.cholesky(read.astype(np.complex128 if dtype[0] == "c" else float),
+                                  upper=upper)
+    assert got.dtype == dtype and got.flags.c_contiguous and got.flags.writeable
+    tolerance = 1e-5 if dtype in ("float32", "complex64") else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance * 10)
+    assert not np.any(np.triu(got, 1) if not upper else np.tril(got, -1))
+
+
 @pytest.mark.parametrize("function, failure, message", [
     (lambda a, check: _cpu.inv(a, check=check), np.zeros((3, 3)), "Singular matrix"),
     (lambda a, check: _cpu.solve(a, np.ones(3), check=check), np.ones((3, 3)),
