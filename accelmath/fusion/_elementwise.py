@@ -74,6 +74,14 @@ class Fixed:
         """The expression (``types`` are the ones it was traced for)."""
         return self._expression
 
+    # (equal where they hold the same expression: a call that wraps its expression anew
+    # each time still finds what an earlier one remembered of it)
+    def __eq__(self, other):
+        return type(other) is Fixed and other._expression is self._expression
+
+    def __hash__(self):
+        return id(self._expression)
+
 
 def scaled(fn):
     """``fn`` with a scale folded in: ``fn(element * scale, *args)``, ``scale`` its second

@@ -82,6 +82,16 @@ def test_a_layout_seen_before_reuses_its_arguments_and_takes_the_new_pointers():
     assert flat_layout.flat and len(flat) == 5 and flat[-1].value == 20
 
 
+def test_fixed_expressions_are_one_key_per_expression():
+    from accelmath.fusion._elementwise import Fixed
+
+    e = trace(lambda x: x + 1.0, np.float64)
+    other = trace(lambda x: x * 2.0, np.float64)
+    assert Fixed(e) == Fixed(e) and hash(Fixed(e)) == hash(Fixed(e))
+    assert Fixed(e) != Fixed(other) and Fixed(e) != e
+    assert len({Fixed(e): 1, Fixed(e): 2, Fixed(other): 3}) == 2
+
+
 # -- on a GPU -------------------------------------------------------------------------------
 
 def _check(got, expected, dtype):
