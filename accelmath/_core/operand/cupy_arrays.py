@@ -144,5 +144,8 @@ class CupyAdapter(Adapter):
         return self._cp.asarray(a)
 
     def from_numpy(self, a, like):
+        if isinstance(like, self._cp.ndarray):  # (on like's device, whichever is current)
+            with like.device:
+                return self._cp.asarray(a)
         return self._cp.asarray(a)
 
