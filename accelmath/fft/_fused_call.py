@@ -20,8 +20,9 @@ from accelmath.fft._fused import (check_unused, input_context, lengths_of, outpu
                                   run_epilogue)
 from accelmath.fft._transform import read_operand, transform
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import apply, arguments, function_key, prepared, traced, types_of
+from accelmath.fusion._elementwise import apply, arguments, function_key, traced, types_of
 from accelmath.fusion._graph import is_scalar
+from accelmath.fusion._launch import prepared
 
 __all__ = ["fused_call"]
 
@@ -185,5 +186,5 @@ def _remember(key, geometry, fn, y, args, context, given):
 
 def _alignment(op):
     """The bytes an address of ``op``'s elements must be a multiple of (a complex number's:
-    its parts'), as :func:`~accelmath.fusion._elementwise.pointer` checks."""
+    its parts'), as :func:`~accelmath.fusion._launch.pointer` checks."""
     return op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize

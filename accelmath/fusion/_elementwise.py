@@ -1,41 +1,32 @@
-"""Running an expression on arrays: :func:`elementwise`, and :func:`run` for the other
+"""Running an expression on arrays: :func:`elementwise`, and :func:`apply` for the other
 domains (an FFT's prologue and epilogue, a product's epilogue).
 
 On host arrays the expression is evaluated by NumPy (:mod:`accelmath.fusion._evaluate`); on
-device arrays it is one kernel (:mod:`accelmath.fusion._cuda`), compiled once per expression,
-layout and device (NVRTC, kept in the store) and launched on the caller's stream. The result
-is of the first array's kind.
+device arrays it is one kernel (:mod:`accelmath.fusion._launch`), launched on the caller's
+stream. The result is of the first array's kind.
 """
 
 import functools
-import math
-import threading
 import types
 
 import numpy
 
-from accelmath._core.gpu import launch, modules
-from accelmath._core.gpu.device import devices, ensure_context
 from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
 from accelmath._core.operand.kinds import returned_as
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
-from accelmath.fusion import _cuda
-from accelmath.fusion._evaluate import Axes, evaluate, normalize_axes
+from accelmath.fusion._evaluate import evaluate
 from accelmath.fusion._graph import DTYPES, is_scalar
+from accelmath.fusion._launch import run
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "compute", "dtype_of", "function_key", "kernel_call", "pointer", "prepared", "run",
-           "scaled", "traced", "types_of"]
+           "compute", "dtype_of", "function_key", "scaled", "traced", "types_of"]
 
-_BLOCK = 256
-_FILE = "accelmath_fused.cu"
-_lock = threading.Lock()
-_kernels = {}  # (key, layout, out dtype, device) -> CUfunction
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
+_APPLIED_LIMIT = 4096
 
 
 class Traced:
@@ -167,159 +158,6 @@ def _broadcast(shapes, names):
         raise InvalidArgumentError(f"the arrays do not broadcast together: {listed}") from None
 
 
-def _aligned_strides(op, shape):
-    """``op``'s element strides broadcast to ``shape`` (0 along broadcast axes)."""
-    offset = len(shape) - len(op.shape)
-    return tuple(0 if a < offset or op.shape[a - offset] == 1 else op.strides[a - offset]
-                 for a in range(len(shape)))
-
-
-def _kernel(expression, layout, out_dtype, device_id):
-    key = (expression.key, layout, out_dtype, device_id)
-    found = _kernels.get(key)
-    if found is None:
-        with _lock:
-            found = _kernels.get(key)
-            if found is None:
-                source = _cuda.source(expression, layout, out_dtype)
-                module = modules.loaded(device_id, source, _FILE)
-                found = _kernels[key] = module.function(_cuda.KERNEL)
-    return found
-
-
-@functools.lru_cache(maxsize=None)
-def _block_limit(device_id):
-    return 32 * devices()[device_id]["multiprocessor_count"]
-
-
-def run(expression, values, out, context=None, stream=None):
-    """Evaluate ``expression`` into device operand ``out`` by one kernel (:func:`compute`
-    evaluates host arrays with NumPy).
-
-    Parameters
-    ----------
-    expression : Expression
-    values : sequence
-        Operands (for the array inputs) and scalars, in the inputs' order.
-    out : Operand
-        The result, of the broadcast shape; its dtype may be narrower than the expression's
-        (a conversion as NumPy's ``astype``).
-    context : Axes, optional
-        What index and frequency mean (default: ``out``'s shape).
-    stream : int, optional
-        The stream handle (device work).
-    """
-    found = prepared(expression, values, out, context or Axes(tuple(out.shape)))
-    if found is None:  # (no element)
-        return
-    launch_, function, config = found
-    ensure_context(out.device_id)
-    launch.launch(function, config, launch_.arguments(expression, values, out), stream)
-
-
-def prepared(expression, values, out, context):
-    """``(launch, function, config)``: the :class:`_Launch` of ``expression`` on the layouts of
-    ``values`` into device operand ``out``, its kernel on ``out``'s device (compiled or
-    loaded once) and launch configuration; None where the result has no element."""
-    launch_ = _prepared(expression, values, out, context)
-    if launch_ is None:
-        return None
-    kernel = launch_.kernels.get((out.dtype, out.device_id))
-    if kernel is None:
-        function = _kernel(expression, launch_.layout, numpy.dtype(out.dtype), out.device_id)
-        blocks = min(-(-launch_.count.value // _BLOCK), _block_limit(out.device_id))
-        kernel = launch_.kernels[(out.dtype, out.device_id)] = (
-            function, launch.config(blocks, _BLOCK))
-    return launch_, kernel[0], kernel[1]
-
-
-class _Launch:
-    """What the fused kernel of one expression on one layout of operands keeps between calls:
-    its :class:`~accelmath.fusion._cuda.Layout`, the element count and the ``Dims`` struct as
-    kernel arguments (the same for every call of the layout), and the kernel and launch
-    configuration per result dtype and device. Only the pointers and scalars change."""
-
-    __slots__ = ("layout", "count", "dims", "kernels")
-
-    def __init__(self, layout, count, dims):
-        self.layout, self.count, self.dims, self.kernels = layout, count, dims, {}
-
-    def arguments(self, expression, values, out):
-        """The kernel's arguments as ctypes values: the arrays' pointers, the result's, the
-        scalars, the element count and (strided) the ``Dims`` struct."""
-        arguments = [pointer(v) for v in values if not is_scalar(v)]
-        arguments.append(pointer(out))
-        arguments += [_cuda.scalar_argument(v, spec)
-                      for v, spec in zip(values, expression.inputs) if not spec.array]
-        arguments.append(self.count)
-        if self.dims is not None:
-            arguments.append(self.dims)
-        return arguments
-
-
-_launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch
-_LAUNCH_LIMIT = 4096
-
-
-def _prepared(expression, values, out, context):
-    """The :class:`_Launch` of ``expression`` on the layouts of ``values`` into ``out`` (made
-    once per layout), or None where the result has no element."""
-    shape = tuple(out.shape)
-    key = (expression.key, context.periods, context.half, shape, tuple(out.strides),
-           tuple((tuple(v.shape), tuple(v.strides)) for v in values if not is_scalar(v)))
-    found = _launches.get(key)
-    if found is not None:
-        return found
-    n = math.prod(shape)
-    if n == 0:
-        return None
-    arrays = [v for v in values if not is_scalar(v)]
-    axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
-    dense = contiguous_strides(shape)
-    single = tuple(j for j, op in enumerate(arrays) if op.size == 1)  # (read at offset 0)
-    flat = all(j in single or (tuple(op.shape) == shape and _dense(op, dense))
-               for j, op in enumerate(arrays)) and _dense(out, dense)
-    layout = _cuda.Layout(flat, 0 if flat and not axes else len(shape), single if flat else (),
-                          n < 2 ** 32)
-    dims = None
-    if layout.ndim:
-        dims = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
-        dims.shape[:] = shape
-        for j, op in enumerate(arrays + [out]):
-            dims.strides[j][:] = (_aligned_strides(op, shape) if op.size != 1
-                                  else (0,) * len(shape))
-        dims.period[:] = context.periods
-        dims.half[:] = [int(a in context.half) for a in range(len(shape))]
-    found = _Launch(layout, _cuda.ctypes.c_longlong(n), dims)
-    if len(_launches) >= _LAUNCH_LIMIT:
-        _launches.clear()
-    _launches[key] = found
-    return found
-
-
-def kernel_call(expression, values, out, context):
-    """``(layout, arguments)``: the :class:`~accelmath.fusion._cuda.Layout` of the fused
-    kernel of ``expression`` on operands and scalars ``values`` into operand ``out``, and its
-    arguments as ctypes values (no device touched; the layout's part made once)."""
-    found = _prepared(expression, values, out, context)
-    if found is None:
-        found = _Launch(_cuda.Layout(True, 0), _cuda.ctypes.c_longlong(0), None)
-    return found.layout, found.arguments(expression, values, out)
-
-
-def _dense(op, dense):
-    return all(s == d for s, d, e in zip(op.strides, dense, op.shape) if e != 1)
-
-
-def pointer(op):
-    """Operand ``op``'s address as a kernel argument, or InvalidArgumentError where it is not
-    aligned to its element (a complex number: to its parts)."""
-    if op.ptr % (op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize):
-        raise InvalidArgumentError(
-            f"an array of {op.dtype} at address {op.ptr:#x} is not aligned to its element")
-    return _cuda.ctypes.c_void_p(op.ptr)
-
-
 def arguments(args, name):
     """The further arguments ``args`` of a prologue or epilogue (named ``name``: a sequence,
     or one value) as a list, arrays wrapped as operands."""
@@ -404,7 +242,7 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
         _check_arguments(element, args, name)
         expression = traced_fn.expression(types_of(values))
         found = (expression, dtype_of(element.dtype) == expression.dtype)
-        if len(_applied) >= _LAUNCH_LIMIT:
+        if len(_applied) >= _APPLIED_LIMIT:
             _applied.clear()
         _applied[key] = found
     expression, keeps_dtype = found

@@ -13,8 +13,8 @@ from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath._core.operand import wrap_operand
 from accelmath.fusion import elementwise, frequency, index, trace
 from accelmath.fusion._cuda import Layout, _literal, source
-from accelmath.fusion._elementwise import kernel_call
 from accelmath.fusion._evaluate import Axes, evaluate
+from accelmath.fusion._launch import kernel_call
 
 # the largest error of one construct's fused result, in units of the dtype's epsilon times
 # the result's largest magnitude: CUDA's exp, log, pow and tanh are within a few ulp of
@@ -131,14 +131,14 @@ def test_strided_broadcast_and_out_on_cupy(cp):
 
 @pytest.mark.gpu
 def test_new_scalars_and_shapes_reuse_the_kernel(cp, monkeypatch):
-    from accelmath.fusion import _elementwise
+    from accelmath.fusion import _launch
 
     f = elementwise(lambda x, s: x * s)
     f(cp.ones(10), 1.0)
-    count = len(_elementwise._kernels)
+    count = len(_launch._kernels)
     for s, n in ((2.0, 10), (3.0, 1000), (-1.5, 7)):
         assert f(cp.ones(n), s).get().tolist() == [s] * n
-    assert len(_elementwise._kernels) == count
+    assert len(_launch._kernels) == count
 
 
 @pytest.mark.gpu

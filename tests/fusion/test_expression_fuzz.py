@@ -12,8 +12,8 @@ from fusion_constructs import compile_for_host
 from accelmath._core.operand import wrap_operand
 from accelmath.fusion import gelu, relu, sigmoid, trace
 from accelmath.fusion._cuda import _PRELUDE, source
-from accelmath.fusion._elementwise import kernel_call
 from accelmath.fusion._evaluate import Axes, evaluate
+from accelmath.fusion._launch import kernel_call
 
 SEED = int(np.random.default_rng().integers(2**31))
 COUNT = 60

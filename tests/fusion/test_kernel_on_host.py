@@ -13,8 +13,8 @@ from fusion_constructs import CONSTRUCTS, cases, compile_for_host, draw
 from accelmath._core.operand import wrap_operand
 from accelmath.fusion import frequency, index, trace
 from accelmath.fusion._cuda import _PRELUDE, source
-from accelmath.fusion._elementwise import kernel_call
 from accelmath.fusion._evaluate import Axes, evaluate
+from accelmath.fusion._launch import kernel_call
 
 pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 
