@@ -164,7 +164,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int)
     parser.add_argument("--size", type=int)
-    parser.add_argument("--folder", help="where the files go (default: a new temporary one)")
+    parser.add_argument("--folder", help="where the files go, made where missing (default: a "
+                        "new temporary one, removed at the end)")
     options = parser.parse_args()
     from astropy.io import fits
 
@@ -176,6 +177,7 @@ def main():
     defaults = GPU_DEFAULTS if gpus else CPU_DEFAULTS
     count, size = options.pairs or defaults["pairs"], options.size or defaults["size"]
     folder = options.folder or tempfile.mkdtemp(prefix="accelmath-bench-survey-")
+    os.makedirs(folder, exist_ok=True)
     env = environment()
     rows, notes = [], []
     try:
