@@ -14,7 +14,7 @@ import numpy
 
 from accelmath._core.lifetime import Resource
 from accelmath._core.operand import check_same_device, wrap_named
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft._functions_nd import fftn, ifftn, irfftn, rfftn
 from accelmath.fft._lazy_fusion import multiply, product
@@ -185,6 +185,8 @@ def convolve(in1, in2, mode="full", axes=None, *, like=None):
     ...                  scipy.signal.fftconvolve(a, b[:5, :3], mode="same")))
     True
     """
+    if like is not None:
+        like = target_of(like)
     return returned_as(_convolve(in1, in2, mode, axes, correlate=False), like)
 
 
@@ -217,6 +219,8 @@ def correlate(in1, in2, mode="full", axes=None, *, like=None):
     >>> bool(np.allclose(correlate(a, b[:7]), scipy.signal.correlate(a, b[:7])))
     True
     """
+    if like is not None:
+        like = target_of(like)
     return returned_as(_convolve(in1, in2, mode, axes, correlate=True), like)
 
 
@@ -351,6 +355,8 @@ class Convolver(Resource):
         array
             Of the image's kind (or ``like``'s).
         """
+        if like is not None:
+            like = target_of(like)
         return returned_as(self._convolved(image), like)
 
     def _convolved(self, image):

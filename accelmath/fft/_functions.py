@@ -11,7 +11,7 @@ in :func:`accelmath.fft._transform.transform`.
 """
 
 from accelmath._core.arguments import length
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
@@ -70,6 +70,8 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
     >>> bool(np.allclose(accelmath.fft.fft(x), np.fft.fft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", _one(n), (axis,), norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -124,6 +126,8 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.ifft(x), np.fft.ifft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", _one(n), (axis,), norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -178,6 +182,8 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.rfft(x), np.fft.rfft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", _one(n), (axis,), norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -233,6 +239,8 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     >>> bool(np.allclose(accelmath.fft.irfft(x), np.fft.irfft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", _one(n), (axis,), norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -289,6 +297,8 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     >>> bool(np.allclose(accelmath.fft.hfft(x), np.fft.hfft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", _one(n), (axis,), swap_norm(norm), True, True,
                               execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
@@ -344,6 +354,8 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     >>> bool(np.allclose(accelmath.fft.ihfft(x), np.fft.ihfft(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", _one(n), (axis,), swap_norm(norm), False, True,
                               execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):

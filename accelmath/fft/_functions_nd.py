@@ -1,7 +1,7 @@
 """NumPy's 2-D and N-D FFT functions (``numpy.fft.fft2`` ... ``irfftn``), on any array; see
 :mod:`accelmath.fft._functions`, whose one-axis functions these extend."""
 
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
@@ -55,6 +55,8 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.fft2(x), np.fft.fft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -110,6 +112,8 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ifft2(x), np.fft.ifft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -165,6 +169,8 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.rfft2(x), np.fft.rfft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -220,6 +226,8 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.irfft2(x), np.fft.irfft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -276,6 +284,8 @@ def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.fftn(x), np.fft.fftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -332,6 +342,8 @@ def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ifftn(x), np.fft.ifftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -388,6 +400,8 @@ def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.rfftn(x), np.fft.rfftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -444,6 +458,8 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.irfftn(x), np.fft.irfftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)

@@ -8,7 +8,7 @@ import numpy
 
 from accelmath._core.arguments import length, normalize_axis
 from accelmath._core.operand import device_adapter, wrap_named
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft._normalize import allocation_error
 
@@ -143,6 +143,8 @@ def fftshift(x, axes=None, *, like=None):
     >>> accelmath.fft.fftshift(np.arange(5)).tolist()
     [3, 4, 0, 1, 2]
     """
+    if like is not None:
+        like = target_of(like)
     return returned_as(_roll(x, False, axes), like)
 
 
@@ -166,4 +168,6 @@ def ifftshift(x, axes=None, *, like=None):
     >>> accelmath.fft.ifftshift(np.arange(5)).tolist()
     [2, 3, 4, 0, 1]
     """
+    if like is not None:
+        like = target_of(like)
     return returned_as(_roll(x, True, axes), like)

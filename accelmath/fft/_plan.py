@@ -14,7 +14,7 @@ import numpy
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_named
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
@@ -304,6 +304,8 @@ class FFT(Plan):
         array
             ``out``, or the new result, of the operand's package (or ``like``'s).
         """
+        if like is not None:
+            like = target_of(like)
         try:
             call = self._calls[direction]
         except (KeyError, TypeError):

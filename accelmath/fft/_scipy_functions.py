@@ -9,7 +9,7 @@ ihfftn the conjugate of rfft2 and rfftn, likewise: their
 norm.
 """
 
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._lazy_fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
@@ -65,6 +65,8 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.hfft2(x), scipy.fft.hfft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -120,6 +122,8 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ihfft2(x), scipy.fft.ihfft2(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -177,6 +181,8 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.hfftn(x), scipy.fft.hfftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)
@@ -233,6 +239,8 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     >>> bool(np.allclose(accelmath.fft.ihfftn(x), scipy.fft.ihfftn(x)))
     True
     """
+    if like is not None:
+        like = target_of(like)
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
     if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
         result = transform(call, a, out, stream)

@@ -15,7 +15,7 @@ import numpy
 from accelmath._core.gpu.memory import read_back
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_same_device, device_name
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.bindings import cublas, cusolver
 from accelmath.errors import InvalidArgumentError, LinAlgError, StateError, UnsupportedDTypeError
@@ -126,6 +126,7 @@ class _Factorization(Plan):
             Of b's shape and package.
         """
         if like is not None:
+            like = target_of(like)
             return returned_as(self.solve(b, stream=stream), like)
         self._check_live()
         if not self._factored:

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -85,6 +85,7 @@ def solve(a, b, *, check=True, method="auto", stream=None, execution="auto", lik
     array([2., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(solve(a, b, check=check, method=method, stream=stream,
                                  execution=execution), like)
     key, host = host_call("solve", (a, b), (check, method, execution), stream)
@@ -139,6 +140,7 @@ def inv(a, *, check=True, method="auto", stream=None, execution="auto", like=Non
            [0.  , 0.25]])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(inv(a, check=check, method=method, stream=stream,
                                execution=execution), like)
     key, host = host_call("inv", (a,), (check, method, execution), stream)
@@ -184,6 +186,7 @@ def det(a, *, stream=None, execution="auto", like=None):
     -2.0
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(det(a, stream=stream, execution=execution), like)
     key, host = host_call("det", (a,), (execution,), stream)
     if host is not None:
@@ -226,6 +229,7 @@ def slogdet(a, *, stream=None, execution="auto", like=None):
     (-1.0, True)
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(slogdet(a, stream=stream, execution=execution), like)
     key, host = host_call("slogdet", (a,), (execution,), stream)
     if host is not None:
@@ -281,6 +285,7 @@ def cholesky(a, /, *, upper=False, check=True, method="auto", stream=None, execu
            [1., 2.]])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(cholesky(a, upper=upper, check=check, method=method, stream=stream,
                                     execution=execution), like)
     key, host = host_call("cholesky", (a,), (upper, check, method, execution), stream)
@@ -341,6 +346,7 @@ def lstsq(a, b, rcond=None, *, stream=None, execution="auto", like=None):
     (True, 2)
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(lstsq(a, b, rcond, stream=stream, execution=execution), like)
     key, host = host_call("lstsq", (a, b), (rcond, execution), stream)
     if host is not None:

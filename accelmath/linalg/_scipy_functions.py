@@ -13,7 +13,7 @@ from a GPU) and leaves NaN where it failed.
 """
 
 from accelmath._core.arguments import check_execution
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -101,6 +101,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
            [0., 2.]]), False)
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(cho_factor(a, lower, overwrite_a, check_finite, check=check,
                                       stream=stream, execution=execution), like)
     # (remembered as cholesky is: see cho_solve; a remembered lower passed check_flag)
@@ -162,6 +163,7 @@ def cho_solve(c_and_lower, b, overwrite_b=False, check_finite=True, *, stream=No
     array([1., 2.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(cho_solve(c_and_lower, b, overwrite_b, check_finite, stream=stream,
                                      execution=execution), like)
     c, lower = checks.factor_pair(c_and_lower, "c_and_lower", "(c, lower)", "cho_factor")
@@ -227,6 +229,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
     array([1, 1], dtype=int32)
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(lu_factor(a, overwrite_a, check_finite, check=check, stream=stream,
                                      execution=execution), like)
     key, host = host_call("lu_factor", (a,), (overwrite_a, check_finite, check, execution),
@@ -294,6 +297,7 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
     array([1., 2.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(lu_solve(lu_and_piv, b, trans, overwrite_b, check_finite, stream=stream,
                                     execution=execution), like)
     lu, piv = checks.factor_pair(lu_and_piv, "lu_and_piv", "(lu, piv)", "lu_factor")
@@ -367,6 +371,7 @@ def solve_triangular(a, b, trans=0, lower=False, unit_diagonal=False, overwrite_
     array([2., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(solve_triangular(a, b, trans, lower, unit_diagonal, overwrite_b,
                                             check_finite, stream=stream, execution=execution), like)
     # (remembered as cho_solve is)

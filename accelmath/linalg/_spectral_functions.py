@@ -12,7 +12,7 @@ import numpy
 
 from accelmath._core.arguments import check_execution
 from accelmath._core.operand import adapter_for, array_namespace
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.linalg import _checks as checks
 from accelmath.linalg import _cpu
 from accelmath.linalg._memo import call_key, host_call, recalled
@@ -119,6 +119,7 @@ def qr(a, mode="reduced", *, stream=None, execution="auto", like=None):
     ((4, 3), (3, 3), True)
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(qr(a, mode, stream=stream, execution=execution), like)
     economic = False
     if isinstance(mode, str) and mode in checks.QR_DEPRECATED:
@@ -190,6 +191,7 @@ def eigh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="auto
     array([1., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(eigh(a, UPLO, check=check, method=method, stream=stream,
                                 execution=execution), like)
     return EighResult(*_eigh(a, UPLO, True, check, method, stream, execution))
@@ -231,6 +233,7 @@ def eigvalsh(a, UPLO="L", *, check=True, method="auto", stream=None, execution="
     array([1., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(eigvalsh(a, UPLO, check=check, method=method, stream=stream,
                                     execution=execution), like)
     return _eigh(a, UPLO, False, check, method, stream, execution)
@@ -285,6 +288,7 @@ def svd(a, full_matrices=True, compute_uv=True, hermitian=False, *, check=True,
     array([4., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(svd(a, full_matrices, compute_uv, hermitian, check=check, method=method,
                                stream=stream, execution=execution), like)
     key, host = host_call("svd", (a,), (full_matrices, compute_uv, hermitian, check, method,
@@ -335,6 +339,7 @@ def svdvals(x, /, *, check=True, method="auto", stream=None, execution="auto", l
     array([4., 3.])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(svdvals(x, check=check, method=method, stream=stream,
                                    execution=execution), like)
     key, host = host_call("svdvals", (x,), (check, method, execution), stream)

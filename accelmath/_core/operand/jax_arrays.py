@@ -41,3 +41,8 @@ class JaxAdapter(GenericAdapter):
 
     def from_dlpack(self, x):
         return self._from_dlpack(x)
+
+    def to_numpy(self, x):
+        import numpy
+
+        return numpy.asarray(x)  # (JAX's own copy: NumPy's DLPack import takes host data only)

@@ -16,23 +16,28 @@ every public function and plan:
   what is no array (a Python number, a flag, None) is returned as it is.
 """
 
-import importlib
 import types
+from typing import Any, NamedTuple
 
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
 
-__all__ = ["KINDS", "returned_as", "target_of"]
+__all__ = ["KINDS", "Target", "returned_as", "target_of"]
 
-#: The kinds ``like=`` names, by package name: what its modules are called.
+#: The kinds ``like=`` names, by package name.
 KINDS = ("numpy", "cupy", "torch", "jax", "numba")
 
-_MODULES = {"jax": "jax.numpy", "numba": "numba.cuda"}  # (the module whose arrays they are)
-_ALIASES = {"jaxlib": "jax", "numba_cuda": "numba"}  # (other top-level modules of a kind)
+
+class Target(NamedTuple):
+    """What a ``like=`` names (:func:`target_of`): the adapter of its package, and the array
+    that names its place (None for a package's name or module)."""
+
+    adapter: Any
+    reference: Any
 
 
 def target_of(like):
-    """``(adapter, reference)`` of what ``like`` names: the package's adapter, and the array
-    that names its place (None for a package's name or module).
+    """The :class:`Target` of what ``like`` names (a function resolves it before its work,
+    so that a ``like`` that names nothing is refused first).
 
     Raises
     ------
@@ -53,14 +58,14 @@ def target_of(like):
         if like not in KINDS:
             raise InvalidArgumentError(f"like={like!r}: expected one of {', '.join(KINDS)}, a "
                                        "module of one of them, or an array")
-        return _named(like), None
+        return Target(_named(like, like), None)
     if isinstance(like, types.ModuleType):
-        package = _ALIASES.get(like.__name__.partition(".")[0], like.__name__.partition(".")[0])
-        if package not in KINDS:
+        adapter = _named(like.__name__.partition(".")[0], like.__name__)
+        if adapter.package not in KINDS:
             raise InvalidArgumentError(
                 f"like is the module {like.__name__!r}: expected a module of "
                 f"{', '.join(KINDS)}, one of their names, or an array")
-        return _named(package), None
+        return Target(adapter, None)
     try:
         adapter = None if is_array_like(type(like)) else adapter_for(like)
     except Exception:  # (not an array, or one whose interface fails as it is read)
@@ -70,22 +75,25 @@ def target_of(like):
         raise InvalidArgumentError(
             f"like is a {cls.__module__}.{cls.__qualname__}: expected an array of "
             f"{', '.join(KINDS)}, one of their names or modules (accelmath makes no other kind)")
-    return adapter, like
+    return Target(adapter, like)
 
 
-def _named(package):
+def _named(package, given):
+    """The adapter of ``package`` (a top-level module's name: ``jaxlib`` is JAX's, as
+    :data:`~accelmath._core.operand.packages.ADAPTERS` says), or InvalidArgumentError naming
+    ``given`` where it has none or is not installed."""
     from accelmath._core.operand import adapter_named
 
     try:
-        importlib.import_module(_MODULES.get(package, package))
-    except ImportError:
-        raise InvalidArgumentError(f"like={package!r}: {package} is not installed") from None
-    return adapter_named(package)
+        return adapter_named(package)
+    except UnsupportedOperandError as exc:
+        raise InvalidArgumentError(f"like={given!r}: {exc}") from None
 
 
 def returned_as(result, like):
     """``result`` (an array, or a tuple of arrays and other values) as arrays of the kind
-    ``like`` names (see the module's rule); ``like`` None: ``result`` itself.
+    ``like`` names (see the module's rule), or of the :class:`Target` it resolved to;
+    ``like`` None: ``result`` itself.
 
     Raises
     ------
@@ -103,7 +111,7 @@ def returned_as(result, like):
     """
     if like is None:
         return result
-    adapter, reference = target_of(like)
+    adapter, reference = like if like.__class__ is Target else target_of(like)
     return _converted(result, adapter, reference)
 
 

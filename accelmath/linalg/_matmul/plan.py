@@ -9,7 +9,7 @@ from accelmath._core.call import Context, stream_of
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
@@ -346,6 +346,7 @@ class Matmul(Plan):
             As :func:`matmul` returns them.
         """
         if like is not None:
+            like = target_of(like)
             return returned_as(self.execute(a, b, c, bias=bias, aux=aux, out=out, stream=stream,
                                             epilogue_args=epilogue_args), like)
         if self._freed:

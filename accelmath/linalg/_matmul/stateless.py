@@ -13,7 +13,7 @@ from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
@@ -177,6 +177,7 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
            [ 7., 12.]])
     """
     if like is not None:
+        like = target_of(like)
         return returned_as(matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
                                   aux=aux, out=out, stream=stream, execution=execution,
                                   allow_tf32=allow_tf32, epilogue_args=epilogue_args), like)

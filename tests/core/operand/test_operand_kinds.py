@@ -131,6 +131,16 @@ def test_a_like_that_names_no_kind_is_refused(like):
         linalg.inv(_SPD, like=like)
 
 
+def test_a_like_that_names_no_kind_is_refused_before_any_work():
+    out = np.zeros(_C.shape, complex)
+    with pytest.raises(InvalidArgumentError, match="like"):
+        accelmath.fft.fft(_C, out=out, like="tensorflow")
+    product = np.zeros((6, 6))
+    with pytest.raises(InvalidArgumentError, match="like"):
+        linalg.matmul(_X, _X.T, out=product, like="tensorflow")
+    assert not out.any() and not product.any()
+
+
 # ---- on the GPU: zero-copy views between device kinds, copies across sides ----
 
 def _pointer(x):
