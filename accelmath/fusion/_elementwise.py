@@ -14,7 +14,7 @@ import numpy
 from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
-from accelmath._core.operand.kinds import returned_as
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
 from accelmath.fusion._evaluate import evaluate
 from accelmath.fusion._graph import DTYPES, is_scalar
@@ -22,30 +22,31 @@ from accelmath.fusion._launch import run
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "compute", "dtype_of", "function_key", "scaled", "traced", "types_of"]
+           "compute", "dtype_of", "function_key", "scalar_signature", "scaled", "traced",
+           "types_of"]
 
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
-_APPLIED_LIMIT = 4096
+_APPLIED_LIMIT = 256  # signatures a Traced or Fixed remembers the checks of
 
 
 class Traced:
     """A Python function and its expressions, one per signature of argument types, traced on
-    first use."""
+    first use; ``applied``: what :func:`apply` remembers of the calls that passed its checks,
+    per signature of their values."""
 
-    __slots__ = ("fn", "name", "_expressions")
+    __slots__ = ("fn", "name", "_expressions", "applied")
 
     def __init__(self, fn, name="fn"):
         if not callable(fn):
             raise InvalidArgumentError(f"{name}={fn!r} is not callable: pass a function of the "
                                        "element, such as lambda x: x * 2")
-        self.fn, self.name, self._expressions = fn, name, {}
+        self.fn, self.name, self._expressions, self.applied = fn, name, {}, {}
 
     def expression(self, types):
         """The expression of the function on arguments of ``types`` (dtypes for arrays,
         example values for scalars, as :func:`~accelmath.fusion.trace` takes)."""
-        key = tuple(t if isinstance(t, numpy.dtype) else (type(t), getattr(t, "dtype", None))
-                    for t in types)
+        key = tuple(t if isinstance(t, numpy.dtype) else scalar_signature(t) for t in types)
         found = self._expressions.get(key)
         if found is None:
             found = self._expressions[key] = trace(self.fn, *types)
@@ -54,24 +55,17 @@ class Traced:
 
 class Fixed:
     """An expression already traced, taken where a :class:`Traced` is (its own expression
-    whatever the argument types: the caller traced it for them)."""
+    whatever the argument types: the caller traced it for them); ``applied`` as a
+    :class:`Traced`'s."""
 
-    __slots__ = ("_expression",)
+    __slots__ = ("_expression", "applied")
 
     def __init__(self, expression):
-        self._expression = expression
+        self._expression, self.applied = expression, {}
 
     def expression(self, types):
         """The expression (``types`` are the ones it was traced for)."""
         return self._expression
-
-    # (equal where they hold the same expression: a call that wraps its expression anew
-    # each time still finds what an earlier one remembered of it)
-    def __eq__(self, other):
-        return type(other) is Fixed and other._expression is self._expression
-
-    def __hash__(self):
-        return id(self._expression)
 
 
 def scaled(fn):
@@ -192,16 +186,17 @@ def types_of(values):
     return [v if not hasattr(v, "adapter") else dtype_of(v.dtype) for v in values]
 
 
-# (Traced, name, the values' signatures) -> (its Expression, whether it keeps the element's
-# dtype), for values that passed the checks
-_applied = {}
+def scalar_signature(value):
+    """What decides a scalar's part in a trace: its type (and a NumPy scalar's dtype); its
+    value never does."""
+    return (type(value), getattr(value, "dtype", None))
 
 
 def _signature(value):
     """What decides a value's part in a fused call's checks and trace: an operand's dtype,
-    shape and device; a scalar's type (and dtype)."""
+    shape and device; a scalar's :func:`scalar_signature`."""
     if is_scalar(value):
-        return (type(value), getattr(value, "dtype", None))
+        return scalar_signature(value)
     return (value.dtype, tuple(value.shape), value.device_id)
 
 
@@ -236,15 +231,17 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
     where the element is not the caller's own new array (a transform over no axes returns its
     input). The result array."""
     values = [element, *leading, *args]
-    key = (traced_fn, name, tuple(_signature(v) for v in values))
-    found = _applied.get(key)
+    # (the values' signatures -> the expression, and whether it keeps the element's dtype:
+    # kept by the function's own Traced, so that nothing keeps a function alive)
+    applied, key = traced_fn.applied, tuple(_signature(v) for v in values)
+    found = applied.get(key)
     if found is None:
         _check_arguments(element, args, name)
         expression = traced_fn.expression(types_of(values))
         found = (expression, dtype_of(element.dtype) == expression.dtype)
-        if len(_applied) >= _APPLIED_LIMIT:
-            _applied.clear()
-        _applied[key] = found
+        if len(applied) >= _APPLIED_LIMIT:
+            applied.clear()
+        applied[key] = found
     expression, keeps_dtype = found
     handle = resolve_stream(stream, element) if element.on_device else None
     if handle is not None:
@@ -325,6 +322,7 @@ class Elementwise:
             ``out``, or the new result.
         """
         if like is not None:
+            like = target_of(like)
             return returned_as(self(*arguments, out=out, stream=stream), like)
         if not arguments or is_scalar(arguments[0]):
             raise InvalidArgumentError(

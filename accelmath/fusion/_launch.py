@@ -19,7 +19,7 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, normalize_axes
 from accelmath.fusion._graph import is_scalar
 
-__all__ = ["kernel_call", "pointer", "prepared", "run"]
+__all__ = ["alignment", "kernel_call", "pointer", "prepared", "run", "start"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -53,8 +53,8 @@ def _block_limit(device_id):
 
 
 def run(expression, values, out, context=None, stream=None):
-    """Evaluate ``expression`` into device operand ``out`` by one kernel (:func:`compute`
-    evaluates host arrays with NumPy).
+    """Evaluate ``expression`` into device operand ``out`` by one kernel
+    (:func:`~accelmath.fusion._elementwise.compute` evaluates host arrays with NumPy).
 
     Parameters
     ----------
@@ -69,12 +69,18 @@ def run(expression, values, out, context=None, stream=None):
     stream : int, optional
         The stream handle (device work).
     """
-    found = prepared(expression, values, out, context or Axes(tuple(out.shape)))
+    found = prepared(expression, values, out, context)
     if found is None:  # (no element)
         return
     launch_, function, config = found
-    ensure_context(out.device_id)
-    launch.launch(function, config, launch_.arguments(expression, values, out), stream)
+    start(function, config, launch_.arguments(expression, values, out), stream, out.device_id)
+
+
+def start(function, config, words, stream, device_id):
+    """Launch ``function`` with the kernel arguments ``words`` (:meth:`_Launch.filled`) on
+    ``stream``, in a context of ``device_id`` current on this thread."""
+    ensure_context(device_id)
+    launch.launch(function, config, words, stream)
 
 
 def prepared(expression, values, out, context):
@@ -105,16 +111,20 @@ class _Launch:
         self.layout, self.count, self.dims, self.kernels = layout, count, dims, {}
 
     def arguments(self, expression, values, out):
-        """The kernel's arguments as ctypes values: the arrays' pointers, the result's, the
-        scalars, the element count and (strided) the ``Dims`` struct."""
-        arguments = [pointer(v) for v in values if not is_scalar(v)]
-        arguments.append(pointer(out))
-        arguments += [_cuda.scalar_argument(v, spec)
-                      for v, spec in zip(values, expression.inputs) if not spec.array]
-        arguments.append(self.count)
+        """The kernel's arguments as ctypes values (see :meth:`filled`) of operands and
+        scalars ``values`` into operand ``out``."""
+        return self.filled([pointer(v) for v in values if not is_scalar(v)], pointer(out),
+                           [_cuda.scalar_argument(v, spec)
+                            for v, spec in zip(values, expression.inputs) if not spec.array])
+
+    def filled(self, arrays, out, scalars):
+        """The kernel's arguments, in its parameters' order: the arrays' pointers, the
+        result's, the scalars (ctypes values, :func:`~accelmath.fusion._cuda.scalar_argument`),
+        the element count and (strided) the ``Dims`` struct."""
+        words = [*arrays, out, *scalars, self.count]
         if self.dims is not None:
-            arguments.append(self.dims)
-        return arguments
+            words.append(self.dims)
+        return words
 
 
 _launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch
@@ -125,7 +135,8 @@ def _prepared(expression, values, out, context):
     """The :class:`_Launch` of ``expression`` on the layouts of ``values`` into ``out`` (made
     once per layout), or None where the result has no element."""
     shape = tuple(out.shape)
-    key = (expression.key, context.periods, context.half, shape, tuple(out.strides),
+    key = (expression.key, None if context is None else (context.periods, context.half),
+           shape, tuple(out.strides),
            tuple((tuple(v.shape), tuple(v.strides)) for v in values if not is_scalar(v)))
     found = _launches.get(key)
     if found is not None:
@@ -133,6 +144,7 @@ def _prepared(expression, values, out, context):
     n = math.prod(shape)
     if n == 0:
         return None
+    context = context or Axes(shape)
     arrays = [v for v in values if not is_scalar(v)]
     axes = normalize_axes(expression, len(shape)) if expression.axes() else {}
     dense = contiguous_strides(shape)
@@ -171,10 +183,16 @@ def _dense(op, dense):
     return all(s == d for s, d, e in zip(op.strides, dense, op.shape) if e != 1)
 
 
+def alignment(op):
+    """The bytes the address of operand ``op``'s elements must be a multiple of (a complex
+    number's: its parts')."""
+    return op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize
+
+
 def pointer(op):
     """Operand ``op``'s address as a kernel argument, or InvalidArgumentError where it is not
-    aligned to its element (a complex number: to its parts)."""
-    if op.ptr % (op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize):
+    aligned to its element (:func:`alignment`)."""
+    if op.ptr % alignment(op):
         raise InvalidArgumentError(
             f"an array of {op.dtype} at address {op.ptr:#x} is not aligned to its element")
     return _cuda.ctypes.c_void_p(op.ptr)

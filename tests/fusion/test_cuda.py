@@ -82,14 +82,24 @@ def test_a_layout_seen_before_reuses_its_arguments_and_takes_the_new_pointers():
     assert flat_layout.flat and len(flat) == 5 and flat[-1].value == 20
 
 
-def test_fixed_expressions_are_one_key_per_expression():
-    from accelmath.fusion._elementwise import Fixed
+def test_a_fused_call_remembers_its_checks_with_its_function_per_signature():
+    from accelmath.fusion._elementwise import Traced, apply
+    from accelmath.linalg import matmul
+    from accelmath.linalg._matmul import fused
 
-    e = trace(lambda x: x + 1.0, np.float64)
-    other = trace(lambda x: x * 2.0, np.float64)
-    assert Fixed(e) == Fixed(e) and hash(Fixed(e)) == hash(Fixed(e))
-    assert Fixed(e) != Fixed(other) and Fixed(e) != e
-    assert len({Fixed(e): 1, Fixed(e): 2, Fixed(other): 3}) == 2
+    rng = np.random.default_rng()
+    fn = Traced(lambda y, b: y * b + 1.0)
+    for shape in ((4, 5), (4, 5), (6, 5)):
+        y, b = rng.standard_normal((2,) + shape)
+        got = apply(fn, wrap_operand(y), (), [wrap_operand(b)], None, None, in_place=False)
+        np.testing.assert_allclose(got, y * b + 1.0)
+    assert len(fn.applied) == 2  # (one per signature of the values)
+    epilogue = lambda acc, bias: np.exp(acc) + bias  # noqa: E731  (no native head: one pass)
+    for _ in range(2):
+        a, w, bias = rng.standard_normal((3, 3)), rng.standard_normal((3, 2)), rng.standard_normal(2)
+        np.testing.assert_allclose(matmul(a, w, epilogue=epilogue, epilogue_args=(bias,)),
+                                   np.exp(a @ w) + bias)
+    assert len(fused._fixed(trace(epilogue, np.float64, np.float64)).applied) == 1
 
 
 # -- on a GPU -------------------------------------------------------------------------------

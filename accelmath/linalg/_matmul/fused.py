@@ -226,7 +226,19 @@ def _run(head, matmul, a, b, c, alpha, beta, args, values, stream, execution, al
                      execution=execution, allow_tf32=allow_tf32)
     if head.rest is None:
         return product
-    return after_product(Fixed(head.rest), product, args, out, stream)
+    return after_product(_fixed(head.rest), product, args, out, stream)
+
+
+_fixeds = {}  # expression key -> its Fixed, which remembers the checks of its calls (as _heads)
+
+
+def _fixed(expression):
+    """The :class:`~accelmath.fusion._elementwise.Fixed` of ``expression``, one per
+    computation (so that a call finds what an earlier one remembered)."""
+    found = _fixeds.get(expression.key)
+    if found is None:
+        found = _fixeds[expression.key] = Fixed(expression)
+    return found
 
 
 def after_product(fn, product, args, out, stream):
