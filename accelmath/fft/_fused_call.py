@@ -11,20 +11,19 @@ first call made.
 import math
 from typing import NamedTuple
 
-from accelmath._core.call_key import device_reader
-from accelmath._core.gpu import launch
-from accelmath._core.gpu.device import ensure_context
+from accelmath._core.call_key import device_reader, plain
 from accelmath._core.operand import wrap_named
 from accelmath.fft import _normalize as norms
 from accelmath.fft._fused import (check_unused, input_context, lengths_of, output_context,
                                   run_epilogue)
 from accelmath.fft._transform import read_operand, transform
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import apply, arguments, function_key, traced, types_of
+from accelmath.fusion._elementwise import (apply, arguments, function_key, scalar_signature, traced,
+                                           types_of)
 from accelmath.fusion._graph import is_scalar
-from accelmath.fusion._launch import prepared
+from accelmath.fusion._launch import alignment, prepared, start
 
-__all__ = ["fused_call"]
+__all__ = ["forget", "fused_call"]
 
 
 class _Geometry(NamedTuple):
@@ -46,10 +45,10 @@ _LIMIT = 1024
 
 
 def _geometry(call, shape):
-    key = (call, shape)
+    key = (call, shape) if _plain(call) else None
     try:
-        found = _geometries.get(key)
-    except TypeError:  # (an unhashable norm or axes: checked below, and refused)
+        found = None if key is None else _geometries.get(key)
+    except TypeError:  # (an unhashable norm: checked below, and refused)
         found, key = None, None
     if found is None:
         norm = norms.check_norm(call.norm)
@@ -65,18 +64,24 @@ def _geometry(call, shape):
     return found
 
 
+def forget():
+    """Drop the fused calls remembered (:func:`accelmath.fft.clear_cache` calls it)."""
+    _remembered.clear()
+    _geometries.clear()
+
+
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
     """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
     module docstring)."""
     key = None
-    if prologue is None and epilogue is not None and out is None and stream is None:
+    if (prologue is None and epilogue is not None and out is None and stream is None
+            and (prologue_args is None or prologue_args.__class__ is tuple and not prologue_args)):
         key = _key(call, x, epilogue, epilogue_args)
-        if key is not None:
-            found = _remembered.get(key)
-            if found is not None:
-                result = found.run(x, epilogue_args)
-                if result is not None:
-                    return result
+        found = None if key is None else _remembered.get(key)
+        if found is not None:
+            result = found.run(x, epilogue_args)
+            if result is not None:
+                return result
     check_unused(prologue, prologue_args, epilogue, epilogue_args)
     op = read_operand(x)
     geometry = _geometry(call, tuple(op.shape))
@@ -93,35 +98,48 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     fn = traced(epilogue, "epilogue", True)
     args = arguments(epilogue_args, "epilogue_args")
     result = run_epilogue(fn, y, geometry.scale, args, context, out, stream, in_place=own)
-    if key is not None and own and result is y.obj and op.obj is x:
+    if key is not None and own and result is y.obj and op.obj is x and y.on_device:
         _remember(key, geometry, fn, y, args, context, epilogue_args)
     return result
+
+
+def _plain(call):
+    """Whether transform record ``call`` may be part of a memo key: lengths and axes that are
+    ints (a bool or a float would equal an int, and find a call whose arguments were valid),
+    as the transform's own call memo asks (see :func:`~accelmath._core.call_key.plain`)."""
+    return (plain(call.s) and plain(call.axes)
+            and (call.workers is None or call.workers.__class__ is int))
 
 
 def _key(call, x, epilogue, args):
     """The memo key of a call with an epilogue: the transform record, the function's key
     (its code and the values it reads), and the type and layout of ``x`` and of each array
-    of ``args`` (a scalar's type); None where a part has none (host arrays, Numba's...)."""
+    of ``args`` (a scalar's type); None where a part has none (host arrays, Numba's...), and
+    for a function that reads other values than plain ones (its key is the function itself,
+    which the memo would keep alive, and with it what it reads)."""
     reader = device_reader(x)
     layout = None if reader is None else reader[0](x)
-    if layout is None or args.__class__ is not tuple:
+    if layout is None or args.__class__ is not tuple or not _plain(call):
         return None
-    key = [call, x.__class__, layout, function_key(epilogue)]
+    function = function_key(epilogue)
+    if function is epilogue:
+        return None
+    key = [call, x.__class__, layout, function]
     for value in args:
         if is_scalar(value):
-            key.append((value.__class__, getattr(value, "dtype", None)))
+            key.append(scalar_signature(value))
             continue
         reader = device_reader(value)
         layout = None if reader is None else reader[0](value)
         if layout is None:
             return None
         key.append((value.__class__, layout))
+    key = tuple(key)
     try:
-        hash(key[0])
-        hash(key[3])
-    except TypeError:  # (an unhashable norm, or function: not remembered)
+        hash(key)
+    except TypeError:  # (an unhashable norm or execution: refused by the checked path)
         return None
-    return tuple(key)
+    return key
 
 
 class _Remembered(NamedTuple):
@@ -153,13 +171,10 @@ class _Remembered(NamedTuple):
             arrays.append(_cuda.ctypes.c_void_p(address))
         y = transform(self.unscaled, x, None, None)
         result = _cuda.ctypes.c_void_p(self.pointer(y))
-        words = [result, *arrays, result]
-        words += [_cuda.scalar_argument(v, spec) for v, spec in zip(scalars, self.specs)]
-        words.append(self.launch.count)
-        if self.launch.dims is not None:
-            words.append(self.launch.dims)
-        ensure_context(self.device_id)
-        launch.launch(self.function, self.config, words, self.current_stream())
+        words = self.launch.filled(
+            [result, *arrays], result,
+            [_cuda.scalar_argument(v, spec) for v, spec in zip(scalars, self.specs)])
+        start(self.function, self.config, words, self.current_stream(), self.device_id)
         return y
 
 
@@ -179,12 +194,7 @@ def _remember(key, geometry, fn, y, args, context, given):
         _remembered.clear()
     _remembered[key] = _Remembered(
         geometry.unscaled, adapter.data_ptr,
-        tuple((None, 1) if is_scalar(a) else (a.adapter.data_ptr, _alignment(a)) for a in args),
+        tuple((None, 1) if is_scalar(a) else (a.adapter.data_ptr, alignment(a)) for a in args),
         launch_, function,
         config, specs, geometry.scale, adapter.stream_getter(y.device_id), y.device_id)
 
-
-def _alignment(op):
-    """The bytes an address of ``op``'s elements must be a multiple of (a complex number's:
-    its parts'), as :func:`~accelmath.fusion._launch.pointer` checks."""
-    return op.itemsize // 2 if op.dtype.startswith("complex") else op.itemsize

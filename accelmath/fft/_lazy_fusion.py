@@ -5,11 +5,17 @@ accelmath.fft`` does not pay for it (about 30 ms)."""
 __all__ = ["fused_call", "multiply", "product"]
 
 
-def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
-    """:func:`accelmath.fft._fused_call.fused_call`."""
-    from accelmath.fft._fused_call import fused_call as run
+_fused_call = []
 
-    return run(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args)
+
+def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
+    """:func:`accelmath.fft._fused_call.fused_call` (imported with the first call)."""
+    if not _fused_call:
+        from accelmath.fft._fused_call import fused_call as run
+
+        _fused_call.append(run)
+    return _fused_call[0](call, x, out, stream, prologue, prologue_args, epilogue,
+                          epilogue_args)
 
 
 _product = []

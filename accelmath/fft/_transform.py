@@ -20,6 +20,7 @@ their records say ``conjugate=True`` and hold the swapped norm.
 """
 
 import contextlib
+import sys
 import threading
 from typing import NamedTuple, Optional
 
@@ -88,6 +89,9 @@ def clear_cache():
     0
     """
     dispatcher.clear_cache()
+    fused = sys.modules.get("accelmath.fft._fused_call")  # (loaded with the first fused call)
+    if fused is not None:
+        fused.forget()
 
 
 def set_cache_limits(max_size=None, max_bytes=None):

@@ -335,6 +335,37 @@ def test_a_remembered_fused_call_sees_a_changed_closure_value(cp):
 
 # -- what a review found ------------------------------------------------------------------
 
+@pytest.mark.parametrize("wrong", [{"axis": 1.0}, {"axis": True}, {"workers": 2.0},
+                                   {"prologue_args": (1.0,)}])
+def test_a_call_like_a_remembered_one_but_for_a_wrong_argument_is_refused(wrong):
+    x = np.ones((4, 8)) + 0j
+    epilogue = lambda y: y * 2  # noqa: E731
+    arguments = {"axis": 1, **wrong}
+    F.fft(x, axis=1, epilogue=epilogue)  # (remembered: its geometry)
+    with pytest.raises(InvalidArgumentError):
+        F.fft(x, epilogue=epilogue, **arguments)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("wrong", [{"axis": 1.0}, {"axis": True}, {"workers": 2.0},
+                                   {"prologue_args": (1.0,)}])
+def test_a_remembered_device_call_refuses_a_wrong_argument(cp, wrong):
+    x = cp.ones((4, 8), cp.complex64)
+    epilogue = lambda y: y * 2  # noqa: E731
+    for _ in range(2):  # (the second call runs as remembered)
+        F.fft(x, axis=1, epilogue=epilogue)
+    with pytest.raises(InvalidArgumentError):
+        F.fft(x, epilogue=epilogue, **{"axis": 1, **wrong})
+
+
+def test_clear_cache_forgets_the_fused_calls():
+    from accelmath.fft import _fused_call
+
+    F.fft(np.ones(8) + 0j, epilogue=lambda y: y * 2)
+    assert _fused_call._geometries
+    F.clear_cache()
+    assert not _fused_call._geometries and not _fused_call._remembered
+
 def test_values_read_through_an_object_are_not_kept_from_an_earlier_call():
     class Gain:
         value = 4.0
