@@ -265,14 +265,26 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
         if overwrite:
             os.replace(temporary, name)
         else:  # (a link refuses a file made since the check above, where a rename would not)
-            try:
-                os.link(temporary, name)
-            except FileExistsError:
-                raise InvalidArgumentError(
-                    f"{name} exists; pass overwrite=True to replace it") from None
-            os.unlink(temporary)
+            _publish_new(temporary, name)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
     return name
+
+
+def _publish_new(temporary, name):
+    """Give the written file ``temporary`` the name ``name``, which must not exist: by a hard
+    link, which refuses a file made since the caller looked; where the filesystem has no hard
+    links (SMB, FAT, some FUSE mounts), by a rename after a last look."""
+    exists = InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    try:
+        os.link(temporary, name)
+    except FileExistsError:
+        raise exists from None
+    except OSError:  # (no hard links here)
+        if os.path.lexists(name):
+            raise exists from None
+        os.replace(temporary, name)
+        return
+    os.unlink(temporary)

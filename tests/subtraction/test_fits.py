@@ -55,7 +55,7 @@ def test_a_pair_from_files_subtracts_as_its_arrays(files):
     assert abs(from_files.ratio - pair.ratio) < 0.2  # (a small crowded field: a rough fit)
 
 
-def test_the_difference_keeps_the_wcs_and_records_the_fit(files, tmp_path):
+def test_the_difference_keeps_the_wcs_and_records_the_fit(files, tmp_path, monkeypatch):
     _, paths = files
     read = read_pair(paths["ref"], paths["sci"], mask=paths["mask"])
     result = subtract(read.reference, read.science, mask=read.mask, half_width=3)
@@ -77,6 +77,18 @@ def test_the_difference_keeps_the_wcs_and_records_the_fit(files, tmp_path):
                      dtype="float64")
     with fits.open(out) as hdus:
         assert hdus[0].data.dtype == np.dtype(">f8")
+    # a filesystem without hard links (SMB, FAT): a rename after a last look
+    def no_links(source, target):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", no_links)
+    write_difference(tmp_path / "unlinked.fits", result.difference)
+    with fits.open(tmp_path / "unlinked.fits") as hdus:
+        np.testing.assert_allclose(hdus[0].data, np.asarray(result.difference), rtol=1e-6,
+                                   atol=1e-3)
+    with pytest.raises(InvalidArgumentError, match="exists; pass overwrite=True"):
+        write_difference(tmp_path / "unlinked.fits", result.difference)
+    monkeypatch.undo()
     old = os.umask(0o027)  # (the file gets what the umask gives a new file)
     try:
         write_difference(tmp_path / "masked.fits", result.difference)
