@@ -362,18 +362,19 @@ def _run(client, pairs, reduce, configuration):
         raise
 
 
-def _check_configuration(configuration):
-    """Every key of ``configuration`` is a parameter of ``Subtractor`` the caller may set."""
+def _check_configuration(configuration, caller="subtract_many", shadowed=("workers",)):
+    """Every key of ``configuration`` is a parameter of ``Subtractor`` that ``caller`` lets
+    its caller set: not those each worker chooses, nor ``shadowed`` (subtract_many's own
+    ``workers`` keyword shadows Subtractor's, its FFT threads)."""
     from accelmath.subtraction import Subtractor
 
-    # (Subtractor's own ``workers``, its FFT threads, is shadowed by subtract_many's)
     allowed = [name for name in inspect.signature(Subtractor).parameters
-               if name not in _WORKER_CHOSEN + ("workers",)]
+               if name not in _WORKER_CHOSEN + tuple(shadowed)]
     for name in configuration:
         if name in _WORKER_CHOSEN:
             raise InvalidArgumentError(
                 f"{name}= is chosen by each worker (its image shape, its GPU's array package); "
-                "leave it out of subtract_many's configuration")
+                f"leave it out of {caller}'s configuration")
         if name not in allowed:
             raise InvalidArgumentError(
                 f"unknown configuration {name}={configuration[name]!r}: expected one of "

@@ -220,7 +220,7 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     from accelmath.subtraction._gpu import gpu_count
 
     configuration = dict(configuration or {})
-    _check_configuration(configuration)
+    _check_configuration(configuration, "subtract_files", shadowed=())
     pairs = list(pairs)
     report = progress or (lambda outcome: None)
     if sum(x is not None for x in (client, scheduler, gpus)) > 1:

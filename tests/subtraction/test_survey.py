@@ -171,3 +171,7 @@ def test_where_the_pairs_run_is_said_once_and_checked(survey):
     with pytest.raises(InvalidArgumentError, match="unknown configuration"):
         subtract_files(pairs, configuration={"half_widht": 3})
     assert subtract_files([], configuration=CONFIGURATION, gpus=[7]) == []
+    # (the Subtractor's FFT threads: subtract_many's own workers= shadows them; this does not)
+    assert subtract_files([], configuration={**CONFIGURATION, "workers": 2}) == []
+    with pytest.raises(InvalidArgumentError, match="out of subtract_files's configuration"):
+        subtract_files(pairs, configuration={"shape": (8, 8)})
