@@ -80,7 +80,7 @@ class Matmul(Plan):
     """
 
     what = "matrix product plan"
-    _fused = None  # the Traced of a Python epilogue (see _execute_fused)
+    _fused = None  # a Python epilogue's pass after the product (see _execute_fused)
 
     def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
                  aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
@@ -98,9 +98,7 @@ class Matmul(Plan):
                 "give either operands a and b, or a_shape, b_shape, dtype, package and device")
         self._fused = None
         if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
-            from accelmath.fusion._elementwise import traced  # (the fusion layer, on use)
-
-            self._fused, epilogue = traced(epilogue, "epilogue"), None
+            self._fused, epilogue = _after_product(epilogue), None
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
                                    allow_tf32)
@@ -364,17 +362,13 @@ class Matmul(Plan):
         over it in one pass (in place where it keeps the dtype)."""
         if self._fused is None:
             raise InvalidArgumentError("epilogue_args need a plan made with a Python epilogue")
-        from accelmath.fusion._elementwise import arguments
-        from accelmath.linalg._matmul.fused import after_product
-
         if not self._on_device:
             check_stream(stream)
             product = self._execute_host(a, b, c, bias, aux, None)
         else:
             product = self._execute_scaled(None, self._alpha_ptr, self._beta_ptr, a, b, c,
                                            bias=bias, aux=aux, stream=stream)
-        return after_product(self._fused, product, arguments(epilogue_args, "epilogue_args"),
-                             out, stream)
+        return self._fused(product, epilogue_args, out, stream)
 
     def _execute_scaled(self, values, alpha, beta, a=None, b=None, c=None, *, bias=None,
                         aux=None, out=None, stream=None):
@@ -491,3 +485,18 @@ class Matmul(Plan):
         state = "freed" if self._freed else ("cuda" if self._on_device else "cpu")
         return (f"Matmul(shape={self.shape}, dtype={self.dtype}, epilogue={self.epilogue!r}, "
                 f"{state})")
+
+
+def _after_product(epilogue):
+    """``run(product, epilogue_args, out, stream)``: Python ``epilogue`` (traced once) over a
+    product in one pass, the fusion layer loaded here, once per plan, not on each execute."""
+    from accelmath.fusion._elementwise import arguments, traced
+    from accelmath.linalg._matmul.fused import after_product
+
+    fn = traced(epilogue, "epilogue")
+
+    def run(product, epilogue_args, out, stream):
+        return after_product(fn, product, arguments(epilogue_args, "epilogue_args"), out,
+                             stream)
+
+    return run
