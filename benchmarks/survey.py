@@ -37,20 +37,27 @@ import time
 import numpy as np
 from _common import environment, write
 
+NEEDS_GPU = False  # without one, CPU workers at a small size
 CONFIGURATION = {"half_width": 9, "kernel_order": 2, "background_order": 0,
                  "constant_ratio": True}
 GPU_DEFAULTS = {"pairs": 16, "size": 4088}
 CPU_DEFAULTS = {"pairs": 4, "size": 512}
 
 
-def write_files(folder, count, size, fits):
-    """``count`` pairs of FITS files in ``folder`` and their manifest's path. The pairs are
-    made on the GPU where there is one (a 4088^2 pair takes seconds on the host)."""
-    from accelmath.subtraction import synthetic_pair
+def array_kind():
+    """Where the subtraction runs here: the first GPU's package, else NumPy."""
     from accelmath.subtraction._dask import _gpu_kind
     from accelmath.subtraction._ops import kind_of
 
-    kind = _gpu_kind() or kind_of(None)
+    return _gpu_kind() or kind_of(None)
+
+
+def write_files(folder, count, size, fits, kind):
+    """``count`` pairs of FITS files in ``folder`` and their manifest's path. The pairs are
+    made where ``kind`` says (on the GPU where there is one: a 4088^2 pair takes seconds on
+    the host)."""
+    from accelmath.subtraction import synthetic_pair
+
     rows = ["reference,science,mask"]
     for k in range(count):
         pair = synthetic_pair(size, seed=k, like=kind.module)
@@ -58,7 +65,7 @@ def write_files(folder, count, size, fits):
         for name, data in zip(names, (kind.to_numpy(pair.reference).astype(np.float32),
                                       kind.to_numpy(pair.science).astype(np.float32),
                                       (~kind.to_numpy(pair.mask)).astype(np.uint8))):
-            fits.PrimaryHDU(data).writeto(os.path.join(folder, name))
+            fits.PrimaryHDU(data).writeto(os.path.join(folder, name), overwrite=True)
         rows.append(",".join(names))
     path = os.path.join(folder, "pairs.csv")
     with open(path, "w") as f:
@@ -66,13 +73,10 @@ def write_files(folder, count, size, fits):
     return path
 
 
-def parts(pairs):
+def parts(pairs, kind):
     """Per pair (ms): read, pure subtraction, write, each the median over the pairs."""
     from accelmath.subtraction import Subtractor, read_pair, write_difference
-    from accelmath.subtraction._dask import _gpu_kind
-    from accelmath.subtraction._ops import kind_of
 
-    kind = _gpu_kind() or kind_of(None)
     like = kind.module
     times = {"read": [], "subtract": [], "write": []}
     subtractor = None
@@ -138,20 +142,29 @@ def on_dask(pairs, workers, on_gpu):
         return timed_manifest(pairs, client=client)
 
 
-def check(pairs, outcomes, fits):
-    """Each written difference against a direct subtraction of its files; the worst errors."""
+def direct(pairs):
+    """``(ratio, difference)`` of each pair by a direct subtraction of its files on the host:
+    the oracle of :func:`check`, made once for every run over the same files."""
     from accelmath.subtraction import read_pair, subtract
 
-    worst_ratio = worst_image = 0.0
-    for pair, outcome in zip(pairs, outcomes):
+    results = []
+    for pair in pairs:
         read = read_pair(pair.reference, pair.science, pair.mask)
-        direct = subtract(read.reference, read.science, mask=read.mask, **CONFIGURATION)
+        result = subtract(read.reference, read.science, mask=read.mask, **CONFIGURATION)
+        results.append((result.ratio, np.asarray(result.difference, np.float64)))
+    return results
+
+
+def check(pairs, outcomes, expected, fits):
+    """Each written difference against its pair's direct subtraction (``expected``, of
+    :func:`direct`); the worst errors."""
+    worst_ratio = worst_image = 0.0
+    for pair, outcome, (ratio, difference) in zip(pairs, outcomes, expected):
         with fits.open(pair.output) as hdus:
             written = hdus[0].data.astype(np.float64)
-        expected = np.asarray(direct.difference, np.float64)
-        worst_ratio = max(worst_ratio, abs(outcome.ratio - direct.ratio) / abs(direct.ratio))
-        worst_image = max(worst_image, float(np.linalg.norm(written - expected)
-                                             / np.linalg.norm(expected)))
+        worst_ratio = max(worst_ratio, abs(outcome.ratio - ratio) / abs(ratio))
+        worst_image = max(worst_image, float(np.linalg.norm(written - difference)
+                                             / np.linalg.norm(difference)))
     return worst_ratio, worst_image
 
 
@@ -181,12 +194,14 @@ def main():
     env = environment()
     rows, notes = [], []
     try:
-        manifest = write_files(folder, count, size, fits)
+        kind = array_kind()
+        manifest = write_files(folder, count, size, fits, kind)
         pairs = read_manifest(manifest, os.path.join(folder, "out"))
-        os.makedirs(os.path.join(folder, "out"))
-        split = parts(pairs)
+        os.makedirs(os.path.join(folder, "out"), exist_ok=True)
+        expected = direct(pairs)
+        split = parts(pairs, kind)
         in_process, outcomes, _ = manifest_in_process(pairs, gpus)
-        errors = check(pairs, outcomes, fits)
+        errors = check(pairs, outcomes, expected, fits)
         base = sum(split.values())
         rows.append({"case": f"{count} pairs of {size}^2 float32 FITS, one "
                              f"{'GPU' if gpus else 'CPU'}, ms per pair",
@@ -203,7 +218,7 @@ def main():
             notes.append("Dask rows: dask.distributed is not installed")
         else:
             one, outcomes, steady = on_dask(pairs, 1, gpus > 0)
-            errors = check(pairs, outcomes, fits)
+            errors = check(pairs, outcomes, expected, fits)
             task = statistics.mean(o.seconds for o in outcomes) * 1e3
             rows.append({"case": "Dask, one worker: dispatch per pair, ms",
                          "manifest (in process)": in_process, "one worker": one,
@@ -217,7 +232,7 @@ def main():
                     notes.append(f"{workers} workers: fewer {'GPUs' if gpus else 'cores'} here")
                     continue
                 many, outcomes, _ = on_dask(pairs, workers, gpus > 0)
-                errors = check(pairs, outcomes, fits)
+                errors = check(pairs, outcomes, expected, fits)
                 efficiency = one / (workers * many)
                 rows.append({"case": f"Dask, {workers} workers: efficiency against one",
                              "one worker": one, f"{workers} workers": many,
