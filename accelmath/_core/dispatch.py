@@ -138,7 +138,8 @@ class Dispatcher:
 
 
 def to_device(x):
-    """A copy of host array ``x`` on the current GPU, as a CuPy array (else a torch tensor).
+    """A copy of host array ``x`` on the current GPU, as an array of the device adapter's
+    package (:func:`~accelmath._core.operand.device_adapter`: CuPy, else torch, else Numba).
 
     Raises
     ------

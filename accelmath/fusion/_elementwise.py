@@ -391,9 +391,9 @@ def elementwise(fn):
     Returns
     -------
     Elementwise
-        Callable as ``f(*arrays_and_scalars, out=None, stream=None)``: the arrays broadcast
-        together (NumPy's rules), the result is of the first array's kind (NumPy, CuPy, torch,
-        JAX...), on the caller's stream.
+        Callable as ``f(*arrays_and_scalars, out=None, stream=None, like=None)``: the arrays
+        broadcast together (NumPy's rules), the result is of the first array's kind (NumPy,
+        CuPy, torch, JAX, Numba...) or ``like``'s, on the caller's stream.
 
     Raises
     ------

@@ -97,9 +97,6 @@ OPERATIONS = {
     "astype": Op(1, _astype),
 }
 
-# the leaves: "input" (attr: position), "constant" (attr: the value), "index" and "frequency"
-# (attr: the axis)
-
 
 class Input(NamedTuple):
     """What the traced function's argument at one position is.

@@ -152,8 +152,8 @@ def _device_function(name):
 
 def hermitian_svd(w, v, compute_uv):
     """NumPy's ``svd(a, hermitian=True)`` from ``eigh(a)``'s ``w`` (and ``v``): singular
-    values in descending order, their signs moved into ``Vh``; arrays of CuPy, PyTorch or
-    JAX (NumPy's own function computes the host case).
+    values in descending order, their signs moved into ``Vh``; arrays of CuPy, PyTorch, JAX
+    or Numba (through a CuPy or torch view; NumPy's own function computes the host case).
 
     Examples
     --------

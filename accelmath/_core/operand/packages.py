@@ -65,7 +65,7 @@ def device_adapter():
     Raises
     ------
     UnsupportedOperandError
-        If neither is installed.
+        If none of them is installed.
     """
     if not _device_adapter_cache:
         for package in _DEVICE_PACKAGES:
