@@ -195,7 +195,7 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
         ref[~finite] = 0.0
         sci[~finite] = 0.0
     if like is not None:
-        from accelmath.subtraction._ops import kind_of
+        from accelmath.subtraction._ops import from_numba, kind_of
 
         kind = kind_of(like)
         ref, sci = kind.asarray(ref), kind.asarray(sci)
@@ -213,7 +213,7 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     path : str or os.PathLike
         The file to write.
     difference : array
-        The 2-D difference image (any kind: NumPy, CuPy, torch).
+        The 2-D difference image (any kind: NumPy, CuPy, torch, Numba).
     header : astropy.io.fits.Header, optional
         The science image's header (its WCS and the rest kept); the data's own keywords
         (BITPIX, NAXIS...) are made for the written data.
@@ -232,7 +232,7 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     """
     fits = _fits()
     from accelmath import __version__
-    from accelmath.subtraction._ops import kind_of
+    from accelmath.subtraction._ops import from_numba, kind_of
 
     if dtype not in ("float32", "float64"):
         raise InvalidArgumentError(f"dtype={dtype!r}: a difference is written as float32 or "
@@ -240,6 +240,7 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     name = os.fspath(path)
     if os.path.exists(name) and not overwrite:
         raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    difference = from_numba(difference)  # (a Numba array: read through a CuPy or torch view)
     data = numpy.asarray(kind_of(difference).to_numpy(difference), dtype=dtype)
     if data.ndim != 2:
         raise InvalidArgumentError(f"the difference is {data.ndim}-D; a FITS image of it must "

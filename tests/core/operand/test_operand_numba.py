@@ -134,6 +134,19 @@ def test_numba_arrays_in_the_image_subtraction(cuda):
     assert_close(result.difference.copy_to_host(), cp.asnumpy(on_cupy.difference), 1e-12)
 
 
+def test_a_numba_difference_is_written_as_fits(cuda, tmp_path):
+    pytest.importorskip("astropy")
+    pytest.importorskip("cupy")
+    from astropy.io import fits
+
+    from accelmath.subtraction import write_difference
+
+    host = np.random.default_rng().standard_normal((16, 12))
+    write_difference(tmp_path / "d.fits", cuda.to_device(host))
+    with fits.open(tmp_path / "d.fits") as hdus:
+        np.testing.assert_allclose(hdus[0].data, host.astype(np.float32))
+
+
 def test_bad_numba_operands_are_refused(cuda):
     x = cuda.to_device(_random((16,), "complex128"))
     with pytest.raises(UnsupportedDTypeError):
