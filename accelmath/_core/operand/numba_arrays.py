@@ -44,7 +44,7 @@ class NumbaAdapter(Adapter):
     def wrap(self, x):
         name, strides = self._layouts.lookup(x.dtype, x.strides)
         # (an array bound to a stream: work there may still be writing it)
-        ready = int(x.stream) or None if x.stream else None
+        ready = int(x.stream) or None
         return Operand(x, self.data_ptr(x), x.shape, strides, name, self._device_of(x), self,
                        ready=ready)
 
