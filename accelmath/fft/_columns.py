@@ -26,7 +26,7 @@ from accelmath._core.gpu.modules import device_options, is_compiled, loaded
 from accelmath.bindings import driver
 
 __all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
-           "options"]
+           "options", "round_trip", "round_trip_source"]
 
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
@@ -90,57 +90,22 @@ __device__ __forceinline__ float2 remote(const float2 *p, unsigned rank) {
                  : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
     return v; }
 
-// The length-L transforms of columns [0, ncols) of `in` into `out`, both of row pitch `pitch`;
-// in == out is allowed: a cluster reads its columns through the read-only cache
-// before it writes them, and no other cluster touches them. s = -1 forward, +1 inverse (unnormalized).
-// gridDim.x = 8 * ceil(ncols / W).
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
-columns(const float2 *in, float2 *out, long long pitch, int ncols,
-        float s) {
-    extern __shared__ float2 A[];  // M rows of W values
-    unsigned rank;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    const int w = threadIdx.x % W, p = threadIdx.x / W;
-    const int col = (blockIdx.x / 8) * W + w;
-    const bool live = col < ncols;
-    float2 v[PAIRS][8];
+// The output index of the value v[i][r] of inner's last pass (j = p + ROWS i)
+__device__ __forceinline__ int at(int j, int r) {
+    return j + P * (r % (8 / LAST)) + (M / LAST) * (r / (8 / LAST)); }
 
-    // 8-point transforms over n1 of x[M n1 + n2], n2 = rank P + j; twiddles; to shared memory
-    #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int n2 = rank * P + p + ROWS * i;
-        #pragma unroll
-        for (int n1 = 0; n1 < 8; ++n1)
-            v[i][n1] = live ? __ldg(in + (long long)(M * n1 + n2) * pitch + col)
-                            : make_float2(0.f, 0.f);
-    }
-    #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i, n2 = rank * P + j;
-        dft8(v[i], s);
-        #pragma unroll
-        for (int k1 = 1; k1 < 8; ++k1) v[i][k1] = mul(v[i][k1], twiddle(n2 * k1, s));
-        #pragma unroll
-        for (int k1 = 0; k1 < 8; ++k1) A[(k1 * P + j) * W + w] = v[i][k1];
-    }
-    cluster_sync();
-
-    // Gather output k1 = rank of every block; the first Stockham pass (Ns = 1)
+// The M-point transforms of a block's W columns through its shared memory A (M rows of W
+// values): v[i][r] holds input j + P r (j = p + ROWS i); on return, output at(j, r). No
+// thread may still read A when it starts.
+__device__ __forceinline__ void inner(float2 (&v)[PAIRS][8], float2 *A, int p, int w, float s) {
+    // The first Stockham pass (Ns = 1)
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int j = p + ROWS * i;
-        #pragma unroll
-        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + (rank * P + j) * W + w, r);
         dft8(v[i], s);
-    }
-    cluster_sync();  // no block reads another's shared memory after this
-    #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i;
         #pragma unroll
         for (int r = 0; r < 8; ++r) A[(j * 8 + r) * W + w] = v[i][r];
     }
-
     // Radix-8 Stockham passes in place through registers, all but the last
     #pragma unroll
     for (int pass = 0; pass < MIDDLE; ++pass) {
@@ -164,9 +129,8 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
         }
     }
     __syncthreads();
-
     // The last pass, radix R = LAST: for each j, 8 / R transforms of the values j + P r,
-    // r = u + (8 / R) q; its outputs are k = j + P u + (M / R) q, the output rows rank + 8 k
+    // r = u + (8 / R) q; its outputs are at(j, r) = j + P u + (M / R) q
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int j = p + ROWS * i;
@@ -188,15 +152,146 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
             #pragma unroll
             for (int u = 0; u < 4; ++u) dft2(v[i][u], v[i][u + 4]);
         }
+    }
+}
+
+// The first half of a cluster's transforms of its columns, read from `in` (row pitch `pitch`):
+// 8-point transforms over n1 of x[M n1 + n2], n2 = rank P + j, and their twiddles; each block
+// then gathers its k1 = rank of every block (v[i][r]: n2 = j + P r) for inner. Where x = y,
+// the output rows rank + 8 at(j, r).
+__device__ __forceinline__ void outer_first(const float2 *in, long long pitch, int col, bool live,
+                                            float2 (&v)[PAIRS][8], float2 *A, unsigned rank,
+                                            int p, int w, float s) {
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int n2 = rank * P + p + ROWS * i;
+        #pragma unroll
+        for (int n1 = 0; n1 < 8; ++n1)
+            v[i][n1] = live ? __ldg(in + (long long)(M * n1 + n2) * pitch + col)
+                            : make_float2(0.f, 0.f);
+    }
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i, n2 = rank * P + j;
+        dft8(v[i], s);
+        #pragma unroll
+        for (int k1 = 1; k1 < 8; ++k1) v[i][k1] = mul(v[i][k1], twiddle(n2 * k1, s));
+        #pragma unroll
+        for (int k1 = 0; k1 < 8; ++k1) A[(k1 * P + j) * W + w] = v[i][k1];
+    }
+    cluster_sync();
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + (rank * P + j) * W + w, r);
+    }
+    cluster_sync();  // no block reads another's shared memory after this
+}
+
+// The mirror of outer_first after inner: v[i][r] holds the block's inner transform at
+// n2 = at(j, r) of the rows rank + 8 k; twiddled by exp(2 pi i s n2 rank / L), gathered by
+// n2 = rank P + j from every block, 8-point transforms over the blocks give the rows
+// M n1 + n2 of `out`.
+__device__ __forceinline__ void outer_last(float2 (&v)[PAIRS][8], float2 *A, unsigned rank,
+                                           int p, int w, float s, float2 *out, long long pitch,
+                                           int col, bool live) {
+    __syncthreads();  // (inner's last reads of A)
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) {
+            const int n2 = at(j, r);
+            A[n2 * W + w] = mul(v[i][r], twiddle(n2 * (int)rank, s));
+        }
+    }
+    cluster_sync();
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int n2 = rank * P + p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + n2 * W + w, r);
+        dft8(v[i], s);
         if (live) {
             #pragma unroll
-            for (int r = 0; r < 8; ++r) {
-                const int u = r % (8 / LAST), q = r / (8 / LAST);
-                out[(long long)(rank + 8 * (j + P * u + (M / LAST) * q)) * pitch + col] = v[i][r];
-            }
+            for (int n1 = 0; n1 < 8; ++n1) out[(long long)(M * n1 + n2) * pitch + col] = v[i][n1];
+        }
+    }
+    cluster_sync();  // no block leaves while another reads its shared memory
+}
+
+// The length-L transforms of columns [0, ncols) of `in` into `out`, both of row pitch `pitch`;
+// in == out is allowed: a cluster reads its columns through the read-only cache
+// before it writes them, and no other cluster touches them. s = -1 forward, +1 inverse (unnormalized).
+// gridDim.x = 8 * ceil(ncols / W).
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
+columns(const float2 *in, float2 *out, long long pitch, int ncols,
+        float s) {
+    extern __shared__ float2 A[];  // M rows of W values
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int w = threadIdx.x % W, p = threadIdx.x / W;
+    const int col = (blockIdx.x / 8) * W + w;
+    const bool live = col < ncols;
+    float2 v[PAIRS][8];
+    outer_first(in, pitch, col, live, v, A, rank, p, w, s);
+    inner(v, A, p, w, s);
+    if (live) {
+        #pragma unroll
+        for (int i = 0; i < PAIRS; ++i) {
+            const int j = p + ROWS * i;
+            #pragma unroll
+            for (int r = 0; r < 8; ++r) out[(long long)(rank + 8 * at(j, r)) * pitch + col] = v[i][r];
         }
     }
 }
+
+#ifdef ACCELMATH_ELEMENT
+// One fused pass over the spectrum: the forward transforms of the columns of matrix
+// blockIdx.y of `data` (its first element at blockIdx.y * batch_stride), accelmath_element
+// on each value (row k, column col, then times `scale`), the inverse transforms, in place.
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
+round_trip(float2 *data, long long pitch, int ncols, long long batch_stride, float scale,
+           const Element e) {
+    extern __shared__ float2 A[];
+    unsigned rank;
+    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const int w = threadIdx.x % W, p = threadIdx.x / W;
+    const int col = (blockIdx.x / 8) * W + w;
+    const bool live = col < ncols;
+    float2 *base = data + blockIdx.y * batch_stride;
+    float2 v[PAIRS][8];
+    outer_first(base, pitch, col, live, v, A, rank, p, w, -1.f);
+    inner(v, A, p, w, -1.f);
+    __syncthreads();  // (inner's last reads of A)
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) {
+            const int k = at(j, r);
+            float2 y = make_float2(0.f, 0.f);
+            if (live) {
+                const c64 z = accelmath_element(mk(v[i][r].x, v[i][r].y), blockIdx.y,
+                                                rank + 8 * k, col, e);
+                y = make_float2(z.x * scale, z.y * scale);
+            }
+            A[k * W + w] = y;  // the inverse's input k of this block's rows rank + 8 k
+        }
+    }
+    __syncthreads();
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = A[(j + P * r) * W + w];
+    }
+    __syncthreads();
+    inner(v, A, p, w, 1.f);
+    outer_last(v, A, rank, p, w, 1.f, base, pitch, col, live);
+}
+#endif
 """
 
 
@@ -220,38 +315,62 @@ def options(length):
 
 
 _NAME = "accelmath_columns.cu"
-_ready = set()  # (device, length) of the kernels set up
+_ready = set()  # (device, length, source) of the kernels set up
 _lock = threading.Lock()
 
 
-def compiled(device_id, length):
+def round_trip_source(element):
+    """The source of the ``round_trip`` kernel (forward transforms of the columns, an
+    element function, inverse transforms, in one pass) with ``element``, the function's
+    source (:func:`accelmath.fusion._cuda.element_source`)."""
+    return element + "#define ACCELMATH_ELEMENT\n" + SOURCE
+
+
+def compiled(device_id, length, source=SOURCE):
     """Whether the kernel for a length is compiled for a device (kept in the store, or
     compiled in the background by :func:`compile_soon`, or set up in this process already):
-    a plan can time it at once."""
-    return (device_id, length) in _ready or is_compiled(SOURCE, device_options(device_id, options(length)), _NAME)
+    a plan can time it at once. ``source``: :data:`SOURCE` or a :func:`round_trip_source`."""
+    return ((device_id, length, source) in _ready
+            or is_compiled(source, device_options(device_id, options(length)), _NAME))
 
 
-def compile_soon(device_id, length):
+def compile_soon(device_id, length, source=SOURCE):
     """Start compiling the kernel for a length for a device in the background (about a
     second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
-    return modules_compile_soon(SOURCE, device_options(device_id, options(length)), _NAME)
+    return modules_compile_soon(source, device_options(device_id, options(length)), _NAME)
 
 
-def _kernel(device_id, length):
-    """``(function, columns per cluster, threads, shared bytes)`` of the kernel for a length,
-    loaded on a device (its twiddle table made the first time)."""
+def _kernel(device_id, length, source=SOURCE, name="columns"):
+    """``(function, columns per cluster, threads, shared bytes)`` of the kernel ``name`` of
+    ``source`` for a length, loaded on a device (its twiddle table made the first time)."""
     width, threads, _, _ = _config(length)
-    module = loaded(device_id, SOURCE, _NAME, options(length))
-    function, shared = module.function("columns"), length // _CLUSTER * width * 8
-    if (device_id, length) not in _ready:
+    module = loaded(device_id, source, _NAME, options(length))
+    function, shared = module.function(name), length // _CLUSTER * width * 8
+    key = (device_id, length, source)
+    if key not in _ready:
         with _lock:
-            if (device_id, length) not in _ready:
+            if key not in _ready:
                 allow_dynamic_shared(function, shared)
                 launch(module.function("init_table"), LaunchConfig((length + 255) // 256, 256),
                        (), None)
                 driver.lib.stream_synchronize(None)  # the table is ready before any stream
-                _ready.add((device_id, length))
+                _ready.add(key)
     return function, width, threads, shared
+
+
+def round_trip(device_id, length, source, address, pitch, ncols, batches, scale, element,
+               stream):
+    """Enqueue the ``round_trip`` kernel of ``source`` (:func:`round_trip_source`) on
+    ``stream``: in place on the ``batches`` matrices of complex64 at ``address``, each of
+    ``length`` rows of ``pitch`` elements (``ncols`` of them transformed; the matrices
+    ``length * pitch`` apart), the element function's struct ``element`` and the factor
+    ``scale`` applied between the forward and the inverse transforms."""
+    function, width, threads, shared = _kernel(device_id, length, source, "round_trip")
+    config = LaunchConfig(grid=(_CLUSTER * ((ncols + width - 1) // width), batches),
+                          block=threads, shared_bytes=shared)
+    launch(function, config, (ctypes.c_void_p(address), ctypes.c_longlong(pitch),
+                              ctypes.c_int(ncols), ctypes.c_longlong(length * pitch),
+                              ctypes.c_float(scale), element), stream)
 
 
 def available(device_id):

@@ -23,9 +23,11 @@ import numpy
 from accelmath.errors import InvalidArgumentError
 from accelmath.fusion._graph import stand_in
 
-__all__ = ["KERNEL", "MAX_DIMS", "Layout", "dims_struct", "scalar_argument", "source"]
+__all__ = ["ELEMENT", "KERNEL", "MAX_DIMS", "Layout", "dims_struct", "element_source",
+           "element_struct", "scalar_argument", "source"]
 
 KERNEL = "accelmath_fused"
+ELEMENT = "accelmath_element"
 MAX_DIMS = 8
 
 _C_TYPES = {"bool": "bool", "int32": "int", "int64": "long long", "float16": "float",
@@ -264,12 +266,45 @@ def _scalar_parameter(spec):
     return _C_TYPES[spec.dtype.name]
 
 
+def _statements(expression, ndim, load, scalar, dims, lines):
+    """Append to ``lines`` one ``const`` local per node of ``expression`` (coordinates in
+    ``c``, ``ndim`` of them; ``load(k)``: the C expression that reads array input ``k``'s
+    element; scalar input ``k`` is ``{scalar}{k}``; ``dims``: the prefix of the ``Dims``
+    struct's fields). The locals' names, in the nodes' order."""
+    names = []
+    for index, node in enumerate(expression.nodes):
+        name, c_type = f"v{index}", _C_TYPES[node.dtype.name]
+        if node.op == "input":
+            spec = expression.inputs[node.attr]
+            if spec.array:
+                value = load(node.attr)
+                if node.dtype.name == "float16":
+                    value = f"h2f({value})"
+            else:  # (its parameter's C type is the node's)
+                value = f"{scalar}{node.attr}"
+        elif node.op == "constant":
+            value = _literal(node.attr, node.dtype)
+        elif node.op == "index":
+            value = f"c[{node.attr % ndim}]"
+        elif node.op == "frequency":
+            a = node.attr % ndim
+            value = (f"({c_type})(({dims}half[{a}] || c[{a}] <= ({dims}period[{a}] - 1) / 2 ? "
+                     f"(double)c[{a}] : (double)(c[{a}] - {dims}period[{a}])) / "
+                     f"{dims}period[{a}])")
+        else:
+            value = _operation(node, [names[a] for a in node.args], expression.nodes)
+            if node.dtype.name == "float16" and node.op not in ("astype", "real", "imag"):
+                value = f"rh({value})"
+        lines.append(f"    const {c_type} {name} = {value};")
+        names.append(name)
+    return names
+
+
 def source(expression, layout, out_dtype=None):
     """The CUDA C++ source of ``expression`` as kernel :data:`KERNEL` for ``layout``, storing
     the result as ``out_dtype`` (default the expression's dtype; a narrower one, such as a
     transform's, is converted to as NumPy's ``astype`` does)."""
     out_dtype = numpy.dtype(out_dtype or expression.dtype)
-    nodes = expression.nodes
     arrays = [k for k, spec in enumerate(expression.inputs) if spec.array]
     position = {k: j for j, k in enumerate(arrays)}
     ndim = layout.ndim
@@ -308,31 +343,11 @@ def source(expression, layout, out_dtype=None):
             terms = " + ".join(f"c[{a}] * d.strides[{j}][{a}]" for a in range(ndim))
             lines.append(f"    const long long o{j} = {terms or '0'};")
             offsets[j] = f"o{j}"
-    names = []
-    for index, node in enumerate(nodes):
-        name, c_type = f"v{index}", _C_TYPES[node.dtype.name]
-        if node.op == "input":
-            spec = expression.inputs[node.attr]
-            if spec.array:
-                j = position[node.attr]
-                load = f"in{j}[{offsets[j]}]"
-                value = f"h2f({load})" if node.dtype.name == "float16" else load
-            else:  # (its parameter's C type is the node's)
-                value = f"s{node.attr}"
-        elif node.op == "constant":
-            value = _literal(node.attr, node.dtype)
-        elif node.op == "index":
-            value = f"c[{node.attr % ndim}]"
-        elif node.op == "frequency":
-            a = node.attr % ndim
-            value = (f"({c_type})((d.half[{a}] || c[{a}] <= (d.period[{a}] - 1) / 2 ? "
-                     f"(double)c[{a}] : (double)(c[{a}] - d.period[{a}])) / d.period[{a}])")
-        else:
-            value = _operation(node, [names[a] for a in node.args], nodes)
-            if node.dtype.name == "float16" and node.op not in ("astype", "real", "imag"):
-                value = f"rh({value})"
-        lines.append(f"    const {c_type} {name} = {value};")
-        names.append(name)
+
+    def load(k):
+        return f"in{position[k]}[{offsets[position[k]]}]"
+
+    names = _statements(expression, ndim, load, "s", "d.", lines)
     result = _convert(names[-1], expression.dtype, out_dtype)
     if out_dtype.name == "float16":
         result = f"f2h({result})"
@@ -340,6 +355,70 @@ def source(expression, layout, out_dtype=None):
     lines.append("  }")
     lines.append("}")
     return _PRELUDE + "\n".join(lines) + "\n"
+
+
+def element_source(expression, ndim, axis):
+    """The CUDA C++ of ``expression`` as a device function of one complex64 element, for a
+    kernel that computes its elements itself (a transform's fused pass): ``c64
+    accelmath_element(c64 element, long long b, long long row, long long col, const Element
+    &e)``, and the struct ``Element`` (:func:`element_struct`) of the further arrays'
+    addresses, the scalars and a ``Dims`` of the element array's ``ndim`` extents, the arrays'
+    element strides and the axes' frequency periods. The element's coordinates: ``row`` along
+    ``axis``, ``col`` the flat index over the axes after it, ``b`` along the one axis before it
+    (where there is one). The result is converted to complex64."""
+    if ndim > MAX_DIMS or axis > 1:
+        raise InvalidArgumentError(f"a fused pass takes at most {MAX_DIMS} dimensions and one "
+                                   "axis before its own")
+    arrays = [k for k, spec in enumerate(expression.inputs) if spec.array]
+    if not arrays or arrays[0] != 0 or expression.inputs[0].dtype.name != "complex64":
+        raise InvalidArgumentError("a fused pass's expression takes a complex64 element first")
+    position = {k: j for j, k in enumerate(arrays)}
+    fields = [f"const {_STORED[expression.inputs[k].dtype.name]} *in{j};"
+              for j, k in enumerate(arrays) if j]
+    fields += [f"{_scalar_parameter(spec)} s{k};" for k, spec in enumerate(expression.inputs)
+               if not spec.array]
+    lines = [f"struct Dims {{ long long shape[{ndim}]; long long strides[{len(arrays)}][{ndim}]; "
+             f"long long period[{ndim}]; int half[{ndim}]; }};",
+             f"struct Element {{ {' '.join(fields)} Dims d; }};",
+             f"AM c64 {ELEMENT}(c64 element, long long b, long long row, long long col, "
+             "const Element &e) {",
+             f"    long long c[{ndim}];",
+             f"    c[{axis}] = row;",
+             f"    for (int a = {ndim} - 1; a > {axis}; --a) {{ c[a] = col % e.d.shape[a]; "
+             "col /= e.d.shape[a]; }"]
+    if axis:
+        lines.append("    c[0] = b;")
+    for j in range(1, len(arrays)):
+        terms = " + ".join(f"c[{a}] * e.d.strides[{j}][{a}]" for a in range(ndim))
+        lines.append(f"    const long long o{j} = {terms};")
+
+    def load(k):
+        j = position[k]
+        return f"e.in{j}[o{j}]" if j else "element"
+
+    names = _statements(expression, ndim, load, "e.s", "e.d.", lines)
+    lines.append(f"    return {_convert(names[-1], expression.dtype, numpy.dtype('complex64'))};")
+    lines.append("}")
+    return _PRELUDE + "\n".join(lines) + "\n"
+
+
+_SCALAR_CTYPES = {"bool": ctypes.c_bool, "long long": ctypes.c_longlong, "int": ctypes.c_int,
+                  "double": ctypes.c_double, "float": ctypes.c_float}
+
+
+def element_struct(expression, ndim):
+    """The ctypes struct ``Element`` of :func:`element_source`'s function for
+    ``expression`` on ``ndim`` dimensions: fields ``in1``... (addresses), ``s<k>`` (scalar
+    input ``k``, as :func:`scalar_argument`) and ``d`` (:func:`dims_struct`)."""
+    arrays = [k for k, spec in enumerate(expression.inputs) if spec.array]
+    fields = [(f"in{j}", ctypes.c_void_p) for j in range(1, len(arrays))]
+    for k, spec in enumerate(expression.inputs):
+        if not spec.array:
+            kind = _scalar_parameter(spec)
+            fields.append((f"s{k}", {"c128": _Complex128, "c64": _Complex64}.get(kind)
+                           or _SCALAR_CTYPES[kind]))
+    fields.append(("d", dims_struct(ndim, len(arrays))))
+    return type("Element", (ctypes.Structure,), {"_fields_": fields})
 
 
 @functools.lru_cache(maxsize=None)
@@ -370,5 +449,4 @@ def scalar_argument(value, spec):
     if kind == "c64":
         z = complex(value)
         return _Complex64(z.real, z.imag)
-    return {"bool": ctypes.c_bool, "long long": ctypes.c_longlong, "int": ctypes.c_int,
-            "double": ctypes.c_double, "float": ctypes.c_float}[kind](value)
+    return _SCALAR_CTYPES[kind](value)

@@ -1,0 +1,204 @@
+"""Filtering in Fourier space, fused: :func:`spectral_filter`, ``irfftn(fn(rfftn(x)))``.
+
+Everywhere it runs as ``irfftn(rfftn(x), prologue=fn)``: the forward transform, then the
+inverse with ``fn`` as its prologue (one element-wise pass). On a GPU with thread block
+clusters (compute capability 9.0 and later) there is a second way for a float32 array
+transformed over its last two or three axes (and at most one axis before them), where the
+first transformed axis has a length of accelmath's column kernel (a power of two from 512 to
+16384): the r2c transforms of the other axes, then **one** pass of the column kernel that
+transforms the columns forward, applies ``fn`` to each value and transforms them back, in
+shared memory, and the c2r transforms. It reads and writes the half spectrum once where the
+other way does three times.
+
+The first call of a problem (shape, expression, device) times both ways and keeps the faster
+(:mod:`accelmath.fusion._strategy`, the choice kept in the store). Where the fused pass's
+kernel is not compiled yet (a new expression on a machine whose store lacks it: about a second
+of NVRTC) it is compiled in the background and the calls run the other way until it is ready.
+"""
+
+import math
+
+import numpy
+
+from accelmath._core.gpu.stream import resolve_stream
+from accelmath._core.operand import check_same_device, wrap_named
+from accelmath.fft import _columns
+from accelmath.fft import _normalize as norms
+from accelmath.fft._functions_nd import irfftn, rfftn
+from accelmath.fft._fused import output_context
+from accelmath.fusion import _cuda
+from accelmath.fusion._elementwise import arguments, traced, types_of
+from accelmath.fusion._launch import pointer
+from accelmath.fusion._strategy import fastest
+
+__all__ = ["spectral_filter"]
+
+
+def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
+    """Filter a real array in Fourier space: ``irfftn(fn(rfftn(x), *args))``, fused.
+
+    ``fn`` is an ordinary Python function of one element of the half spectrum (and the
+    further ``args``), traced once (:mod:`accelmath.fusion`): a product with a transfer
+    function, a Gaussian of :func:`accelmath.fusion.frequency`, a derivative... On a GPU the
+    forward transform of the first transformed axis, ``fn`` and the inverse transform run as
+    one pass where that measures faster (see :mod:`accelmath.fft._filter`).
+
+    Parameters
+    ----------
+    x : array
+        A real array of any package, or an array-like.
+    fn : callable
+        ``fn(y, *args)``: the filtered value of the spectrum's element ``y`` (unnormalized,
+        as ``rfftn(x)``'s). Inside it, ``frequency(axis)`` is the element's frequency along a
+        transformed axis (``rfftfreq`` on the halved last one) and ``index(axis)`` its index.
+    args : sequence, optional
+        The further arrays (broadcast against the half spectrum) and scalars of ``fn``.
+    axes : sequence of int, optional
+        The transformed axes (default: all); the last one is halved, as in ``rfftn``.
+    stream : int or stream object, optional
+        The CUDA stream (default: the current stream of ``x``'s package).
+    like : str, module or array, optional
+        The kind of the result (default: ``x``'s); see :doc:`/guide/arrays`.
+
+    Returns
+    -------
+    array
+        ``irfftn(fn(rfftn(x, axes=axes), *args), s, axes)`` with ``s`` the transformed axes'
+        extents: a real array of ``x``'s shape.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``fn`` is not callable, an axis is out of range or repeated, or an array of ``args``
+        does not broadcast to the half spectrum; the errors of :mod:`accelmath.fusion` where
+        ``fn`` cannot be traced.
+
+    Examples
+    --------
+    A Gaussian low-pass filter, computed from the frequencies rather than read:
+
+    >>> import numpy as np, accelmath.fft
+    >>> from accelmath.fusion import frequency
+    >>> x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
+    >>> smooth = lambda y, w: y * np.exp(-(frequency(0) ** 2 + frequency(1) ** 2) / w)
+    >>> z = accelmath.fft.spectral_filter(x, smooth, (0.01,))
+    >>> f0, f1 = np.fft.fftfreq(64)[:, None], np.fft.rfftfreq(64)[None, :]
+    >>> expected = np.fft.irfftn(np.fft.rfftn(x) * np.exp(-(f0 ** 2 + f1 ** 2) / 0.01))
+    >>> bool(np.allclose(z, expected, atol=1e-5))
+    True
+    """
+    traced_fn = traced(fn, "fn")
+    op = wrap_named(x, "x")
+    values = arguments(args, "args")
+    axes, _ = norms.normalize_axes(tuple(op.shape), None, axes, unique=True)
+    lengths = tuple(op.shape[a] for a in axes)
+
+    def separate():
+        return irfftn(rfftn(x, axes=axes, stream=stream), s=lengths, axes=axes, stream=stream,
+                      prologue=traced_fn.fn, prologue_args=args, like=like)
+
+    fused = _fused_pass(op, traced_fn, values, axes, lengths) if op.on_device else None
+    if fused is None:
+        return separate()
+    handle = resolve_stream(stream, op)
+
+    def one_pass():
+        return _run(fused, x, values, stream, handle, like)
+
+    key = ("spectral_filter", fused.expression.key, tuple(op.shape), tuple(op.strides),
+           tuple(None if not hasattr(v, "adapter") else (tuple(v.shape), tuple(v.strides),
+                                                         v.dtype) for v in values),
+           op.device_id)
+    chosen = fastest(key, lambda: repr(key[:-1]), {"fused column pass": one_pass,
+                                                   "separate passes": separate},
+                     op.device_id, handle, ("cufft",))
+    return one_pass() if chosen == 0 else separate()
+
+
+class _Fused:
+    """What the fused pass of one problem needs: the expression, the spectrum's shape and
+    coordinates, the kernel's source."""
+
+    __slots__ = ("expression", "shape", "axis", "lengths", "source", "context")
+
+    def __init__(self, expression, shape, axis, lengths, source, context):
+        self.expression, self.shape, self.axis = expression, shape, axis
+        self.lengths, self.source, self.context = lengths, source, context
+
+
+def _fused_pass(op, traced_fn, values, axes, lengths):
+    """The :class:`_Fused` of a call, or None where the fused pass does not apply (or its
+    kernel is not compiled yet: then it starts compiling)."""
+    ndim = len(op.shape)
+    k = len(axes)
+    if (op.dtype != "float32" or op.adapter.immutable or k not in (2, 3) or ndim - k > 1
+            or axes != tuple(range(ndim - k, ndim)) or lengths[0] not in _columns.LENGTHS
+            or not _columns.available(op.device_id)):
+        return None
+    shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
+    arrays = [v for v in values if hasattr(v, "adapter")]
+    for v in arrays:
+        try:
+            if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
+                return None
+        except ValueError:
+            return None  # (the other way says what is wrong)
+    if math.prod(shape[ndim - k + 1:]) >= 2 ** 31:  # (the kernel's column count: an int)
+        return None
+    expression = traced_fn.expression([numpy.dtype("complex64"), *types_of(values)])
+    if expression.dtype != numpy.dtype("complex64") or any(
+            not -ndim <= a < ndim for a in expression.axes()):
+        return None
+    axis = ndim - k
+    source = _columns.round_trip_source(_cuda.element_source(expression, ndim, axis))
+    if not _columns.compiled(op.device_id, lengths[0], source):
+        _columns.compile_soon(op.device_id, lengths[0], source)
+        return None
+    context = output_context("r2c", shape, axes, lengths)
+    return _Fused(expression, shape, axis, lengths, source, context)
+
+
+def _element(fused, values):
+    """The kernel's ``Element`` struct of the further operands and scalars ``values``."""
+    expression, shape = fused.expression, fused.shape
+    element = _element_types.get((expression.key, len(shape)))
+    if element is None:
+        element = _element_types[(expression.key, len(shape))] = _cuda.element_struct(
+            expression, len(shape))
+    e = element()
+    j = 0
+    for k, (spec, value) in enumerate(zip(expression.inputs[1:], values), 1):
+        if not spec.array:
+            setattr(e, f"s{k}", _cuda.scalar_argument(value, spec))
+            continue
+        j += 1
+        setattr(e, f"in{j}", pointer(value).value)
+        offset = len(shape) - len(value.shape)
+        e.d.strides[j][:] = [0 if a < offset or value.shape[a - offset] == 1
+                             else value.strides[a - offset] for a in range(len(shape))]
+    e.d.shape[:] = shape
+    e.d.period[:] = fused.context.periods
+    e.d.half[:] = [int(a in fused.context.half) for a in range(len(shape))]
+    return e
+
+
+_element_types = {}  # (expression key, ndim) -> the ctypes struct of its element function
+
+
+def _run(fused, x, values, stream, handle, like):
+    """The fused way: the other axes' r2c transforms, the column kernel's pass, their c2r."""
+    axis, lengths = fused.axis, fused.lengths
+    others = tuple(range(axis + 1, len(fused.shape)))
+    y = rfftn(x, axes=others, stream=stream)
+    spectrum = wrap_named(y, "the spectrum")
+    arrays = [v for v in values if hasattr(v, "adapter")]
+    if arrays:
+        check_same_device(spectrum, *arrays, names=["x"] + ["args"] * len(arrays))
+        for v in arrays:
+            v.wait_ready(handle)
+    element = _element(fused, values)
+    pitch = math.prod(fused.shape[axis + 1:])
+    batches = math.prod(fused.shape[:axis])
+    _columns.round_trip(spectrum.device_id, lengths[0], fused.source, spectrum.ptr, pitch,
+                        pitch, batches, 1.0 / lengths[0], element, handle)
+    return irfftn(y, s=lengths[1:], axes=others, stream=stream, like=like)
