@@ -10,8 +10,8 @@ lookup, after the imports; ms).
 Device rows (device ms per call: CUDA events around calls back to back, the functions of a
 case timed in turn round after round, each one's median; ``_common.device_times_ms``):
 
-- 4096^2 float32 and 4088^2 float64 convolution with the kernel given as its half spectrum,
-  ``irfft2(rfft2(x) * K)``: torch on torch tensors, CuPy on CuPy arrays, accelmath unfused
+- 4096^2 and 2048^2 float32 and 4088^2 float64 convolution with the kernel given as its half
+  spectrum, ``irfft2(rfft2(x) * K)``: torch on torch tensors, CuPy on CuPy arrays, accelmath unfused
   (the same expression through ``accelmath.fft``), fused (the product as the inverse
   transform's prologue) and ``spectral_filter`` (the transforms of the columns and the
   product in one pass where that measures faster; timed after its kernel is compiled and its
@@ -245,6 +245,7 @@ def device_rows(notes):
 
     rows = []
     builds = [lambda: convolution_row(4096, "float32", torch, cp, F),
+              lambda: convolution_row(2048, "float32", torch, cp, F),
               lambda: convolution_row(4088, "float64", torch, cp, F),
               lambda: long_row(torch, F), lambda: matmul_row(torch, linalg)]
     for build in builds:

@@ -26,7 +26,7 @@ from accelmath._core.gpu.modules import device_options, is_compiled, loaded
 from accelmath.bindings import driver
 
 __all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
-           "options", "round_trip", "round_trip_source"]
+           "options", "round_trip", "round_trip_source", "widths"]
 
 LENGTHS = tuple(1 << k for k in range(9, 15))
 _CLUSTER = 8
@@ -295,27 +295,37 @@ round_trip(float2 *data, long long pitch, int ncols, long long batch_stride, flo
 """
 
 
-def _config(length):
+def _config(length, width=None):
     """``(columns per cluster, threads per block, radix-8 passes between the first and the
     last, radix of the last pass)`` for a length: 16 columns (128-byte rows) where a block's
-    1/8 of them fits 64 KiB, fewer for longer ones; 4 transforms of 8 values per thread."""
+    1/8 of them fits 64 KiB, fewer for longer ones (or ``width``); 4 transforms of 8 values
+    per thread."""
     m = length // _CLUSTER
-    width = min(16, _SMEM_VALUES // m)
+    width = width or min(16, _SMEM_VALUES // m)
     middle, ns = 0, 8
     while ns * 8 < m:
         middle, ns = middle + 1, ns * 8
     return width, m // _CLUSTER * width // 4, middle, m // ns
 
 
-def options(length):
-    """The NVRTC options that specialize :data:`SOURCE` for a length."""
-    width, threads, middle, last = _config(length)
+def options(length, width=None):
+    """The NVRTC options that specialize :data:`SOURCE` for a length (and a width other than
+    the length's own, :func:`widths`)."""
+    width, threads, middle, last = _config(length, width)
     return (f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}", f"-DMIDDLE={middle}",
             f"-DLAST={last}")
 
 
+def widths(length):
+    """The columns per cluster the round trip may take for a length: the length's own and,
+    where it is 16, 8 (half the shared memory per block, so more blocks per multiprocessor;
+    which is faster depends on the GPU and the problem, and is measured)."""
+    own = _config(length)[0]
+    return (own, 8) if own == 16 and length >= 2048 else (own,)
+
+
 _NAME = "accelmath_columns.cu"
-_ready = set()  # (device, length, source) of the kernels set up
+_ready = set()  # (device, length, source, width) of the kernels set up
 _lock = threading.Lock()
 
 
@@ -326,27 +336,29 @@ def round_trip_source(element):
     return element + "#define ACCELMATH_ELEMENT\n" + SOURCE
 
 
-def compiled(device_id, length, source=SOURCE):
+def compiled(device_id, length, source=SOURCE, width=None):
     """Whether the kernel for a length is compiled for a device (kept in the store, or
     compiled in the background by :func:`compile_soon`, or set up in this process already):
-    a plan can time it at once. ``source``: :data:`SOURCE` or a :func:`round_trip_source`."""
-    return ((device_id, length, source) in _ready
-            or is_compiled(source, device_options(device_id, options(length)), _NAME))
+    a plan can time it at once. ``source``: :data:`SOURCE` or a :func:`round_trip_source`;
+    ``width``: one of :func:`widths`."""
+    return ((device_id, length, source, width) in _ready
+            or is_compiled(source, device_options(device_id, options(length, width)), _NAME))
 
 
-def compile_soon(device_id, length, source=SOURCE):
+def compile_soon(device_id, length, source=SOURCE, width=None):
     """Start compiling the kernel for a length for a device in the background (about a
     second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
-    return modules_compile_soon(source, device_options(device_id, options(length)), _NAME)
+    return modules_compile_soon(source, device_options(device_id, options(length, width)),
+                                _NAME)
 
 
-def _kernel(device_id, length, source=SOURCE, name="columns"):
+def _kernel(device_id, length, source=SOURCE, name="columns", width=None):
     """``(function, columns per cluster, threads, shared bytes)`` of the kernel ``name`` of
     ``source`` for a length, loaded on a device (its twiddle table made the first time)."""
-    width, threads, _, _ = _config(length)
-    module = loaded(device_id, source, _NAME, options(length))
+    key = (device_id, length, source, width)
+    width, threads, _, _ = _config(length, width)
+    module = loaded(device_id, source, _NAME, options(length, key[3]))
     function, shared = module.function(name), length // _CLUSTER * width * 8
-    key = (device_id, length, source)
     if key not in _ready:
         with _lock:
             if key not in _ready:
@@ -358,14 +370,15 @@ def _kernel(device_id, length, source=SOURCE, name="columns"):
     return function, width, threads, shared
 
 
-def round_trip(device_id, length, source, address, pitch, ncols, batches, scale, element,
-               stream):
+def round_trip(device_id, length, width, source, address, pitch, ncols, batches, scale,
+               element, stream):
     """Enqueue the ``round_trip`` kernel of ``source`` (:func:`round_trip_source`) on
     ``stream``: in place on the ``batches`` matrices of complex64 at ``address``, each of
     ``length`` rows of ``pitch`` elements (``ncols`` of them transformed; the matrices
     ``length * pitch`` apart), the element function's struct ``element`` and the factor
-    ``scale`` applied between the forward and the inverse transforms."""
-    function, width, threads, shared = _kernel(device_id, length, source, "round_trip")
+    ``scale`` applied between the forward and the inverse transforms; ``width`` columns per
+    cluster (one of :func:`widths`)."""
+    function, width, threads, shared = _kernel(device_id, length, source, "round_trip", width)
     config = LaunchConfig(grid=(_CLUSTER * ((ncols + width - 1) // width), batches),
                           block=threads, shared_bytes=shared)
     launch(function, config, (ctypes.c_void_p(address), ctypes.c_longlong(pitch),

@@ -27,7 +27,7 @@ from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._fused import output_context
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import arguments, traced, types_of
+from accelmath.fusion._elementwise import _signature, arguments, traced, types_of
 from accelmath.fusion._launch import pointer
 from accelmath.fusion._strategy import fastest
 
@@ -97,40 +97,77 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
         return irfftn(rfftn(x, axes=axes, stream=stream), s=lengths, axes=axes, stream=stream,
                       prologue=traced_fn.fn, prologue_args=args, like=like)
 
-    fused = _fused_pass(op, traced_fn, values, axes, lengths) if op.on_device else None
+    fused = _fused_pass(op, traced_fn, values, axes) if op.on_device else None
     if fused is None:
         return separate()
     handle = resolve_stream(stream, op)
-
-    def one_pass():
-        return _run(fused, x, values, stream, handle, like)
-
-    key = ("spectral_filter", fused.expression.key, tuple(op.shape), tuple(op.strides),
-           tuple(None if not hasattr(v, "adapter") else (tuple(v.shape), tuple(v.strides),
-                                                         v.dtype) for v in values),
-           op.device_id)
-    chosen = fastest(key, lambda: repr(key[:-1]), {"fused column pass": one_pass,
-                                                   "separate passes": separate},
-                     op.device_id, handle, ("cufft",))
-    return one_pass() if chosen == 0 else separate()
+    ways = {f"fused column pass, {w} columns per cluster":
+            (lambda w=w: _run(fused, w, x, values, stream, handle, like)) for w in fused.ready}
+    ways["separate passes"] = separate
+    chosen = fastest(fused.key + (fused.ready,), fused.describe, ways, op.device_id, handle,
+                     ("cufft",))
+    return list(ways.values())[chosen]()
 
 
 class _Fused:
     """What the fused pass of one problem needs: the expression, the spectrum's shape and
-    coordinates, the kernel's source."""
+    coordinates, the kernel's source, the widths whose kernels are ``ready`` (and those still
+    compiling, ``pending``), the problem's key for the timed choice."""
 
-    __slots__ = ("expression", "shape", "axis", "lengths", "source", "context")
+    __slots__ = ("expression", "shape", "axis", "lengths", "source", "context", "ready",
+                 "pending", "key", "device_id")
 
-    def __init__(self, expression, shape, axis, lengths, source, context):
+    def __init__(self, expression, shape, axis, lengths, source, context, key, device_id):
         self.expression, self.shape, self.axis = expression, shape, axis
         self.lengths, self.source, self.context = lengths, source, context
+        self.key, self.device_id = key, device_id
+        self.ready, self.pending = (), _columns.widths(lengths[0])
+        self.poll()
+
+    def poll(self):
+        """Move the widths whose kernels are compiled to ``ready``; start compiling the
+        others (in the background, once)."""
+        done = tuple(w for w in self.pending
+                     if _columns.compiled(self.device_id, self.lengths[0], self.source, w))
+        if not self.ready and not done:
+            for w in self.pending:
+                _columns.compile_soon(self.device_id, self.lengths[0], self.source, w)
+        self.ready += done
+        self.pending = tuple(w for w in self.pending if w not in done)
+
+    def describe(self):
+        """The problem as a stable string, for the store."""
+        return repr(self.key)
 
 
-def _fused_pass(op, traced_fn, values, axes, lengths):
-    """The :class:`_Fused` of a call, or None where the fused pass does not apply (or its
-    kernel is not compiled yet: then it starts compiling)."""
+_MISSING = object()
+_LIMIT = 64  # problems a function remembers
+
+
+def _fused_pass(op, traced_fn, values, axes):
+    """The :class:`_Fused` of a call (remembered per problem in ``traced_fn.applied``), or
+    None where the fused pass does not apply or no kernel of it is compiled yet."""
+    key = ("spectral_filter", tuple(op.shape), tuple(op.strides), op.dtype, op.device_id,
+           axes, tuple(_signature(v) for v in values))
+    applied = traced_fn.applied
+    found = applied.get(key, _MISSING)
+    if found is _MISSING:
+        found = _new_fused(op, traced_fn, values, axes, key)
+        if len(applied) >= _LIMIT:
+            applied.clear()
+        applied[key] = found
+    if found is None:
+        return None
+    if found.pending:
+        found.poll()
+    return found if found.ready else None
+
+
+def _new_fused(op, traced_fn, values, axes, key):
+    """A new :class:`_Fused`, or None where the fused pass does not apply."""
     ndim = len(op.shape)
     k = len(axes)
+    lengths = tuple(op.shape[a] for a in axes)
     if (op.dtype != "float32" or op.adapter.immutable or k not in (2, 3) or ndim - k > 1
             or axes != tuple(range(ndim - k, ndim)) or lengths[0] not in _columns.LENGTHS
             or not _columns.available(op.device_id)):
@@ -151,11 +188,9 @@ def _fused_pass(op, traced_fn, values, axes, lengths):
         return None
     axis = ndim - k
     source = _columns.round_trip_source(_cuda.element_source(expression, ndim, axis))
-    if not _columns.compiled(op.device_id, lengths[0], source):
-        _columns.compile_soon(op.device_id, lengths[0], source)
-        return None
     context = output_context("r2c", shape, axes, lengths)
-    return _Fused(expression, shape, axis, lengths, source, context)
+    return _Fused(expression, shape, axis, lengths, source, context,
+                  key + (expression.key,), op.device_id)
 
 
 def _element(fused, values):
@@ -185,8 +220,9 @@ def _element(fused, values):
 _element_types = {}  # (expression key, ndim) -> the ctypes struct of its element function
 
 
-def _run(fused, x, values, stream, handle, like):
-    """The fused way: the other axes' r2c transforms, the column kernel's pass, their c2r."""
+def _run(fused, width, x, values, stream, handle, like):
+    """The fused way: the other axes' r2c transforms, the column kernel's pass (``width``
+    columns per cluster), their c2r."""
     axis, lengths = fused.axis, fused.lengths
     others = tuple(range(axis + 1, len(fused.shape)))
     y = rfftn(x, axes=others, stream=stream)
@@ -199,6 +235,6 @@ def _run(fused, x, values, stream, handle, like):
     element = _element(fused, values)
     pitch = math.prod(fused.shape[axis + 1:])
     batches = math.prod(fused.shape[:axis])
-    _columns.round_trip(spectrum.device_id, lengths[0], fused.source, spectrum.ptr, pitch,
-                        pitch, batches, 1.0 / lengths[0], element, handle)
+    _columns.round_trip(spectrum.device_id, lengths[0], width, fused.source, spectrum.ptr,
+                        pitch, pitch, batches, 1.0 / lengths[0], element, handle)
     return irfftn(y, s=lengths[1:], axes=others, stream=stream, like=like)

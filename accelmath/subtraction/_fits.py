@@ -195,7 +195,7 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
         ref[~finite] = 0.0
         sci[~finite] = 0.0
     if like is not None:
-        from accelmath.subtraction._ops import from_numba, kind_of
+        from accelmath.subtraction._ops import kind_of
 
         kind = kind_of(like)
         ref, sci = kind.asarray(ref), kind.asarray(sci)

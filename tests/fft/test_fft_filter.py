@@ -119,30 +119,38 @@ def _host(a):
     return a.cpu().numpy() if hasattr(a, "cpu") else a.get()
 
 
+class _Runs(list):
+    """The lengths of the fused passes run, and their ``widths``."""
+
+
 @pytest.fixture
 def fused_only(monkeypatch):
     """spectral_filter with its fused pass chosen and its kernels compiled before the call;
     the number of fused passes run."""
-    runs = []
+    runs = _Runs()
     launch = _columns.round_trip
 
     def counted(*args):
-        runs.append(args[1])
+        runs.append(args[1])  # (the length)
+        widths.append(args[2])
         return launch(*args)
+
+    widths = []
 
     monkeypatch.setattr(_columns, "round_trip", counted)
     monkeypatch.setattr(_filter, "fastest", lambda key, describe, candidates, *rest: 0)
     original = _filter._fused_pass
 
-    def compiled_first(op, traced_fn, values, axes, lengths):
-        found = original(op, traced_fn, values, axes, lengths)
-        if found is None and op.dtype == "float32":
+    def compiled_first(op, traced_fn, values, axes):
+        found = original(op, traced_fn, values, axes)
+        if (found is None or found.pending) and op.dtype == "float32":
             from accelmath._core.gpu import modules
             modules.wait_for_compiles()
-            found = original(op, traced_fn, values, axes, lengths)
+            found = original(op, traced_fn, values, axes)
         return found
 
     monkeypatch.setattr(_filter, "_fused_pass", compiled_first)
+    runs.widths = widths
     return runs
 
 
@@ -192,6 +200,19 @@ def test_every_length_of_the_column_kernel(length, fused_only, cp):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("length", [2048, 4096])
+def test_every_width_of_the_round_trip(length, fused_only, cp, monkeypatch):
+    rng = _rng()
+    x = rng.standard_normal((length, 70)).astype(np.float32)
+    expected = _reference(x, lambda y: y * 3, (), None)
+    for chosen, width in enumerate(_columns.widths(length)):
+        monkeypatch.setattr(_filter, "fastest", lambda *args, i=chosen: i)
+        got = F.spectral_filter(cp.asarray(x), lambda y: y * 3)
+        assert fused_only.widths[-1] == width
+        assert_close(got.get(), expected, 1e-5)
+
+
+@pytest.mark.gpu
 def test_the_timed_choice_gives_the_same_result_either_way(torch_cuda):
     rng = _rng()
     x = rng.standard_normal((2048, 2048)).astype(np.float32)
@@ -214,3 +235,14 @@ def test_a_float64_image_or_other_axes_take_the_separate_passes(fused_only, cp):
     got = F.spectral_filter(cp.asarray(x), _times, (2.0, 0.5), axes=(-1, -2))
     assert not fused_only
     assert_close(got.get(), x, 1e-5)
+
+
+@pytest.mark.parametrize("length", [2048, 4096])
+def test_the_narrow_round_trip_compiles(length, monkeypatch, nvrtc):
+    from accelmath._core.gpu.modules import CompileOptions, compile_cuda
+
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    assert _columns.widths(length) == (16, 8)
+    source = _columns.round_trip_source(element_source(trace(_low_rows, np.complex64), 2, 0))
+    options = CompileOptions(arch=(9, 0), extra=_columns.options(length, 8))
+    assert compile_cuda(source, options, "round_trip.cu")[:4] == b"\x7fELF"

@@ -135,6 +135,24 @@ def test_python_epilogues_on_cupy(cp, name, dtype):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_a_scaled_bias_kept_between_calls_is_each_calls_own(package, request, monkeypatch):
+    from accelmath.linalg._matmul import fused
+
+    monkeypatch.setattr(fused, "fastest", lambda *args: 0)  # (the native epilogue)
+    xp = request.getfixturevalue("cp" if package == "cupy" else "torch_cuda")
+    put = xp.asarray if package == "cupy" else (lambda x: xp.from_numpy(x).cuda())
+    rng = np.random.default_rng()
+    a, b = rng.standard_normal((64, 48)), rng.standard_normal((48, 40))
+    biases = [rng.standard_normal(40) for _ in range(3)]
+    results = [linalg.matmul(put(a), put(b), epilogue=lambda acc, v: relu(acc + v) * 0.5,
+                             epilogue_args=(put(bias),)) for bias in biases]
+    for got, bias in zip(results, biases):
+        got = got.get() if package == "cupy" else got.cpu().numpy()
+        assert_close(got, np.maximum(a @ b + bias, 0) * 0.5, 1e-12)
+
+
+@pytest.mark.gpu
 def test_python_epilogue_on_torch_plan(torch_cuda):
     torch = torch_cuda
     rng = np.random.default_rng()

@@ -28,6 +28,7 @@ from accelmath._core.operand import wrap_named
 from accelmath.fusion._elementwise import (Fixed, apply, arguments, check_out, dtype_of,
                                            elementwise, traced, types_of)
 from accelmath.fusion._graph import Builder, Expression
+from accelmath.fusion._launch import run
 from accelmath.fusion._strategy import fastest
 
 __all__ = ["Head", "after_product", "fused_matmul", "match", "remainder"]
@@ -161,13 +162,32 @@ def _fits(head, values, n, dtype):
 
 
 _SCALE_BIAS = []
+_scratch = {}  # (stream, device, bias layout) -> a scaled bias's array, rewritten each call
+_SCRATCH_LIMIT = 64
 
 
 def _scaled_bias(bias, factor, stream):
-    """``bias * factor``, a new array made on ``stream`` (where the product reads it)."""
+    """``bias * factor``: on the host a new array; on a device an array kept per stream and
+    layout, rewritten by each call on ``stream`` (the product that read it before is earlier
+    on the same stream), so a call allocates nothing."""
     if not _SCALE_BIAS:
         _SCALE_BIAS.append(elementwise(lambda b, s: b * s))
-    return _SCALE_BIAS[0](bias, factor, stream=stream)
+    scale = _SCALE_BIAS[0]
+    op = wrap_named(bias, "the bias")
+    if not op.on_device:
+        return scale(bias, factor)
+    handle = resolve_stream(stream, op)
+    key = (handle, op.device_id, op.package, tuple(op.shape), tuple(op.strides), op.dtype)
+    target = _scratch.get(key)
+    if target is None:
+        with op.adapter.stream_scope(handle, op.device_id):
+            array, _ = op.adapter.empty_strided(tuple(op.shape), (1,), op.dtype, op.device_id)
+        if len(_scratch) >= _SCRATCH_LIMIT:
+            _scratch.clear()
+        target = _scratch[key] = wrap_named(array, "the scaled bias")
+    op.wait_ready(handle)
+    run(scale.expression(op.dtype, factor), [op, factor], target, None, handle)
+    return target.obj
 
 
 def fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
