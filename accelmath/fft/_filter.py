@@ -125,8 +125,8 @@ class _Fused:
         self.poll()
 
     def poll(self):
-        """Move the widths whose kernels are compiled to ``ready``; start compiling the
-        others (in the background, once)."""
+        """Move the widths whose kernels are compiled to ``ready``; while none is, see that
+        each pending one compiles in the background (``compile_soon`` starts each once)."""
         done = tuple(w for w in self.pending
                      if _columns.compiled(self.device_id, self.lengths[0], self.source, w))
         if not self.ready and not done:
