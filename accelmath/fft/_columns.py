@@ -370,6 +370,10 @@ def _kernel(device_id, length, source=SOURCE, name="columns", width=None):
     return function, width, threads, shared
 
 
+_round_trips = {}  # (device, length, width, source, columns, batches) -> (function, config)
+_ROUND_TRIP_LIMIT = 256
+
+
 def round_trip(device_id, length, width, source, address, pitch, ncols, batches, scale,
                element, stream):
     """Enqueue the ``round_trip`` kernel of ``source`` (:func:`round_trip_source`) on
@@ -378,9 +382,17 @@ def round_trip(device_id, length, width, source, address, pitch, ncols, batches,
     ``length * pitch`` apart), the element function's struct ``element`` and the factor
     ``scale`` applied between the forward and the inverse transforms; ``width`` columns per
     cluster (one of :func:`widths`)."""
-    function, width, threads, shared = _kernel(device_id, length, source, "round_trip", width)
-    config = LaunchConfig(grid=(_CLUSTER * ((ncols + width - 1) // width), batches),
-                          block=threads, shared_bytes=shared)
+    key = (device_id, length, width, source, ncols, batches)
+    found = _round_trips.get(key)
+    if found is None:
+        function, width, threads, shared = _kernel(device_id, length, source, "round_trip",
+                                                   width)
+        config = LaunchConfig(grid=(_CLUSTER * ((ncols + width - 1) // width), batches),
+                              block=threads, shared_bytes=shared)
+        if len(_round_trips) >= _ROUND_TRIP_LIMIT:
+            _round_trips.clear()
+        found = _round_trips[key] = (function, config)
+    function, config = found
     launch(function, config, (ctypes.c_void_p(address), ctypes.c_longlong(pitch),
                               ctypes.c_int(ncols), ctypes.c_longlong(length * pitch),
                               ctypes.c_float(scale), element), stream)

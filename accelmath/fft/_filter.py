@@ -21,14 +21,14 @@ import math
 import numpy
 
 from accelmath._core.gpu.stream import resolve_stream
-from accelmath._core.operand import check_same_device, wrap_named
+from accelmath._core.operand import wrap_named
 from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._fused import output_context
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import _signature, arguments, traced, types_of
-from accelmath.fusion._launch import pointer
+from accelmath.fusion._elementwise import arguments, traced, types_of, value_signature
+from accelmath.fusion._launch import aligned_strides, pointer
 from accelmath.fusion._strategy import fastest
 
 __all__ = ["spectral_filter"]
@@ -110,17 +110,25 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
 
 
 class _Fused:
-    """What the fused pass of one problem needs: the expression, the spectrum's shape and
-    coordinates, the kernel's source, the widths whose kernels are ``ready`` (and those still
-    compiling, ``pending``), the problem's key for the timed choice."""
+    """What the fused pass of one problem needs: the expression, the spectrum's shape and the
+    first transformed ``axis``, the kernel's source, the widths whose kernels are ``ready``
+    (and those still compiling, ``pending``), the problem's key for the timed choice; and,
+    made once, the ``Element`` struct with the extents and frequency periods filled in
+    (``template``), the matrices' row pitch and count."""
 
-    __slots__ = ("expression", "shape", "axis", "lengths", "source", "context", "ready",
-                 "pending", "key", "device_id")
+    __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
+                 "device_id", "template", "pitch", "batches")
 
-    def __init__(self, expression, shape, axis, lengths, source, context, key, device_id):
+    def __init__(self, expression, shape, axis, lengths, source, key, device_id):
         self.expression, self.shape, self.axis = expression, shape, axis
-        self.lengths, self.source, self.context = lengths, source, context
+        self.lengths, self.source = lengths, source
         self.key, self.device_id = key, device_id
+        self.pitch, self.batches = math.prod(shape[axis + 1:]), math.prod(shape[:axis])
+        context = output_context("r2c", shape, tuple(range(axis, len(shape))), lengths)
+        self.template = _cuda.element_struct(expression, len(shape))()
+        self.template.d.shape[:] = shape
+        self.template.d.period[:] = context.periods
+        self.template.d.half[:] = [int(a in context.half) for a in range(len(shape))]
         self.ready, self.pending = (), _columns.widths(lengths[0])
         self.poll()
 
@@ -148,7 +156,7 @@ def _fused_pass(op, traced_fn, values, axes):
     """The :class:`_Fused` of a call (remembered per problem in ``traced_fn.applied``), or
     None where the fused pass does not apply or no kernel of it is compiled yet."""
     key = ("spectral_filter", tuple(op.shape), tuple(op.strides), op.dtype, op.device_id,
-           axes, tuple(_signature(v) for v in values))
+           axes, tuple(value_signature(v) for v in values))
     applied = traced_fn.applied
     found = applied.get(key, _MISSING)
     if found is _MISSING:
@@ -173,13 +181,15 @@ def _new_fused(op, traced_fn, values, axes, key):
             or not _columns.available(op.device_id)):
         return None
     shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
-    arrays = [v for v in values if hasattr(v, "adapter")]
-    for v in arrays:
-        try:
-            if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
+    for v in values:  # (where an array does not fit, the other way says what is wrong)
+        if hasattr(v, "adapter"):
+            if v.device_id != op.device_id:
                 return None
-        except ValueError:
-            return None  # (the other way says what is wrong)
+            try:
+                if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
+                    return None
+            except ValueError:
+                return None
     if math.prod(shape[ndim - k + 1:]) >= 2 ** 31:  # (the kernel's column count: an int)
         return None
     expression = traced_fn.expression([numpy.dtype("complex64"), *types_of(values)])
@@ -188,53 +198,36 @@ def _new_fused(op, traced_fn, values, axes, key):
         return None
     axis = ndim - k
     source = _columns.round_trip_source(_cuda.element_source(expression, ndim, axis))
-    context = output_context("r2c", shape, axes, lengths)
-    return _Fused(expression, shape, axis, lengths, source, context,
-                  key + (expression.key,), op.device_id)
+    return _Fused(expression, shape, axis, lengths, source, key + (expression.key,),
+                  op.device_id)
 
 
 def _element(fused, values):
-    """The kernel's ``Element`` struct of the further operands and scalars ``values``."""
-    expression, shape = fused.expression, fused.shape
-    element = _element_types.get((expression.key, len(shape)))
-    if element is None:
-        element = _element_types[(expression.key, len(shape))] = _cuda.element_struct(
-            expression, len(shape))
-    e = element()
-    j = 0
-    for k, (spec, value) in enumerate(zip(expression.inputs[1:], values), 1):
+    """The kernel's ``Element`` struct of the further operands and scalars ``values``: a copy
+    of the problem's template with their addresses, strides and values."""
+    e = type(fused.template).from_buffer_copy(fused.template)
+    shape, j = fused.shape, 0
+    for k, (spec, value) in enumerate(zip(fused.expression.inputs[1:], values), 1):
         if not spec.array:
             setattr(e, f"s{k}", _cuda.scalar_argument(value, spec))
             continue
         j += 1
         setattr(e, f"in{j}", pointer(value).value)
-        offset = len(shape) - len(value.shape)
-        e.d.strides[j][:] = [0 if a < offset or value.shape[a - offset] == 1
-                             else value.strides[a - offset] for a in range(len(shape))]
-    e.d.shape[:] = shape
-    e.d.period[:] = fused.context.periods
-    e.d.half[:] = [int(a in fused.context.half) for a in range(len(shape))]
+        e.d.strides[j][:] = aligned_strides(value, shape)
     return e
-
-
-_element_types = {}  # (expression key, ndim) -> the ctypes struct of its element function
 
 
 def _run(fused, width, x, values, stream, handle, like):
     """The fused way: the other axes' r2c transforms, the column kernel's pass (``width``
     columns per cluster), their c2r."""
-    axis, lengths = fused.axis, fused.lengths
-    others = tuple(range(axis + 1, len(fused.shape)))
+    others = tuple(range(fused.axis + 1, len(fused.shape)))
     y = rfftn(x, axes=others, stream=stream)
     spectrum = wrap_named(y, "the spectrum")
-    arrays = [v for v in values if hasattr(v, "adapter")]
-    if arrays:
-        check_same_device(spectrum, *arrays, names=["x"] + ["args"] * len(arrays))
-        for v in arrays:
+    for v in values:
+        if hasattr(v, "adapter"):
             v.wait_ready(handle)
-    element = _element(fused, values)
-    pitch = math.prod(fused.shape[axis + 1:])
-    batches = math.prod(fused.shape[:axis])
-    _columns.round_trip(spectrum.device_id, lengths[0], width, fused.source, spectrum.ptr,
-                        pitch, pitch, batches, 1.0 / lengths[0], element, handle)
-    return irfftn(y, s=lengths[1:], axes=others, stream=stream, like=like)
+    length = fused.lengths[0]
+    _columns.round_trip(spectrum.device_id, length, width, fused.source, spectrum.ptr,
+                        fused.pitch, fused.pitch, fused.batches, 1.0 / length,
+                        _element(fused, values), handle)
+    return irfftn(y, s=fused.lengths[1:], axes=others, stream=stream, like=like)

@@ -300,6 +300,12 @@ def _statements(expression, ndim, load, scalar, dims, lines):
     return names
 
 
+def _dims_declaration(ndim, arrays):
+    """The C declaration of the ``Dims`` struct that :func:`dims_struct` mirrors."""
+    return (f"struct Dims {{ long long shape[{ndim}]; long long strides[{arrays}][{ndim}]; "
+            f"long long period[{ndim}]; int half[{ndim}]; }};")
+
+
 def source(expression, layout, out_dtype=None):
     """The CUDA C++ source of ``expression`` as kernel :data:`KERNEL` for ``layout``, storing
     the result as ``out_dtype`` (default the expression's dtype; a narrower one, such as a
@@ -319,9 +325,7 @@ def source(expression, layout, out_dtype=None):
     parameters.append("long long n")
     lines = []
     if ndim:
-        lines.append(f"struct Dims {{ long long shape[{ndim}]; "
-                     f"long long strides[{len(arrays) + 1}][{ndim}]; long long period[{ndim}]; "
-                     f"int half[{ndim}]; }};")
+        lines.append(_dims_declaration(ndim, len(arrays) + 1))
         parameters.append("Dims d")
     lines.append(f'extern "C" __global__ void {KERNEL}({", ".join(parameters)}) {{')
     lines.append("  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; "
@@ -377,8 +381,7 @@ def element_source(expression, ndim, axis):
               for j, k in enumerate(arrays) if j]
     fields += [f"{_scalar_parameter(spec)} s{k};" for k, spec in enumerate(expression.inputs)
                if not spec.array]
-    lines = [f"struct Dims {{ long long shape[{ndim}]; long long strides[{len(arrays)}][{ndim}]; "
-             f"long long period[{ndim}]; int half[{ndim}]; }};",
+    lines = [_dims_declaration(ndim, len(arrays)),
              f"struct Element {{ {' '.join(fields)} Dims d; }};",
              f"AM c64 {ELEMENT}(c64 element, long long b, long long row, long long col, "
              "const Element &e) {",

@@ -23,7 +23,7 @@ from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
            "compute", "dtype_of", "function_key", "scalar_signature", "scaled", "traced",
-           "types_of"]
+           "types_of", "value_signature"]
 
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
@@ -192,7 +192,7 @@ def scalar_signature(value):
     return (type(value), getattr(value, "dtype", None))
 
 
-def _signature(value):
+def value_signature(value):
     """What decides a value's part in a fused call's checks and trace: an operand's dtype,
     shape and device; a scalar's :func:`scalar_signature`."""
     if is_scalar(value):
@@ -233,7 +233,7 @@ def apply(traced_fn, element, leading, args, context, stream, out=None, name="ep
     values = [element, *leading, *args]
     # (the values' signatures -> the expression, and whether it keeps the element's dtype:
     # kept by the function's own Traced, so that nothing keeps a function alive)
-    applied, key = traced_fn.applied, tuple(_signature(v) for v in values)
+    applied, key = traced_fn.applied, tuple(value_signature(v) for v in values)
     found = applied.get(key)
     if found is None:
         _check_arguments(element, args, name)

@@ -19,7 +19,7 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, normalize_axes
 from accelmath.fusion._graph import is_scalar
 
-__all__ = ["alignment", "kernel_call", "pointer", "prepared", "run", "start"]
+__all__ = ["aligned_strides", "alignment", "kernel_call", "pointer", "prepared", "run", "start"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -27,7 +27,7 @@ _lock = threading.Lock()
 _kernels = {}  # (key, layout, out dtype, device) -> CUfunction
 
 
-def _aligned_strides(op, shape):
+def aligned_strides(op, shape):
     """``op``'s element strides broadcast to ``shape`` (0 along broadcast axes)."""
     offset = len(shape) - len(op.shape)
     return tuple(0 if a < offset or op.shape[a - offset] == 1 else op.strides[a - offset]
@@ -158,7 +158,7 @@ def _prepared(expression, values, out, context):
         dims = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
         dims.shape[:] = shape
         for j, op in enumerate(arrays + [out]):
-            dims.strides[j][:] = (_aligned_strides(op, shape) if op.size != 1
+            dims.strides[j][:] = (aligned_strides(op, shape) if op.size != 1
                                   else (0,) * len(shape))
         dims.period[:] = context.periods
         dims.half[:] = [int(a in context.half) for a in range(len(shape))]

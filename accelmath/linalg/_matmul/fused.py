@@ -166,16 +166,15 @@ _scratch = {}  # (stream, device, bias layout) -> a scaled bias's array, rewritt
 _SCRATCH_LIMIT = 64
 
 
-def _scaled_bias(bias, factor, stream):
-    """``bias * factor``: on the host a new array; on a device an array kept per stream and
-    layout, rewritten by each call on ``stream`` (the product that read it before is earlier
-    on the same stream), so a call allocates nothing."""
+def _scaled_bias(op, factor, stream):
+    """``bias * factor`` of the bias operand ``op``: on the host a new array; on a device an
+    array kept per stream and layout, rewritten by each call on ``stream`` (the product that
+    read it before is earlier on the same stream), so a call allocates nothing."""
     if not _SCALE_BIAS:
         _SCALE_BIAS.append(elementwise(lambda b, s: b * s))
     scale = _SCALE_BIAS[0]
-    op = wrap_named(bias, "the bias")
     if not op.on_device:
-        return scale(bias, factor)
+        return scale(op.obj, factor)
     handle = resolve_stream(stream, op)
     key = (handle, op.device_id, op.package, tuple(op.shape), tuple(op.strides), op.dtype)
     target = _scratch.get(key)
@@ -235,12 +234,11 @@ def _run(head, matmul, a, b, c, alpha, beta, args, values, stream, execution, al
         factor = factor * _value(source, values)
     bias = None
     if head.bias is not None:
-        bias = values[head.bias].obj
         after = 1
         for source in head.after_relu:
             after = after * _value(source, values)
-        if after != 1:
-            bias = _scaled_bias(bias, after, stream)
+        bias = values[head.bias]
+        bias = bias.obj if after == 1 else _scaled_bias(bias, after, stream)
     product = matmul(a, b, c, alpha=alpha * factor, beta=beta * factor, epilogue=head.native,
                      bias=bias, out=out if head.rest is None else None, stream=stream,
                      execution=execution, allow_tf32=allow_tf32)
