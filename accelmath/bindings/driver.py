@@ -105,6 +105,9 @@ FUNCTIONS = (
     # CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
     #     CUstream hStream);
     Function("memcpy_async", ("cuMemcpyAsync",), (c_ulonglong, c_ulonglong, c_size_t, _p)),
+    # CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void *src, size_t ByteCount,
+    #     CUstream hStream);
+    Function("memcpy_htod_async", ("cuMemcpyHtoDAsync_v2",), (c_ulonglong, _p, c_size_t, _p)),
     # CUresult cuStreamSynchronize(CUstream hStream);
     Function("stream_synchronize", ("cuStreamSynchronize",), (_p,)),
     # CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);

@@ -28,12 +28,12 @@ from accelmath.errors import CudaLibraryError, InvalidArgumentError
 from accelmath.fft import _columns
 from accelmath.fft._layout import plan_steps
 
-__all__ = ["CudaExecutor"]
+__all__ = ["TYPED_EXEC", "CudaExecutor"]
 
 _log = logging.getLogger("accelmath")
 
 # (kind, input dtype) -> (typed exec function name, takes a direction)
-_TYPED_EXEC = {
+TYPED_EXEC = {
     ("c2c", "complex64"): ("exec_c2c", True), ("c2c", "complex128"): ("exec_z2z", True),
     ("r2c", "float32"): ("exec_r2c", False), ("r2c", "float64"): ("exec_d2z", False),
     ("c2r", "complex64"): ("exec_c2r", False), ("c2r", "complex128"): ("exec_z2d", False),
@@ -327,7 +327,7 @@ class CudaExecutor:
                 calls.append((_columns.launcher(step, self.device_id), None, True, step.src,
                                step.dst, offsets))
                 continue
-            exec_name, with_direction = _TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
+            exec_name, with_direction = TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))
             func, c_name = cufft.lib.raw(exec_name)
             calls.append((hostcall.fast(func), c_name, with_direction, step.src, step.dst,

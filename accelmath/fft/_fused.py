@@ -18,9 +18,12 @@ one pass after the transform, not two.
 import contextlib
 import functools
 
+from accelmath._core.call import stream_of
 from accelmath._core.gpu.stream import resolve_stream
+from accelmath._core.plan import Call
 from accelmath._core.operand import wrap_named
 from accelmath.errors import InvalidArgumentError
+from accelmath.fft import _callback
 from accelmath.fft import _normalize as norms
 from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.fusion._evaluate import Axes
@@ -99,6 +102,7 @@ class Fusion:
         self.input_context = input_context(kind, tuple(in_shape), axes, lengths)
         self.output_context = output_context(kind, tuple(out_shape), axes, lengths)
         self.scales = scales
+        self.problem = None  # the _callback.Problem of the plan's transform, False: none
 
     def _prologue(self, plan, op, prologue_args, stream):
         """The prologue of operand ``op``, written in the plan's input layout (made on the
@@ -121,14 +125,40 @@ class Fusion:
         return target
 
     def execute(self, plan, call, x, out, direction, stream, prologue_args, epilogue_args):
-        """Run ``plan``'s transform ``call`` of ``x`` with the prologue and epilogue."""
+        """Run ``plan``'s transform ``call`` of ``x`` with the prologue and epilogue: as
+        separate passes, or where they apply and measure faster, as cuFFT callbacks."""
         check_unused(self.prologue, prologue_args, self.epilogue, epilogue_args)
+        inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
+        if self.problem is None and plan.execution == "cuda":
+            self.problem = _callback.problem(
+                plan.kind, plan.axes, plan.in_shape, plan.in_strides, plan.out_shape,
+                plan.out_strides, plan.in_dtype, plan.out_dtype, plan.conjugate,
+                plan.device_id, plan._operand.package, self.input_context,
+                self.output_context) or False
+        if self.problem and (out is None or out is not x):
+            prepared = _callback.prepare(
+                self.problem, self.prologue, arguments(prologue_args, "prologue_args"),
+                self.epilogue, arguments(epilogue_args, "epilogue_args"),
+                self.scales[1 if inverse else 0], inverse)
+            if prepared is not None and prepared is not _callback.PENDING:
+                handle, _ = stream_of(stream, plan._current_stream)
+                _, result = _callback.choose(
+                    prepared,
+                    lambda: self._separate(plan, call, x, out, inverse, stream, prologue_args,
+                                           epilogue_args),
+                    lambda: plan.run(x, out, stream, Call(prepared.run, None, None)),
+                    plan.device_id, handle)
+                return result
+        return self._separate(plan, call, x, out, inverse, stream, prologue_args,
+                              epilogue_args)
+
+    def _separate(self, plan, call, x, out, inverse, stream, prologue_args, epilogue_args):
+        """The transform with the prologue and the epilogue as passes of their own."""
         if self.prologue is not None:
             x = self._prologue(plan, plan._checked(x), prologue_args, stream)
         if self.epilogue is None:
             return plan.run(x, out, stream, call)
         y = wrap_named(plan.run(x, None, stream, call), "the transform's result")
-        inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
         return run_epilogue(self.epilogue, y, self.scales[1 if inverse else 0],
                             arguments(epilogue_args, "epilogue_args"), self.output_context,
                             out, stream)

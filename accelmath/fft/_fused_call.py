@@ -13,6 +13,9 @@ from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
 from accelmath._core.operand import wrap_named
+from accelmath._core.gpu.stream import resolve_stream
+from accelmath._core.layout import contiguous_strides
+from accelmath.fft import _callback
 from accelmath.fft import _normalize as norms
 from accelmath.fft._fused import (check_unused, input_context, lengths_of, output_context,
                                   run_epilogue)
@@ -65,9 +68,12 @@ def _geometry(call, shape):
 
 
 def forget():
-    """Drop the fused calls remembered (:func:`accelmath.fft.clear_cache` calls it)."""
+    """Drop the fused calls remembered and free the cuFFT callback plans
+    (:func:`accelmath.fft.clear_cache` calls it)."""
     _remembered.clear()
     _geometries.clear()
+    _allocations.clear()
+    _callback.forget()
 
 
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
@@ -85,22 +91,108 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     check_unused(prologue, prologue_args, epilogue, epilogue_args)
     op = read_operand(x)
     geometry = _geometry(call, tuple(op.shape))
+    prologue = None if prologue is None else traced(prologue, "prologue")
+    epilogue = None if epilogue is None else traced(epilogue, "epilogue", True)
+    problem = _problem(call, op, geometry) if op.on_device and out is None else None
+    if problem is not None:
+        prepared = _callback.prepare(
+            problem, prologue, arguments(prologue_args, "prologue_args"), epilogue,
+            arguments(epilogue_args, "epilogue_args"), geometry.scale, call.inverse)
+        if prepared is _callback.PENDING:
+            key = None  # (remembered once the callback way was timed against this one)
+        elif prepared is not None:
+            handle = resolve_stream(stream, op)
+            chosen, result = _callback.choose(
+                prepared,
+                lambda: _separate(call, x, op, out, stream, geometry, prologue, prologue_args,
+                                  epilogue, epilogue_args, key),
+                lambda: _with_callbacks(prepared, problem, op, handle), op.device_id, handle)
+            return result
+    return _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
+                     epilogue_args, key)
+
+
+def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
+              epilogue_args, key):
+    """The transform with the prologue and the epilogue as passes of their own; remembered
+    under ``key`` (see :class:`_Remembered`) where that is not None."""
     if prologue is not None:
         args = arguments(prologue_args, "prologue_args")
-        x = apply(traced(prologue, "prologue"), op, (), args, geometry.input_context, stream,
-                  name="prologue")
+        x = apply(prologue, op, (), args, geometry.input_context, stream, name="prologue")
     if epilogue is None:
         return transform(call, x, out, stream)
     y = wrap_named(transform(geometry.unscaled, x, None, stream), "the transform's result")
     # (a transform over no axes gives its input back: an epilogue must not write there)
     own = y.obj is not x and y.obj is not op.obj
     context = output_context(geometry.kind, tuple(y.shape), geometry.axes, geometry.lengths)
-    fn = traced(epilogue, "epilogue", True)
     args = arguments(epilogue_args, "epilogue_args")
-    result = run_epilogue(fn, y, geometry.scale, args, context, out, stream, in_place=own)
+    result = run_epilogue(epilogue, y, geometry.scale, args, context, out, stream, in_place=own)
     if key is not None and own and result is y.obj and op.obj is x and y.on_device:
-        _remember(key, geometry, fn, y, args, context, epilogue_args)
+        _remember(key, geometry, epilogue, y, args, context, epilogue_args)
     return result
+
+
+def _problem(call, op, geometry):
+    """The :class:`~accelmath.fft._callback.Problem` of a stateless call on device operand
+    ``op``, or None: where the call converts the input's dtype, cuts or pads it, or its
+    layout is not one cuFFT plan of callbacks."""
+    kind, axes, lengths = geometry.kind, geometry.axes, geometry.lengths
+    shape = tuple(op.shape)
+    in_dtype, out_dtype = _DTYPES.get((kind, op.dtype), (None, None))
+    if in_dtype is None or call.conjugate or len(set(axes)) != len(axes):
+        return None
+    # the input's extents the transform reads, and the result's
+    extents, out_shape = list(shape), list(shape)
+    for a, n in zip(axes, lengths):
+        extents[a] = out_shape[a] = n
+    half = lengths[-1] // 2 + 1
+    if kind == "r2c":
+        out_shape[axes[-1]] = half
+    elif kind == "c2r":
+        extents[axes[-1]] = half
+    if tuple(extents) != shape:
+        return None
+    out_shape = tuple(out_shape)
+    return _callback.problem(
+        kind, axes, shape, op.strides, out_shape, contiguous_strides(out_shape), in_dtype,
+        out_dtype, False, op.device_id, op.package, geometry.input_context,
+        output_context(kind, out_shape, axes, lengths))
+
+
+def _with_callbacks(prepared, problem, op, handle):
+    """The callback way of a stateless call: a new result of ``op``'s package."""
+    adapter = op.adapter
+    op.wait_ready(handle)
+    make, pointer = _allocation(adapter, problem)
+    with adapter.stream_scope(handle, op.device_id):
+        out = make()
+    prepared.run(op.ptr, pointer(out), handle)
+    if adapter.immutable:
+        return adapter.finish(out, handle, op.device_id)
+    return out
+
+
+_allocations = {}
+
+
+def _allocation(adapter, problem):
+    key = (adapter.package, problem.out_shape, problem.out_dtype, problem.device_id)
+    found = _allocations.get(key)
+    if found is None:
+        if len(_allocations) >= _LIMIT:
+            _allocations.clear()
+        found = _allocations[key] = adapter.allocation(
+            problem.out_shape, contiguous_strides(problem.out_shape), problem.out_dtype,
+            problem.device_id)
+    return found
+
+
+_DTYPES = {("c2c", "complex64"): ("complex64", "complex64"),
+           ("c2c", "complex128"): ("complex128", "complex128"),
+           ("r2c", "float32"): ("float32", "complex64"),
+           ("r2c", "float64"): ("float64", "complex128"),
+           ("c2r", "complex64"): ("complex64", "float32"),
+           ("c2r", "complex128"): ("complex128", "float64")}
 
 
 def _plain(call):

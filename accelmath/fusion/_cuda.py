@@ -361,47 +361,75 @@ def source(expression, layout, out_dtype=None):
     return _PRELUDE + "\n".join(lines) + "\n"
 
 
-def element_source(expression, ndim, axis):
-    """The CUDA C++ of ``expression`` as a device function of one complex64 element, for a
-    kernel that computes its elements itself (a transform's fused pass): ``c64
-    accelmath_element(c64 element, long long b, long long row, long long col, const Element
-    &e)``, and the struct ``Element`` (:func:`element_struct`) of the further arrays'
-    addresses, the scalars and a ``Dims`` of the element array's ``ndim`` extents, the arrays'
-    element strides and the axes' frequency periods. The element's coordinates: ``row`` along
-    ``axis``, ``col`` the flat index over the axes after it, ``b`` along the one axis before it
-    (where there is one). The result is converted to complex64."""
-    if ndim > MAX_DIMS or axis > 1:
+def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=False,
+                   internal=False):
+    """The CUDA C++ of ``expression`` as a device function of one element, for code that
+    reaches its elements itself (a transform's fused pass, a cuFFT callback), and the struct
+    ``Element`` (:func:`element_struct`) of the further arrays' addresses, the scalars and a
+    ``Dims`` of the element array's ``ndim`` extents, the arrays' element strides and the
+    axes' frequency periods. The element is the expression's first input (an array); the
+    function returns ``result`` (default: the expression's dtype), converted as ``astype``.
+
+    With an ``axis`` (0 or 1): ``R accelmath_element(E element, long long b, long long row,
+    long long col, const Element &e)``, the element's coordinates ``row`` along ``axis``,
+    ``col`` the flat index over the axes after it, ``b`` along the one axis before it (where
+    there is one). Without: ``R accelmath_element(E element, long long i, const Element &e)``,
+    ``i`` the element's flat index in C order. There, ``flat`` says that every further array
+    is dense over the trailing axes it spans (broadcast along the others): array ``j``'s
+    offset is ``i`` modulo ``e.d.strides[j][0]``, which holds its element count, and the
+    coordinates are found only where ``index`` or ``frequency`` ask; ``narrow`` that ``i`` is
+    below 2^32 (32-bit division, several times faster). ``internal`` puts the function and its
+    structs in an unnamed namespace, so that two such sources linked together (a plan's load
+    and store callbacks) keep their own."""
+    if ndim > MAX_DIMS or (axis is not None and axis > 1):
         raise InvalidArgumentError(f"a fused pass takes at most {MAX_DIMS} dimensions and one "
                                    "axis before its own")
     arrays = [k for k, spec in enumerate(expression.inputs) if spec.array]
-    if not arrays or arrays[0] != 0 or expression.inputs[0].dtype.name != "complex64":
-        raise InvalidArgumentError("a fused pass's expression takes a complex64 element first")
+    if not arrays or arrays[0] != 0:
+        raise InvalidArgumentError("a fused pass's expression takes its element first")
+    element = expression.inputs[0].dtype
+    result = numpy.dtype(result or expression.dtype)
     position = {k: j for j, k in enumerate(arrays)}
     fields = [f"const {_STORED[expression.inputs[k].dtype.name]} *in{j};"
               for j, k in enumerate(arrays) if j]
     fields += [f"{_scalar_parameter(spec)} s{k};" for k, spec in enumerate(expression.inputs)
                if not spec.array]
-    lines = [_dims_declaration(ndim, len(arrays)),
-             f"struct Element {{ {' '.join(fields)} Dims d; }};",
-             f"AM c64 {ELEMENT}(c64 element, long long b, long long row, long long col, "
-             "const Element &e) {",
-             f"    long long c[{ndim}];",
-             f"    c[{axis}] = row;",
-             f"    for (int a = {ndim} - 1; a > {axis}; --a) {{ c[a] = col % e.d.shape[a]; "
-             "col /= e.d.shape[a]; }"]
-    if axis:
-        lines.append("    c[0] = b;")
+    lines = ["namespace {"] if internal else []
+    lines += [_dims_declaration(ndim, len(arrays)),
+              f"struct Element {{ {' '.join(fields)} Dims d; }};"]
+    index = "unsigned int" if narrow else "long long"
+    head = f"AM {_C_TYPES[result.name]} {ELEMENT}({_C_TYPES[element.name]} element, "
+    if axis is None:
+        lines += [head + "long long flat_index, const Element &e) {",
+                  f"    {index} i = ({index})flat_index;",
+                  f"    long long c[{max(ndim, 1)}];"]
+        if not flat or expression.axes():
+            lines += [f"    {{ {index} r = i;",
+                      f"      for (int a = {ndim} - 1; a >= 0; --a) {{ c[a] = r % ({index})"
+                      f"e.d.shape[a]; r /= ({index})e.d.shape[a]; }} }}"]
+    else:
+        lines += [head + "long long b, long long row, long long col, const Element &e) {",
+                  f"    long long c[{ndim}];",
+                  f"    c[{axis}] = row;",
+                  f"    for (int a = {ndim} - 1; a > {axis}; --a) {{ c[a] = col % e.d.shape[a]; "
+                  "col /= e.d.shape[a]; }"]
+        if axis:
+            lines.append("    c[0] = b;")
     for j in range(1, len(arrays)):
         terms = " + ".join(f"c[{a}] * e.d.strides[{j}][{a}]" for a in range(ndim))
-        lines.append(f"    const long long o{j} = {terms};")
+        if flat and axis is None:
+            terms = f"(long long)(i % ({index})e.d.strides[{j}][0])"
+        lines.append(f"    const long long o{j} = {terms or '0'};")
 
     def load(k):
         j = position[k]
         return f"e.in{j}[o{j}]" if j else "element"
 
     names = _statements(expression, ndim, load, "e.s", "e.d.", lines)
-    lines.append(f"    return {_convert(names[-1], expression.dtype, numpy.dtype('complex64'))};")
+    lines.append(f"    return {_convert(names[-1], expression.dtype, result)};")
     lines.append("}")
+    if internal:
+        lines.append("}")
     return _PRELUDE + "\n".join(lines) + "\n"
 
 

@@ -155,13 +155,18 @@ def _prepared(expression, values, out, context):
                           n < 2 ** 32)
     dims = None
     if layout.ndim:
+        # the elements taken in the result's memory order, so that its writes are coalesced
+        # (a result in another order than C's: torch's rfft2); where index or frequency
+        # name axes, in C order (the coordinates are the axes' own)
+        order = (sorted(range(len(shape)), key=lambda a: (-abs(out.strides[a]), a))
+                 if not axes else range(len(shape)))
         dims = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
-        dims.shape[:] = shape
+        dims.shape[:] = [shape[a] for a in order]
         for j, op in enumerate(arrays + [out]):
-            dims.strides[j][:] = (aligned_strides(op, shape) if op.size != 1
-                                  else (0,) * len(shape))
-        dims.period[:] = context.periods
-        dims.half[:] = [int(a in context.half) for a in range(len(shape))]
+            strides = aligned_strides(op, shape) if op.size != 1 else (0,) * len(shape)
+            dims.strides[j][:] = [strides[a] for a in order]
+        dims.period[:] = [context.periods[a] for a in order]
+        dims.half[:] = [int(a in context.half) for a in order]
     found = _Launch(layout, _cuda.ctypes.c_longlong(n), dims)
     if len(_launches) >= _LAUNCH_LIMIT:
         _launches.clear()

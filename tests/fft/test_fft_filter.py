@@ -89,8 +89,8 @@ def test_the_element_struct_matches_the_function_it_is_passed_to():
     assert "struct Element { const float *in1; double s2; Dims d; };" in text
     struct = element_struct(expression, 3)
     assert [name for name, _ in struct._fields_] == ["in1", "s2", "d"]
-    with pytest.raises(InvalidArgumentError, match="complex64 element"):
-        element_source(trace(_times, np.complex128, np.float32, 2.0), 2, 0)
+    flat = element_source(trace(_times, np.complex128, np.float32, 2.0), 2, None, "complex64")
+    assert "AM c64 accelmath_element(c128 element, long long flat_index, const Element &e)" in flat
 
 
 @pytest.mark.parametrize("length", [_columns.LENGTHS[0], 4096, _columns.LENGTHS[-1]])
