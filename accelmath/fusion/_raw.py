@@ -106,6 +106,23 @@ class RawKernel(Resource):
             modules.compile_soon(self.source, modules.device_options(device, self.options),
                                  _FILE)
 
+    def ready(self, device=0):
+        """Whether a launch on ``device`` would start without waiting for NVRTC: the code is
+        loaded there, compiled in this process, or kept in the store. A caller with another
+        way to do the work takes it meanwhile (after ``compile(device, wait=False)``).
+
+        Raises
+        ------
+        NoDeviceError
+            If ``device`` is not a usable GPU (its architecture decides the code).
+        StateError
+            After :meth:`free`.
+        """
+        self._check_live()
+        device = operator.index(device)
+        return device in self._functions or modules.is_compiled(
+            self.source, modules.device_options(device, self.options), _FILE)
+
     def _function(self, device):
         function = self._functions.get(device)
         if function is None:

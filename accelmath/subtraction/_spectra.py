@@ -28,7 +28,7 @@ elsewhere as the array package's operations.
 import numpy
 
 from accelmath import fft, linalg
-from accelmath.subtraction import _kernels
+from accelmath.subtraction import _direct, _kernels
 from accelmath.subtraction._model import coordinates
 
 __all__ = ["Spectra", "lag_matrices", "kernel_matrices", "shifted_polynomials", "CHUNK_BYTES",
@@ -126,8 +126,12 @@ class Spectra:
         self.batch = planes if planes * n0 * n1 * 8 <= BATCH_BYTES else 1
         self.on_gpu = kind.on_gpu
         with kind.active():
+            self.direct = self.on_gpu and _direct.applies(w, self.kernel_terms,
+                                                          configuration.shape)
             if self.on_gpu:  # the kernels compile (or load) while the plans are made
                 _kernels.prepare(kind.ordinal)
+                if self.direct:
+                    _direct.prepare(kind.ordinal, w, self.kernel_terms)
                 linalg.prepare("float64", device=kind.ordinal)
             # the plans first, on small templates: their trial runs (when the store holds no
             # choice yet) take memory that the buffers take afterwards
@@ -281,8 +285,28 @@ class Spectra:
             else:
                 kind.subtract(spectra[fij, start:stop], fd[start:stop], out=fd[start:stop])
         image = self._inverse.inverse(fd)
-        columns = kind.asarray(numpy.asarray(background) @ self._y_powers)
-        # the background plane x^p (d y^q), added to (or taken from) the image in place
-        kind.matmul(self._xp, columns, c=image, alpha=1.0 if flip else -1.0, beta=1.0,
-                    out=image)
+        return self._background(image, background, flip)
+
+    def direct_ready(self):
+        """Whether :meth:`direct_difference` runs here now: on a GPU, for a configuration
+        the direct kernel takes, once that kernel is compiled (in the background, started
+        with the plans)."""
+        return self.direct and _direct.ready(self.kind.ordinal,
+                                             self.configuration.half_width, self.kernel_terms)
+
+    def direct_difference(self, convolved, other, kernels, background, flip):
+        """The same difference image as :meth:`difference`, computed directly from the images
+        (on a GPU, :mod:`._direct`: no spectrum of the unmasked planes needed); ``kernels``
+        the (Fij, 2w + 1, 2w + 1) float64 NumPy array of the terms' kernels."""
+        image = self.kind.empty(self.configuration.shape, "float64")
+        _direct.direct_difference(convolved, other, self._x, self._y, kernels,
+                                  self.kernel_terms, flip, image)
+        return self._background(image, background, flip)
+
+    def _background(self, image, background, flip):
+        """``image`` with the background plane x^p (d y^q) taken off (added where ``flip``),
+        in place."""
+        columns = self.kind.asarray(numpy.asarray(background) @ self._y_powers)
+        self.kind.matmul(self._xp, columns, c=image, alpha=1.0 if flip else -1.0, beta=1.0,
+                         out=image)
         return image

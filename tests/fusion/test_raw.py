@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
-from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
+from accelmath.errors import InvalidArgumentError, StateError, UnsupportedOperandError
 from accelmath.fusion import RawKernel
 from accelmath.fusion._raw import _parameter
 
@@ -128,6 +128,22 @@ def test_compile_in_the_background_then_launch(cp):
     dx, dy = cp.ones(10), cp.zeros(10)
     kernel(1, 32, (3.0, dx, dy, 10))
     assert dy.get().tolist() == [3.0] * 10
+
+
+@pytest.mark.gpu
+def test_a_kernel_is_ready_once_compiled(cp):
+    import uuid
+
+    from accelmath._core.gpu import modules
+
+    kernel = RawKernel(AXPY + f"// {uuid.uuid4()}\n", "axpy")  # (in no store yet)
+    assert not kernel.ready(0)
+    kernel.compile(0, wait=False)
+    modules.wait_for_compiles()
+    assert kernel.ready(0)
+    kernel.free()
+    with pytest.raises(StateError):
+        kernel.ready(0)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,71 @@
+"""The subtract stage done directly on the GPU (:mod:`accelmath.subtraction._direct`): its
+source compiles without a GPU for every configuration it takes, and on the GPU the difference
+image equals the Fourier form's on fresh pairs, for both convolution directions, several
+kernel and background orders, and images that do not divide into its tiles."""
+
+import numpy as np
+import pytest
+from closeness import assert_close
+
+from accelmath._core.gpu.modules import CompileOptions, compile_cuda
+from accelmath.subtraction import Subtractor, _direct, _spectra, synthetic_pair
+from accelmath.subtraction._model import terms
+
+
+@pytest.mark.parametrize("half_width, order", [(9, 2), (4, 1), (12, 2), (6, 3)])
+def test_the_source_compiles_without_a_gpu(nvrtc, half_width, order):
+    kernel = _direct._kernel(half_width, terms(order))
+    image = compile_cuda(kernel.source, CompileOptions(arch=(9, 0), extra=kernel.options),
+                         "direct.cu")
+    assert len(image) > 0
+
+
+def test_the_configurations_it_takes():
+    assert _direct.applies(9, terms(2), (4088, 4088))
+    assert _direct.applies(9, terms(2), (80, 80))
+    assert not _direct.applies(9, terms(2), (60, 4088))  # (a tile and its halo wrap twice)
+    assert not _direct.applies(9, terms(6), (4088, 4088))  # (coefficients over 32 KB)
+    assert not _direct.applies(40, terms(0), (4088, 4088))  # (the halo over shared memory)
+
+
+@pytest.fixture(params=["cp", "torch_cuda"])
+def package(request):
+    return request.getfixturevalue(request.param)
+
+
+def _device(package, a):
+    if package.__name__ == "cupy":
+        return package.asarray(a)
+    return package.from_numpy(np.ascontiguousarray(a)).to("cuda")
+
+
+def _host(a):
+    if isinstance(a, np.ndarray):
+        return a
+    return a.get() if hasattr(a, "get") else a.cpu().numpy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape, options", [
+    ((256, 240), dict(half_width=9, kernel_order=2, background_order=0)),
+    ((200, 333), dict(half_width=4, kernel_order=1, background_order=2, constant_ratio=False)),
+    ((130, 97), dict(half_width=6, kernel_order=3, background_order=1, convolve="science"))])
+def test_the_direct_difference_equals_the_fourier_form(package, shape, options, monkeypatch):
+    made = synthetic_pair(shape, stars=200)
+    reference, science, mask = (_device(package, a)
+                                for a in (made.reference, made.science, made.mask))
+    subtractor = Subtractor(shape, like=reference, **options)
+    configuration = subtractor.configuration
+    _direct.prepare(0, configuration.half_width, configuration.kernel_terms, wait=True)
+    runs = []
+    direct = _direct.direct_difference
+    monkeypatch.setattr(_direct, "direct_difference", lambda *a, **k: runs.append(1) or
+                        direct(*a, **k))
+    got = subtractor.subtract(reference, science, mask=mask)
+    assert runs == [1], "the direct form did not run"
+    monkeypatch.setattr(_spectra.Spectra, "direct_ready", lambda self: False)
+    expected = subtractor.subtract(reference, science, mask=mask)
+    assert runs == [1]
+    assert_close(_host(got.difference), _host(expected.difference), 1e-12)
+    assert_close(_host(got.coefficients), _host(expected.coefficients), 0)
+    subtractor.free()
