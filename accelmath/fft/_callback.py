@@ -39,7 +39,7 @@ from accelmath.bindings import cufft, driver
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft._cuda import TYPED_EXEC
 from accelmath.fusion import _callback, _cuda
-from accelmath.fusion._elementwise import traced, types_of, value_signature
+from accelmath.fusion._elementwise import arrays_fit, traced, types_of, value_signature
 from accelmath.fusion._launch import aligned_strides, pointer
 from accelmath.fusion._strategy import fastest
 
@@ -360,21 +360,6 @@ def _expression(fn, element, values, dtype):
     return expression if expression.dtype == numpy.dtype(dtype) else None
 
 
-def _fits(values, shape, device_id):
-    """Whether every array of ``values`` is on ``device_id`` and broadcasts to ``shape``
-    (where one does not, the separate passes say what is wrong)."""
-    for v in values:
-        if hasattr(v, "adapter"):
-            if v.device_id != device_id:
-                return False
-            try:
-                if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
-                    return False
-            except ValueError:
-                return False
-    return True
-
-
 def prepare(problem, prologue, prologue_values, epilogue, epilogue_values, scale, inverse):
     """The callback way of a call, as a :class:`Prepared`; :data:`PENDING` while its plan is
     being made; None where it does not apply (an expression that changes the dtype, an array
@@ -390,11 +375,11 @@ def prepare(problem, prologue, prologue_values, epilogue, epilogue_values, scale
     if prologue is not None or p.kind == "c2r":
         fn = prologue if prologue is not None else _IDENTITY
         load = _expression(fn, p.in_dtype, prologue_values, p.in_dtype)
-        if load is None or not _fits(prologue_values, p.in_shape, p.device_id):
+        if load is None or not arrays_fit(prologue_values, p.in_shape, p.device_id):
             return None
     if epilogue is not None:
         store = _expression(epilogue, p.out_dtype, epilogue_values, p.out_dtype)
-        if store is None or not _fits(epilogue_values, p.out_shape, p.device_id):
+        if store is None or not arrays_fit(epilogue_values, p.out_shape, p.device_id):
             return None
     flat = (load is not None and _flat(prologue_values, p.in_shape),
             store is not None and _flat(epilogue_values, p.out_shape))

@@ -27,7 +27,7 @@ from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._fused import output_context
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import arguments, traced, types_of, value_signature
+from accelmath.fusion._elementwise import arguments, arrays_fit, traced, types_of, value_signature
 from accelmath.fusion._launch import aligned_strides, pointer
 from accelmath.fusion._strategy import fastest
 
@@ -181,15 +181,8 @@ def _new_fused(op, traced_fn, values, axes, key):
             or not _columns.available(op.device_id)):
         return None
     shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
-    for v in values:  # (where an array does not fit, the other way says what is wrong)
-        if hasattr(v, "adapter"):
-            if v.device_id != op.device_id:
-                return None
-            try:
-                if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
-                    return None
-            except ValueError:
-                return None
+    if not arrays_fit(values, shape, op.device_id):
+        return None
     if math.prod(shape[ndim - k + 1:]) >= 2 ** 31:  # (the kernel's column count: an int)
         return None
     expression = traced_fn.expression([numpy.dtype("complex64"), *types_of(values)])

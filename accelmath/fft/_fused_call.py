@@ -134,12 +134,14 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
 
 def _problem(call, op, geometry):
     """The :class:`~accelmath.fft._callback.Problem` of a stateless call on device operand
-    ``op``, or None: where the call converts the input's dtype, cuts or pads it, or its
-    layout is not one cuFFT plan of callbacks."""
+    ``op``, or None: where the call runs on the host, converts the input's dtype, cuts or pads
+    it, reads it from an address cuFFT refuses, or its layout is not one cuFFT plan of
+    callbacks."""
     kind, axes, lengths = geometry.kind, geometry.axes, geometry.lengths
     shape = tuple(op.shape)
     in_dtype, out_dtype = _DTYPES.get((kind, op.dtype), (None, None))
-    if in_dtype is None or call.conjugate or len(set(axes)) != len(axes):
+    if (in_dtype is None or call.conjugate or call.execution == "cpu"
+            or len(set(axes)) != len(axes) or op.ptr % op.itemsize):
         return None
     # the input's extents the transform reads, and the result's
     extents, out_shape = list(shape), list(shape)

@@ -12,7 +12,7 @@ import types
 import numpy
 
 from accelmath._core.gpu.stream import check_stream, resolve_stream
-from accelmath._core.layout import contiguous_strides
+from accelmath._core.layout import axis_order, contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
@@ -21,9 +21,9 @@ from accelmath.fusion._graph import DTYPES, is_scalar
 from accelmath.fusion._launch import run
 from accelmath.fusion._trace import trace
 
-__all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "check_out", "elementwise",
-           "compute", "dtype_of", "function_key", "scalar_signature", "scaled", "traced",
-           "types_of", "value_signature"]
+__all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "arrays_fit", "check_out",
+           "elementwise", "compute", "dtype_of", "function_key", "scalar_signature", "scaled",
+           "traced", "types_of", "value_signature"]
 
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
 _TRACED_LIMIT = 512
@@ -180,6 +180,23 @@ def dtype_of(name, what="an array"):
     return dtype
 
 
+def arrays_fit(values, shape, device_id):
+    """Whether every array among operands and scalars ``values`` is on ``device_id`` and
+    broadcasts to ``shape`` without growing it: what a pass that reaches the arrays itself (a
+    transform's fused pass, a cuFFT callback) takes; where one does not, the element-wise way
+    says what is wrong."""
+    for v in values:
+        if hasattr(v, "adapter"):
+            if v.device_id != device_id:
+                return False
+            try:
+                if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
+                    return False
+            except ValueError:
+                return False
+    return True
+
+
 def types_of(values):
     """What :meth:`Traced.expression` takes for ``values`` (operands and scalars): their
     dtypes and the scalars."""
@@ -277,8 +294,12 @@ def compute(expression, values, shape, like, out=None, context=None, handle=None
     if target is not None:
         run(expression, values, target, context, handle)
         return target.obj
-    with like.adapter.stream_scope(handle, like.device_id):  # (allocated in the kernel's order)
-        result, _ = like.adapter.empty_strided(shape, contiguous_strides(shape),
+    # a new result dense in the axis order of ``like`` where it has the result's shape (as
+    # the packages' own element-wise operations keep it: the kernel then reads and writes
+    # both in one order), else in C order; allocated in the kernel's stream order
+    order = axis_order(like.strides) if tuple(like.shape) == shape and like.strides else None
+    with like.adapter.stream_scope(handle, like.device_id):
+        result, _ = like.adapter.empty_strided(shape, contiguous_strides(shape, order),
                                                expression.dtype.name, like.device_id)
     run(expression, values, wrap_named(result, "out"), context, handle)
     return like.adapter.finish(result, handle, like.device_id)

@@ -7,6 +7,7 @@ import ctypes
 import numpy as np
 import pytest
 from closeness import assert_close
+from device_arrays import on_device, to_host
 
 import accelmath.fft as F
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
@@ -128,16 +129,6 @@ def test_two_callbacks_of_one_plan_keep_their_own_functions():
 
 # -- on the GPU -----------------------------------------------------------------------------
 
-def _device(package, a):
-    if package.__name__ == "torch":
-        return package.from_numpy(np.ascontiguousarray(a)).cuda()
-    return package.asarray(a)
-
-
-def _host(a):
-    return a.cpu().numpy() if hasattr(a, "cpu") else a.get()
-
-
 @pytest.fixture
 def callbacks_only(monkeypatch):
     """The callback way chosen, its plans made before the call; the number of its runs."""
@@ -173,10 +164,10 @@ def test_an_epilogue_as_a_store_callback_matches_float64(package, dtype, tol, sh
     x = _complex(rng, shape, dtype)
     for k in (_complex(rng, shape[-1:], dtype), _complex(rng, shape[-2:-1] + (1,), dtype)):
         # (a row: the flat form; a column, broadcast along the last axis: the strided one)
-        got = F.fftn(_device(xp, x), axes=axes, norm="ortho", epilogue=_times,
-                     epilogue_args=(_device(xp, k), 0.5))
+        got = F.fftn(on_device(xp, x), axes=axes, norm="ortho", epilogue=_times,
+                     epilogue_args=(on_device(xp, k), 0.5))
         expected = np.fft.fftn(x.astype(np.complex128), axes=axes, norm="ortho") * k * 0.5
-        assert_close(_host(got), expected, tol)
+        assert_close(to_host(got), expected, tol)
     assert len(callbacks_only) == 2, "the callback way did not run"
 
 
@@ -188,20 +179,20 @@ def test_real_transforms_take_callbacks_both_ways(package, dtype, tol, callbacks
     xp = request.getfixturevalue("cp" if package == "cupy" else "torch_cuda")
     rng = _rng()
     x = rng.standard_normal((5, 64, 48)).astype(dtype)
-    y = F.rfft2(_device(xp, x), epilogue=_shifted, epilogue_args=(1.5, -2.0))
+    y = F.rfft2(on_device(xp, x), epilogue=_shifted, epilogue_args=(1.5, -2.0))
     f = np.fft.rfftfreq(48)
     spectrum = np.fft.rfft2(x.astype(np.float64))
-    assert_close(_host(y), np.where(np.arange(25) < 3, spectrum * 1.5, spectrum * -2.0) + f, tol)
+    assert_close(to_host(y), np.where(np.arange(25) < 3, spectrum * 1.5, spectrum * -2.0) + f, tol)
     # c2r: the input is read by the load callback, never overwritten; a prologue
-    k = np.fft.rfft2(rng.standard_normal((64, 48))).astype(_host(y).dtype)
-    spectrum_in = _host(y).copy()
-    z = F.irfft2(y, s=(64, 48), prologue=lambda v, k: v * k, prologue_args=(_device(xp, k),))
-    assert_close(_host(y), spectrum_in, 0)
-    assert_close(_host(z), np.fft.irfft2(spectrum_in.astype(np.complex128) * k, s=(64, 48)),
+    k = np.fft.rfft2(rng.standard_normal((64, 48))).astype(to_host(y).dtype)
+    spectrum_in = to_host(y).copy()
+    z = F.irfft2(y, s=(64, 48), prologue=lambda v, k: v * k, prologue_args=(on_device(xp, k),))
+    assert_close(to_host(y), spectrum_in, 0)
+    assert_close(to_host(z), np.fft.irfft2(spectrum_in.astype(np.complex128) * k, s=(64, 48)),
                  tol * 10)
     # c2r with an epilogue alone: the identity load callback
     w = F.irfft2(y, s=(64, 48), epilogue=_half)
-    assert_close(_host(w), np.fft.irfft2(spectrum_in.astype(np.complex128), s=(64, 48)) * 0.5,
+    assert_close(to_host(w), np.fft.irfft2(spectrum_in.astype(np.complex128), s=(64, 48)) * 0.5,
                  tol * 10)
     assert len(callbacks_only) == 3
 

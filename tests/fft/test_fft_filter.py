@@ -5,6 +5,7 @@ and as the timed choice) against the CPU path in float64 on fresh random data.""
 import numpy as np
 import pytest
 from closeness import assert_close
+from device_arrays import on_device, to_host
 
 import accelmath.fft as F
 from accelmath.errors import InvalidArgumentError, TraceError
@@ -109,16 +110,6 @@ def test_the_fused_pass_compiles(length, fn, types, ndim, axis, monkeypatch, nvr
 
 # -- on the GPU -----------------------------------------------------------------------------
 
-def _device(package, a):
-    if package.__name__ == "torch":
-        return package.from_numpy(np.ascontiguousarray(a)).cuda()
-    return package.asarray(a)
-
-
-def _host(a):
-    return a.cpu().numpy() if hasattr(a, "cpu") else a.get()
-
-
 class _Runs(list):
     """The lengths of the fused passes run, and their ``widths``."""
 
@@ -176,16 +167,16 @@ def test_the_fused_pass_matches_float64(package, shape, axes, fn, extra, fused_o
         # c2r transform takes; where they are not, C2R transforms differ by design)
         k = np.fft.rfftn(rng.standard_normal(shape), axes=axes).astype(np.complex64)
         k /= np.abs(k).max()
-        args, host_args = (_device(xp, k), 0.5), (k, 0.5)
+        args, host_args = (on_device(xp, k), 0.5), (k, 0.5)
     elif extra is None:
         args = host_args = ()
     else:
         args = host_args = (extra,)
-    got = F.spectral_filter(_device(xp, x), fn, args, axes=axes)
+    got = F.spectral_filter(on_device(xp, x), fn, args, axes=axes)
     assert fused_only, "the fused pass did not run"
-    assert type(got) is type(_device(xp, x)) and tuple(got.shape) == shape
+    assert type(got) is type(on_device(xp, x)) and tuple(got.shape) == shape
     expected = F.spectral_filter(x.astype(np.float64), fn, host_args, axes=axes)
-    assert_close(_host(got), expected, 1e-5)
+    assert_close(to_host(got), expected, 1e-5)
 
 
 @pytest.mark.gpu

@@ -3,9 +3,9 @@ source compiles without a GPU for every configuration it takes, and on the GPU t
 image equals the Fourier form's on fresh pairs, for both convolution directions, several
 kernel and background orders, and images that do not divide into its tiles."""
 
-import numpy as np
 import pytest
 from closeness import assert_close
+from device_arrays import on_device, to_host
 
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.subtraction import Subtractor, _direct, _spectra, synthetic_pair
@@ -33,18 +33,6 @@ def package(request):
     return request.getfixturevalue(request.param)
 
 
-def _device(package, a):
-    if package.__name__ == "cupy":
-        return package.asarray(a)
-    return package.from_numpy(np.ascontiguousarray(a)).to("cuda")
-
-
-def _host(a):
-    if isinstance(a, np.ndarray):
-        return a
-    return a.get() if hasattr(a, "get") else a.cpu().numpy()
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, options", [
     ((256, 240), dict(half_width=9, kernel_order=2, background_order=0)),
@@ -52,7 +40,7 @@ def _host(a):
     ((130, 97), dict(half_width=6, kernel_order=3, background_order=1, convolve="science"))])
 def test_the_direct_difference_equals_the_fourier_form(package, shape, options, monkeypatch):
     made = synthetic_pair(shape, stars=200)
-    reference, science, mask = (_device(package, a)
+    reference, science, mask = (on_device(package, a)
                                 for a in (made.reference, made.science, made.mask))
     subtractor = Subtractor(shape, like=reference, **options)
     configuration = subtractor.configuration
@@ -66,6 +54,6 @@ def test_the_direct_difference_equals_the_fourier_form(package, shape, options, 
     monkeypatch.setattr(_spectra.Spectra, "direct_ready", lambda self: False)
     expected = subtractor.subtract(reference, science, mask=mask)
     assert runs == [1]
-    assert_close(_host(got.difference), _host(expected.difference), 1e-12)
-    assert_close(_host(got.coefficients), _host(expected.coefficients), 0)
+    assert_close(to_host(got.difference), to_host(expected.difference), 1e-12)
+    assert_close(to_host(got.coefficients), to_host(expected.coefficients), 0)
     subtractor.free()
