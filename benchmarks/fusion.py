@@ -153,7 +153,7 @@ def _settle_filters(cases):
     plan is made (in the background on a first call) and its way chosen (timed on the call
     after), so the timing sees the steady state."""
     from accelmath._core.gpu import modules
-    from accelmath.fft import _callback
+    from accelmath.fft._fusion import callbacks as _callback
 
     for label, fn in cases.items():
         if "spectral_filter" in label or "fused" in label:

@@ -16,9 +16,9 @@ one pass over the spectrum. :mod:`accelmath.fft.scipy_backend` plugs accelmath i
 from accelmath._core.gpu import warmup as _warmup
 from accelmath.fft import scipy_backend  # tiny: scipy.fft calls routed to the functions above
 from accelmath.fft._convolve import Convolver, convolve, correlate
-from accelmath.fft._filter import spectral_filter
 from accelmath.fft._functions import fft, hfft, ifft, ihfft, irfft, rfft
 from accelmath.fft._functions_nd import fft2, fftn, ifft2, ifftn, irfft2, irfftn, rfft2, rfftn
+from accelmath.fft._fusion import spectral_filter
 from accelmath.fft._helper import fftfreq, fftshift, ifftshift, rfftfreq
 from accelmath.fft._plan import FFT
 from accelmath.fft._scipy_functions import hfft2, hfftn, ihfft2, ihfftn

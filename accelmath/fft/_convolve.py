@@ -17,7 +17,7 @@ from accelmath._core.operand import check_same_device, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft._functions_nd import fftn, ifftn, irfftn, rfftn
-from accelmath.fft._lazy_fusion import multiply, product
+from accelmath.fft._fusion import multiply, product
 
 __all__ = ["Convolver", "convolve", "correlate"]
 

@@ -2,7 +2,7 @@
 :mod:`accelmath.fft._functions`, whose one-axis functions these extend."""
 
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.fft._lazy_fusion import fused_call
+from accelmath.fft._fusion import fused_call
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 

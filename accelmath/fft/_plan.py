@@ -223,7 +223,7 @@ class FFT(Plan):
         self._calls[None] = inverse if kind == "c2r" else forward
         self._fusion = None
         if prologue is not None or epilogue is not None:
-            from accelmath.fft._fused import Fusion  # (the fusion layer, loaded on use)
+            from accelmath.fft._fusion.fused import Fusion  # (the fusion layer, loaded on use)
 
             self._fusion = Fusion(prologue, epilogue, kind, op.shape, out_shape, axes,
                                   fused_scales if on_gpu else (1.0, 1.0))

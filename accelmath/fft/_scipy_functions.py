@@ -10,7 +10,7 @@ norm.
 """
 
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.fft._lazy_fusion import fused_call
+from accelmath.fft._fusion import fused_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform

@@ -89,7 +89,7 @@ def clear_cache():
     0
     """
     dispatcher.clear_cache()
-    fused = sys.modules.get("accelmath.fft._fused_call")  # (loaded with the first fused call)
+    fused = sys.modules.get("accelmath.fft._fusion.call")  # (loaded with the first fused call)
     if fused is not None:
         fused.forget()
 

@@ -12,7 +12,7 @@ from device_arrays import on_device, to_host
 import accelmath.fft as F
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft import _callback
+from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fusion import frequency, index, trace
 from accelmath.fusion._callback import LOAD, STORE, callback_name, callback_source, table_struct
 

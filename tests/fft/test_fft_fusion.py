@@ -279,7 +279,7 @@ def test_convolve_on_jax(jax_gpu):
 @pytest.mark.gpu
 @pytest.mark.parametrize("package", ["cupy", "torch"])
 def test_a_remembered_fused_call_takes_new_arrays_and_scalars(cp, torch_cuda, package):
-    from accelmath.fft import _fused_call
+    from accelmath.fft._fusion import call as _fused_call
 
     rng = _rng()
 
@@ -359,7 +359,7 @@ def test_a_remembered_device_call_refuses_a_wrong_argument(cp, wrong):
 
 
 def test_clear_cache_forgets_the_fused_calls():
-    from accelmath.fft import _fused_call
+    from accelmath.fft._fusion import call as _fused_call
 
     F.fft(np.ones(8) + 0j, epilogue=lambda y: y * 2)
     assert _fused_call._geometries
@@ -429,3 +429,14 @@ def test_batches_that_broadcast_convolve_as_scipy(s1, s2, mode):
     assert_close(F.convolve(a, b, mode=mode, axes=-1), expected, 1e-12, same_type=True)
     with F.Convolver(b, s1, mode=mode, axes=-1) as convolver:
         assert_close(convolver(a), expected, 1e-12, same_type=True)
+
+
+def test_importing_fft_does_not_load_the_fusion_layer():
+    import subprocess
+    import sys
+
+    code = ("import sys, accelmath.fft; "
+            "print('accelmath.fusion' in sys.modules, 'accelmath.fft._fusion.call' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.split() == ["False", "False"]

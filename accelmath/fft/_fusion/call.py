@@ -1,4 +1,4 @@
-"""A stateless transform with a prologue or an epilogue (see :mod:`accelmath.fft._fused`):
+"""A stateless transform with a prologue or an epilogue (see :mod:`accelmath.fft._fusion.fused`):
 what the public functions run where either is given.
 
 A call with an epilogue on CuPy arrays or torch tensors on the GPU, on the current stream and
@@ -12,13 +12,13 @@ import math
 from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
-from accelmath._core.operand import wrap_named
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.layout import contiguous_strides
-from accelmath.fft import _callback
+from accelmath._core.operand import wrap_named
 from accelmath.fft import _normalize as norms
-from accelmath.fft._fused import (check_unused, input_context, lengths_of, output_context,
-                                  run_epilogue)
+from accelmath.fft._fusion import callbacks as _callback
+from accelmath.fft._fusion.fused import (check_unused, input_context, lengths_of, output_context,
+                                         run_epilogue)
 from accelmath.fft._transform import read_operand, transform
 from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import (apply, arguments, function_key, scalar_signature, traced,
@@ -133,7 +133,7 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
 
 
 def _problem(call, op, geometry):
-    """The :class:`~accelmath.fft._callback.Problem` of a stateless call on device operand
+    """The :class:`~accelmath.fft._fusion.callbacks.Problem` of a stateless call on device operand
     ``op``, or None: where the call runs on the host, converts the input's dtype, cuts or pads
     it, reads it from an address cuFFT refuses, or its layout is not one cuFFT plan of
     callbacks."""

@@ -25,7 +25,7 @@ from accelmath._core.operand import wrap_named
 from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
-from accelmath.fft._fused import output_context
+from accelmath.fft._fusion.fused import output_context
 from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import arguments, arrays_fit, traced, types_of, value_signature
 from accelmath.fusion._launch import aligned_strides, pointer
@@ -35,58 +35,8 @@ __all__ = ["spectral_filter"]
 
 
 def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
-    """Filter a real array in Fourier space: ``irfftn(fn(rfftn(x), *args))``, fused.
-
-    ``fn`` is an ordinary Python function of one element of the half spectrum (and the
-    further ``args``), traced once (:mod:`accelmath.fusion`): a product with a transfer
-    function, a Gaussian of :func:`accelmath.fusion.frequency`, a derivative... On a GPU the
-    forward transform of the first transformed axis, ``fn`` and the inverse transform run as
-    one pass where that measures faster (see :mod:`accelmath.fft._filter`).
-
-    Parameters
-    ----------
-    x : array
-        A real array of any package, or an array-like.
-    fn : callable
-        ``fn(y, *args)``: the filtered value of the spectrum's element ``y`` (unnormalized,
-        as ``rfftn(x)``'s). Inside it, ``frequency(axis)`` is the element's frequency along a
-        transformed axis (``rfftfreq`` on the halved last one) and ``index(axis)`` its index.
-    args : sequence, optional
-        The further arrays (broadcast against the half spectrum) and scalars of ``fn``.
-    axes : sequence of int, optional
-        The transformed axes (default: all); the last one is halved, as in ``rfftn``.
-    stream : int or stream object, optional
-        The CUDA stream (default: the current stream of ``x``'s package).
-    like : str, module or array, optional
-        The kind of the result (default: ``x``'s); see :doc:`/guide/arrays`.
-
-    Returns
-    -------
-    array
-        ``irfftn(fn(rfftn(x, axes=axes), *args), s, axes)`` with ``s`` the transformed axes'
-        extents: a real array of ``x``'s shape.
-
-    Raises
-    ------
-    InvalidArgumentError
-        ``fn`` is not callable, an axis is out of range or repeated, or an array of ``args``
-        does not broadcast to the half spectrum; the errors of :mod:`accelmath.fusion` where
-        ``fn`` cannot be traced.
-
-    Examples
-    --------
-    A Gaussian low-pass filter, computed from the frequencies rather than read:
-
-    >>> import numpy as np, accelmath.fft
-    >>> from accelmath.fusion import frequency
-    >>> x = np.random.default_rng(0).standard_normal((64, 64)).astype(np.float32)
-    >>> smooth = lambda y, w: y * np.exp(-(frequency(0) ** 2 + frequency(1) ** 2) / w)
-    >>> z = accelmath.fft.spectral_filter(x, smooth, (0.01,))
-    >>> f0, f1 = np.fft.fftfreq(64)[:, None], np.fft.rfftfreq(64)[None, :]
-    >>> expected = np.fft.irfftn(np.fft.rfftn(x) * np.exp(-(f0 ** 2 + f1 ** 2) / 0.01))
-    >>> bool(np.allclose(z, expected, atol=1e-5))
-    True
-    """
+    """The body of :func:`accelmath.fft.spectral_filter` (see there), loaded with its first
+    call."""
     traced_fn = traced(fn, "fn")
     op = wrap_named(x, "x")
     values = arguments(args, "args")
