@@ -12,8 +12,10 @@ systems, which the solves take row by row over the whole batch (:func:`_substitu
 ``cho_factor`` through NumPy's batched Cholesky.
 """
 
+import concurrent.futures
 import functools
 import math
+import os
 
 import numpy
 import scipy.linalg
@@ -56,15 +58,25 @@ def _over_batch(arrays, cores):
                    for x, c in zip(arrays, cores)]
 
 
-def _checked(function, message, check, arrays, cores, names):
+def _checked(function, message, check, arrays, cores, names, meanwhile=False):
     """``function(*arrays)`` as NumPy computes it, a failure located (see the module).
 
     ``cores`` gives the number of matrix (or vector) axes of each array, ``names`` their
     names; the other leading axes broadcast into the batch. The first array is the matrix a
     failure belongs to. A matrix holding a NaN or an infinity (in any of the arrays) fails
     before LAPACK sees it (whose SVD may never return on one): under ``check`` the first
-    such array is named.
+    such array is named. ``meanwhile``, for a function that returns on any input (a solve):
+    large arrays are checked on a second core while it runs, and its result is kept where
+    they hold no NaN and no infinity.
     """
+    if meanwhile and _CORES > 1 and sum(x.size for x in arrays) >= _MEANWHILE_SIZE:
+        pending = _checker().submit(_finite, *arrays)
+        try:
+            results = function(*arrays)  # (NumPy's loops release the interpreter lock)
+        except numpy.linalg.LinAlgError:
+            results = None  # (the path below locates the failure)
+        if pending.result() and results is not None:
+            return results
     bad = _nonfinite(arrays, cores, names, check)
     if bad:  # (the others computed with identities in their place)
         arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
@@ -90,6 +102,20 @@ def _checked(function, message, check, arrays, cores, names):
         for index in bad:
             result[index] = numpy.nan
     return results
+
+
+_CORES = os.cpu_count() or 1
+# Arrays of this many entries in all are checked on a second core (below, the thread's
+# hand-over costs more than the check: tens of microseconds)
+_MEANWHILE_SIZE = 1 << 17
+
+
+@functools.lru_cache(maxsize=1)
+def _checker():
+    """The thread that checks large operands while the LAPACK call runs (made on first
+    use)."""
+    return concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                 thread_name_prefix="accelmath-check")
 
 
 def _identities(a, indices):
@@ -176,7 +202,7 @@ def solve(a, b, *, check):
         if not info:
             return numpy.ascontiguousarray(x)
     return _checked(_numpy.solve, checks.SINGULAR, check, (a, b), (2, _rhs_axes(b)),
-                    ("a", "b"))
+                    ("a", "b"), meanwhile=True)
 
 
 def inv(a, *, check):

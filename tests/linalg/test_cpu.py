@@ -224,3 +224,19 @@ def test_batched_cho_solve_and_lu_solve_take_a_zero_pivot_as_lapack_does():
         np.testing.assert_array_equal(np.isnan(many[:2]), np.isnan(one))
         np.testing.assert_array_equal(np.isinf(many[:2]), np.isinf(one))
         assert not np.isfinite(many).all()
+
+
+@pytest.mark.parametrize("where, value", [("a", np.nan), ("a", np.inf), ("b", -np.inf)])
+def test_a_large_batched_solve_checked_meanwhile_still_names_a_bad_matrix(where, value):
+    # (over 2^17 entries: checked on a second core while LAPACK runs; an infinity on a
+    # diagonal, whose solve is finite, must fail as well)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((2100, 8, 8)) + 8 * np.eye(8)
+    b = rng.standard_normal((2100, 8, 1))
+    np.testing.assert_allclose(_cpu.solve(a, b, check=True), np.linalg.solve(a, b))
+    (a if where == "a" else b)[1234, 2, 0 if where == "b" else 2] = value
+    with pytest.raises(LinAlgError, match=rf"{where}: array must not contain infs or NaNs "
+                                          r"\(batch index \(1234,\)\)"):
+        _cpu.solve(a, b, check=True)
+    x = _cpu.solve(a, b, check=False)
+    assert np.isnan(x[1234]).all() and np.isfinite(np.delete(x, 1234, axis=0)).all()

@@ -5,6 +5,7 @@ on NumPy (a plain ``a @ b`` of NumPy arrays remembered as such); device operands
 that plan in the call memo and runs it at once (its arguments were checked then:
 :func:`~accelmath.linalg._matmul.problem.call_key`)."""
 
+import inspect
 from typing import NamedTuple
 
 import numpy
@@ -87,15 +88,13 @@ def _run(plan, a, b, c, bias, aux, out, alpha, beta, stream):
 
 
 _NDARRAY = numpy.ndarray
-_NUMPY_MATMUL = numpy.matmul
 # the defaults: a call that leaves them passes these very objects
 _ONE, _ZERO, _AUTO, _NO_ARGS = 1, 0, "auto", ()
-_PLAIN_DTYPES = frozenset(map(numpy.dtype, ("float32", "float64", "complex64", "complex128")))
+# NumPy's dtypes of native byte order are singletons: compared by identity, not hashed
+_F32, _F64, _C64, _C128 = map(numpy.dtype, ("float32", "float64", "complex64", "complex128"))
 
 
-def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, aux=None,
-           out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS,
-           like=None):
+def matmul(a, b, c=None, **options):
     """The matrix product ``epilogue(alpha * a @ b + beta * c)``, as ``numpy.matmul``.
 
     Parameters
@@ -176,24 +175,33 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
     array([[ 0.,  3.],
            [ 7., 12.]])
     """
+    if (not options and c is None and a.__class__ is _NDARRAY
+            and b.__class__ is _NDARRAY):
+        # the plainest call (NumPy arrays of one native dtype, no option): NumPy's product,
+        # with no check and no memo, for any strides NumPy takes (shapes NumPy refuses, 0-d
+        # operands among them, go on to the checks, for accelmath's error). The options are
+        # read by name only where given: a function of eleven keyword-only parameters costs
+        # about 0.1 us more per call to fill them, a tenth of NumPy's 8 x 8 product, and so
+        # would a check of the operands' flags.
+        dtype = a.dtype
+        if b.dtype is dtype and (dtype is _F64 or dtype is _F32 or dtype is _C128
+                                 or dtype is _C64):
+            try:
+                return a @ b
+            except ValueError:
+                pass
+    return _matmul(a, b, c, **options)
+
+
+def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, aux=None,
+           out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS,
+           like=None):
+    """The body of :func:`matmul` (see there), its options as keyword-only parameters."""
     if like is not None:
         like = target_of(like)
-        return returned_as(matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
-                                  aux=aux, out=out, stream=stream, execution=execution,
-                                  allow_tf32=allow_tf32, epilogue_args=epilogue_args), like)
-    if (a.__class__ is _NDARRAY and b.__class__ is _NDARRAY and epilogue is None
-            and alpha is _ONE and beta is _ZERO and c is None and out is None
-            and bias is None and aux is None and stream is None and execution is _AUTO
-            and allow_tf32 is False and epilogue_args is _NO_ARGS
-            and a.dtype in _PLAIN_DTYPES and b.dtype is a.dtype and a.ndim and b.ndim
-            and a.flags.forc and b.flags.forc):
-        # the plainest call (dense NumPy arrays of one native dtype, every option as it is):
-        # what the checks and the memo would lead to, NumPy's product, without them (shapes
-        # NumPy refuses go on to the checks, for accelmath's error)
-        try:
-            return _NUMPY_MATMUL(a, b)
-        except ValueError:
-            pass
+        return returned_as(_matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
+                                   aux=aux, out=out, stream=stream, execution=execution,
+                                   allow_tf32=allow_tf32, epilogue_args=epilogue_args), like)
     if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
         if bias is not None or aux is not None:
             raise InvalidArgumentError(
@@ -244,3 +252,7 @@ def matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, au
         out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(results[0])
         results = (out,) + results[1:]
     return results if isinstance(result, tuple) else results[0]
+
+
+_matmul.__name__ = _matmul.__qualname__ = "matmul"  # (as its errors name it)
+matmul.__signature__ = inspect.signature(_matmul)  # (what help() and the docs show)
