@@ -118,6 +118,10 @@ def _checker():
                                                  thread_name_prefix="accelmath-check")
 
 
+# a forked child has none of its parent's threads: it makes its own checker on first use
+os.register_at_fork(after_in_child=_checker.cache_clear)
+
+
 def _identities(a, indices):
     """A copy of matrices ``a`` with identities at the batch ``indices``."""
     patched = numpy.array(a)

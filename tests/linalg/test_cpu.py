@@ -240,3 +240,16 @@ def test_a_large_batched_solve_checked_meanwhile_still_names_a_bad_matrix(where,
         _cpu.solve(a, b, check=True)
     x = _cpu.solve(a, b, check=False)
     assert np.isnan(x[1234]).all() and np.isfinite(np.delete(x, 1234, axis=0)).all()
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="needs fork")
+def test_a_forked_child_checks_large_solves_with_a_thread_of_its_own():
+    import multiprocessing
+
+    a = np.random.default_rng().standard_normal((2100, 8, 8)) + 8 * np.eye(8)
+    b = np.ones((2100, 8, 1))
+    expected = _cpu.solve(a, b, check=True)  # (the parent's checker thread now exists)
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        got = pool.apply_async(_cpu.solve, (a, b), {"check": True}).get(timeout=60)
+    np.testing.assert_allclose(got, expected)
