@@ -15,6 +15,8 @@ again.
 """
 
 import ctypes
+import functools
+import os
 import threading
 from dataclasses import dataclass
 
@@ -40,13 +42,39 @@ def _recalled(name):
     return recall(name) if recall else None
 
 
+@functools.lru_cache(maxsize=1)
+def _dlopen():
+    """The C library's ``dlopen``, called through ctypes (which releases the interpreter lock
+    during a call, where ``ctypes.CDLL`` holds it while it loads), or None where there is
+    none to call."""
+    try:
+        function = ctypes.CDLL(None).dlopen
+    except (OSError, AttributeError):
+        return None
+    function.restype, function.argtypes = ctypes.c_void_p, (ctypes.c_char_p, ctypes.c_int)
+    return function
+
+
+def _cdll(path):
+    """``ctypes.CDLL(path)``, loaded with the interpreter lock released: loading one of the
+    CUDA libraries takes tens to hundreds of milliseconds, which the warm-up threads spend
+    beside the caller's own work rather than in its way. Where that load fails, the plain
+    one says why (OSError)."""
+    dlopen = _dlopen()
+    if dlopen is not None:
+        handle = dlopen(os.fsencode(path), os.RTLD_NOW | ctypes.DEFAULT_MODE)
+        if handle:
+            return ctypes.CDLL(path, handle=handle)
+    return ctypes.CDLL(path)
+
+
 def _find(name):
     """The path of a library other than the driver, through the memo, else cuda-pathfinder."""
     keep = _memo[1] if _memo else None
     path = _recalled(name)
     if path:
         try:
-            return ctypes.CDLL(path), path
+            return _cdll(path), path
         except OSError:
             pass  # moved or replaced: look it up again
     try:
@@ -58,7 +86,7 @@ def _find(name):
     except Exception as exc:  # pathfinder raises several unrelated types
         raise LibraryNotFoundError(name, str(exc) or type(exc).__name__) from None
     try:
-        cdll = ctypes.CDLL(path)
+        cdll = _cdll(path)
     except OSError as exc:
         raise LibraryNotFoundError(name, str(exc)) from None
     if keep:
@@ -83,7 +111,7 @@ def load_library(name):
         # The driver ships with the display driver, never as a wheel.
         path = "libcuda.so.1"
         try:
-            cdll = ctypes.CDLL(path)
+            cdll = _cdll(path)
         except OSError as exc:
             raise LibraryNotFoundError(name, str(exc), "it comes with the NVIDIA display driver") from None
         _loaded[name] = (cdll, path)

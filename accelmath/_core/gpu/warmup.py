@@ -4,9 +4,10 @@ loading its CUDA libraries, so that the caller's first call finds them ready.
 torch and CuPy load their CUDA libraries when they are imported; accelmath's import stays
 light (a host-only user loads nothing) and starts this work in the background instead, only
 where a GPU array package (CuPy, torch, JAX) is already imported. ``ACCELMATH_WARMUP=0``
-turns it off. A failure here is logged and left for the first call to report. Loading a
-library holds the interpreter lock (ctypes' ``dlopen``): the work overlaps the caller's where
-the caller releases the lock (reads, CUDA synchronizations, copies to and from the GPU).
+turns it off. A failure here is logged and left for the first call to report. The
+bindings load a library with the interpreter lock released (``dlopen`` as a ctypes foreign
+call), so the caller's own Python work goes on meanwhile; a library cuda-pathfinder looks up
+for the first time (no path remembered in the store yet) is loaded by it, with the lock held.
 """
 
 import importlib
