@@ -28,7 +28,7 @@ from accelmath.errors import CudaLibraryError, InvalidArgumentError
 from accelmath.fft import _columns
 from accelmath.fft._layout import plan_steps
 
-__all__ = ["TYPED_EXEC", "CudaExecutor"]
+__all__ = ["TYPED_EXEC", "CudaExecutor", "aligned"]
 
 _log = logging.getLogger("accelmath")
 
@@ -41,7 +41,8 @@ TYPED_EXEC = {
 _ALIGN = 256
 # Transforms of at least this many output points time their candidate plans.
 _TUNE_POINTS = 1 << 20
-def _align(n):
+def aligned(n):
+    """``n`` bytes rounded up to the alignment of the buffers a plan's workspace holds."""
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
@@ -288,17 +289,17 @@ class CudaExecutor:
         shape, else the output's."""
         if any(step.dst == "tmp" for step in steps):
             if self.kind == "c2r":
-                return _align(_nbytes(self.in_shape, self.in_dtype))
-            return _align(_nbytes(self.out_shape, self.out_dtype))
+                return aligned(_nbytes(self.in_shape, self.in_dtype))
+            return aligned(_nbytes(self.out_shape, self.out_dtype))
         return 0
 
     def _scratch_offsets(self, copy_in, steps):
         """Byte offsets in a workspace of the input's copy, the output's copy, the
         ``"tmp"`` buffer and cuFFT's work area."""
-        out_offset = _align(_nbytes(self.in_shape, self.in_dtype)) if copy_in else 0
-        tmp_offset = out_offset + (_align(_nbytes(self.out_shape, self.out_dtype))
+        out_offset = aligned(_nbytes(self.in_shape, self.in_dtype)) if copy_in else 0
+        tmp_offset = out_offset + (aligned(_nbytes(self.out_shape, self.out_dtype))
                                    if self.copy_out else 0)
-        return 0, out_offset, tmp_offset, _align(tmp_offset + self._tmp_bytes(steps))
+        return 0, out_offset, tmp_offset, aligned(tmp_offset + self._tmp_bytes(steps))
 
     def _plan(self, steps):
         """One cuFFT handle per step (None for the column kernel's), and the largest work
@@ -346,8 +347,8 @@ class CudaExecutor:
         the scaling it makes) on scratch buffers, in ms."""
         calls = self._calls_of(steps)
         offsets = self._scratch_offsets(copy_in, steps)
-        in_bytes = _align(_span(self.in_shape, self.in_strides, self.in_dtype))
-        out_bytes = _align(_span(self.out_shape, self.out_strides, self.out_dtype))
+        in_bytes = aligned(_span(self.in_shape, self.in_strides, self.in_dtype))
+        out_bytes = aligned(_span(self.out_shape, self.out_strides, self.out_dtype))
         data_bytes = in_bytes + out_bytes + offsets[3]
         trial = allocate_workspace(data_bytes + work, self.device_id, 0, self.package)
         try:

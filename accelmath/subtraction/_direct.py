@@ -21,6 +21,8 @@ and later), so every result reads the same ones without a load of its own.
 import ctypes
 import functools
 
+import numpy
+
 from accelmath.fusion import RawKernel
 
 __all__ = ["applies", "direct_difference", "prepare", "ready"]
@@ -118,14 +120,17 @@ def _kernel(half_width, terms, rows=ROWS, thread_rows=THREAD_ROWS):
     return RawKernel(SOURCE, "sfft_direct", options=options)
 
 
+@functools.lru_cache(maxsize=16)
+def _taps_type(count):
+    """The ctypes struct ``Taps`` of ``count`` coefficients (made once per size)."""
+    return type("Taps", (ctypes.Structure,), {"_fields_": [("k", ctypes.c_double * count)]})
+
+
 def _taps(kernels):
     """The ``Taps`` struct of the terms' kernels (a (terms, 2w + 1, 2w + 1) float64 NumPy
     array)."""
-    flat = kernels.ravel()
-    struct = type("Taps", (ctypes.Structure,), {"_fields_": [("k", ctypes.c_double * flat.size)]})
-    taps = struct()
-    taps.k[:] = flat.tolist()
-    return taps
+    flat = numpy.ascontiguousarray(kernels, dtype=numpy.float64).ravel()
+    return _taps_type(flat.size).from_buffer_copy(flat)
 
 
 def prepare(device, half_width, terms, wait=False):

@@ -106,12 +106,13 @@ def test_callbacks_apply_to_one_plan_over_the_last_axes_in_c_order(monkeypatch):
 
 
 class _Op:
-    """An operand's layout, as the callback way reads it."""
+    """An operand as the callback way reads it: its layout, address and dtype."""
 
     adapter = None
 
-    def __init__(self, shape, strides):
-        self.shape, self.strides = shape, strides
+    def __init__(self, shape, strides, ptr=0, dtype="complex64"):
+        self.shape, self.strides, self.ptr, self.dtype = shape, strides, ptr, dtype
+        self.itemsize = np.dtype(dtype).itemsize
 
 
 @pytest.mark.parametrize("shape, strides, span", [
@@ -119,6 +120,22 @@ class _Op:
     ((4, 1), (1, 1), None), ((64, 4), (1, 64), None), ((64,), (2,), None)])
 def test_the_flat_form_takes_arrays_dense_over_their_trailing_axes(shape, strides, span):
     assert _callback._dense_span(_Op(shape, strides), (3, 4, 64)) == span
+
+
+@pytest.mark.parametrize("k, flat", [(_Op((64,), (1,), 4096), True),
+                                     (_Op((4, 1), (1, 1), 4096), False)])
+def test_a_table_holds_a_calls_operands_in_the_form_of_its_source(k, flat):
+    from accelmath.fusion._evaluate import Axes
+
+    expression = trace(_times, np.complex64, np.complex64, 2.0)
+    side = _callback.Side(STORE, expression, (4, 64), Axes((4, 64)), "complex64", flat)
+    spans = _callback._spans((k, 0.5), (4, 64))
+    assert (spans is not None) == flat
+    table = side.table((k, 0.5), spans, 8192, 0.25)
+    assert (table.e.in1, table.e.s2, table.src, table.post) == (4096, 0.5, 8192, 0.25)
+    assert list(table.e.d.shape) == [4, 64]
+    assert list(table.e.d.strides[1]) == ([64, 0] if flat else [1, 0])
+    assert ("% (unsigned int)e.d.strides[1][0]" in side.source) == flat
 
 
 def test_two_callbacks_of_one_plan_keep_their_own_functions():

@@ -20,6 +20,18 @@ def test_the_source_compiles_without_a_gpu(nvrtc, half_width, order):
     assert len(image) > 0
 
 
+def test_the_coefficients_pass_in_the_order_the_kernel_reads_them():
+    import ctypes
+
+    import numpy as np
+
+    kernels = np.arange(2 * 5 * 5, dtype=np.float64).reshape(2, 5, 5)
+    taps = _direct._taps(kernels.transpose(0, 2, 1).copy().transpose(0, 2, 1))  # (any order)
+    assert ctypes.sizeof(taps) == kernels.size * 8
+    assert list(taps.k) == kernels.ravel().tolist()  # (k[t][a][b], as SOURCE reads it)
+    assert type(_direct._taps(kernels)) is type(taps)  # (one struct type per size)
+
+
 def test_the_configurations_it_takes():
     assert _direct.applies(9, terms(2), (4088, 4088))
     assert _direct.applies(9, terms(2), (80, 80))

@@ -102,12 +102,11 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
             key = None  # (remembered once the callback way was timed against this one)
         elif prepared is not None:
             handle = resolve_stream(stream, op)
-            chosen, result = _callback.choose(
+            return _callback.choose(
                 prepared,
                 lambda: _separate(call, x, op, out, stream, geometry, prologue, prologue_args,
                                   epilogue, epilogue_args, key),
                 lambda: _with_callbacks(prepared, problem, op, handle), op.device_id, handle)
-            return result
     return _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
                      epilogue_args, key)
 
@@ -133,12 +132,14 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
 
 
 def _problem(call, op, geometry):
-    """The :class:`~accelmath.fft._fusion.callbacks.Problem` of a stateless call on device operand
-    ``op``, or None: where the call runs on the host, converts the input's dtype, cuts or pads
-    it, reads it from an address cuFFT refuses, or its layout is not one cuFFT plan of
-    callbacks."""
-    kind, axes, lengths = geometry.kind, geometry.axes, geometry.lengths
+    """The :class:`~accelmath.fft._fusion.callbacks.Problem` of a stateless call on device
+    operand ``op``, or None: where the call is too small, runs on the host, converts the
+    input's dtype, cuts or pads it, reads it from an address cuFFT refuses, or its layout is
+    not one cuFFT plan of callbacks."""
     shape = tuple(op.shape)
+    if 2 * math.prod(shape) < _callback.MIN_POINTS:  # (a result is at most twice the input)
+        return None  # (settled before the rest: the common small call pays one product)
+    kind, axes, lengths = geometry.kind, geometry.axes, geometry.lengths
     in_dtype, out_dtype = _DTYPES.get((kind, op.dtype), (None, None))
     if (in_dtype is None or call.conjugate or call.execution == "cpu"
             or len(set(axes)) != len(axes) or op.ptr % op.itemsize):

@@ -38,7 +38,7 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath.bindings import cufft, driver
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft._cuda import TYPED_EXEC
+from accelmath.fft._cuda import TYPED_EXEC, aligned
 from accelmath.fusion import _callback, _cuda
 from accelmath.fusion._elementwise import arrays_fit, traced, types_of, value_signature
 from accelmath.fusion._launch import aligned_strides, pointer
@@ -48,7 +48,6 @@ __all__ = ["LABELS", "PENDING", "Prepared", "Problem", "Side", "Way", "choose",
            "forget", "prepare", "problem", "wait_for_plans", "way"]
 
 _log = logging.getLogger("accelmath")
-_ALIGN = 256
 _FILE = "accelmath_callback.cu"
 MAX_RANK = 3
 LABELS = ("separate passes", "cuFFT callbacks")
@@ -92,9 +91,11 @@ def _dense_span(op, shape):
     return span
 
 
-def _flat(values, shape):
-    """Whether every array of ``values`` has a :func:`_dense_span` in ``shape``."""
-    return all(_dense_span(v, shape) is not None for v in values if hasattr(v, "adapter"))
+def _spans(values, shape):
+    """The :func:`_dense_span` in ``shape`` of each array of ``values``, or None where one
+    has none (the strided form)."""
+    spans = tuple(_dense_span(v, shape) for v in values if hasattr(v, "adapter"))
+    return None if None in spans else spans
 
 
 class Side:
@@ -116,9 +117,10 @@ class Side:
         self.ptr = 0
         self.written = None
 
-    def table(self, values, src, post):
-        """The table of one call: the further operands' addresses and strides, the scalars,
-        the element array's address ``src`` and the factor ``post``."""
+    def table(self, values, spans, src, post):
+        """The table of one call: the further operands' addresses and strides (in the flat
+        form their element counts, ``spans``), the scalars, the element array's address
+        ``src`` and the factor ``post``."""
         t = type(self.template).from_buffer_copy(self.template)
         j = 0
         for k, (spec, value) in enumerate(zip(self.expression.inputs[1:], values), 1):
@@ -128,7 +130,7 @@ class Side:
             j += 1
             setattr(t.e, f"in{j}", pointer(value).value)
             if self.flat:  # (the array's element count: its offsets are the index modulo it)
-                t.e.d.strides[j][0] = _dense_span(value, self.shape)
+                t.e.d.strides[j][0] = spans[j - 1]
             else:
                 t.e.d.strides[j][:] = aligned_strides(value, self.shape)
         t.src, t.post = src, post
@@ -157,8 +159,8 @@ class CallbackPlan:
         ensure_context(device_id)
         images = [compile_cuda(side.source, dataclasses.replace(
             device_options(device_id), lto=True), _FILE) for side in sides]
-        table_bytes = [_aligned(ctypes.sizeof(side.template)) for side in sides]
-        scratch = _aligned(ITEMSIZE[in_dtype] * math.prod(in_shape)) if kind == "c2r" else 0
+        table_bytes = [aligned(ctypes.sizeof(side.template)) for side in sides]
+        scratch = aligned(ITEMSIZE[in_dtype] * math.prod(in_shape)) if kind == "c2r" else 0
         base = sum(table_bytes) + scratch
         handle = ctypes.c_int()
         cufft.lib.create(ctypes.byref(handle))
@@ -197,9 +199,10 @@ class CallbackPlan:
         name, self._with_direction = TYPED_EXEC[kind, in_dtype]
         self._exec, self._exec_name = cufft.lib.raw(name)
 
-    def run(self, in_ptr, out_ptr, stream, inverse, operands, posts):
+    def run(self, in_ptr, out_ptr, stream, inverse, operands, spans, posts):
         """Enqueue the transform of ``in_ptr`` into ``out_ptr`` on ``stream``, each side's
-        callback with its further ``operands`` (operands and scalars) and factor ``posts``."""
+        callback with its further ``operands`` (operands and scalars), their ``spans`` (see
+        :meth:`Side.table`) and its factor ``posts``."""
         with self._lock:
             if self._handle is None:
                 raise RuntimeError("this callback plan was freed")
@@ -209,8 +212,8 @@ class CallbackPlan:
                     driver.lib.stream_wait_event(stream, self._event, 0)
                 cufft.lib.set_stream(self._handle, stream)
                 self._stream = stream
-            for side, values, post in zip(self.sides, operands, posts):
-                table = side.table(values, in_ptr, post)
+            for side, values, counts, post in zip(self.sides, operands, spans, posts):
+                table = side.table(values, counts, in_ptr, post)
                 data = bytes(table)
                 if data != side.written:
                     driver.lib.memcpy_htod_async(side.ptr, data, len(data), stream)
@@ -237,10 +240,6 @@ class CallbackPlan:
             for memory in self._memory or ():
                 memory.free()
             self._memory = None
-
-
-def _aligned(n):
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
 
 
 class Way:
@@ -382,8 +381,9 @@ def prepare(problem, prologue, prologue_values, epilogue, epilogue_values, scale
         store = _expression(epilogue, p.out_dtype, epilogue_values, p.out_dtype)
         if store is None or not arrays_fit(epilogue_values, p.out_shape, p.device_id):
             return None
-    flat = (load is not None and _flat(prologue_values, p.in_shape),
-            store is not None and _flat(epilogue_values, p.out_shape))
+    load_spans = None if load is None else _spans(prologue_values, p.in_shape)
+    store_spans = None if store is None else _spans(epilogue_values, p.out_shape)
+    flat = (load_spans is not None, store_spans is not None)
     key = ("cufft callbacks", p.key(), None if load is None else load.key,
            None if store is None else store.key, flat)
 
@@ -402,16 +402,18 @@ def prepare(problem, prologue, prologue_values, epilogue, epilogue_values, scale
     plan = found.plan(wait=not background)
     if plan is None:
         return None if found.failed else PENDING
-    operands, posts = [], []
+    operands, spans, posts = [], [], []
     if load is not None:
         operands.append(prologue_values if prologue is not None else ())
+        spans.append(load_spans)
         posts.append(scale if epilogue is None else 1.0)
     if store is not None:
         operands.append(epilogue_values)
+        spans.append(store_spans)
         posts.append(1.0)
     values = [v for side in operands for v in side]
     return Prepared(key + (inverse, tuple(value_signature(v) for v in values)), plan,
-                    tuple(operands), tuple(posts), inverse, ITEMSIZE[p.in_dtype],
+                    tuple(operands), tuple(spans), tuple(posts), inverse, ITEMSIZE[p.in_dtype],
                     ITEMSIZE[p.out_dtype], tuple(v for v in values if hasattr(v, "adapter")))
 
 
@@ -421,6 +423,7 @@ class Prepared(NamedTuple):
     key: tuple  # the strategy's: the plan's problem and expressions, direction, operands
     plan: CallbackPlan
     operands: tuple
+    spans: tuple  # per side, the arrays' element counts in the flat form, else None
     posts: tuple
     inverse: bool
     in_align: int
@@ -440,13 +443,14 @@ class Prepared(NamedTuple):
                 "result apart from its input; copy the operand to an array of its own")
         for v in self.arrays:
             v.wait_ready(stream)
-        self.plan.run(in_ptr, out_ptr, stream, self.inverse, self.operands, self.posts)
+        self.plan.run(in_ptr, out_ptr, stream, self.inverse, self.operands, self.spans,
+                      self.posts)
 
 
 def choose(prepared, separate, callback, device_id, stream):
-    """``(index, result)``: the faster of ``separate()`` and ``callback()`` for the problem of
+    """The result of the faster of ``separate()`` and ``callback()`` for the problem of
     :class:`Prepared` ``prepared`` (timed on its first call,
-    :func:`~accelmath.fusion._strategy.fastest`) run, and its index in :data:`LABELS`."""
+    :func:`~accelmath.fusion._strategy.fastest`)."""
     ways = {LABELS[0]: separate, LABELS[1]: callback}
     chosen = fastest(prepared.key, prepared.describe, ways, device_id, stream, ("cufft",))
-    return chosen, (separate, callback)[chosen]()
+    return (separate, callback)[chosen]()

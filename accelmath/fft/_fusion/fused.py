@@ -142,13 +142,12 @@ class Fusion:
                 self.scales[1 if inverse else 0], inverse)
             if prepared is not None and prepared is not _callback.PENDING:
                 handle, _ = stream_of(stream, plan._current_stream)
-                _, result = _callback.choose(
+                return _callback.choose(
                     prepared,
                     lambda: self._separate(plan, call, x, out, inverse, stream, prologue_args,
                                            epilogue_args),
                     lambda: plan.run(x, out, stream, Call(prepared.run, None, None)),
                     plan.device_id, handle)
-                return result
         return self._separate(plan, call, x, out, inverse, stream, prologue_args,
                               epilogue_args)
 
