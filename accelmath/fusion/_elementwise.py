@@ -33,15 +33,17 @@ _APPLIED_LIMIT = 256  # signatures a Traced or Fixed remembers the checks of
 class Traced:
     """A Python function and its expressions, one per signature of argument types, traced on
     first use; ``applied``: what :func:`apply` remembers of the calls that passed its checks,
-    per signature of their values."""
+    per signature of their values; ``passes``: what a transform's fused pass remembers of the
+    problems it met (its own memo, with its own bound)."""
 
-    __slots__ = ("fn", "name", "_expressions", "applied")
+    __slots__ = ("fn", "name", "_expressions", "applied", "passes")
 
     def __init__(self, fn, name="fn"):
         if not callable(fn):
             raise InvalidArgumentError(f"{name}={fn!r} is not callable: pass a function of the "
                                        "element, such as lambda x: x * 2")
         self.fn, self.name, self._expressions, self.applied = fn, name, {}, {}
+        self.passes = {}
 
     def expression(self, types):
         """The expression of the function on arguments of ``types`` (dtypes for arrays,
@@ -55,13 +57,13 @@ class Traced:
 
 class Fixed:
     """An expression already traced, taken where a :class:`Traced` is (its own expression
-    whatever the argument types: the caller traced it for them); ``applied`` as a
-    :class:`Traced`'s."""
+    whatever the argument types: the caller traced it for them); ``applied`` and ``passes``
+    as a :class:`Traced`'s."""
 
-    __slots__ = ("_expression", "applied")
+    __slots__ = ("_expression", "applied", "passes")
 
     def __init__(self, expression):
-        self._expression, self.applied = expression, {}
+        self._expression, self.applied, self.passes = expression, {}, {}
 
     def expression(self, types):
         """The expression (``types`` are the ones it was traced for)."""

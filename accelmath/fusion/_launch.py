@@ -13,7 +13,7 @@ import numpy
 
 from accelmath._core.gpu import launch, modules
 from accelmath._core.gpu.device import devices, ensure_context
-from accelmath._core.layout import contiguous_strides
+from accelmath._core.layout import axis_order, contiguous_strides
 from accelmath.errors import InvalidArgumentError
 from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, normalize_axes
@@ -158,8 +158,7 @@ def _prepared(expression, values, out, context):
         # the elements taken in the result's memory order, so that its writes are coalesced
         # (a result in another order than C's: torch's rfft2); where index or frequency
         # name axes, in C order (the coordinates are the axes' own)
-        order = (sorted(range(len(shape)), key=lambda a: (-abs(out.strides[a]), a))
-                 if not axes else range(len(shape)))
+        order = axis_order(out.strides) if not axes else range(len(shape))
         dims = _cuda.dims_struct(layout.ndim, len(arrays) + 1)()
         dims.shape[:] = [shape[a] for a in order]
         for j, op in enumerate(arrays + [out]):

@@ -69,18 +69,22 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False):
     large arrays are checked on a second core while it runs, and its result is kept where
     they hold no NaN and no infinity.
     """
+    finite = False  # (known where the arrays were checked beside the call)
     if meanwhile and _CORES > 1 and sum(x.size for x in arrays) >= _MEANWHILE_SIZE:
         pending = _checker().submit(_finite, *arrays)
         try:
             results = function(*arrays)  # (NumPy's loops release the interpreter lock)
         except numpy.linalg.LinAlgError:
             results = None  # (the path below locates the failure)
-        if pending.result() and results is not None:
+        finite = pending.result()
+        if finite and results is not None:
             return results
-    bad = _nonfinite(arrays, cores, names, check)
+    bad = [] if finite else _nonfinite(arrays, cores, names, check)
     if bad:  # (the others computed with identities in their place)
         arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
     try:
+        if finite:  # (finite arrays whose call failed above: not called again, searched)
+            raise numpy.linalg.LinAlgError
         results = function(*arrays)
     except numpy.linalg.LinAlgError:  # find which matrix failed, one by one
         batch, each = _over_batch(arrays, cores)

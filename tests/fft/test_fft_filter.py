@@ -95,6 +95,43 @@ def test_the_element_struct_matches_the_function_it_is_passed_to():
     assert "AM c64 accelmath_element(c128 element, long long flat_index, const Element &e)" in flat
 
 
+class _Thread:
+    def __init__(self):
+        self.alive = True
+
+    def is_alive(self):
+        return self.alive
+
+
+@pytest.mark.parametrize("stored", [(), (16,)])
+def test_a_problem_compiles_its_widths_once_and_polls_their_threads(monkeypatch, stored):
+    compiled, started = set(stored), {}
+    asked = []
+
+    def is_compiled(device_id, length, source, width):
+        asked.append(width)
+        return width in compiled
+
+    def compile_soon(device_id, length, source, width):
+        return started.setdefault(width, _Thread())
+
+    monkeypatch.setattr(_columns, "compiled", is_compiled)
+    monkeypatch.setattr(_columns, "compile_soon", compile_soon)
+    expression = trace(_times, np.complex64, np.complex64, 2.0)
+    fused = _filter._Fused(expression, (4096, 2049), 0, (4096, 4096), "source", ("key",), 0)
+    if stored:  # (one width in the store: used, and no other compiled for it)
+        assert fused.ready == (16,) and not fused.pending and not started
+        return
+    assert fused.ready == () and set(fused.pending) == {16, 8} == set(started)
+    asked.clear()
+    fused.poll()
+    assert not asked and fused.ready == ()  # (compiling: a look at the threads only)
+    compiled.add(8)
+    started[8].alive = started[16].alive = False  # (8 compiled, 16 failed)
+    fused.poll()
+    assert fused.ready == (8,) and not fused.pending
+
+
 @pytest.mark.parametrize("length", [_columns.LENGTHS[0], 4096, _columns.LENGTHS[-1]])
 @pytest.mark.parametrize("fn, types, ndim, axis", [
     (_times, (np.complex64, np.complex64, 2.0), 2, 0),

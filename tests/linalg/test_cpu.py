@@ -265,3 +265,14 @@ def test_a_forked_child_checks_large_solves_with_a_thread_of_its_own():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True"]
+
+
+def test_a_large_batched_solve_checked_meanwhile_locates_a_singular_matrix():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((2100, 8, 8)) + 8 * np.eye(8)
+    b = rng.standard_normal((2100, 8, 1))
+    a[777] = 0.0
+    with pytest.raises(LinAlgError, match=r"\(batch index \(777,\)\)"):
+        _cpu.solve(a, b, check=True)
+    x = _cpu.solve(a, b, check=False)
+    assert np.isnan(x[777]).all() and np.isfinite(np.delete(x, 777, axis=0)).all()

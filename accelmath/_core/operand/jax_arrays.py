@@ -1,6 +1,7 @@
 """JAX arrays: read through DLPack once JAX's own streams are done with them; results are
 buffers of the device adapter handed to JAX through DLPack (JAX arrays are immutable)."""
 
+from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.protocols import GenericAdapter
 
 __all__ = ["JaxAdapter"]
@@ -42,7 +43,6 @@ class JaxAdapter(GenericAdapter):
     def from_dlpack(self, x):
         return self._from_dlpack(x)
 
-    def to_numpy(self, x):
-        import numpy
-
-        return numpy.asarray(x)  # (JAX's own copy: NumPy's DLPack import takes host data only)
+    # JAX's own copy (the base adapter's), not the DLPack import of the generic one: NumPy's
+    # takes host data only
+    to_numpy = Adapter.to_numpy

@@ -60,12 +60,12 @@ def target_of(like):
                                        "module of one of them, or an array")
         return Target(_named(like, like), None)
     if isinstance(like, types.ModuleType):
-        adapter = _named(like.__name__.partition(".")[0], like.__name__)
-        if adapter.package not in KINDS:
+        root = like.__name__.partition(".")[0]
+        if root not in KINDS:
             raise InvalidArgumentError(
                 f"like is the module {like.__name__!r}: expected a module of "
                 f"{', '.join(KINDS)}, one of their names, or an array")
-        return Target(adapter, None)
+        return Target(_named(root, like.__name__), None)
     try:
         adapter = None if is_array_like(type(like)) else adapter_for(like)
     except Exception:  # (not an array, or one whose interface fails as it is read)

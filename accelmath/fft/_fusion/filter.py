@@ -62,8 +62,8 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
 class _Fused:
     """What the fused pass of one problem needs: the expression, the spectrum's shape and the
     first transformed ``axis``, the kernel's source, the widths whose kernels are ``ready``
-    (and those still compiling, ``pending``), the problem's key for the timed choice; and,
-    made once, the ``Element`` struct with the extents and frequency periods filled in
+    (and those still compiling, ``pending``: width -> thread), the problem's key for the timed
+    choice; and, made once, the ``Element`` struct with the extents and frequency periods filled in
     (``template``), the matrices' row pitch and count."""
 
     __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
@@ -79,19 +79,22 @@ class _Fused:
         self.template.d.shape[:] = shape
         self.template.d.period[:] = context.periods
         self.template.d.half[:] = [int(a in context.half) for a in range(len(shape))]
-        self.ready, self.pending = (), _columns.widths(lengths[0])
-        self.poll()
+        widths = _columns.widths(lengths[0])
+        self.ready = tuple(w for w in widths
+                           if _columns.compiled(device_id, lengths[0], source, w))
+        # where none is compiled yet, every width compiles in the background: width -> its
+        # compile's thread (where one is, the others are not compiled for it)
+        self.pending = {} if self.ready else {
+            w: _columns.compile_soon(device_id, lengths[0], source, w) for w in widths}
 
     def poll(self):
-        """Move the widths whose kernels are compiled to ``ready``; while none is, see that
-        each pending one compiles in the background (``compile_soon`` starts each once)."""
-        done = tuple(w for w in self.pending
-                     if _columns.compiled(self.device_id, self.lengths[0], self.source, w))
-        if not self.ready and not done:
-            for w in self.pending:
-                _columns.compile_soon(self.device_id, self.lengths[0], self.source, w)
-        self.ready += done
-        self.pending = tuple(w for w in self.pending if w not in done)
+        """Move the widths whose compile ended to ``ready`` (or drop them, where it failed):
+        a look at each thread, no key of the source computed per call."""
+        for w, thread in list(self.pending.items()):
+            if not thread.is_alive():
+                del self.pending[w]
+                if _columns.compiled(self.device_id, self.lengths[0], self.source, w):
+                    self.ready += (w,)
 
     def describe(self):
         """The problem as a stable string, for the store."""
@@ -103,17 +106,17 @@ _LIMIT = 64  # problems a function remembers
 
 
 def _fused_pass(op, traced_fn, values, axes):
-    """The :class:`_Fused` of a call (remembered per problem in ``traced_fn.applied``), or
+    """The :class:`_Fused` of a call (remembered per problem in ``traced_fn.passes``), or
     None where the fused pass does not apply or no kernel of it is compiled yet."""
     key = ("spectral_filter", tuple(op.shape), tuple(op.strides), op.dtype, op.device_id,
            axes, tuple(value_signature(v) for v in values))
-    applied = traced_fn.applied
-    found = applied.get(key, _MISSING)
+    passes = traced_fn.passes
+    found = passes.get(key, _MISSING)
     if found is _MISSING:
         found = _new_fused(op, traced_fn, values, axes, key)
-        if len(applied) >= _LIMIT:
-            applied.clear()
-        applied[key] = found
+        if len(passes) >= _LIMIT:
+            passes.clear()
+        passes[key] = found
     if found is None:
         return None
     if found.pending:

@@ -209,7 +209,7 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
                 "as epilogue_args (epilogue=lambda acc, b: relu(acc + b), epilogue_args=(bias,))")
         from accelmath.linalg._matmul.fused import fused_matmul  # (the fusion layer, on use)
 
-        return fused_matmul(matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
+        return fused_matmul(_matmul, a, b, c, alpha, beta, epilogue, epilogue_args, out, stream,
                             execution, allow_tf32)
     if epilogue_args:
         raise InvalidArgumentError("epilogue_args are the arguments of a Python epilogue; "
