@@ -121,10 +121,12 @@ class _Launch:
         """The kernel's arguments, in its parameters' order: the arrays' pointers, the
         result's, the scalars (ctypes values, :func:`~accelmath.fusion._cuda.scalar_argument`),
         the element count and (strided) the ``Dims`` struct."""
-        words = [*arrays, out, *scalars, self.count]
-        if self.dims is not None:
-            words.append(self.dims)
-        return words
+        return [*arrays, out, *scalars, *self.fixed()]
+
+    def fixed(self):
+        """The kernel's last arguments, the same in every call: the element count and (strided)
+        the ``Dims`` struct."""
+        return (self.count,) if self.dims is None else (self.count, self.dims)
 
 
 _launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch

@@ -18,8 +18,6 @@ import math
 import os
 
 import numpy
-import scipy.linalg
-from scipy.linalg.lapack import get_lapack_funcs
 
 from accelmath.errors import LinAlgError
 from accelmath.linalg import _checks as checks
@@ -180,9 +178,19 @@ def _one_matrix(a):
 def _lapack(name, dtype):
     found = _lapack_functions.get((name, dtype.char))
     if found is None:
+        from scipy.linalg.lapack import get_lapack_funcs  # (see _scipy_linalg)
         found = _lapack_functions[name, dtype.char] = get_lapack_funcs(
             (name,), dtype=dtype)[0]
     return found
+
+
+def _scipy_linalg():
+    """scipy.linalg, imported on the first host call that needs it: importing it takes about
+    0.2 s, which a process that only solves on the GPU (the subtraction's first call) would
+    otherwise pay."""
+    import scipy.linalg
+
+    return scipy.linalg
 
 
 def _identity(n, dtype):
@@ -443,7 +451,7 @@ def cho_solve(c, b, *, lower, check_finite):
         return x[..., 0] if vector else x
 
     def solve_one(c, b):
-        return scipy.linalg.cho_solve((c, lower), b, check_finite=False)
+        return _scipy_linalg().cho_solve((c, lower), b, check_finite=False)
 
     return _solve_each(solve_one, (c, b), (2, _rhs_axes(b)))
 
@@ -485,7 +493,7 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
         return x[..., 0] if vector else x
 
     def solve_one(lu, piv, b):
-        return scipy.linalg.lu_solve((lu, piv), b, trans=trans, check_finite=False)
+        return _scipy_linalg().lu_solve((lu, piv), b, trans=trans, check_finite=False)
 
     return _solve_each(solve_one, (lu, piv, b), cores)
 
@@ -503,7 +511,7 @@ def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
         return x[..., 0] if vector else x
 
     def solve_one(a, b):
-        return scipy.linalg.solve_triangular(a, b, trans=trans, lower=lower,
+        return _scipy_linalg().solve_triangular(a, b, trans=trans, lower=lower,
                                              unit_diagonal=unit_diagonal, check_finite=False)
 
     return _solve_each(solve_one, (a, b), (2, _rhs_axes(b)))

@@ -309,6 +309,46 @@ def test_a_remembered_fused_call_takes_new_arrays_and_scalars(cp, torch_cuda, pa
 
 
 @pytest.mark.gpu
+def test_a_remembered_fused_call_takes_arrays_and_scalars_in_every_slot(cp):
+    # two arrays (one broadcast down the rows: the strided form) and two scalars of two types,
+    # new values in each call: each reaches its own kernel parameter
+    rng = _rng()
+    epilogue = lambda y, a, s, b, t: (y * a + s) * b - t  # noqa: E731
+    for _ in range(3):
+        x = (rng.standard_normal((6, 32)) + 1j * rng.standard_normal((6, 32))).astype(
+            np.complex128)
+        a = rng.standard_normal((6, 1))
+        b = rng.standard_normal(32) + 1j * rng.standard_normal(32)
+        s, t = float(rng.standard_normal()), complex(rng.standard_normal(), 1.0)
+        got = F.fft(cp.asarray(x), norm="ortho", epilogue=epilogue,
+                    epilogue_args=(cp.asarray(a), s, cp.asarray(b), t))
+        expected = (np.fft.fft(x, norm="ortho") * a + s) * b - t
+        assert_close(got.get(), expected, 1e-12)
+
+
+@pytest.mark.gpu
+def test_remembered_fused_calls_from_several_threads(cp):
+    import concurrent.futures
+
+    epilogue = lambda y, w, s: y * w + s  # noqa: E731
+    x0 = cp.asarray(np.arange(64.0) + 1j)
+    F.fft(x0, epilogue=epilogue, epilogue_args=(x0, 1.0))  # (remembered from here on)
+    cp.cuda.Device().synchronize()
+
+    def calls(seed):
+        rng = np.random.default_rng(seed)
+        for _ in range(20):
+            x = rng.standard_normal(64) + 1j * rng.standard_normal(64)
+            w = rng.standard_normal(64) + 1j * rng.standard_normal(64)
+            s = float(rng.standard_normal())
+            got = F.fft(cp.asarray(x), epilogue=epilogue, epilogue_args=(cp.asarray(w), s))
+            assert_close(got.get(), np.fft.fft(x) * w + s, 1e-12)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        list(pool.map(calls, range(4)))
+
+
+@pytest.mark.gpu
 def test_a_remembered_fused_call_refuses_a_misaligned_argument(cp):
     x = cp.asarray(np.arange(64.0, dtype=np.complex64))
     base = cp.zeros(65, cp.complex64)

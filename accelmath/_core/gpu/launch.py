@@ -13,7 +13,7 @@ from accelmath._core import hostcall
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["LaunchConfig", "allow_dynamic_shared", "config", "launch"]
+__all__ = ["LaunchConfig", "allow_dynamic_shared", "config", "launch", "launch_parameters"]
 
 # What one launch may ask for (every GPU since compute capability 3.0): threads per block in
 # x, y, z and in all, and blocks in x, y, z.
@@ -156,7 +156,14 @@ def launch(function, config, args, stream):
     stream : int or None
         The stream handle (``None`` or 0: the legacy default stream).
     """
-    parameters = (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args])
+    launch_parameters(function, config,
+                      (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args]), stream)
+
+
+def launch_parameters(function, config, parameters, stream):
+    """:func:`launch` with the kernel's parameters given as cuLaunchKernel takes them: a ctypes
+    array of their addresses (``parameters``), which may be reused once this returns (the
+    driver copies the values)."""
     if config._attributes is None:
         call, c_name = _launch_kernel[0] if _launch_kernel else _bound_launch()
         status = call(function.value, *config._dims, stream, ctypes.addressof(parameters), None)

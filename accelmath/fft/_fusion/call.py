@@ -8,10 +8,14 @@ epilogue's kernel with the new addresses and scalars, without the checks and the
 first call made.
 """
 
+import ctypes
 import math
+import threading
 from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
+from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu.launch import launch_parameters
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import wrap_named
@@ -19,12 +23,12 @@ from accelmath.fft import _normalize as norms
 from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fft._fusion.fused import (check_unused, input_context, lengths_of, output_context,
                                          run_epilogue)
-from accelmath.fft._transform import read_operand, transform
+from accelmath.fft._transform import read_operand, recalled, transform
 from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import (apply, arguments, function_key, scalar_signature, traced,
                                            types_of)
 from accelmath.fusion._graph import is_scalar
-from accelmath.fusion._launch import alignment, prepared, start
+from accelmath.fusion._launch import alignment, prepared
 
 __all__ = ["forget", "fused_call"]
 
@@ -85,7 +89,7 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
         key = _key(call, x, epilogue, epilogue_args)
         found = None if key is None else _remembered.get(key)
         if found is not None:
-            result = found.run(x, epilogue_args)
+            result = found.run(x, key[2], epilogue_args)  # (key[2]: x's layout key)
             if result is not None:
                 return result
     check_unused(prologue, prologue_args, epilogue, epilogue_args)
@@ -237,25 +241,43 @@ def _key(call, x, epilogue, args):
     return key
 
 
-class _Remembered(NamedTuple):
-    """A fused call that ran: its transform, and the epilogue's kernel with what its launch
-    keeps, the pointer readers of its arrays and the order of its scalars."""
+class _Remembered:
+    """A fused call that ran: its transform, and the epilogue's kernel with its parameters
+    kept between calls (:func:`~accelmath._core.gpu.launch.launch_parameters`): the
+    addresses written in place each call (under a lock: the driver copies them at launch),
+    the norm's factor, the element count and the ``Dims`` struct fixed."""
 
-    unscaled: object  # the transform's record, unscaled
-    pointer: object  # data_ptr of the transform's results (of x's kind)
-    readers: tuple  # per argument: (data_ptr, alignment) for an array, (None, 1) a scalar
-    launch: object  # the epilogue's _Launch (its layout's count and Dims)
-    function: object
-    config: object
-    specs: tuple  # the scalar inputs' specs: the scale's, then the arguments'
-    scale: float
-    current_stream: object  # of x's package on its device
-    device_id: int
+    __slots__ = ("unscaled", "pointer", "readers", "function", "config", "specs",
+                 "current_stream", "device_id", "_words", "_parameters", "_scalar_slots",
+                 "_kept", "_lock")
 
-    def run(self, x, args):
-        """The epilogue applied to the transform of ``x`` (its own new array), or None where
-        an argument's address is not aligned to its element (the checked path says so)."""
-        arrays, scalars = [], [self.scale]
+    def __init__(self, unscaled, pointer, readers, launch_, function, config, specs, scale,
+                 current_stream, device_id):
+        self.unscaled = unscaled  # the transform's record, unscaled
+        self.pointer = pointer  # data_ptr of the transform's results (of x's kind)
+        self.readers = readers  # per argument: (data_ptr, alignment) of an array, (None, 1)
+        self.function, self.config = function, config
+        self.specs = specs[1:]  # the arguments' scalars' specs (the scale's is fixed)
+        self.current_stream, self.device_id = current_stream, device_id
+        arrays = 1 + sum(read is not None for read, _ in readers)
+        # the kernel's parameters (see _Launch.filled): the arrays' addresses (the result's
+        # first, from self._words), the result's again as the output, the scalars (the scale
+        # first: fixed) and the launch's fixed ones (kept alive here)
+        self._words = (ctypes.c_void_p * arrays)()
+        base, size = ctypes.addressof(self._words), ctypes.sizeof(ctypes.c_void_p)
+        words = [base + k * size for k in range(arrays)] + [base]
+        self._kept = (_cuda.scalar_argument(scale, specs[0]), *launch_.fixed())
+        self._scalar_slots = range(len(words) + 1, len(words) + 1 + len(self.specs))
+        words += [ctypes.addressof(self._kept[0]), *[0] * len(self.specs),
+                  *[ctypes.addressof(v) for v in self._kept[1:]]]
+        self._parameters = (ctypes.c_void_p * len(words))(*words)
+        self._lock = threading.Lock()
+
+    def run(self, x, layout, args):
+        """The epilogue applied to the transform of ``x`` (layout key ``layout``; its own new
+        array), or None where an argument's address is not aligned to its element (the
+        checked path says so)."""
+        addresses, scalars = [], []
         for value, (read, align) in zip(args, self.readers):
             if read is None:
                 scalars.append(value)
@@ -263,13 +285,17 @@ class _Remembered(NamedTuple):
             address = read(value)
             if address % align:
                 return None
-            arrays.append(_cuda.ctypes.c_void_p(address))
-        y = transform(self.unscaled, x, None, None)
-        result = _cuda.ctypes.c_void_p(self.pointer(y))
-        words = self.launch.filled(
-            [result, *arrays], result,
-            [_cuda.scalar_argument(v, spec) for v, spec in zip(scalars, self.specs)])
-        start(self.function, self.config, words, self.current_stream(), self.device_id)
+            addresses.append(address)
+        y = recalled(self.unscaled, x, layout)
+        scalars = [_cuda.scalar_argument(v, spec) for v, spec in zip(scalars, self.specs)]
+        stream = self.current_stream()
+        with self._lock:
+            self._words[:] = [self.pointer(y), *addresses]
+            parameters = self._parameters
+            for slot, value in zip(self._scalar_slots, scalars):
+                parameters[slot] = ctypes.addressof(value)
+            ensure_context(self.device_id)
+            launch_parameters(self.function, self.config, parameters, stream)
         return y
 
 
@@ -290,6 +316,6 @@ def _remember(key, geometry, fn, y, args, context, given):
     _remembered[key] = _Remembered(
         geometry.unscaled, adapter.data_ptr,
         tuple((None, 1) if is_scalar(a) else (a.adapter.data_ptr, alignment(a)) for a in args),
-        launch_, function,
-        config, specs, geometry.scale, adapter.stream_getter(y.device_id), y.device_id)
+        launch_, function, config, specs, geometry.scale, adapter.stream_getter(y.device_id),
+        y.device_id)
 
