@@ -56,6 +56,20 @@ def environment():
             "cpu": cpu, "cpu_count": os.cpu_count(), "date": datetime.date.today().isoformat()}
 
 
+def byte_compile(*packages):
+    """Byte-compile the installed packages named (those importable), as an installed package
+    is, before fresh processes time a first call: a source tree on a machine that writes no
+    bytecode (PYTHONDONTWRITEBYTECODE) would compile its modules again in each process."""
+    import compileall
+    import importlib.util
+
+    for name in packages:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            for folder in spec.submodule_search_locations:
+                compileall.compile_dir(folder, quiet=1)
+
+
 def cpu_name():
     """The host CPU's model name (Linux: from /proc/cpuinfo), else the machine type."""
     try:

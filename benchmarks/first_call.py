@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from _common import environment, write
+from _common import byte_compile, environment, write
 
 SHAPE = (4096, 4096)
 REPEATS = 3
@@ -144,12 +144,7 @@ def main():
         print("first_call: neither torch nor CuPy is installed; nothing to measure.")
         return 0
     env = environment()
-    # byte-compiled, as an installed package is (a source tree on a machine that writes no
-    # bytecode would compile its modules again in each fresh process)
-    import compileall
-
-    import accelmath
-    compileall.compile_dir(os.path.dirname(accelmath.__file__), quiet=1)
+    byte_compile("accelmath")
     scratch = tempfile.mkdtemp(prefix="accelmath-first-call-")
     warm_dirs, sizes, results = {}, {}, {run: [] for run in runs}
     try:

@@ -387,3 +387,37 @@ def test_a_process_that_ends_waits_for_its_background_compile(store_root, counte
     assert done.returncode == 0 and not done.stderr, done.stderr
     compile_cuda(KERNEL + "// exit", CompileOptions(arch=(9, 0)), "exit.cu")
     assert counted["nvrtc"] == 0  # the compile finished and was kept
+
+
+def test_a_long_compile_does_not_hold_up_another_source(monkeypatch):
+    # loaded() of one source waits in its compile; loaded() of another runs meanwhile
+    import threading
+
+    started, release = threading.Event(), threading.Event()
+
+    def compile_(source, options, name):
+        if "slow" in source:
+            started.set()
+            assert release.wait(30)
+        return source.encode()
+
+    monkeypatch.setattr(modules, "compile_cuda", compile_)
+    monkeypatch.setattr(modules, "device_options", lambda device_id, extra=(): None)
+    monkeypatch.setattr(modules, "load", lambda device_id, image: image)
+    monkeypatch.setattr(modules, "_sources", {})
+    monkeypatch.setattr(modules, "_source_locks", {})
+    slow = threading.Thread(target=loaded, args=(0, "// slow"))
+    quick = threading.Thread(target=loaded, args=(0, "// quick"))
+    slow.start()
+    try:
+        assert started.wait(10)
+        quick.start()
+        quick.join(5)
+        assert not quick.is_alive()  # (done while the slow one still compiles)
+        assert slow.is_alive()
+    finally:
+        release.set()
+        slow.join()
+        quick.join()
+    assert loaded(0, "// quick") == b"// quick"
+    assert loaded(0, "// slow") == b"// slow"

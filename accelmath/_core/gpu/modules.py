@@ -40,10 +40,11 @@ __all__ = ["STANDARDS", "CompileOptions", "Module", "SourceModules", "compile_cu
 STANDARDS = ("c++11", "c++14", "c++17", "c++20")
 
 _log = logging.getLogger("accelmath.modules")
-_lock = threading.RLock()  # loaded() holds it around load(), which takes it too
-_soon_lock = threading.Lock()  # (not _lock: loaded() holds that through a whole compile)
+_lock = threading.Lock()  # around the dicts below and a module's load
+_soon_lock = threading.Lock()
 _images = {}    # (device_id, image digest) -> Module
 _sources = {}   # (device_id, name, extra, source) -> Module
+_source_locks = {}  # the same keys -> the Lock loaded() holds through that source's compile
 _soon = {}      # compile key -> the thread of compile_soon
 _done = {}      # compile key -> the image compile_soon made
 
@@ -438,12 +439,15 @@ def loaded(device_id, source, name="kernel.cu", extra=()):
     key = (device_id, name, extra, source)
     module = _sources.get(key)
     if module is None:
-        with _lock:  # one compile per key, however many threads ask at once
+        with _lock:
+            own = _source_locks.setdefault(key, threading.Lock())
+        # one compile per key, however many threads ask at once; other keys compile meanwhile
+        # (a long compile on a thread of its own must not hold up a short one a call waits for)
+        with own:
             module = _sources.get(key)
             if module is None:
                 options = device_options(device_id, extra)
-                module = load(device_id, compile_cuda(source, options, name))
-                _sources[key] = module
+                module = _sources[key] = load(device_id, compile_cuda(source, options, name))
     return module
 
 
