@@ -19,7 +19,8 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, normalize_axes
 from accelmath.fusion._graph import is_scalar
 
-__all__ = ["aligned_strides", "alignment", "kernel_call", "pointer", "prepared", "run", "start"]
+__all__ = ["KeptLaunch", "aligned_strides", "alignment", "kernel_call", "pointer", "prepared",
+           "run", "start"]
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
@@ -127,6 +128,43 @@ class _Launch:
         """The kernel's last arguments, the same in every call: the element count and (strided)
         the ``Dims`` struct."""
         return (self.count,) if self.dims is None else (self.count, self.dims)
+
+
+class KeptLaunch:
+    """Launches of one fused kernel on one layout whose parameters are kept between calls in
+    memory of their own (:func:`~accelmath._core.gpu.launch.launch_parameters`): each call
+    writes the addresses and its scalars in place, under a lock (the driver copies them at
+    launch); the leading scalars given here, the element count and the ``Dims`` stay."""
+
+    __slots__ = ("_function", "_config", "_device_id", "_words", "_parameters", "_slots",
+                 "_kept", "_lock")
+
+    def __init__(self, found, arrays, fixed, free):
+        """``found``: :func:`prepared`'s ``(launch, function, config)``; ``arrays`` the array
+        inputs' count; ``fixed`` the leading scalars (ctypes values), ``free`` the count of the
+        scalars each call gives."""
+        launch_, self._function, self._config = found
+        self._words = (_cuda.ctypes.c_void_p * (arrays + 1))()  # the inputs', the result's
+        base = _cuda.ctypes.addressof(self._words)
+        size = _cuda.ctypes.sizeof(_cuda.ctypes.c_void_p)
+        self._kept = (*fixed, *launch_.fixed())  # (alive while the parameters point there)
+        words = [base + k * size for k in range(arrays + 1)]
+        words += [_cuda.ctypes.addressof(v) for v in fixed]
+        self._slots = range(len(words), len(words) + free)
+        words += [0] * free + [_cuda.ctypes.addressof(v) for v in launch_.fixed()]
+        self._parameters = (_cuda.ctypes.c_void_p * len(words))(*words)
+        self._lock = threading.Lock()
+
+    def launch(self, addresses, scalars, stream, device_id):
+        """Launch on ``stream`` with the array inputs' and the result's ``addresses`` (ints,
+        in that order) and the free scalars (ctypes values)."""
+        with self._lock:
+            self._words[:] = addresses
+            parameters = self._parameters
+            for slot, value in zip(self._slots, scalars):
+                parameters[slot] = _cuda.ctypes.addressof(value)
+            ensure_context(device_id)
+            launch.launch_parameters(self._function, self._config, parameters, stream)
 
 
 _launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch

@@ -327,6 +327,53 @@ def test_a_remembered_fused_call_takes_arrays_and_scalars_in_every_slot(cp):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("package", ["cupy", "torch"])
+def test_a_remembered_prologue_call_takes_new_arrays_and_scalars(cp, torch_cuda, package):
+    from accelmath.fft._fusion import call as _fused_call
+
+    rng = _rng()
+
+    def device(a):
+        return cp.asarray(a) if package == "cupy" else torch_cuda.from_numpy(a).cuda()
+
+    def host(a):
+        return a.get() if package == "cupy" else a.cpu().numpy()
+
+    prologue = lambda s, k, g: s * k * g  # noqa: E731
+    known = len(_fused_call._remembered)
+    for norm in ("backward", "ortho", "backward", "ortho"):
+        r = rng.standard_normal((16, 30))
+        spectrum = np.fft.rfft2(r).astype(np.complex64)
+        k = (rng.standard_normal(16) + 0j)[:, None].astype(np.complex64)  # (broadcast)
+        g = float(rng.standard_normal())
+        got = F.irfft2(device(spectrum), s=(16, 30), norm=norm, prologue=prologue,
+                       prologue_args=(device(k), g))
+        expected = np.fft.irfft2(spectrum.astype(np.complex128) * k * g, s=(16, 30), norm=norm)
+        assert got.shape == (16, 30)
+        assert_close(host(got), expected, 1e-5)
+    assert len(_fused_call._remembered) == known + 2  # (one call per norm, remembered once)
+    # the input is read as given each call: a conjugated torch view is not read as its memory
+    if package == "torch":
+        x = (rng.standard_normal(32) + 1j * rng.standard_normal(32)).astype(np.complex64)
+        for _ in range(2):
+            got = F.fft(device(x).conj(), prologue=lambda z: z * 2)
+            assert_close(host(got), np.fft.fft(x.conj().astype(np.complex128) * 2), 1e-5)
+
+
+@pytest.mark.gpu
+def test_a_remembered_prologue_call_refuses_a_misaligned_input(cp):
+    base = cp.zeros(65, cp.complex64)
+    aligned = cp.ndarray((64,), cp.complex64, memptr=base.data + 8)
+    prologue = lambda z: z * 2  # noqa: E731
+    for _ in range(2):
+        F.fft(aligned, prologue=prologue)
+    misaligned = cp.ndarray((64,), cp.complex64, memptr=base.data + 2)
+    with pytest.raises(InvalidArgumentError, match="not aligned"):
+        F.fft(misaligned, prologue=prologue)
+    cp.cuda.Device().synchronize()
+
+
+@pytest.mark.gpu
 def test_remembered_fused_calls_from_several_threads(cp):
     import concurrent.futures
 

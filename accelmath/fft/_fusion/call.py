@@ -1,21 +1,18 @@
 """A stateless transform with a prologue or an epilogue (see :mod:`accelmath.fft._fusion.fused`):
 what the public functions run where either is given.
 
-A call with an epilogue on CuPy arrays or torch tensors on the GPU, on the current stream and
-without ``out=``, is remembered once it ran (:class:`_Remembered`): a later call of the same
-transform, function and argument layouts runs the transform's own remembered call, then the
-epilogue's kernel with the new addresses and scalars, without the checks and the tracing its
-first call made.
+A call with an epilogue or a prologue (not both) on CuPy arrays or torch tensors on the GPU,
+on the current stream and without ``out=``, that ran as separate passes is remembered
+(:class:`_Remembered`): a later call of the same transform, function and argument layouts
+runs the transform's own remembered call and the function's kernel with the new addresses and
+scalars (the prologue's into a new array), without the checks and the tracing its first call
+made.
 """
 
-import ctypes
 import math
-import threading
 from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
-from accelmath._core.gpu.device import ensure_context
-from accelmath._core.gpu.launch import launch_parameters
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import wrap_named
@@ -28,7 +25,7 @@ from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import (apply, arguments, function_key, scalar_signature, traced,
                                            types_of)
 from accelmath.fusion._graph import is_scalar
-from accelmath.fusion._launch import alignment, prepared
+from accelmath.fusion._launch import KeptLaunch, alignment, prepared
 
 __all__ = ["forget", "fused_call"]
 
@@ -84,12 +81,14 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
     module docstring)."""
     key = None
-    if (prologue is None and epilogue is not None and out is None and stream is None
-            and (prologue_args is None or prologue_args.__class__ is tuple and not prologue_args)):
-        key = _key(call, x, epilogue, epilogue_args)
+    fn, args, unused = ((epilogue, epilogue_args, prologue_args) if prologue is None
+                        else (prologue, prologue_args, epilogue_args))
+    if ((prologue is None or epilogue is None) and fn is not None and out is None
+            and stream is None and (unused is None or unused.__class__ is tuple and not unused)):
+        key = _key(call, x, fn, args, prologue is not None)
         found = None if key is None else _remembered.get(key)
         if found is not None:
-            result = found.run(x, key[2], epilogue_args)  # (key[2]: x's layout key)
+            result = found.run(x, key[2], args)  # (key[2]: x's layout key)
             if result is not None:
                 return result
     check_unused(prologue, prologue_args, epilogue, epilogue_args)
@@ -121,7 +120,14 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
     under ``key`` (see :class:`_Remembered`) where that is not None."""
     if prologue is not None:
         args = arguments(prologue_args, "prologue_args")
-        x = apply(prologue, op, (), args, geometry.input_context, stream, name="prologue")
+        made = apply(prologue, op, (), args, geometry.input_context, stream, name="prologue")
+        if epilogue is None:
+            result = transform(call, made, out, stream)
+            if key is not None and op.obj is x and op.on_device and result is not made:
+                _remember_prologue(key, call, geometry, prologue, op, made, args,
+                                   prologue_args)
+            return result
+        x = made
     if epilogue is None:
         return transform(call, x, out, stream)
     y = wrap_named(transform(geometry.unscaled, x, None, stream), "the transform's result")
@@ -210,20 +216,21 @@ def _plain(call):
             and (call.workers is None or call.workers.__class__ is int))
 
 
-def _key(call, x, epilogue, args):
-    """The memo key of a call with an epilogue: the transform record, the function's key
-    (its code and the values it reads), and the type and layout of ``x`` and of each array
-    of ``args`` (a scalar's type); None where a part has none (host arrays, Numba's...), and
-    for a function that reads other values than plain ones (its key is the function itself,
-    which the memo would keep alive, and with it what it reads)."""
+def _key(call, x, fn, args, prologue):
+    """The memo key of a call with a prologue or (``prologue`` False) an epilogue ``fn``: the
+    transform record, the function's role and key (its code and the values it reads), and
+    the type and layout of ``x`` and of each array of ``args`` (a scalar's type); None where
+    a part has none (host arrays, Numba's...), and for a function that reads other values than
+    plain ones (its key is the function itself, which the memo would keep alive, and with it
+    what it reads)."""
     reader = device_reader(x)
     layout = None if reader is None else reader[0](x)
     if layout is None or args.__class__ is not tuple or not _plain(call):
         return None
-    function = function_key(epilogue)
-    if function is epilogue:
+    function = function_key(fn)
+    if function is fn:
         return None
-    key = [call, x.__class__, layout, function]
+    key = [call, x.__class__, layout, function, prologue]
     for value in args:
         if is_scalar(value):
             key.append(scalar_signature(value))
@@ -242,40 +249,26 @@ def _key(call, x, epilogue, args):
 
 
 class _Remembered:
-    """A fused call that ran: its transform, and the epilogue's kernel with its parameters
-    kept between calls (:func:`~accelmath._core.gpu.launch.launch_parameters`): the
-    addresses written in place each call (under a lock: the driver copies them at launch),
-    the norm's factor, the element count and the ``Dims`` struct fixed."""
+    """A fused call that ran: its transform (the record, and where a prologue made its input,
+    that input's allocation and layout key) and its function's kernel
+    (:class:`~accelmath.fusion._launch.KeptLaunch`), with the pointer readers of its
+    arrays and the specs of the scalars each call gives."""
 
-    __slots__ = ("unscaled", "pointer", "readers", "function", "config", "specs",
-                 "current_stream", "device_id", "_words", "_parameters", "_scalar_slots",
-                 "_kept", "_lock")
+    __slots__ = ("transform", "pointer", "readers", "kernel", "specs", "current_stream",
+                 "device_id", "made")
 
-    def __init__(self, unscaled, pointer, readers, launch_, function, config, specs, scale,
-                 current_stream, device_id):
-        self.unscaled = unscaled  # the transform's record, unscaled
-        self.pointer = pointer  # data_ptr of the transform's results (of x's kind)
+    def __init__(self, transform, pointer, readers, kernel, specs, current_stream, device_id,
+                 made=None):
+        self.transform = transform  # the transform's record (unscaled after an epilogue)
+        self.pointer = pointer  # data_ptr of x's kind
         self.readers = readers  # per argument: (data_ptr, alignment) of an array, (None, 1)
-        self.function, self.config = function, config
-        self.specs = specs[1:]  # the arguments' scalars' specs (the scale's is fixed)
+        self.kernel, self.specs = kernel, specs
         self.current_stream, self.device_id = current_stream, device_id
-        arrays = 1 + sum(read is not None for read, _ in readers)
-        # the kernel's parameters (see _Launch.filled): the arrays' addresses (the result's
-        # first, from self._words), the result's again as the output, the scalars (the scale
-        # first: fixed) and the launch's fixed ones (kept alive here)
-        self._words = (ctypes.c_void_p * arrays)()
-        base, size = ctypes.addressof(self._words), ctypes.sizeof(ctypes.c_void_p)
-        words = [base + k * size for k in range(arrays)] + [base]
-        self._kept = (_cuda.scalar_argument(scale, specs[0]), *launch_.fixed())
-        self._scalar_slots = range(len(words) + 1, len(words) + 1 + len(self.specs))
-        words += [ctypes.addressof(self._kept[0]), *[0] * len(self.specs),
-                  *[ctypes.addressof(v) for v in self._kept[1:]]]
-        self._parameters = (ctypes.c_void_p * len(words))(*words)
-        self._lock = threading.Lock()
+        self.made = made  # a prologue's: (make, layout key of what it makes, x's alignment)
 
     def run(self, x, layout, args):
-        """The epilogue applied to the transform of ``x`` (layout key ``layout``; its own new
-        array), or None where an argument's address is not aligned to its element (the
+        """The call of ``x`` (of layout key ``layout``) and further arguments ``args``: a new
+        array of x's kind, or None where an address is not aligned to its element (the
         checked path says so)."""
         addresses, scalars = [], []
         for value, (read, align) in zip(args, self.readers):
@@ -286,36 +279,75 @@ class _Remembered:
             if address % align:
                 return None
             addresses.append(address)
-        y = recalled(self.unscaled, x, layout)
         scalars = [_cuda.scalar_argument(v, spec) for v, spec in zip(scalars, self.specs)]
-        stream = self.current_stream()
-        with self._lock:
-            self._words[:] = [self.pointer(y), *addresses]
-            parameters = self._parameters
-            for slot, value in zip(self._scalar_slots, scalars):
-                parameters[slot] = ctypes.addressof(value)
-            ensure_context(self.device_id)
-            launch_parameters(self.function, self.config, parameters, stream)
-        return y
+        if self.made is None:  # the transform, then the epilogue in place
+            y = recalled(self.transform, x, layout)
+            address = self.pointer(y)
+            self.kernel.launch([address, *addresses, address], scalars, self.current_stream(),
+                               self.device_id)
+            return y
+        make, made_layout, align = self.made
+        address = self.pointer(x)
+        if address % align:
+            return None
+        made = make()  # the prologue into an array of its own, then the transform
+        self.kernel.launch([address, *addresses, self.pointer(made)], scalars,
+                           self.current_stream(), self.device_id)
+        return recalled(self.transform, made, made_layout)
+
+
+def _kernel(fn, values, target, context, fixed):
+    """The :class:`~accelmath.fusion._launch.KeptLaunch` of ``fn``'s kernel on ``values``
+    (operands and scalars, the first ``len(fixed)`` scalars fixed: ``fixed``) into operand
+    ``target``, and the specs of the other scalars; None where it has no element."""
+    expression = fn.expression(types_of(values))
+    found = prepared(expression, values, target, context)
+    if found is None:
+        return None
+    specs = [spec for spec in expression.inputs if not spec.array]
+    fixed = [_cuda.scalar_argument(v, spec) for v, spec in zip(fixed, specs)]
+    arrays = sum(not is_scalar(v) for v in values)
+    return (KeptLaunch(found, arrays, fixed, len(specs) - len(fixed)),
+            tuple(specs[len(fixed):]))
+
+
+def _readers(args, given):
+    """The pointer readers of arguments ``args`` (see :class:`_Remembered`), or None where one
+    was read through a copy (a resolved view): its address is not the one given."""
+    if any(not is_scalar(a) and a.obj is not g for a, g in zip(args, given)):
+        return None
+    return tuple((None, 1) if is_scalar(a) else (a.adapter.data_ptr, alignment(a))
+                 for a in args)
+
+
+def _keep(key, remembered):
+    if len(_remembered) >= _LIMIT:
+        _remembered.clear()
+    _remembered[key] = remembered
 
 
 def _remember(key, geometry, fn, y, args, context, given):
-    """Keep what a later call like this one needs (see :class:`_Remembered`)."""
-    if any(not is_scalar(a) and a.obj is not g for a, g in zip(args, given)):
-        return  # (an argument read through a copy: a resolved view)
-    values = [y, geometry.scale, *args]
-    expression = fn.expression(types_of(values))
-    found = prepared(expression, values, y, context)
-    if found is None:
-        return
-    launch_, function, config = found
-    adapter = y.adapter
-    specs = tuple(spec for spec in expression.inputs if not spec.array)
-    if len(_remembered) >= _LIMIT:
-        _remembered.clear()
-    _remembered[key] = _Remembered(
-        geometry.unscaled, adapter.data_ptr,
-        tuple((None, 1) if is_scalar(a) else (a.adapter.data_ptr, alignment(a)) for a in args),
-        launch_, function, config, specs, geometry.scale, adapter.stream_getter(y.device_id),
-        y.device_id)
+    """Keep what a later call like this one (an epilogue's) needs (see :class:`_Remembered`)."""
+    readers = _readers(args, given)
+    found = None if readers is None else _kernel(fn, [y, geometry.scale, *args], y, context,
+                                                 [geometry.scale])
+    if found is not None:
+        _keep(key, _Remembered(geometry.unscaled, y.adapter.data_ptr, readers, *found,
+                               y.adapter.stream_getter(y.device_id), y.device_id))
 
+
+def _remember_prologue(key, call, geometry, fn, op, made, args, given):
+    """Keep what a later call like this one (a prologue's, which made ``made``) needs."""
+    readers = _readers(args, given)
+    made = wrap_named(made, "the prologue's result")
+    reader = device_reader(made.obj)
+    layout = None if reader is None else reader[0](made.obj)
+    found = None if readers is None or layout is None else _kernel(
+        fn, [op, *args], made, geometry.input_context, [])
+    if found is not None:
+        adapter = op.adapter
+        make, _ = adapter.allocation(tuple(made.shape), tuple(made.strides), made.dtype,
+                                     made.device_id)
+        _keep(key, _Remembered(call, adapter.data_ptr, readers, *found,
+                               adapter.stream_getter(op.device_id), op.device_id,
+                               (make, layout, alignment(op))))
