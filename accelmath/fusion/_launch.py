@@ -136,8 +136,7 @@ class KeptLaunch:
     writes the addresses and its scalars in place, under a lock (the driver copies them at
     launch); the leading scalars given here, the element count and the ``Dims`` stay."""
 
-    __slots__ = ("_function", "_config", "_device_id", "_words", "_parameters", "_slots",
-                 "_kept", "_lock")
+    __slots__ = ("_function", "_config", "_words", "_parameters", "_slots", "_kept", "_lock")
 
     def __init__(self, found, arrays, fixed, free):
         """``found``: :func:`prepared`'s ``(launch, function, config)``; ``arrays`` the array
