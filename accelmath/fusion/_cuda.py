@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy
 
 from accelmath.errors import InvalidArgumentError
-from accelmath.fusion._graph import stand_in
+from accelmath.fusion._graph import dtype_name, stand_in
 
 __all__ = ["ELEMENT", "KERNEL", "MAX_DIMS", "Layout", "dims_struct", "element_source",
            "element_struct", "scalar_argument", "source"]
@@ -134,7 +134,7 @@ class Layout(NamedTuple):
 
 def _literal(value, dtype):
     """An exact C literal of a constant."""
-    name = dtype.name
+    name = dtype_name(dtype)
     if name == "bool":
         return "true" if value else "false"
     if name in ("int32", "int64"):  # (the bits, unsigned: -2**63 has no signed literal)
@@ -155,7 +155,7 @@ def _convert(expr, source, target):
     """C that converts ``expr`` (a local) of dtype ``source`` to dtype ``target``."""
     if source == target:
         return expr
-    c = _C_TYPES[target.name]
+    c = _C_TYPES[dtype_name(target)]
     if target.kind == "c":
         real = _REAL_OF[c]
         if source.kind == "c":
@@ -164,7 +164,7 @@ def _convert(expr, source, target):
     if target.kind == "b":
         return f"({expr}.x != 0 || {expr}.y != 0)" if source.kind == "c" else f"({expr} != 0)"
     cast = f"(({c}){expr})"
-    return f"rh({cast})" if target.name == "float16" else cast
+    return f"rh({cast})" if dtype_name(target) == "float16" else cast
 
 
 def _common(nodes):
@@ -263,7 +263,7 @@ def _power(node, same, nodes):
 def _scalar_parameter(spec):
     if spec.weak:
         return {"b": "bool", "i": "long long", "f": "double", "c": "c128"}[spec.dtype.kind]
-    return _C_TYPES[spec.dtype.name]
+    return _C_TYPES[dtype_name(spec.dtype)]
 
 
 def _statements(expression, ndim, load, scalar, dims, lines):
@@ -273,12 +273,12 @@ def _statements(expression, ndim, load, scalar, dims, lines):
     struct's fields). The locals' names, in the nodes' order."""
     names = []
     for index, node in enumerate(expression.nodes):
-        name, c_type = f"v{index}", _C_TYPES[node.dtype.name]
+        name, c_type = f"v{index}", _C_TYPES[dtype_name(node.dtype)]
         if node.op == "input":
             spec = expression.inputs[node.attr]
             if spec.array:
                 value = load(node.attr)
-                if node.dtype.name == "float16":
+                if dtype_name(node.dtype) == "float16":
                     value = f"h2f({value})"
             else:  # (its parameter's C type is the node's)
                 value = f"{scalar}{node.attr}"
@@ -293,7 +293,7 @@ def _statements(expression, ndim, load, scalar, dims, lines):
                      f"{dims}period[{a}])")
         else:
             value = _operation(node, [names[a] for a in node.args], expression.nodes)
-            if node.dtype.name == "float16" and node.op not in ("astype", "real", "imag"):
+            if dtype_name(node.dtype) == "float16" and node.op not in ("astype", "real", "imag"):
                 value = f"rh({value})"
         lines.append(f"    const {c_type} {name} = {value};")
         names.append(name)
@@ -317,9 +317,9 @@ def source(expression, layout, out_dtype=None):
     if ndim > MAX_DIMS:
         raise InvalidArgumentError(f"a fused kernel takes at most {MAX_DIMS} dimensions, got "
                                    f"{ndim}")
-    parameters = [f"const {_STORED[expression.inputs[k].dtype.name]} *in{j}"
+    parameters = [f"const {_STORED[dtype_name(expression.inputs[k].dtype)]} *in{j}"
                   for j, k in enumerate(arrays)]
-    parameters.append(f"{_STORED[out_dtype.name]} *out")
+    parameters.append(f"{_STORED[dtype_name(out_dtype)]} *out")
     parameters += [f"{_scalar_parameter(spec)} s{k}" for k, spec in enumerate(expression.inputs)
                    if not spec.array]
     parameters.append("long long n")
@@ -353,7 +353,7 @@ def source(expression, layout, out_dtype=None):
 
     names = _statements(expression, ndim, load, "s", "d.", lines)
     result = _convert(names[-1], expression.dtype, out_dtype)
-    if out_dtype.name == "float16":
+    if dtype_name(out_dtype) == "float16":
         result = f"f2h({result})"
     lines.append(f"    out[{offsets[len(arrays)]}] = {result};")
     lines.append("  }")
@@ -390,7 +390,7 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
     element = expression.inputs[0].dtype
     result = numpy.dtype(result or expression.dtype)
     position = {k: j for j, k in enumerate(arrays)}
-    fields = [f"const {_STORED[expression.inputs[k].dtype.name]} *in{j};"
+    fields = [f"const {_STORED[dtype_name(expression.inputs[k].dtype)]} *in{j};"
               for j, k in enumerate(arrays) if j]
     fields += [f"{_scalar_parameter(spec)} s{k};" for k, spec in enumerate(expression.inputs)
                if not spec.array]
@@ -398,7 +398,7 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
     lines += [_dims_declaration(ndim, len(arrays)),
               f"struct Element {{ {' '.join(fields)} Dims d; }};"]
     index = "unsigned int" if narrow else "long long"
-    head = f"AM {_C_TYPES[result.name]} {ELEMENT}({_C_TYPES[element.name]} element, "
+    head = f"AM {_C_TYPES[dtype_name(result)]} {ELEMENT}({_C_TYPES[dtype_name(element)]} element, "
     if axis is None:
         lines += [head + "long long flat_index, const Element &e) {",
                   f"    {index} i = ({index})flat_index;",

@@ -22,8 +22,8 @@ import numpy
 
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 
-__all__ = ["DTYPES", "OPERATIONS", "Expression", "Input", "Node", "frequency_dtype",
-           "numpy_operation"]
+__all__ = ["DTYPES", "OPERATIONS", "Expression", "Input", "Node", "dtype_name", "dtype_text",
+           "frequency_dtype", "numpy_operation"]
 
 # the dtypes an expression computes in (what NumPy arrays, CuPy and torch share)
 DTYPES = tuple(numpy.dtype(name) for name in (
@@ -122,6 +122,25 @@ class Node(NamedTuple):
     weak: bool
 
 
+_NAMES, _TEXTS = {}, {}  # dtype -> its name, its str(): NumPy computes both in Python
+
+
+def dtype_name(dtype):
+    """``dtype.name``, remembered per dtype (a trace and its source ask for it often)."""
+    found = _NAMES.get(dtype)
+    if found is None:
+        found = _NAMES[dtype] = dtype.name
+    return found
+
+
+def dtype_text(dtype):
+    """``str(dtype)`` (its byte order too), remembered per dtype."""
+    found = _TEXTS.get(dtype)
+    if found is None:
+        found = _TEXTS[dtype] = str(dtype)
+    return found
+
+
 def frequency_dtype(element):
     """The dtype of ``frequency(axis)`` for an element of dtype ``element``: float32 next to
     single precision (so a float32 filter stays float32), float64 otherwise."""
@@ -162,12 +181,14 @@ _PYTHON = {"add": lambda a, b: a + b, "subtract": lambda a, b: a - b,
 
 def numpy_operation(op, attr, values):
     """``op`` (a name of :data:`OPERATIONS`) applied by NumPy to ``values``, floating point
-    warnings silenced (an expression may divide by zero where ``where`` discards it)."""
+    warnings silenced (an expression may divide by zero where ``where`` discards it); a
+    conversion's other warnings too (a cast's, which NumPy's error state does not govern)."""
     definition = OPERATIONS[op]
-    with numpy.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+    with numpy.errstate(all="ignore"):
         if op == "astype":
-            return definition.numpy(values[0], attr)
+            with warnings.catch_warnings():  # (entered for casts alone: it costs 2 us)
+                warnings.simplefilter("ignore")
+                return definition.numpy(values[0], attr)
         return definition.numpy(*values)
 
 
@@ -188,11 +209,11 @@ class Builder:
         self.element = self.inputs[0].dtype
 
     def _add(self, op, args, attr, dtype, weak):
-        key = (op, args, attr if op != "constant" else (type(attr), attr, str(dtype), weak))
+        key = (op, args, attr if op != "constant" else (type(attr), attr, dtype_text(dtype), weak))
         found = self._known.get(key)
         if found is not None:
             return found
-        text = repr((op, attr if op != "constant" else repr(attr), str(dtype), weak,
+        text = repr((op, attr if op != "constant" else repr(attr), dtype_text(dtype), weak,
                      tuple(self.digests[a] for a in args)))
         self.nodes.append(Node(op, args, attr, dtype, weak))
         self.digests.append(hashlib.sha256(text.encode()).hexdigest())
@@ -259,7 +280,8 @@ class Builder:
             raise UnsupportedDTypeError(
                 f"{name} of {', '.join(str(n.dtype) for n in nodes)} values: {error}") from None
         dtype = weak_dtype(result) if weak else numpy.asarray(result).dtype
-        _check_dtype(dtype, f"{name} of {', '.join(str(n.dtype) for n in nodes)} values")
+        if dtype not in DTYPES:  # (the message built only then)
+            _check_dtype(dtype, f"{name} of {', '.join(str(n.dtype) for n in nodes)} values")
         if all(n.op == "constant" for n in nodes):  # folded
             if weak:
                 value = _python_operation(op, [n.attr for n in nodes])
@@ -292,7 +314,7 @@ class Builder:
                     stack.append((a, False))
         nodes = tuple(self.nodes[i]._replace(args=tuple(seen[a] for a in self.nodes[i].args))
                       for i in order)
-        signature = repr([(str(i.dtype), i.array, i.weak) for i in self.inputs])
+        signature = repr([(dtype_text(i.dtype), i.array, i.weak) for i in self.inputs])
         key = hashlib.sha256((signature + self.digests[output]).encode()).hexdigest()[:32]
         return Expression(nodes, self.inputs, key)
 
