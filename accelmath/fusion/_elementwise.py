@@ -106,9 +106,18 @@ _VALUES = (type(None), bool, int, float, complex, str, bytes, numpy.generic, num
            types.ModuleType, types.FunctionType, types.BuiltinFunctionType, numpy.ufunc)
 
 
+# the types of _VALUES met most, by exact type (a dict lookup before isinstance's walk)
+_EXACT = {t: False for t in (type(None), bool, int, str, bytes, type, types.ModuleType,
+                             types.FunctionType, types.BuiltinFunctionType, numpy.ufunc)}
+_EXACT.update({float: True, complex: True})  # (True: keyed by repr)
+
+
 def _value_key(value):
     """``value`` with its type (2.0 and numpy.float64(2.0), or 0.0 and -0.0, are other
     traces), or None where it is not a value of :data:`_VALUES`."""
+    by_repr = _EXACT.get(type(value))
+    if by_repr is not None:
+        return (type(value), repr(value)) if by_repr else (type(value), value)
     if value is _MISSING:
         return ("missing",)
     if isinstance(value, tuple):
@@ -128,6 +137,9 @@ def function_key(fn):
     code = getattr(fn, "__code__", None)
     if code is None:
         return fn
+    if not (code.co_names or getattr(fn, "__closure__", None) or getattr(fn, "__defaults__", None)
+            or getattr(fn, "__kwdefaults__", None)):
+        return (code, ())  # (it reads nothing but its arguments: the common lambda)
     try:
         names = fn.__globals__
         read = [cell.cell_contents for cell in fn.__closure__ or ()]

@@ -433,6 +433,15 @@ def test_a_call_like_a_remembered_one_but_for_a_wrong_argument_is_refused(wrong)
         F.fft(x, epilogue=epilogue, **arguments)
 
 
+@pytest.mark.parametrize("role", ["prologue", "epilogue"])
+def test_an_unhashable_norm_is_refused_as_a_norm_on_the_memo_path(role):
+    # a torch tensor has a memo key (a CPU one too); the norm makes it unhashable
+    torch = pytest.importorskip("torch")
+    x = torch.ones(8, dtype=torch.complex128)
+    with pytest.raises(InvalidArgumentError, match="norm"):
+        F.fft(x, norm=["ortho"], **{role: lambda y: y * 2})
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("wrong", [{"axis": 1.0}, {"axis": True}, {"workers": 2.0},
                                    {"prologue_args": (1.0,)}])

@@ -86,7 +86,10 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     if ((prologue is None or epilogue is None) and fn is not None and out is None
             and stream is None and (unused is None or unused.__class__ is tuple and not unused)):
         key = _key(call, x, fn, args, prologue is not None)
-        found = None if key is None else _remembered.get(key)
+        try:
+            found = None if key is None else _remembered.get(key)
+        except TypeError:  # (an unhashable norm or execution: refused by the checked path)
+            found = key = None
         if found is not None:
             result = found.run(x, key[2], args)  # (key[2]: x's layout key)
             if result is not None:
@@ -240,12 +243,7 @@ def _key(call, x, fn, args, prologue):
         if layout is None:
             return None
         key.append((value.__class__, layout))
-    key = tuple(key)
-    try:
-        hash(key)
-    except TypeError:  # (an unhashable norm or execution: refused by the checked path)
-        return None
-    return key
+    return tuple(key)  # (hashed by the memo's lookup, which refuses an unhashable one)
 
 
 class _Remembered:
