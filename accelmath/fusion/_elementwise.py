@@ -115,7 +115,10 @@ _EXACT.update({float: True, complex: True})  # (True: keyed by repr)
 def _value_key(value):
     """``value`` with its type (2.0 and numpy.float64(2.0), or 0.0 and -0.0, are other
     traces), or None where it is not a value of :data:`_VALUES`."""
-    by_repr = _EXACT.get(type(value))
+    try:
+        by_repr = _EXACT.get(type(value))
+    except TypeError:  # (a type of an unhashable metaclass: no value of _VALUES)
+        return None
     if by_repr is not None:
         return (type(value), repr(value)) if by_repr else (type(value), value)
     if value is _MISSING:
@@ -130,20 +133,39 @@ def _value_key(value):
     return (type(value), value)
 
 
+_NAMES = {}  # code object -> the names it and the code nested in it read (globals, attributes)
+
+
+def _names(code):
+    """The global and attribute names ``code`` reads, the code nested in it (a comprehension,
+    a lambda) included."""
+    found = _NAMES.get(code)
+    if found is None:
+        names = dict.fromkeys(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                names.update(dict.fromkeys(_names(const)))
+        if len(_NAMES) >= _APPLIED_LIMIT:
+            _NAMES.clear()
+        found = _NAMES[code] = tuple(names)
+    return found
+
+
 def function_key(fn):
     """What decides ``fn``'s traces: its code and the values it reads (its closure's cells,
-    the globals it names, its defaults), where all are plain values; else the function
-    itself."""
+    the globals it and the code nested in it name, its defaults), where all are plain values;
+    else the function itself (a bound method too: its object's attributes are read)."""
     code = getattr(fn, "__code__", None)
-    if code is None:
+    if code is None or isinstance(fn, types.MethodType):
         return fn
-    if not (code.co_names or getattr(fn, "__closure__", None) or getattr(fn, "__defaults__", None)
+    names = _names(code)
+    if not (names or getattr(fn, "__closure__", None) or getattr(fn, "__defaults__", None)
             or getattr(fn, "__kwdefaults__", None)):
         return (code, ())  # (it reads nothing but its arguments: the common lambda)
     try:
-        names = fn.__globals__
+        found = fn.__globals__
         read = [cell.cell_contents for cell in fn.__closure__ or ()]
-        read += [names.get(name, _MISSING) for name in code.co_names]
+        read += [found.get(name, _MISSING) for name in names]
         read += list(fn.__defaults__ or ())
         read += [value for _, value in sorted((fn.__kwdefaults__ or {}).items())]
     except (ValueError, AttributeError):  # (an empty cell)

@@ -159,3 +159,57 @@ def test_a_lambda_written_in_a_loop_is_traced_once_per_distinct_value():
     weights = np.ones(3)  # (an unhashable value read: the function object itself is the key)
     first = _elementwise.traced(lambda y: y + weights.sum(), "epilogue")
     assert _elementwise.traced(lambda y: y + weights.sum(), "epilogue") is not first
+
+
+# -- what a function reads, and which calls share its trace ---------------------------------
+
+GAIN = 2.0
+
+
+def test_a_global_read_inside_a_comprehension_is_read_each_call():
+    # (a global a function reads is a constant of its trace, found again by its value: also
+    # where the code that reads it is nested in the function's own, a comprehension's)
+    global GAIN
+    import accelmath.fft as F
+
+    x = np.arange(8.0) + 0j
+    try:
+        for gain in (2.0, 3.0):
+            GAIN = gain
+            got = F.fft(x, epilogue=lambda y: [y * GAIN for _ in (0,)][0])
+            np.testing.assert_allclose(got, np.fft.fft(x) * gain)
+    finally:
+        GAIN = 2.0
+
+
+def test_bound_methods_of_two_objects_do_not_share_a_trace():
+    import accelmath.fft as F
+
+    class Gain:
+        def __init__(self, k):
+            self.k = k
+
+        def apply(self, y):
+            return y * self.k
+
+    x = np.arange(8.0) + 0j
+    for k in (2.0, 3.0):
+        np.testing.assert_allclose(F.fft(x, epilogue=Gain(k).apply), np.fft.fft(x) * k)
+
+
+def test_a_value_whose_type_cannot_be_hashed_is_read_as_the_function_itself():
+    from accelmath.fusion._elementwise import function_key
+
+    class Meta(type):
+        def __eq__(cls, other):  # (and so no __hash__: its classes are unhashable)
+            return cls is other
+
+    class Odd(metaclass=Meta):
+        k = 2.0
+
+    odd = Odd()
+    fn = lambda y: y * odd.k  # noqa: E731
+    assert function_key(fn) is fn
+    from accelmath.fusion import elementwise
+
+    np.testing.assert_array_equal(elementwise(fn)(np.arange(3.0)), np.arange(3.0) * 2.0)
