@@ -247,6 +247,42 @@ def test_the_timed_choice_gives_the_same_result_either_way(cp, monkeypatch):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("role", ["prologue", "epilogue"])
+def test_a_call_timed_to_the_callback_way_keeps_taking_it(cp, monkeypatch, role):
+    # the timing runs the separate way too: that run must not remember the call as separate
+    runs, chosen = [], {}
+    run = _callback.CallbackPlan.run
+
+    def counted(self, *args):
+        runs.append(self)
+        return run(self, *args)
+
+    def timed(key, describe, ways, *rest):  # (both ways run once, as the timing runs them)
+        if key not in chosen:
+            for way in ways.values():
+                way()
+            chosen[key] = 1
+        return chosen[key]
+
+    monkeypatch.setattr(_callback.CallbackPlan, "run", counted)
+    monkeypatch.setattr(_callback, "background", False)
+    monkeypatch.setattr(_callback, "MIN_POINTS", 0)
+    monkeypatch.setattr(_callback, "fastest", timed)
+    F.clear_cache()
+    rng = _rng()
+    x = _complex(rng, (2, 256), np.complex64)
+    for _ in range(3):
+        k = _complex(rng, (256,), np.complex64)
+        got = F.fft(cp.asarray(x), **{role: _times, f"{role}_args": (cp.asarray(k), 2.0)})
+        product = x.astype(np.complex128) * k * 2.0
+        expected = (np.fft.fft(product) if role == "prologue"
+                    else np.fft.fft(x.astype(np.complex128)) * k * 2.0)
+        assert_close(got.get(), expected, 2e-5)
+    assert len(runs) == 4  # (the timing's and the first call's, then one a call)
+    F.clear_cache()
+
+
+@pytest.mark.gpu
 def test_transforms_that_callbacks_do_not_fit_run_the_separate_passes(cp, callbacks_only):
     rng = _rng()
     x = _complex(rng, (64, 8), np.complex64)

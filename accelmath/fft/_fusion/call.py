@@ -108,11 +108,14 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
             key = None  # (remembered once the callback way was timed against this one)
         elif prepared is not None:
             handle = resolve_stream(stream, op)
-            return _callback.choose(
-                prepared,
-                lambda: _separate(call, x, op, out, stream, geometry, prologue, prologue_args,
-                                  epilogue, epilogue_args, key),
-                lambda: _with_callbacks(prepared, problem, op, handle), op.device_id, handle)
+
+            def separate(remember_as=None):
+                return _separate(call, x, op, out, stream, geometry, prologue, prologue_args,
+                                 epilogue, epilogue_args, remember_as)
+
+            return _callback.choose(prepared, separate,
+                                    lambda: _with_callbacks(prepared, problem, op, handle),
+                                    op.device_id, handle, lambda: separate(key))
     return _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
                      epilogue_args, key)
 

@@ -447,10 +447,14 @@ class Prepared(NamedTuple):
                       self.posts)
 
 
-def choose(prepared, separate, callback, device_id, stream):
+def choose(prepared, separate, callback, device_id, stream, chosen_separate=None):
     """The result of the faster of ``separate()`` and ``callback()`` for the problem of
     :class:`Prepared` ``prepared`` (timed on its first call,
-    :func:`~accelmath.fusion._strategy.fastest`)."""
+    :func:`~accelmath.fusion._strategy.fastest`); where the separate way is the faster, of
+    ``chosen_separate()`` where given (a call that remembers itself, which the timing runs
+    must not: the call like it would then never meet the callback way again)."""
     ways = {LABELS[0]: separate, LABELS[1]: callback}
     chosen = fastest(prepared.key, prepared.describe, ways, device_id, stream, ("cufft",))
-    return (separate, callback)[chosen]()
+    if chosen:
+        return callback()
+    return (chosen_separate or separate)()
