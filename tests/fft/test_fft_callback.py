@@ -236,6 +236,7 @@ def test_a_plan_takes_new_operands_and_scalars_without_a_new_callback_plan(cp,
 @pytest.mark.gpu
 def test_the_timed_choice_gives_the_same_result_either_way(cp, monkeypatch):
     monkeypatch.setattr(_callback, "background", False)
+    monkeypatch.setattr(_callback, "MIN_POINTS", 0)
     F.clear_cache()
     rng = _rng()
     x = _complex(rng, (4, 1 << 16), np.complex64)
