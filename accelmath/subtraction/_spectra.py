@@ -289,8 +289,8 @@ class Spectra:
         """Whether :meth:`direct_difference` runs here now: on a GPU, for a configuration
         the direct kernel takes, once that kernel is compiled. Its compile starts in the
         background when first asked, at the subtract stage of a first call, after the compiles
-        that call waits for: beside it they took longer (measured on an H200 with an empty
-        store: the FFT plans' kernel 1.2 s, against 0.2 s alone)."""
+        that call waits for: beside it they took several times longer (a profile of a first
+        call with an empty store)."""
         if not self.direct:
             return False
         w, device = self.configuration.half_width, self.kind.ordinal
