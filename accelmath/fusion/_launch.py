@@ -24,7 +24,6 @@ __all__ = ["KeptLaunch", "aligned_strides", "alignment", "kernel_call", "pointer
 
 _BLOCK = 256
 _FILE = "accelmath_fused.cu"
-_lock = threading.Lock()
 _kernels = {}  # (key, layout, out dtype, device) -> CUfunction
 
 
@@ -38,13 +37,10 @@ def aligned_strides(op, shape):
 def _kernel(expression, layout, out_dtype, device_id):
     key = (expression.key, layout, out_dtype, device_id)
     found = _kernels.get(key)
-    if found is None:
-        with _lock:
-            found = _kernels.get(key)
-            if found is None:
-                source = _cuda.source(expression, layout, out_dtype)
-                module = modules.loaded(device_id, source, _FILE)
-                found = _kernels[key] = module.function(_cuda.KERNEL)
+    if found is None:  # (loaded() compiles a source once: threads meeting here find one module)
+        source = _cuda.source(expression, layout, out_dtype)
+        module = modules.loaded(device_id, source, _FILE)
+        found = _kernels[key] = module.function(_cuda.KERNEL)
     return found
 
 

@@ -421,3 +421,25 @@ def test_a_long_compile_does_not_hold_up_another_source(monkeypatch):
         quick.join()
     assert loaded(0, "// quick") == b"// quick"
     assert loaded(0, "// slow") == b"// slow"
+
+
+def test_a_source_compiling_in_the_background_is_not_looked_up_in_the_store(monkeypatch):
+    # (a caller polls is_compiled while its compile runs: no store read per poll)
+    import threading
+
+    release = threading.Event()
+    options = CompileOptions(arch=(9, 0))
+    key = modules._compile_key("// polled", options, "polled.cu")
+    compiling = threading.Thread(target=release.wait, args=(30,))
+    compiling.start()
+    reads = []
+    monkeypatch.setattr(store, "load", lambda *args: reads.append(args))
+    monkeypatch.setitem(modules._soon, key, compiling)
+    try:
+        assert not modules.is_compiled("// polled", options, "polled.cu")
+        assert not reads
+    finally:
+        release.set()
+        compiling.join()
+    modules.is_compiled("// polled", options, "polled.cu")  # (done: the store is asked)
+    assert reads

@@ -208,7 +208,12 @@ def is_compiled(source, options, name="kernel.cu"):
     """Whether :func:`compile_cuda` of this code returns without running NVRTC: compiled by
     :func:`compile_soon` in this process, or kept in the store."""
     key = _compile_key(source, options, name)
-    return key in _done or store.load("nvrtc", key) is not None
+    if key in _done:
+        return True
+    thread = _soon.get(key)
+    if thread is not None and thread.is_alive():  # (compiling: the store has nothing yet)
+        return False
+    return store.load("nvrtc", key) is not None
 
 
 def _compile_key(source, options, name):
