@@ -423,7 +423,7 @@ def test_a_long_compile_does_not_hold_up_another_source(monkeypatch):
     assert loaded(0, "// slow") == b"// slow"
 
 
-def test_a_source_compiling_in_the_background_is_not_looked_up_in_the_store(monkeypatch):
+def test_a_source_compiling_in_the_background_is_not_looked_up_in_the_store(monkeypatch, nvrtc):
     # (a caller polls is_compiled while its compile runs: no store read per poll)
     import threading
 
