@@ -319,10 +319,12 @@ class Convolver(Resource):
         if any(n < 1 for n in shape) or k.size == 0:
             raise InvalidArgumentError(f"shape={shape} and a kernel of shape {tuple(k.shape)} "
                                        "must not be empty")
-        self.axes = _transformed(_check_axes(axes, len(shape), shape, k.shape), shape,
-                                 k.shape)
+        checked = _check_axes(axes, len(shape), shape, k.shape)
+        self.axes = _transformed(checked, shape, k.shape)
         self.dtype = _compute_dtype(k.dtype, k.dtype if dtype is None else dtype)
         self.shape, self.mode = shape, mode
+        if correlate:  # (as correlate(): every axis checked, the kernel reversed along all)
+            _swap_needed(mode, shape, k.shape, tuple(range(len(shape))))
         if _swap_needed(mode, shape, k.shape, self.axes):
             raise InvalidArgumentError(
                 "mode='valid' here needs images at least as large as the kernel along every "
@@ -330,8 +332,8 @@ class Convolver(Resource):
         self._geometry = _Geometry(shape, tuple(k.shape), mode, self.axes,
                                    self.dtype.kind != "c")
         y = _as(k, self.dtype)
-        if correlate:
-            y = _flipped(y, self.axes, self.dtype, "kernel")
+        if correlate:  # (along the axes given, length-1 ones too: a product there, reversed)
+            y = _flipped(y, checked, self.dtype, "kernel")
         self._spectrum = self._geometry.spectrum(y) if self.axes else y
         self._device = k.device_id
         super().__init__()

@@ -55,10 +55,33 @@ def test_random_cases_are_scipys(round_):
             assert not isinstance(got, ValueError), f"{where}: {got}"
             assert got.shape == expected.shape, where
             np.testing.assert_allclose(got, expected, atol=1e-9, err_msg=where)
+        if axes is None:  # a Convolver made to correlate, axes of one point among them
+            got = _outcome(lambda: _correlated(a, b, mode))
+            expected = _outcome(lambda: scipy.signal.correlate(a, b, mode=mode, method="fft"))
+            where = f"seed {SEED}: Convolver correlate {a.shape} {b.shape} {mode}"
+            if isinstance(expected, ValueError) or isinstance(got, ValueError):
+                # (a Convolver takes no image smaller than its kernel in 'valid' mode)
+                assert isinstance(got, ValueError) and mode == "valid", where
+            else:
+                np.testing.assert_allclose(got, expected, atol=1e-9, err_msg=where)
         if axes is None and mode != "valid":
             with F.Convolver(b, a.shape, mode=mode, dtype=a.dtype) as convolver:
                 np.testing.assert_allclose(convolver(a), scipy.signal.fftconvolve(a, b, mode=mode),
                                            atol=1e-9)
+
+
+def _correlated(image, kernel, mode):
+    with F.Convolver(kernel, image.shape, mode=mode, dtype=image.dtype,
+                     correlate=True) as convolver:
+        return convolver(image)
+
+
+def test_a_correlating_convolver_reverses_its_kernel_along_axes_of_one_point():
+    kernel = np.array([1.0, 2.0, 3.0])
+    np.testing.assert_allclose(_correlated(np.ones(1), kernel, "full"), [3.0, 2.0, 1.0])
+    image, kernel = np.arange(6.0).reshape(1, 6), np.arange(9.0).reshape(3, 3)
+    np.testing.assert_allclose(_correlated(image, kernel, "full"),
+                               scipy.signal.correlate(image, kernel), atol=1e-12)
 
 
 def test_axes_of_one_point_multiply():
