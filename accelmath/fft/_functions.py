@@ -12,7 +12,7 @@ in :func:`accelmath.fft._transform.transform`.
 
 from accelmath._core.arguments import length
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.fft._fusion import fused_call
+from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
@@ -73,7 +73,7 @@ def fft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="auto
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", _one(n), (axis,), norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -129,7 +129,7 @@ def ifft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", _one(n), (axis,), norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -185,7 +185,7 @@ def rfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("r2c", _one(n), (axis,), norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -242,7 +242,7 @@ def irfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2r", _one(n), (axis,), norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -301,7 +301,7 @@ def hfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="aut
         like = target_of(like)
     call = record(Transform, ("c2r", _one(n), (axis,), swap_norm(norm), True, True,
                               execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -358,7 +358,7 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         like = target_of(like)
     call = record(Transform, ("r2c", _one(n), (axis,), swap_norm(norm), False, True,
                               execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,

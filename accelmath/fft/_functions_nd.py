@@ -2,7 +2,7 @@
 :mod:`accelmath.fft._functions`, whose one-axis functions these extend."""
 
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.fft._fusion import fused_call
+from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
 
@@ -58,7 +58,7 @@ def fft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -115,7 +115,7 @@ def ifft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -172,7 +172,7 @@ def rfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -229,7 +229,7 @@ def irfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -287,7 +287,7 @@ def fftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -345,7 +345,7 @@ def ifftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2c", s, axes, norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -403,7 +403,7 @@ def rfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("r2c", s, axes, norm, False, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -461,7 +461,7 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2r", s, axes, norm, True, False, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,

@@ -19,6 +19,7 @@ from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
+from accelmath.fft._fusion import absent
 from accelmath.fft._layout import output_layout
 
 __all__ = ["FFT"]
@@ -313,7 +314,7 @@ class FFT(Plan):
         if self._fusion is not None:
             result = self._fusion.execute(self, call, x, out, direction, stream, prologue_args,
                                           epilogue_args)
-        elif prologue_args or epilogue_args:
+        elif not (absent(prologue_args) and absent(epilogue_args)):
             raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
                                        "a prologue or an epilogue")
         else:

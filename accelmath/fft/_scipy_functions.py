@@ -10,7 +10,7 @@ norm.
 """
 
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.fft._fusion import fused_call
+from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
 from accelmath.fft._transform import transform
@@ -68,7 +68,7 @@ def hfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -125,7 +125,7 @@ def ihfft2(a, s=None, axes=(-2, -1), norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -184,7 +184,7 @@ def hfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("c2r", s, axes, swap_norm(norm), True, True, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
@@ -242,7 +242,7 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
     if like is not None:
         like = target_of(like)
     call = record(Transform, ("r2c", s, axes, swap_norm(norm), False, True, execution, workers))
-    if prologue is None and epilogue is None and not (prologue_args or epilogue_args):
+    if plain_call(prologue, epilogue, prologue_args, epilogue_args):
         result = transform(call, a, out, stream)
     else:
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,

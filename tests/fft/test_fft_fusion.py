@@ -433,6 +433,21 @@ def test_a_call_like_a_remembered_one_but_for_a_wrong_argument_is_refused(wrong)
         F.fft(x, epilogue=epilogue, **arguments)
 
 
+@pytest.mark.parametrize("given", [0.0, False, np.float64(0), np.ones(8), (1.0,), [2.0]],
+                         ids=["0.0", "False", "numpy-0", "array", "tuple", "list"])
+@pytest.mark.parametrize("role", ["prologue", "epilogue"])
+def test_arguments_without_their_function_are_refused(role, given):
+    # (falsy scalars and arrays too: none is taken for "no arguments")
+    x = np.ones(8) + 0j
+    with pytest.raises(InvalidArgumentError, match=f"{role}_args given without"):
+        F.fft(x, **{f"{role}_args": given})
+    other = "epilogue" if role == "prologue" else "prologue"
+    with pytest.raises(InvalidArgumentError, match=f"{role}_args given without"):
+        F.fft(x, **{other: lambda y: y * 2, f"{role}_args": given})
+    with pytest.raises(InvalidArgumentError, match="need a plan made with"):
+        F.FFT(x).execute(x, **{f"{role}_args": given})
+
+
 @pytest.mark.parametrize("role", ["prologue", "epilogue"])
 def test_an_unhashable_norm_is_refused_as_a_norm_on_the_memo_path(role):
     # a torch tensor has a memo key (a CPU one too); the norm makes it unhashable

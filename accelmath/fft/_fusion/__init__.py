@@ -11,7 +11,7 @@ load :mod:`accelmath.fusion` (tracing, code generation, kernels: about 30 ms).
 
 import importlib
 
-__all__ = ["fused_call", "multiply", "product", "spectral_filter"]
+__all__ = ["absent", "fused_call", "multiply", "plain_call", "product", "spectral_filter"]
 
 _loaded = {}  # name -> what it names, imported with its first use
 
@@ -29,6 +29,20 @@ def _load(name):
                             attribute)
         _loaded[name] = found
     return found
+
+
+def absent(args):
+    """Whether the further arguments ``args`` of a prologue or an epilogue are none: the
+    default ``()``, or None (an array, or a scalar, even 0, is an argument)."""
+    return args is None or args.__class__ is tuple and not args
+
+
+def plain_call(prologue, epilogue, prologue_args, epilogue_args):
+    """Whether a call takes no prologue, no epilogue and no arguments for either: the plain
+    transform. Arguments given without their function go to the fused call, which refuses
+    them (:func:`~.fused.check_unused`)."""
+    return (prologue is None and epilogue is None and absent(prologue_args)
+            and absent(epilogue_args))
 
 
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):

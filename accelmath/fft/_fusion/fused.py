@@ -24,6 +24,7 @@ from accelmath._core.operand import wrap_named
 from accelmath._core.plan import Call
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
+from accelmath.fft._fusion import absent
 from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.fusion._evaluate import Axes
@@ -67,9 +68,9 @@ def output_context(kind, shape, axes, lengths):
 
 def check_unused(prologue, prologue_args, epilogue, epilogue_args):
     """Refuse further arguments of a prologue or an epilogue that is not there."""
-    if prologue is None and prologue_args not in ((), None):
+    if prologue is None and not absent(prologue_args):
         raise InvalidArgumentError("prologue_args given without a prologue")
-    if epilogue is None and epilogue_args not in ((), None):
+    if epilogue is None and not absent(epilogue_args):
         raise InvalidArgumentError("epilogue_args given without an epilogue")
 
 
