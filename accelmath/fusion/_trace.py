@@ -16,8 +16,8 @@ import threading
 import numpy
 
 from accelmath.errors import InvalidArgumentError, TraceError
-from accelmath.fusion._graph import (DTYPES, SCALARS, Builder, Input, is_scalar, numpy_operation,
-                                     weak_dtype)
+from accelmath.fusion._graph import (DTYPES, OPERATIONS, SCALARS, Builder, Input, is_scalar,
+                                     numpy_operation, weak_dtype)
 
 __all__ = ["Symbol", "frequency", "gelu", "index", "input_of", "relu", "sigmoid", "trace"]
 
@@ -55,7 +55,6 @@ class Symbol:
 
     __slots__ = ("_builder", "_node")
     __array_priority__ = 1000
-    __hash__ = None  # == builds an expression
 
     def __init__(self, builder, node):
         self._builder, self._node = builder, node
@@ -157,6 +156,29 @@ class Symbol:
         raise TraceError(f"{what} of a traced value is not supported: it stands for one "
                          "element of an array")
 
+    def _operator(self, symbol, *other):
+        raise TraceError(f"the operator {symbol} is not supported in a fused expression; it "
+                         "takes + - * / ** unary -, abs(), comparisons, & | ~ and the ufuncs")
+
+    def __floordiv__(self, o): self._operator("//")
+    def __rfloordiv__(self, o): self._operator("//")
+    def __mod__(self, o): self._operator("%")
+    def __rmod__(self, o): self._operator("%")
+    def __divmod__(self, o): self._operator("divmod()")
+    def __rdivmod__(self, o): self._operator("divmod()")
+    def __matmul__(self, o): self._operator("@")
+    def __rmatmul__(self, o): self._operator("@")
+    def __lshift__(self, o): self._operator("<<")
+    def __rlshift__(self, o): self._operator("<<")
+    def __rshift__(self, o): self._operator(">>")
+    def __rrshift__(self, o): self._operator(">>")
+    def __xor__(self, o): self._operator("^")
+    def __rxor__(self, o): self._operator("^")
+    def __round__(self, ndigits=None): self._operator("round()")
+    def __trunc__(self): self._operator("math.trunc()")
+    def __floor__(self): self._operator("math.floor()")
+    def __ceil__(self): self._operator("math.ceil()")
+    def __hash__(self): self._refuse("hashing (a dict key, a set member)")  # (== traces)
     def __len__(self): self._refuse("len()")
     def __iter__(self): self._refuse("iteration")
     def __getitem__(self, key): self._refuse("indexing")
@@ -193,6 +215,10 @@ def _node_of(builder, value, name):
 
 def _apply(op, args, name, attr=None, python=None):
     """The symbol of ``op`` on ``args`` (symbols of the running trace or scalars)."""
+    arity = OPERATIONS[op].arity
+    if len(args) != arity:  # (numpy.where(condition) alone, say)
+        raise TraceError(f"{name} takes {arity} argument{'s' if arity > 1 else ''} in a fused "
+                         f"expression, got {len(args)}")
     builder = _builder(name)
     nodes = tuple(_node_of(builder, a, name) for a in args)
     return Symbol(builder, builder.apply(op, nodes, attr=attr, name=name, python=python))

@@ -213,3 +213,15 @@ def test_a_value_whose_type_cannot_be_hashed_is_read_as_the_function_itself():
     from accelmath.fusion import elementwise
 
     np.testing.assert_array_equal(elementwise(fn)(np.arange(3.0)), np.arange(3.0) * 2.0)
+
+
+@pytest.mark.parametrize("construct, fn", [
+    ("//", lambda y: y // 2), ("//", lambda y: 2 // y), ("%", lambda y: y % 2),
+    ("@", lambda y: y @ y), ("<<", lambda y: y << 1), (">>", lambda y: 1 >> y),
+    ("\\^", lambda y: y ^ y), ("divmod", lambda y: divmod(y, 2)), ("round", lambda y: round(y)),
+    ("floor", lambda y: __import__("math").floor(y)), ("hashing", lambda y: {y: 1}),
+    ("numpy.where takes 3 arguments", lambda y: np.where(y > 1)),
+])
+def test_unsupported_operators_are_trace_errors_naming_them(construct, fn):
+    with pytest.raises(TraceError, match=construct):
+        trace(fn, np.float64)
