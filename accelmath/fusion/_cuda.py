@@ -474,6 +474,9 @@ class _Complex64(ctypes.Structure):
 def scalar_argument(value, spec):
     """The ctypes value a scalar input ``value`` is passed as (see :func:`source`)."""
     kind = _scalar_parameter(spec)
+    if kind == "long long" and not -2 ** 63 <= value < 2 ** 63:  # (ctypes would wrap it)
+        raise InvalidArgumentError(f"the scalar argument {value} does not fit a 64-bit "
+                                   "integer, which a fused expression takes a Python int as")
     if kind == "c128":
         z = complex(value)
         return _Complex128(z.real, z.imag)

@@ -196,10 +196,19 @@ def arguments(args, name):
     values = []
     for k, value in enumerate(args):
         if is_scalar(value):
-            values.append(value)
+            values.append(checked_scalar(value, f"{name}[{k}]"))
         else:
             values.append(wrap_named(value, f"{name}[{k}]"))
     return values
+
+
+def checked_scalar(value, name):
+    """Scalar argument ``value`` (named ``name``), refused where it is a Python int that a
+    64-bit integer does not hold (the kernel's parameter would wrap it)."""
+    if value.__class__ is int and not -2 ** 63 <= value < 2 ** 63:
+        raise InvalidArgumentError(f"{name} = {value} does not fit a 64-bit integer, which a "
+                                   "fused expression takes a Python int as; pass it as a float")
+    return value
 
 
 def dtype_of(name, what="an array"):
@@ -319,10 +328,14 @@ def compute(expression, values, shape, like, out=None, context=None, handle=None
     target = out or in_place
     if not like.on_device:
         arguments = [v if is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
-        if target is not None and target.package == "numpy":
-            evaluate(expression, arguments, shape, context, out=target.obj)
-            return target.obj
-        result = evaluate(expression, arguments, shape, context)
+        try:
+            if target is not None and target.package == "numpy":
+                evaluate(expression, arguments, shape, context, out=target.obj)
+                return target.obj
+            result = evaluate(expression, arguments, shape, context)
+        except OverflowError as exc:  # (a Python int beyond an integer element's type)
+            raise InvalidArgumentError(f"a scalar argument does not fit the expression's "
+                                       f"integer type: {exc}") from None
         if target is not None:
             target.obj[...] = target.adapter.from_numpy(result, target.obj)
             return target.obj
@@ -388,7 +401,7 @@ class Elementwise:
         values, names = [], []
         for position, value in enumerate(arguments):
             if is_scalar(value):
-                values.append(value)
+                values.append(checked_scalar(value, f"argument {position}"))
             else:
                 values.append(wrap_named(value, f"argument {position}"))
                 names.append(f"argument {position}")

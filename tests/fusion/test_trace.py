@@ -225,3 +225,22 @@ def test_a_value_whose_type_cannot_be_hashed_is_read_as_the_function_itself():
 def test_unsupported_operators_are_trace_errors_naming_them(construct, fn):
     with pytest.raises(TraceError, match=construct):
         trace(fn, np.float64)
+
+
+def test_a_python_int_argument_beyond_64_bits_is_refused_naming_it():
+    import accelmath.fft as F
+    from accelmath.fusion import elementwise
+    from accelmath.fusion._cuda import scalar_argument
+
+    with pytest.raises(InvalidArgumentError, match="argument 1 = 9223372036854775808"):
+        elementwise(lambda a, s: a + s)(np.arange(4), 2 ** 63)
+    with pytest.raises(InvalidArgumentError, match=r"epilogue_args\[0\]"):
+        F.fft(np.ones(8), epilogue=lambda y, s: y * s, epilogue_args=(2 ** 70,))
+    with pytest.raises(InvalidArgumentError, match="integer type"):  # (NumPy's own bound)
+        F.fft(np.arange(8, dtype=np.int32), prologue=lambda v, s: v + s,
+              prologue_args=(2 ** 40,))
+    # a remembered device call passes its scalars straight to the kernel: never wrapped
+    spec = trace(lambda y, s: y * s, np.float64, 1).inputs[1]
+    with pytest.raises(InvalidArgumentError, match="64-bit"):
+        scalar_argument(2 ** 64 + 3, spec)
+    assert scalar_argument(-2 ** 63, spec).value == -2 ** 63
