@@ -441,6 +441,8 @@ def check_out(out, shape, dtype, first):
     if target.adapter.immutable:
         raise UnsupportedOperandError(f"out is a {target.package} array, which cannot be "
                                       "written: leave out=None")
+    if target.package == "numpy" and not target.obj.flags.writeable:
+        raise InvalidArgumentError("out is read-only (a broadcast view, or a flag set so)")
     return target
 
 

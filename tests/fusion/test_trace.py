@@ -244,3 +244,15 @@ def test_a_python_int_argument_beyond_64_bits_is_refused_naming_it():
     with pytest.raises(InvalidArgumentError, match="64-bit"):
         scalar_argument(2 ** 64 + 3, spec)
     assert scalar_argument(-2 ** 63, spec).value == -2 ** 63
+
+
+def test_a_read_only_out_is_refused():
+    import accelmath.fft as F
+    from accelmath.fusion import elementwise
+
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        elementwise(lambda a: a * 2)(np.ones(4), out=np.broadcast_to(np.zeros(4), (4,)))
+    frozen = np.zeros(8, complex)
+    frozen.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        F.fft(np.ones(8) + 0j, epilogue=lambda y: y * 2, out=frozen)
