@@ -154,7 +154,9 @@ def _names(code):
 def function_key(fn):
     """What decides ``fn``'s traces: its code and the values it reads (its closure's cells,
     the globals it and the code nested in it name, its defaults), where all are plain values;
-    else the function itself (a bound method too: its object's attributes are read)."""
+    else the function itself (a bound method too: its object's attributes are read). A
+    function it reads is keyed as itself, not by what that function reads in turn (that is
+    kept from the first trace, as the guide says)."""
     code = getattr(fn, "__code__", None)
     if code is None or isinstance(fn, types.MethodType):
         return fn
