@@ -256,3 +256,12 @@ def test_a_read_only_out_is_refused():
     frozen.flags.writeable = False
     with pytest.raises(InvalidArgumentError, match="read-only"):
         F.fft(np.ones(8) + 0j, epilogue=lambda y: y * 2, out=frozen)
+
+
+def test_messages_name_what_the_caller_gave():
+    import accelmath.fft as F
+
+    with pytest.raises(InvalidArgumentError, match=r"args\[0\] has shape \(7,\)"):
+        F.spectral_filter(np.ones((6, 8)), lambda s, k: s * k, (np.ones(7),))
+    with pytest.raises(InvalidArgumentError, match="the prologue returns complex values"):
+        F.rfft(np.ones(8), prologue=lambda v: v * 1j)

@@ -16,6 +16,7 @@ from accelmath._core.call_key import device_reader, plain
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import wrap_named
+from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fft._fusion.fused import (check_unused, input_context, lengths_of, output_context,
@@ -127,6 +128,11 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
     if prologue is not None:
         args = arguments(prologue_args, "prologue_args")
         made = apply(prologue, op, (), args, geometry.input_context, stream, name="prologue")
+        if call.kind == "r2c" and wrap_named(made, "the prologue's result").dtype.startswith(
+                "complex"):
+            raise InvalidArgumentError(
+                "the prologue returns complex values; a real-to-complex transform takes real "
+                "ones (return the real part, .real)")
         if epilogue is None:
             result = transform(call, made, out, stream)
             if key is not None and op.obj is x and op.on_device and result is not made:

@@ -22,6 +22,7 @@ import numpy
 
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
+from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
@@ -34,6 +35,21 @@ from accelmath.fusion._strategy import fastest
 __all__ = ["spectral_filter"]
 
 
+def _check_args(values, half):
+    """Refuse an array of ``args`` that does not broadcast to the half spectrum's shape (named
+    as the caller named it: the transforms below would call it a prologue's argument)."""
+    for k, value in enumerate(values):
+        if hasattr(value, "adapter"):
+            shape = tuple(value.shape)
+            try:
+                fits = numpy.broadcast_shapes(half, shape) == half
+            except ValueError:
+                fits = False
+            if not fits:
+                raise InvalidArgumentError(f"args[{k}] has shape {shape}, which does not "
+                                           f"broadcast to the half spectrum's {half}")
+
+
 def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
     """The body of :func:`accelmath.fft.spectral_filter` (see there), loaded with its first
     call."""
@@ -42,6 +58,10 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
     values = arguments(args, "args")
     axes, _ = norms.normalize_axes(tuple(op.shape), None, axes, unique=True)
     lengths = tuple(op.shape[a] for a in axes)
+    if axes:
+        half = list(op.shape)
+        half[axes[-1]] = half[axes[-1]] // 2 + 1
+        _check_args(values, tuple(half))
 
     def separate():
         return irfftn(rfftn(x, axes=axes, stream=stream), s=lengths, axes=axes, stream=stream,
