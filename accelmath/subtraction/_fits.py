@@ -65,23 +65,44 @@ def _image(path, hdu, what):
     """The data (native byte order) and header of the image HDU ``hdu`` of ``path`` (None:
     the first HDU holding an image)."""
     name = os.fspath(path)
+    error = None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            return _read_image(name, hdu, what)
-        finally:
-            for warning in caught:  # (astropy warns of a truncated file, then reads zeros)
-                if "truncated" in str(warning.message):
-                    raise InvalidArgumentError(
-                        f"{what}: {name} is truncated ({warning.message})") from None
-                warnings.warn_explicit(warning.message, warning.category, warning.filename,
-                                       warning.lineno)
+            try:
+                found = _read_image(name, hdu, what, memmap=True)
+            except _Scaled:  # (scaled data are not memory-mapped by astropy: read, converted)
+                found = _read_image(name, hdu, what, memmap=False)
+        except Exception as exc:  # (said after the warnings: a truncation's comes first)
+            error = exc
+    for warning in caught:  # (astropy warns of a truncated file, then reads zeros)
+        if "truncated" in str(warning.message):
+            raise InvalidArgumentError(f"{what}: {name} is truncated ({warning.message})") \
+                from None
+    if error is not None:
+        raise error
+    for warning in caught:  # (passed on once the recording has ended: never to itself)
+        warnings.warn_explicit(warning.message, warning.category, warning.filename,
+                               warning.lineno)
+    return found
 
 
-def _read_image(name, hdu, what):
+class _Scaled(Exception):
+    """Data that astropy does not memory-map (BZERO, BSCALE or BLANK in the header)."""
+
+
+def _unreadable(exc, memmap, what, name):
+    """The error of data that cannot be read: :class:`_Scaled` where astropy asks for
+    ``memmap=False``, else an InvalidArgumentError naming the file."""
+    if memmap and "memmap=False" in str(exc):
+        return _Scaled()
+    return InvalidArgumentError(f"{what}: {name} cannot be read ({exc})")
+
+
+def _read_image(name, hdu, what, memmap):
     fits = _fits()
     try:
-        hdus = fits.open(name, memmap=True, lazy_load_hdus=False)
+        hdus = fits.open(name, memmap=memmap, lazy_load_hdus=False)
     except FileNotFoundError:
         raise InvalidArgumentError(f"{what}: no such file: {name}") from None
     except (OSError, ValueError, TypeError) as exc:
@@ -99,7 +120,7 @@ def _read_image(name, hdu, what):
             raise InvalidArgumentError(f"{what}: {name} has no HDU {hdu!r} (it has "
                                        f"{[h.name for h in hdus]})") from None
         except (OSError, ValueError, TypeError) as exc:  # (a truncated file: its data)
-            raise InvalidArgumentError(f"{what}: {name} cannot be read ({exc})") from None
+            raise _unreadable(exc, memmap, what, name) from None
         if not found.is_image:
             raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
                                        f"{type(found).__name__}, not an image")
@@ -115,7 +136,7 @@ def _read_image(name, hdu, what):
             # the one conversion: big-endian (or scaled, or integer) data to native numbers
             array = numpy.array(data, dtype=numpy.dtype(dtype).newbyteorder("="), order="C")
         except (OSError, ValueError, TypeError) as exc:  # (truncated data)
-            raise InvalidArgumentError(f"{what}: {name} cannot be read ({exc})") from None
+            raise _unreadable(exc, memmap, what, name) from None
         return array, found.header.copy()
 
 

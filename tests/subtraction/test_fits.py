@@ -144,3 +144,36 @@ def test_bad_files_are_named(files, tmp_path):
     fits.PrimaryHDU(np.ones((2, 4, 4), ">f4")).writeto(cube)
     with pytest.raises(InvalidArgumentError, match="3-D image"):
         read_pair(cube, cube)
+
+
+def test_a_file_astropy_warns_of_is_read_once_and_its_warnings_passed_on(files, tmp_path):
+    # (the warnings were passed on while still recorded: each one recorded again, for ever)
+    import threading
+    import warnings
+
+    _, paths = files
+    extra = tmp_path / "extra.fits"
+    extra.write_bytes(paths["sci"].read_bytes() + b"x" * 10)  # (bytes after the last HDU)
+    outcome = {}
+
+    def read():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            outcome["pair"] = read_pair(paths["ref"], extra)
+        outcome["warnings"] = len(caught)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(60)
+    assert not reader.is_alive(), "reading a file astropy warns of did not end"
+    assert outcome["warnings"] >= 1 and outcome["pair"].science.shape == (SIZE, SIZE)
+
+
+def test_scaled_integer_images_are_read_as_their_values(tmp_path):
+    # uint16 data: astropy writes them with BZERO, which it does not memory-map
+    values = (np.arange(SIZE * SIZE, dtype=np.uint16) % 40000).reshape(SIZE, SIZE)
+    for name in ("ref", "sci"):
+        fits.PrimaryHDU(values).writeto(tmp_path / f"{name}.fits")
+    assert fits.getheader(tmp_path / "ref.fits")["BZERO"] == 32768
+    pair = read_pair(tmp_path / "ref.fits", tmp_path / "sci.fits")
+    np.testing.assert_array_equal(np.asarray(pair.reference), values)
