@@ -97,7 +97,7 @@ def read_manifest(path, out_dir=None):
     def absolute(value):
         return os.path.normpath(os.path.join(base, value))
 
-    pairs, outputs = [], {}
+    pairs, outputs, inputs = [], {}, {}
     for number, row in enumerate(rows, start=2):  # (row 1: the header)
         cells = {c: (row.get(c) or "").strip() for c in _COLUMNS}
         for column in ("reference", "science"):
@@ -116,40 +116,50 @@ def read_manifest(path, out_dir=None):
         if output in (pair.reference, pair.science, pair.mask):
             raise InvalidArgumentError(f"{name}, row {number}: the output {output} is one of "
                                        "the pair's own files")
+        for path in (pair.reference, pair.science, pair.mask):
+            if path is not None:
+                inputs.setdefault(path, number)
         pairs.append(pair)
+    for output, number in outputs.items():
+        if output in inputs:
+            raise InvalidArgumentError(f"{name}, row {number} writes {output}, which row "
+                                       f"{inputs[output]} reads")
     return pairs
 
 
 def is_complete(path):
-    """Whether ``path`` is a whole FITS image: it opens, and the file holds the data its
-    header declares (a file cut short by a crash is not complete)."""
+    """Whether ``path`` is a whole difference image that this code wrote: not a link, a FITS
+    file whose header carries the ``AMVERS`` record (see :func:`write_difference`) and that
+    holds the data its header declares (a file cut short by a crash is not complete)."""
+    return _state(path) == "complete"
+
+
+def _state(path):
+    """What an existing output is: ``"link"``; ``"complete"`` (:func:`is_complete`);
+    ``"cut"``, a difference of this code cut short; or ``"foreign"``, anything else (not
+    FITS, unreadable, or a FITS file this code did not write)."""
+    if os.path.islink(path):
+        return "link"
     try:
         from astropy.io import fits
     except ImportError:
-        return False
+        return "foreign"
     try:
         size = os.path.getsize(path)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # (astropy's word on a cut-short file: False here)
+            warnings.simplefilter("ignore")  # (astropy's word on a cut-short file: "cut" here)
             with fits.open(path, memmap=False, lazy_load_hdus=False) as hdus:
                 header = hdus[0].header
+        if "AMVERS" not in header:
+            return "foreign"
         count = 1
         for axis in range(1, header.get("NAXIS", 0) + 1):
             count *= header.get(f"NAXIS{axis}", 0)
         data = count * abs(header.get("BITPIX", 8)) // 8
         needed = len(header.tostring()) + -(-data // 2880) * 2880
-        return header.get("NAXIS", 0) == 2 and size >= needed
+        return "complete" if header.get("NAXIS", 0) == 2 and size >= needed else "cut"
     except (OSError, ValueError, TypeError, KeyError):
-        return False
-
-
-def _is_fits(path):
-    """Whether the file ``path`` begins as every FITS file does."""
-    try:
-        with open(path, "rb") as f:
-            return f.read(9) == b"SIMPLE  ="
-    except OSError:
-        return False
+        return "foreign"
 
 
 def _run_one(pair, configuration, overwrite, mask_excludes):
@@ -159,13 +169,16 @@ def _run_one(pair, configuration, overwrite, mask_excludes):
 
     start = time.perf_counter()
     try:
-        if not overwrite and os.path.exists(pair.output):
-            if is_complete(pair.output):
+        if not overwrite and os.path.lexists(pair.output):
+            state = _state(pair.output)
+            if state == "complete":
                 return Outcome(pair, "skipped", seconds=time.perf_counter() - start)
-            if not _is_fits(pair.output):  # (not a difference cut short: not ours to replace)
+            if state != "cut":  # (only a difference of ours cut short is replaced)
+                what = ("a link" if state == "link" else
+                        "a file this code did not write (no AMVERS record)")
                 raise InvalidArgumentError(
-                    f"the output {pair.output} exists and is not a FITS file: it is left as "
-                    "it is (pass overwrite=True, or --overwrite, to replace it)")
+                    f"the output {pair.output} exists and is {what}: it is left as it is "
+                    "(pass overwrite=True, or --overwrite, to replace it)")
         kind = _gpu_kind()
         read = read_pair(pair.reference, pair.science, pair.mask, mask_excludes=mask_excludes,
                          like=None if kind is None else kind.module)

@@ -124,8 +124,51 @@ def test_an_incomplete_or_foreign_file_is_not_complete(tmp_path):
     assert not is_complete(cube)
     image = tmp_path / "image.fits"
     fits.PrimaryHDU(np.ones((3, 3))).writeto(image)
-    assert is_complete(image)
+    assert not is_complete(image)  # (a whole image, but not a difference this code wrote)
+    header = fits.Header()
+    header["AMVERS"] = "0.1.0"
+    ours = tmp_path / "ours.fits"
+    fits.PrimaryHDU(np.ones((3, 3)), header=header).writeto(ours)
+    assert is_complete(ours)
+    link = tmp_path / "link.fits"
+    link.symlink_to(ours)
+    assert not is_complete(link)
     assert SurveyPair("a", "b", None, "c").mask is None
+
+
+def test_an_output_this_code_did_not_write_is_left_as_it_is(survey):
+    pairs = read_manifest(survey / "pairs.csv", survey / "out")[:1]
+    output = pairs[0].output
+    os.makedirs(os.path.dirname(output), exist_ok=True)
+    catalog = survey / "catalog.fits"
+    fits.BinTableHDU.from_columns([fits.Column("x", "E", array=np.ones(3))]).writeto(catalog)
+    image = survey / "image.fits"
+    fits.PrimaryHDU(np.ones((SIZE, SIZE))).writeto(image)
+    for planted, kind in ((catalog, "did not write"), (image, "did not write"),
+                          ("link", "a link"), ("dangling", "a link")):
+        if planted == "link":
+            os.symlink(image, output)
+        elif planted == "dangling":
+            os.symlink(survey / "nowhere.fits", output)
+        else:
+            with open(planted, "rb") as f, open(output, "wb") as g:
+                g.write(f.read())
+        before = os.readlink(output) if os.path.islink(output) else open(output, "rb").read()
+        outcome, = subtract_files(pairs, configuration=CONFIGURATION)
+        assert outcome.status == "failed" and kind in outcome.error, (planted, outcome)
+        after = os.readlink(output) if os.path.islink(output) else open(output, "rb").read()
+        assert after == before
+        os.remove(output)
+    outcome, = subtract_files(pairs, configuration=CONFIGURATION)
+    assert outcome.status == "written" and is_complete(output)
+
+
+def test_a_manifest_may_not_write_what_another_row_reads(tmp_path):
+    manifest = tmp_path / "pairs.csv"
+    manifest.write_text("reference,science,output\nr0.fits,s0.fits,s1.fits\n"
+                        "r1.fits,s1.fits,d1.fits\n")
+    with pytest.raises(InvalidArgumentError, match="row 2 writes .*s1.fits, which row 3 reads"):
+        read_manifest(manifest)
 
 
 @pytest.mark.gpu
@@ -149,7 +192,7 @@ def test_an_existing_file_that_is_not_a_difference_is_left_alone(survey):
     with open(pairs[0].output, "w") as f:
         f.write("someone's notes")
     outcome = subtract_files(pairs, configuration=CONFIGURATION)[0]
-    assert outcome.status == "failed" and "not a FITS file" in outcome.error
+    assert outcome.status == "failed" and "did not write" in outcome.error
     with open(pairs[0].output) as f:
         assert f.read() == "someone's notes"
     assert subtract_files(pairs, configuration=CONFIGURATION, overwrite=True)[0].status == \
