@@ -49,9 +49,14 @@ def run_single(args, stream=None):
     stream = sys.stderr if stream is None else stream
     from accelmath.subtraction import Subtractor, read_pair, write_difference
     from accelmath.subtraction._demo import resolve_device
+    from accelmath.subtraction._fits import check_output
 
     if args.output is None:
         raise InvalidArgumentError("-o/--output names the difference image to write")
+    try:  # (before the work: an output there, or a folder that cannot take it)
+        check_output(args.output, args.overwrite)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(str(exc).replace("overwrite=True", "--overwrite")) from None
     _, like, label = resolve_device(args.device)
     stages = _Stages(4, stream)
     hdu = int(args.hdu) if args.hdu is not None and args.hdu.isdigit() else args.hdu

@@ -224,6 +224,25 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
     return FitsPair(ref, sci, use, header, paths)
 
 
+def check_output(path, overwrite):
+    """``(name, folder)`` of an output ``path`` that :func:`write_difference` can write (a
+    caller asks before its work): a file's name, not there unless ``overwrite``, in a folder
+    that exists and is writable; else InvalidArgumentError naming it."""
+    name = os.fspath(path)
+    if not name or name.endswith(os.sep):
+        raise InvalidArgumentError(f"the output {name!r} names no file")
+    if os.path.lexists(name) and not overwrite:
+        raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    folder = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(folder):
+        raise InvalidArgumentError(f"{name} cannot be written: its folder {folder} does not "
+                                   "exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise InvalidArgumentError(f"{name} cannot be written: its folder {folder} is not "
+                                   "writable")
+    return name, folder
+
+
 def write_difference(path, difference, header=None, result=None, *, dtype="float32",
                      overwrite=False):
     """Write a difference image to a FITS file, atomically: a reader never sees a half-written
@@ -258,15 +277,15 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     if dtype not in ("float32", "float64"):
         raise InvalidArgumentError(f"dtype={dtype!r}: a difference is written as float32 or "
                                    "float64")
-    name = os.fspath(path)
-    if os.path.exists(name) and not overwrite:
-        raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    name, folder = check_output(path, overwrite)
     difference = from_numba(difference)  # (a Numba array: read through a CuPy or torch view)
     data = numpy.asarray(kind_of(difference).to_numpy(difference), dtype=dtype)
     if data.ndim != 2:
         raise InvalidArgumentError(f"the difference is {data.ndim}-D; a FITS image of it must "
                                    "be 2-D")
     hdu = fits.PrimaryHDU(data, header=None if header is None else header.copy())
+    for key in ("CHECKSUM", "DATASUM"):  # (the science data's: they would fail to verify)
+        hdu.header.remove(key, ignore_missing=True, remove_all=True)
     if result is not None:
         c = result.configuration
         values = {"AMRATIO": float(result.ratio), "AMHALFW": c.half_width,
@@ -278,7 +297,6 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
             hdu.header[key] = (value, RECORDS[key])
     else:
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
-    folder = os.path.dirname(os.path.abspath(name))
     temporary = os.path.join(folder, f".accelmath-{uuid.uuid4().hex}.fits")
     # (made new, never through a link; with the permissions the umask gives any new file)
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))

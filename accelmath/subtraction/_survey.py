@@ -82,23 +82,35 @@ def read_manifest(path, out_dir=None):
     base = os.path.dirname(os.path.abspath(name))
     out_dir = base if out_dir is None else os.path.abspath(os.fspath(out_dir))
     try:
-        with open(name, newline="") as f:
-            rows = list(csv.DictReader(f))
-            fields = list(rows[0]) if rows else []
+        # (utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name)
+        with open(name, newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            fields = [(n or "").strip().lower() for n in reader.fieldnames or ()]
+            reader.fieldnames = fields
+            rows = []
+            for row in reader:  # (numbered as the file's lines: blank ones are skipped)
+                rows.append((reader.line_num, row))
     except OSError as exc:
         raise InvalidArgumentError(f"the manifest {name} cannot be read: {exc}") from None
     except (csv.Error, UnicodeDecodeError) as exc:
         raise InvalidArgumentError(f"the manifest {name} is not a CSV file: {exc}") from None
     missing = [c for c in ("reference", "science") if c not in fields]
-    if rows and missing:
+    if missing:
         raise InvalidArgumentError(
             f"the manifest {name} has no column {' or '.join(missing)} in its header row "
             f"(it has {fields}); expected reference,science[,mask][,output]")
+    if not rows:
+        raise InvalidArgumentError(f"the manifest {name} lists no pairs: a header row, then a "
+                                   "row per pair")
+
     def absolute(value):
         return os.path.normpath(os.path.join(base, value))
 
     pairs, outputs, inputs = [], {}, {}
-    for number, row in enumerate(rows, start=2):  # (row 1: the header)
+    for number, row in rows:
+        if None in row:  # (cells beyond the header's columns)
+            raise InvalidArgumentError(f"{name}, row {number}: {len(row[None])} cell(s) more "
+                                       f"than the header's columns {fields}")
         cells = {c: (row.get(c) or "").strip() for c in _COLUMNS}
         for column in ("reference", "science"):
             if not cells[column]:
@@ -165,7 +177,7 @@ def _state(path):
 def _run_one(pair, configuration, overwrite, mask_excludes):
     """Read, subtract and write one pair here (a worker or this process): its Outcome."""
     from accelmath.subtraction._dask import _gpu_kind, _warm_subtractors
-    from accelmath.subtraction._fits import read_pair, write_difference
+    from accelmath.subtraction._fits import check_output, read_pair, write_difference
 
     start = time.perf_counter()
     try:
@@ -179,14 +191,15 @@ def _run_one(pair, configuration, overwrite, mask_excludes):
                 raise InvalidArgumentError(
                     f"the output {pair.output} exists and is {what}: it is left as it is "
                     "(pass overwrite=True, or --overwrite, to replace it)")
+        folder = os.path.dirname(pair.output)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        check_output(pair.output, overwrite=True)  # (before the work: a folder not writable)
         kind = _gpu_kind()
         read = read_pair(pair.reference, pair.science, pair.mask, mask_excludes=mask_excludes,
                          like=None if kind is None else kind.module)
         with _warm_subtractors().hold(read.reference, configuration) as subtractor:
             result = subtractor.subtract(read.reference, read.science, mask=read.mask)
-            folder = os.path.dirname(pair.output)
-            if folder:
-                os.makedirs(folder, exist_ok=True)
             write_difference(pair.output, result.difference, read.header, result,
                              overwrite=True)
         return Outcome(pair, "written", seconds=time.perf_counter() - start,
@@ -273,7 +286,11 @@ def _on_cluster(distributed, client, pairs, configuration, overwrite, mask_exclu
     index = {future.key: k for k, future in enumerate(futures)}
     outcomes = [None] * len(pairs)
     for future in distributed.as_completed(futures):
-        outcome = future.result()
-        outcomes[index[future.key]] = outcome
+        k = index[future.key]
+        try:
+            outcome = future.result()
+        except Exception as exc:  # (a worker lost with the pair: that pair fails alone)
+            outcome = Outcome(pairs[k], "failed", f"{type(exc).__name__}: {exc}", 0.0)
+        outcomes[k] = outcome
         report(outcome)
     return outcomes

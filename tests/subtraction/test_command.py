@@ -40,7 +40,13 @@ def test_one_pair(tmp_path, capsys):
         assert hdus[0].header["AMRATIO"] == pytest.approx(direct.ratio, rel=1e-12)
         assert hdus[0].header["AMHALFW"] == 3
     assert main(["subtract", str(ref), str(sci), "-o", str(out), "--half-width", "3"]) == 1
-    assert "exists; pass overwrite=True" in capsys.readouterr().err
+    assert "exists; pass --overwrite" in capsys.readouterr().err
+    # an output that cannot be written is said before the work, naming its folder
+    missing = tmp_path / "no-such-folder" / "diff.fits"
+    assert main(["subtract", str(ref), str(sci), "-o", str(missing)]) == 1
+    assert "no-such-folder does not exist" in capsys.readouterr().err
+    assert main(["subtract", str(ref), str(sci), "-o", ""]) == 1
+    assert "names no file" in capsys.readouterr().err
 
 
 def test_a_manifest(tmp_path, capsys):

@@ -177,3 +177,15 @@ def test_scaled_integer_images_are_read_as_their_values(tmp_path):
     assert fits.getheader(tmp_path / "ref.fits")["BZERO"] == 32768
     pair = read_pair(tmp_path / "ref.fits", tmp_path / "sci.fits")
     np.testing.assert_array_equal(np.asarray(pair.reference), values)
+
+
+def test_the_difference_does_not_carry_the_science_data_checksums(files, tmp_path):
+    pair, paths = files
+    signed = tmp_path / "signed.fits"
+    with fits.open(paths["sci"]) as hdus:
+        hdus.writeto(signed, checksum=True)
+    read = read_pair(paths["ref"], signed)
+    assert "CHECKSUM" in read.header
+    out = write_difference(tmp_path / "diff.fits", np.ones((SIZE, SIZE)), read.header)
+    with fits.open(out, checksum=True) as hdus:  # (a stale checksum would fail to verify)
+        assert "CHECKSUM" not in hdus[0].header and "DATASUM" not in hdus[0].header

@@ -163,6 +163,26 @@ def test_an_output_this_code_did_not_write_is_left_as_it_is(survey):
     assert outcome.status == "written" and is_complete(output)
 
 
+def test_manifests_as_spreadsheets_write_them(tmp_path):
+    manifest = tmp_path / "pairs.csv"
+    # a byte-order mark, spaces and capitals in the header, CRLF, a blank line
+    manifest.write_bytes("\ufeffReference, Science ,Mask\r\nr0.fits,s0.fits,\r\n\r\n"
+                         "r1.fits,s1.fits,m1.fits\r\n".encode())
+    pairs = read_manifest(manifest)
+    assert [os.path.basename(p.science) for p in pairs] == ["s0.fits", "s1.fits"]
+    assert pairs[0].mask is None and pairs[1].mask.endswith("m1.fits")
+    manifest.write_text("reference,science\n\nr.fits,\n")
+    with pytest.raises(InvalidArgumentError, match="row 3: no science file"):  # (its line)
+        read_manifest(manifest)
+    manifest.write_text("reference,science\nr.fits,s.fits,extra.fits\n")
+    with pytest.raises(InvalidArgumentError, match="row 2: 1 cell"):
+        read_manifest(manifest)
+    for text in ("", "reference,science\n"):
+        manifest.write_text(text)
+        with pytest.raises(InvalidArgumentError, match="no column|lists no pairs"):
+            read_manifest(manifest)
+
+
 def test_a_manifest_may_not_write_what_another_row_reads(tmp_path):
     manifest = tmp_path / "pairs.csv"
     manifest.write_text("reference,science,output\nr0.fits,s0.fits,s1.fits\n"
@@ -218,3 +238,35 @@ def test_where_the_pairs_run_is_said_once_and_checked(survey):
     assert subtract_files([], configuration={**CONFIGURATION, "workers": 2}) == []
     with pytest.raises(InvalidArgumentError, match="out of subtract_files's configuration"):
         subtract_files(pairs, configuration={"shape": (8, 8)})
+
+
+def test_a_pair_whose_worker_was_lost_fails_alone():
+    # (a worker killed with its pair: its future raises; the other pairs' outcomes are kept)
+    import types
+
+    from accelmath.subtraction._survey import Outcome, _on_cluster
+
+    class Future:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def result(self):
+            if isinstance(self.value, Exception):
+                raise self.value
+            return self.value
+
+    class Client:
+        def __init__(self):
+            self.count = 0
+
+        def submit(self, fn, pair, *args, pure):
+            self.count += 1
+            lost = RuntimeError("KilledWorker: the worker died")
+            return Future(self.count, lost if self.count == 1 else Outcome(pair, "written"))
+
+    distributed = types.SimpleNamespace(as_completed=iter)
+    pairs = [SurveyPair("a", "b", None, "c"), SurveyPair("d", "e", None, "f")]
+    seen = []
+    outcomes = _on_cluster(distributed, Client(), pairs, {}, False, True, seen.append)
+    assert [o.status for o in outcomes] == ["failed", "written"] and len(seen) == 2
+    assert "the worker died" in outcomes[0].error and outcomes[0].pair == pairs[0]
