@@ -212,9 +212,11 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
                 "by the mask: mark them in the mask")
     elif not finite.all():
         use = finite
-    if not finite.all():  # (left out of the fit; zero in the images, as outside any mask)
-        ref[~finite] = 0.0
-        sci[~finite] = 0.0
+    if not finite.all():  # (left out of the fit; each image zero where it is not finite,
+        # its finite pixels kept: a reference pixel under a science NaN is convolved into its
+        # neighbours' values, which a zero there would spoil)
+        for image in (ref, sci):
+            image[~numpy.isfinite(image)] = 0.0
     if like is not None:
         from accelmath.subtraction._ops import kind_of
 

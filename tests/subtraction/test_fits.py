@@ -107,6 +107,8 @@ def test_nan_pixels_are_left_out_or_named(files, tmp_path):
     read = read_pair(paths["ref"], nan_path)  # (no mask: left out by one made here)
     assert read.mask is not None and not read.mask[5, 7] and read.mask.sum() == SIZE**2 - 1
     assert np.isfinite(read.science).all()
+    # the reference's own pixel there is kept: it is convolved into its neighbours' values
+    assert read.reference[5, 7] == np.float32(np.asarray(pair.reference)[5, 7])
     covering = np.zeros((SIZE, SIZE), np.uint8)
     covering[5, 7] = 1
     assert not read_pair(paths["ref"], nan_path, mask=covering).mask[5, 7]
