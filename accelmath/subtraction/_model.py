@@ -40,6 +40,9 @@ __all__ = ["Configuration", "LagRules", "configure", "check_integer", "check_sha
 
 SOLVERS = ("cholesky", "lu")
 CONVOLVED = ("reference", "science")
+#: The most unknowns a configuration makes (its normal matrix: 8 GiB of float64). PHROSTY's
+#: (half_width 9, kernel_order 2) makes 2167.
+MAX_UNKNOWNS = 32768
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,8 +174,18 @@ def configure(shape, half_width=9, kernel_order=2, background_order=0, constant_
             f"half_width={half_width} is too large for images of shape {shape}: the normal "
             f"equations read lags up to +-2*half_width per axis, which needs "
             f"4*half_width+1 = {4 * half_width + 1} <= {min(shape)} pixels per axis")
+    kernel_terms = (kernel_order + 1) * (kernel_order + 2) // 2
+    unknowns = (kernel_terms * (2 * half_width + 1) ** 2
+                + (background_order + 1) * (background_order + 2) // 2)
+    if unknowns > MAX_UNKNOWNS or unknowns > shape[0] * shape[1]:
+        raise InvalidArgumentError(
+            f"kernel_order={kernel_order}, half_width={half_width} and "
+            f"background_order={background_order} make {unknowns} unknowns: at most "
+            f"{min(MAX_UNKNOWNS, shape[0] * shape[1])} are taken (no more than the pixels, "
+            f"and a normal matrix of at most {MAX_UNKNOWNS ** 2 * 8 / 2 ** 30:.0f} GiB)")
     return Configuration(shape, half_width, kernel_order, background_order,
                          bool(constant_ratio), solver, convolve)
+
 
 
 def terms(order):

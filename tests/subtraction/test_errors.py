@@ -41,6 +41,17 @@ def test_half_width_too_large_for_the_image():
         subtract(a, b, half_width=5)
 
 
+def test_a_configuration_of_more_unknowns_than_can_be_solved_is_refused_at_once():
+    # (a kernel order of 40 made 310822 unknowns: a normal matrix of 770 GB, met only when
+    # it was allocated)
+    from accelmath.subtraction import Subtractor
+
+    with pytest.raises(InvalidArgumentError, match="310822 unknowns: at most 32768"):
+        Subtractor((256, 256), kernel_order=40)
+    with pytest.raises(InvalidArgumentError, match="no more than the pixels"):
+        Subtractor((64, 64), half_width=3, kernel_order=12)
+
+
 def test_mask_of_another_shape():
     a, b = images()
     with pytest.raises(InvalidArgumentError, match=r"mask has shape \(40, 41\)"):
