@@ -258,7 +258,7 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     if client is None and scheduler is None:
         count = gpu_count()
         ordinals = _gpu_ordinals(gpus, count)
-        if ordinals == [0] or not ordinals and not count:  # (this process, no cluster)
+        if ordinals == [0] or gpus is None and not count:  # (this process, no cluster)
             outcomes = []
             for pair in pairs:
                 outcomes.append(_run_one(pair, configuration, overwrite, mask_excludes))

@@ -270,3 +270,23 @@ def test_a_pair_whose_worker_was_lost_fails_alone():
     outcomes = _on_cluster(distributed, Client(), pairs, {}, False, True, seen.append)
     assert [o.status for o in outcomes] == ["failed", "written"] and len(seen) == 2
     assert "the worker died" in outcomes[0].error and outcomes[0].pair == pairs[0]
+
+
+def test_gpus_0_runs_on_a_local_cluster_of_cpu_workers(survey, monkeypatch):
+    # (as the docstring says; without a GPU the default runs in this process)
+    pytest.importorskip("distributed")
+    from accelmath.subtraction import _dask
+
+    asked = []
+
+    def local_cluster(gpus, *args, **kwargs):
+        asked.append(gpus)
+        raise RuntimeError("a local cluster was asked for")
+
+    monkeypatch.setattr(_dask, "_local_cluster", local_cluster)
+    monkeypatch.setattr("accelmath.subtraction._gpu.gpu_count", lambda: 0)
+    pairs = read_manifest(survey / "pairs.csv", survey / "cpu-workers")[:1]
+    with pytest.raises(RuntimeError, match="local cluster"):
+        subtract_files(pairs, configuration=CONFIGURATION, gpus=0)
+    assert asked == [0]
+    assert subtract_files(pairs, configuration=CONFIGURATION)[0].status == "written"
