@@ -69,7 +69,8 @@ def run_single(args, stream=None):
         result = stages.run("subtracting", lambda: subtractor.subtract(
             pair.reference, pair.science, mask=pair.mask))
         stages.run(f"writing {args.output}", lambda: write_difference(
-            args.output, result.difference, pair.header, result, overwrite=args.overwrite))
+            args.output, result.difference, pair.header, result, overwrite=args.overwrite,
+            invalid=pair.invalid))
     print(f"photometric ratio {result.ratio:.6f}; difference written to {args.output}",
           file=stream)
     return 0

@@ -43,6 +43,9 @@ class FitsPair(NamedTuple):
         The science image's header, for the difference image.
     paths : tuple of str
         The files read: reference, science, and the mask's where there is one.
+    invalid : numpy.ndarray or None
+        True where either image is NaN or infinite (read as zero there), on the host; None
+        where every pixel is finite. :func:`write_difference` writes NaN there.
     """
 
     reference: object
@@ -50,6 +53,7 @@ class FitsPair(NamedTuple):
     mask: object
     header: object
     paths: tuple
+    invalid: object = None
 
 
 def _fits():
@@ -223,7 +227,7 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
         kind = kind_of(like)
         ref, sci = kind.asarray(ref), kind.asarray(sci)
         use = None if use is None else kind.asarray(use)
-    return FitsPair(ref, sci, use, header, paths)
+    return FitsPair(ref, sci, use, header, paths, None if finite.all() else ~finite)
 
 
 def check_output(path, overwrite):
@@ -246,7 +250,7 @@ def check_output(path, overwrite):
 
 
 def write_difference(path, difference, header=None, result=None, *, dtype="float32",
-                     overwrite=False):
+                     overwrite=False, invalid=None):
     """Write a difference image to a FITS file, atomically: a reader never sees a half-written
     file (it is written beside the target and renamed into place).
 
@@ -266,6 +270,8 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
         The stored type, "float32" (default) or "float64".
     overwrite : bool, optional
         Replace an existing file (default: refuse).
+    invalid : array of bool, optional
+        Pixels written as NaN: where an input was not finite (:attr:`FitsPair.invalid`).
 
     Returns
     -------
@@ -285,6 +291,12 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     if data.ndim != 2:
         raise InvalidArgumentError(f"the difference is {data.ndim}-D; a FITS image of it must "
                                    "be 2-D")
+    if invalid is not None:
+        invalid = numpy.asarray(invalid, dtype=bool)
+        if invalid.shape != data.shape:
+            raise InvalidArgumentError(f"invalid has shape {invalid.shape}; the difference "
+                                       f"{data.shape}")
+        data = numpy.where(invalid, numpy.nan, data).astype(dtype, copy=False)
     hdu = fits.PrimaryHDU(data, header=None if header is None else header.copy())
     for key in ("CHECKSUM", "DATASUM"):  # (the science data's: they would fail to verify)
         hdu.header.remove(key, ignore_missing=True, remove_all=True)

@@ -201,7 +201,7 @@ def _run_one(pair, configuration, overwrite, mask_excludes):
         with _warm_subtractors().hold(read.reference, configuration) as subtractor:
             result = subtractor.subtract(read.reference, read.science, mask=read.mask)
             write_difference(pair.output, result.difference, read.header, result,
-                             overwrite=True)
+                             overwrite=True, invalid=read.invalid)
         return Outcome(pair, "written", seconds=time.perf_counter() - start,
                        ratio=float(result.ratio))
     except Exception as exc:  # (reported with the pair; the others go on)

@@ -109,6 +109,14 @@ def test_nan_pixels_are_left_out_or_named(files, tmp_path):
     assert np.isfinite(read.science).all()
     # the reference's own pixel there is kept: it is convolved into its neighbours' values
     assert read.reference[5, 7] == np.float32(np.asarray(pair.reference)[5, 7])
+    assert read.invalid is not None and read.invalid.sum() == 1 and read.invalid[5, 7]
+    assert read_pair(paths["ref"], paths["sci"]).invalid is None
+    # the difference is NaN there, as the science image is
+    result = subtract(read.reference, read.science, mask=read.mask, half_width=3)
+    out = write_difference(tmp_path / "diff.fits", result.difference, read.header, result,
+                           invalid=read.invalid)
+    written = fits.getdata(out)
+    assert np.isnan(written[5, 7]) and np.isfinite(np.delete(written.ravel(), 5 * SIZE + 7)).all()
     covering = np.zeros((SIZE, SIZE), np.uint8)
     covering[5, 7] = 1
     assert not read_pair(paths["ref"], nan_path, mask=covering).mask[5, 7]

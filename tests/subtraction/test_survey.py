@@ -290,3 +290,18 @@ def test_gpus_0_runs_on_a_local_cluster_of_cpu_workers(survey, monkeypatch):
         subtract_files(pairs, configuration=CONFIGURATION, gpus=0)
     assert asked == [0]
     assert subtract_files(pairs, configuration=CONFIGURATION)[0].status == "written"
+
+
+def test_a_survey_writes_nan_where_an_input_pixel_is_not_finite(survey):
+    pairs = read_manifest(survey / "pairs.csv", survey / "nan-out")[:1]
+    science = fits.getdata(pairs[0].science).astype(np.float64)
+    science[10, 20] = np.nan
+    header = fits.getheader(pairs[0].science)
+    fits.PrimaryHDU(science, header=header).writeto(pairs[0].science, overwrite=True)
+    mask = fits.getdata(pairs[0].mask)
+    mask[10, 20] = 1  # (a bad pixel: the mask covers it)
+    fits.PrimaryHDU(mask).writeto(pairs[0].mask, overwrite=True)
+    outcome, = subtract_files(pairs, configuration=CONFIGURATION)
+    assert outcome.status == "written", outcome.error
+    written = fits.getdata(pairs[0].output)
+    assert np.isnan(written[10, 20]) and np.isfinite(written).sum() == SIZE * SIZE - 1
