@@ -108,7 +108,9 @@ class Dispatcher:
     def cache_info(self, device=None):
         """Statistics of the plan caches (see the domain's ``cache_info``): ``hits``,
         ``misses``, ``size``, ``bytes``, ``max_size`` and ``max_bytes``, summed over the
-        devices or of ``device`` alone."""
+        devices or of ``device`` alone (an ordinal: InvalidArgumentError for anything else)."""
+        if device is not None:
+            device = count(device, "device")
         infos = [c.info() for d, c in list(self._caches.items())
                  if device is None or d == device]
         total = {k: sum(getattr(i, k) for i in infos) for k in ("hits", "misses", "size")}

@@ -467,6 +467,8 @@ def all_finite(array):
     >>> all_finite(np.array([1e308, 1e308]))  # (an overflow: the exact search settles it)
     False
     """
+    if 0 in array.strides:  # (a broadcast view: its own entries once, not each repeat)
+        array = array[tuple(slice(0, 1) if s == 0 else slice(None) for s in array.strides)]
     dense = array.flags.c_contiguous
     if dense and array.size <= _DOT_SIZE:
         total = numpy.vdot(array, array)  # (BLAS's: no floating-point warnings)

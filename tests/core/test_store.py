@@ -644,3 +644,16 @@ def test_a_relative_directory_is_taken_at_import(tmp_path):
 def test_problem_creates_nothing(root):
     assert store.problem() is None
     assert not root.exists() and not root.parent.joinpath("store").exists()
+
+
+def test_a_directory_in_an_entrys_place_stops_that_entry_alone(root, caplog):
+    # (it was taken for the store's folder being unusable: no later save of the process wrote)
+    store.save("nvrtc", "first", b"1")
+    blocked = _entry(root, "nvrtc", "blocked")
+    blocked.mkdir(mode=0o700)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (no "store not used" warning)
+        store.save("nvrtc", "blocked", b"2")
+        store.save("nvrtc", "after", b"3")
+    assert blocked.is_dir() and store.load("nvrtc", "after") == b"3"
+    assert any("a directory is in its place" in r.getMessage() for r in _store_warnings(caplog))

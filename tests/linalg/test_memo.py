@@ -717,6 +717,24 @@ def test_cache_functions_match_the_ffts():
         la.set_cache_limits(max_size=64, max_bytes=4 << 30)
     la.clear_cache()
     assert la.cache_info()["size"] == 0 and not _memo.dispatcher._calls
+    for module in (la, fft):  # (a device that is no ordinal is refused, not summed over)
+        assert module.cache_info(0)["size"] == 0
+        for device in (-1, 1.5, "x", True):
+            with pytest.raises(InvalidArgumentError, match="device"):
+                module.cache_info(device)
+
+
+def test_a_broadcast_batch_is_checked_over_its_own_entries_once():
+    # (the finite check read each repeat of a broadcast view: 10^12 matrices never ended,
+    # where NumPy's allocation refuses the result at once)
+    import numpy as np
+
+    from accelmath.linalg._checks import all_finite
+
+    assert all_finite(np.broadcast_to(np.eye(2), (10 ** 12, 2, 2)))
+    assert not all_finite(np.broadcast_to(np.array([[1.0, np.nan], [0.0, 1.0]]), (10 ** 12, 2, 2)))
+    with pytest.raises(MemoryError):
+        la.inv(np.broadcast_to(np.eye(2), (10 ** 12, 2, 2)))
 
 
 @pytest.mark.gpu

@@ -325,6 +325,10 @@ def save(namespace, key, data):
         return
     try:
         private_files.write_atomically(directory / name, blob)
+    except IsADirectoryError:  # (a folder in the entry's place: that entry alone, left there)
+        _log.warning("not saving the store entry %s %r: a directory is in its place (%s)",
+                     namespace, key, directory / name)
+        return
     except OSError as exc:  # read-only, disk full...
         _report(directory.parent, f"cannot write in '{directory.parent}': {_reason(exc)}")
         return
