@@ -72,3 +72,10 @@ class Resource:
     def __exit__(self, *exc):
         """Free the object (see :meth:`free`); exceptions go on."""
         self.free()
+
+    def _not_copied(self, *args):
+        raise TypeError(f"this {self.what} holds device resources of this process and cannot be "
+                        "copied or pickled: make a new one with the same arguments")
+
+    # (a copy would share what the original frees: a later use of it would fail obscurely)
+    __copy__ = __deepcopy__ = __reduce_ex__ = _not_copied

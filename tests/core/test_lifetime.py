@@ -71,3 +71,19 @@ def test_an_object_whose_making_failed_holds_nothing_to_free():
             raise AssertionError("nothing was made")
 
     Unmade.__new__(Unmade).free()  # (no __init__ ran: nothing to release)
+
+
+def test_a_resource_is_neither_copied_nor_pickled():
+    # (a copy shared what the original frees: after free() it failed with an obscure error)
+    import copy
+    import pickle
+
+    import numpy as np
+
+    import accelmath.fft as F
+
+    plan = F.FFT(np.ones((4, 4)) + 0j)
+    for duplicate in (copy.copy, copy.deepcopy, pickle.dumps):
+        with pytest.raises(TypeError, match="FFT plan holds device resources .* cannot be copied"):
+            duplicate(plan)
+    plan.free()
