@@ -213,3 +213,20 @@ def test_the_faster_candidate_is_chosen_and_logged(caplog):
         assert _cpu._fastest((slow, fast), (3, 4), "float64") is fast
         assert _cpu._fastest((fast, slow), (3, 4), "float64") is fast
     assert "CPU FFT of torch tensors (3, 4) float64: Candidate" in caplog.text
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+def test_out_may_be_an_ndarray_subclass(tmp_path):
+    import accelmath.fft as afft
+
+    # (a memmap, a masked array, a matrix: SciPy's engine refused them as out=)
+    x = np.arange(16.0) + 1j
+    mapped = np.memmap(tmp_path / "out.dat", dtype=complex, mode="w+", shape=(16,))
+    assert afft.fft(x, out=mapped) is mapped
+    np.testing.assert_allclose(np.asarray(mapped), np.fft.fft(x), atol=1e-12)
+    masked = np.ma.zeros(16, dtype=complex)
+    afft.FFT(x).execute(x, out=masked)
+    np.testing.assert_allclose(masked.data, np.fft.fft(x), atol=1e-12)
+    matrix = np.matrix(np.zeros((4, 4), complex))
+    afft.fft2(np.ones((4, 4)) + 0j, out=matrix)
+    np.testing.assert_allclose(np.asarray(matrix), np.fft.fft2(np.ones((4, 4))), atol=1e-12)

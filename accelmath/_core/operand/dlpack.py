@@ -67,7 +67,8 @@ def read_capsule(capsule):
         For an element type accelmath cannot describe (or vectors: more than one lane).
     ValueError
         If ``capsule`` is not a capsule named ``"dltensor"`` (one already consumed is named
-        ``"used_dltensor"``).
+        ``"used_dltensor"``), or describes no tensor (a negative extent, no data for its
+        elements).
 
     Examples
     --------
@@ -81,7 +82,13 @@ def read_capsule(capsule):
     name = DTYPES.get((t.code, t.bits))
     if name is None or t.lanes != 1:
         raise unsupported_dtype(f"(DLPack code {t.code}, {t.bits} bits, {t.lanes} lanes)")
+    if t.ndim < 0 or t.ndim and not t.shape:
+        raise ValueError(f"a DLPack tensor of {t.ndim} dimensions and no shape")
     shape = tuple(t.shape[i] for i in range(t.ndim))
+    if any(n < 0 for n in shape):
+        raise ValueError(f"a DLPack tensor of shape {shape}")
+    if not t.data and 0 not in shape:  # (its elements would be read from address 0)
+        raise ValueError(f"a DLPack tensor of shape {shape} at the null address")
     strides = (tuple(t.strides[i] for i in range(t.ndim)) if t.strides
                else contiguous_strides(shape))
     return Tensor((t.data or 0) + t.byte_offset, t.device_type, t.device_id, shape, strides,

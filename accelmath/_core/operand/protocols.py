@@ -220,7 +220,12 @@ class GenericAdapter(Adapter):
             raise UnsupportedOperandError(
                 f"the __dlpack__ of {_type_name(x)} failed: {type(exc).__name__}: {exc}"
             ) from exc
-        t = dlpack.read_capsule(capsule)
+        try:
+            t = dlpack.read_capsule(capsule)
+        except ValueError as exc:  # (not a capsule, a used one, one that describes nothing)
+            raise UnsupportedOperandError(
+                f"the __dlpack__ of {_type_name(x)} gave no readable DLPack tensor: {exc}"
+            ) from None
         ready = None
         if t.device_type in (dlpack.CUDA, dlpack.CUDA_MANAGED):
             device_id = t.device_id

@@ -120,3 +120,30 @@ def test_other_device_types_are_refused(device_type):
                        match=f"lives on DLPack device type {device_type}; accelmath reads host "
                              "and CUDA memory"):
         wrap_operand(made)
+
+
+class _Gives:
+    """A producer whose ``__dlpack__`` gives ``value`` as it is."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __dlpack__(self, stream=None):
+        return self.value
+
+    def __dlpack_device__(self):
+        return (dlpack.CPU, 0)
+
+
+@pytest.mark.parametrize("made, what", [
+    (lambda: 42, "invalid PyCapsule"),
+    (lambda: np.arange(3.0).__dlpack__(max_version=(1, 0)), "incorrect name"),  # (versioned)
+    (lambda: HandMade((-8,), device_type=1), r"shape \(-8,\)"),
+    (lambda: HandMade((8,), device_type=1, data=0), "null address"),
+])
+def test_a_capsule_that_describes_no_tensor_is_refused_naming_the_producer(made, what):
+    value = made()
+    capsule = value.capsule if isinstance(value, HandMade) else value
+    with pytest.raises(UnsupportedOperandError, match=f"gave no readable DLPack tensor.*{what}"):
+        wrap_operand(_Gives(capsule))
+    assert read_capsule(HandMade((0,), device_type=1, data=0).capsule).shape == (0,)
