@@ -307,10 +307,13 @@ def _direct_target(a, out):
     order (the engine's layout of new results, so that both round alike, bit for bit), of the
     machine's byte order (the engine writes no other), apart from the input (an engine writes
     in place only over an input of its result's dtype).
-    Its callers have checked ``out``."""
+    Its callers have checked ``out``. A subclass (a memmap, a masked array, a matrix) as the
+    plain ndarray of its memory: the engine refuses some."""
     flags = out.flags
     if not (flags.c_contiguous and out.dtype.isnative):
         return None
+    if out.__class__ is not numpy.ndarray:
+        out = out.view(numpy.ndarray)
     # two arrays that own their memory are apart, unless one is the other; this saves the
     # general test (a fifth of a microsecond, on every call of a plan into out=)
     if a is not out and flags.owndata and a.flags.owndata:

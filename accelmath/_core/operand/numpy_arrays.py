@@ -52,7 +52,4 @@ class NumpyAdapter(Adapter):
         return self._np.empty(shape, numpy_dtype(dtype))
 
     def to_numpy(self, x):
-        # (a subclass, a memmap, a masked array or a matrix, as the plain ndarray of its
-        # memory: NumPy's and SciPy's engines refuse some as out=, and written there the
-        # values land in its memory all the same)
-        return x if x.__class__ is self._np.ndarray else x.view(self._np.ndarray)
+        return x
