@@ -29,8 +29,8 @@ from accelmath._core.lifetime import Resource
 from accelmath._core.operand import (ITEMSIZE, Operand, adapter_for, adapter_named, check_mutable,
                                      check_same_device, device_adapter, device_name, wrap_operand)
 from accelmath._core.operand.record import unsupported_dtype
-from accelmath.errors import (GradientError, InvalidArgumentError, UnsupportedDTypeError,
-                              UnsupportedOperandError)
+from accelmath.errors import (GradientError, InvalidArgumentError, OutOfMemoryError,
+                              UnsupportedDTypeError, UnsupportedOperandError)
 
 __all__ = ["Call", "Plan", "check_out", "mismatch", "template_operand"]
 
@@ -99,7 +99,16 @@ def template_operand(shape, dtype, strides, package, device):
         if package == "numpy":
             raise InvalidArgumentError("NumPy arrays live in host memory: leave device out")
         ensure_context(index(device, "device"))  # (NoDeviceError without a GPU)
-    return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
+    try:
+        return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
+    except (ValueError, MemoryError) as exc:  # (a shape of more bytes than memory holds)
+        if isinstance(exc, OutOfMemoryError):
+            raise
+        nbytes = ITEMSIZE[dtype]
+        for n in shape:
+            nbytes *= n
+        raise OutOfMemoryError(f"a plan's template of shape {tuple(shape)} and {dtype} takes "
+                               f"{nbytes} bytes, which cannot be allocated ({exc})") from None
 
 
 def check_out(out, like, shape, dtype, strides=None, name="out"):

@@ -482,7 +482,9 @@ class QR(_Factorization):
 
     def _solve_host(self, b, vector):
         q, r = self._factors
-        qhb = numpy.conj(numpy.swapaxes(q, -1, -2)) @ (b[..., None] if vector else b)
+        with numpy.errstate(invalid="ignore", over="ignore"):  # (an infinity in b: NaN out,
+            # as the solve's own LAPACK gives it, without a warning from the product)
+            qhb = numpy.conj(numpy.swapaxes(q, -1, -2)) @ (b[..., None] if vector else b)
         x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
                                   check_finite=False)
         return x[..., 0] if vector else x

@@ -317,3 +317,10 @@ def test_direction_runs_on_the_gpu_run_in_c_and_are_right(package, request):
     plan.free()
     with pytest.raises(StateError, match="was freed"):
         plan.direction_runs[1](x)
+
+
+def test_a_plan_of_a_shape_no_memory_holds_is_refused_saying_so():
+    from accelmath.errors import OutOfMemoryError
+
+    with pytest.raises(OutOfMemoryError, match=r"template of shape \(4611686018427387904, 2\)"):
+        FFT(shape=(2 ** 62, 2), dtype="complex128")
