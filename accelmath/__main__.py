@@ -230,7 +230,7 @@ def cache_lines():
     ...     cache_lines()[1]
     'Store: off (ACCELMATH_CACHE=0)'
     """
-    from accelmath._core.disk import store
+    from accelmath._core.disk import store, upkeep
 
     try:
         directory = str(store.cache_dir())
@@ -244,7 +244,7 @@ def cache_lines():
     else:
         problem = _store_problem(store)
         if problem is None:
-            entries, nbytes = store.size()
+            entries, nbytes = upkeep.size()
             state = f"on, {entries} entr{'y' if entries == 1 else 'ies'}, {nbytes / 1e6:.1f} MB"
         else:
             state = f"not usable: {problem}"
@@ -272,7 +272,7 @@ def _store_problem(store):
 
 
 def _cache_clear(args):
-    from accelmath._core.disk import store
+    from accelmath._core.disk import store, upkeep
     from accelmath.errors import StateError
 
     if not store.enabled():
@@ -283,7 +283,7 @@ def _cache_clear(args):
         print(f"accelmath cache clear: the store is not usable: {problem}", file=sys.stderr)
         return 1
     try:
-        cleared = store.clear()
+        cleared = upkeep.clear()
     except StateError as exc:
         print(f"accelmath cache clear: {exc}", file=sys.stderr)
         return 1

@@ -125,7 +125,7 @@ def test_cache_info(store_dir, capsys, argv):
 
 
 def test_cache_clear(store_dir, capsys):
-    from accelmath._core.disk import store
+    from accelmath._core.disk import store, upkeep
 
     (store_dir / "not-ours.txt").write_text("kept")
     entries = sorted(store_dir.glob("*/*.entry"))
@@ -133,7 +133,7 @@ def test_cache_clear(store_dir, capsys):
     out = capsys.readouterr().out
     assert sorted(out.splitlines()[:3]) == [f"removed {path}" for path in entries]
     assert out.splitlines()[3] == f"Removed 3 entries (1.5 MB) from {store_dir}"
-    assert store.size() == (0, 0) and store.load("nvrtc", "a") is None
+    assert upkeep.size() == (0, 0) and store.load("nvrtc", "a") is None
     assert (store_dir / "not-ours.txt").read_text() == "kept"
     main(["cache", "clear"])
     assert capsys.readouterr().out.startswith("Removed 0 entries (0.0 MB)")

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from accelmath._core.disk import store, upkeep
 from accelmath._core.gpu import modules
-
-from accelmath._core.disk import store
 from accelmath._core.gpu.launch import LaunchConfig, launch
 from accelmath._core.gpu.modules import CompileOptions, compile_cuda, link, loaded
 from accelmath.bindings import _loader
@@ -179,7 +178,7 @@ def test_the_second_compile_comes_from_the_store(store_root, counted, nvrtc):
     first = compile_cuda(KERNEL, options, "fill.cu")
     assert compile_cuda(KERNEL, options, "fill.cu") == first
     assert counted["nvrtc"] == 1
-    assert store.size().entries == 1
+    assert upkeep.size().entries == 1
     # each thing that shapes the bytes is in the key
     compile_cuda(KERNEL, CompileOptions(arch=(8, 0)), "fill.cu")
     compile_cuda(KERNEL, CompileOptions(arch=(9, 0), extra=("-DN=1",)), "fill.cu")

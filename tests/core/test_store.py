@@ -15,11 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from accelmath._core.disk import private_files
-
-from accelmath._core.disk import store
-
-from accelmath._core.disk import store_format
+from accelmath._core.disk import private_files, store, store_format, upkeep
 from accelmath.errors import InvalidArgumentError, StateError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -207,8 +203,8 @@ def _assert_unusable(root, caplog, recwarn, reason):
     assert issubclass(ours[0].category, RuntimeWarning)
     assert ours[0].filename == __file__  # (the first caller outside accelmath)
     assert len(_store_warnings(caplog)) == 1
-    assert store.size() == (0, 0)
-    assert store.clear()[:2] == (0, 0)
+    assert upkeep.size() == (0, 0)
+    assert upkeep.clear()[:2] == (0, 0)
     assert reason in store.problem()
 
 
@@ -263,7 +259,7 @@ def test_a_read_only_directory_is_read_but_not_written(root, caplog, recwarn, mo
     assert f"cannot write in '{root}': Read-only file system" in str(ours[0].message)
     assert store.location() is None
     assert store.problem() == f"cannot write in '{root}': Read-only file system"
-    assert store.size().entries == 1
+    assert upkeep.size().entries == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
@@ -291,7 +287,7 @@ def test_switched_off(root, recwarn, monkeypatch, value):
     assert not root.exists()
     assert not store.enabled()
     assert store.location() is None and store.problem() is None
-    assert store.size() == (0, 0)
+    assert upkeep.size() == (0, 0)
     assert not [w for w in recwarn if "store" in str(w.message)]
 
 
@@ -321,7 +317,7 @@ def test_default_location(tmp_path, root, monkeypatch):
 _WRITER = """
 import sys
 from accelmath._core.disk import private_files
-from accelmath._core.disk import store
+from accelmath._core.disk import store, upkeep
 from accelmath._core.disk import store_format
 which = int(sys.argv[1])
 for round in range(int(sys.argv[2])):
@@ -332,7 +328,7 @@ for round in range(int(sys.argv[2])):
 _READER = """
 import sys
 from accelmath._core.disk import private_files
-from accelmath._core.disk import store
+from accelmath._core.disk import store, upkeep
 from accelmath._core.disk import store_format
 seen, bad = 0, 0
 for _ in range(int(sys.argv[1])):
@@ -391,11 +387,11 @@ def test_threads_racing_on_one_key(root, caplog):
 # -- size and clear ---------------------------------------------------------------------------
 
 def test_size_and_clear(root):
-    assert store.size() == (0, 0)
+    assert upkeep.size() == (0, 0)
     store.save("nvrtc", "a", b"x" * 1000)
     store.save("nvrtc", "b", b"y" * 10)
     store.save_json("timing", "c", {"choice": 1})
-    entries, nbytes = store.size()
+    entries, nbytes = upkeep.size()
     assert entries == 3
     assert nbytes == sum(p.stat().st_size for p in root.rglob("*.entry")) and nbytes > 1010
     # what is not an entry is kept; an old temporary file (an interrupted write) is removed,
@@ -409,20 +405,20 @@ def test_size_and_clear(root):
     recent.write_bytes(b"accelmath-st")
     an_hour_ago = time.time() - 3600
     os.utime(old, (an_hour_ago, an_hour_ago))
-    cleared = store.clear()
+    cleared = upkeep.clear()
     assert cleared[:2] == (entries, nbytes)
     assert sorted(cleared.files) == sorted([*root.glob("*/*.entry.gone"), old,
                                             *[_entry(root, n, k) for n, k in
                                               [("nvrtc", "a"), ("nvrtc", "b"), ("timing", "c")]]])
-    assert store.size() == (0, 0)
+    assert upkeep.size() == (0, 0)
     assert store.load("nvrtc", "a") is None
     assert not old.exists() and recent.exists()
     assert (root / "hostcall" / "shim.so").exists() and (root / "README").exists()
-    assert store.clear()[:2] == (0, 0)
+    assert upkeep.clear()[:2] == (0, 0)
 
 
 def test_size_of_a_store_never_written(root):
-    assert store.size() == (0, 0) and store.clear()[:2] == (0, 0)
+    assert upkeep.size() == (0, 0) and upkeep.clear()[:2] == (0, 0)
     assert not root.exists()
 
 
@@ -472,7 +468,7 @@ def test_a_root_that_others_can_write_is_neither_read_nor_written(root, recwarn,
     [message] = _warnings_about(recwarn, "on-disk store is not used")
     assert f"'{root}' can be written by its group or by others (mode {mode:04o})" in message
     assert "chmod 700" in message and "ACCELMATH_CACHE_DIR" in message
-    assert store.size() == (0, 0)
+    assert upkeep.size() == (0, 0)
     assert store.problem().startswith(f"'{root}' can be written by its group or by others")
 
 
@@ -486,8 +482,8 @@ def test_a_namespace_that_others_can_write_is_neither_read_nor_written(root, rec
     assert store.load("timing", "kept") == b"{}"  # another namespace is still used
     [message] = _warnings_about(recwarn, "on-disk store is not used")
     assert f"'{root / 'nvrtc'}' can be written by its group or by others" in message
-    assert store.size().entries == 1
-    assert store.clear().entries == 1 and _entry(root, "nvrtc", "planted").exists()
+    assert upkeep.size().entries == 1
+    assert upkeep.clear().entries == 1 and _entry(root, "nvrtc", "planted").exists()
 
 
 def test_a_namespace_that_is_a_link_is_not_followed(root, tmp_path, recwarn):
@@ -502,7 +498,7 @@ def test_a_namespace_that_is_a_link_is_not_followed(root, tmp_path, recwarn):
     store.save("nvrtc", "y", b"v")
     assert sorted(p.name for p in elsewhere.iterdir()) == sorted(
         [_entry(root, "timing", "k").name, hashlib.sha256(b"x").hexdigest() + ".entry"])
-    assert store.clear().entries == 1  # the timing entry; nothing through the link
+    assert upkeep.clear().entries == 1  # the timing entry; nothing through the link
     assert len(list(elsewhere.iterdir())) == 2
     assert _warnings_about(recwarn, f"'{root / 'nvrtc'}' is a symbolic link")
 
@@ -544,7 +540,7 @@ def test_a_fifo_in_place_of_an_entry_does_not_block(root, caplog):
     assert _load_in_time("library-paths", "k") is None
     assert f"ignoring the store entry {path}" in caplog.text
     assert "not a regular file" in caplog.text
-    assert store.size() == (0, 0) and store.clear().entries == 0 and path.exists()
+    assert upkeep.size() == (0, 0) and upkeep.clear().entries == 0 and path.exists()
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
@@ -562,7 +558,7 @@ def test_a_link_to_another_entry_is_not_followed(root, caplog):
     path = _entry(root, "nvrtc", "alias")
     path.symlink_to(_entry(root, "nvrtc", "real"))
     assert store.load("nvrtc", "alias") is None
-    assert store.clear().entries == 1 and path.is_symlink()
+    assert upkeep.clear().entries == 1 and path.is_symlink()
 
 
 def test_an_entry_past_the_size_limit_is_not_read(root, caplog, monkeypatch):
@@ -603,7 +599,7 @@ def test_clear_refuses_a_directory_without_the_marker(tmp_path, root, monkeypatc
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(home))
     with pytest.raises(StateError, match=f"'{home}' does not carry accelmath's store marker "
                                          r"\(.accelmath-store\).*nothing was removed"):
-        store.clear()
+        upkeep.clear()
     assert theirs.read_bytes() == b"a user's results"
     assert store.problem() is None and not (home / store.MARKER).exists()
 
@@ -624,7 +620,7 @@ def test_clear_keeps_files_of_other_programs(tmp_path, root, monkeypatch):
     for path, content in theirs.items():
         path.write_bytes(content)
         os.utime(path, (an_hour_ago, an_hour_ago))
-    cleared = store.clear()
+    cleared = upkeep.clear()
     assert cleared.files == (_entry(home, "timing", "ours"),)
     assert all(path.read_bytes() == content for path, content in theirs.items())
 

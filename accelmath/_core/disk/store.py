@@ -21,8 +21,9 @@ file begins with a header (format version, namespace, the whole key, payload len
 SHA-256), so that an entry that is truncated, corrupted, written in another format, or that
 holds another key is detected: it is ignored, one log line of the ``accelmath.store`` logger
 names its file, and the next save of the key replaces it. Hits and misses are logged at DEBUG.
-The root carries a marker file (:data:`MARKER`), written with the first entry; :func:`clear`
-refuses a directory without it, and removes only files of the store's own names and header.
+The root carries a marker file (:data:`MARKER`), written with the first entry; ``clear``
+(:mod:`~accelmath._core.disk.upkeep`) refuses a directory without it, and removes only files
+of the store's own names and header.
 
 How: an entry is written to a temporary file in its own directory, then renamed over the old
 one (``os.replace``), so that readers and concurrent writers, threads or processes, see a whole
@@ -45,11 +46,9 @@ Examples
 ...     store.load("nvrtc", "another question") is None
 ...     store.save_json("timing", "best algorithm", {"algorithm": 3})
 ...     store.load_json("timing", "best algorithm")
-...     store.size().entries
 b'42'
 True
 {'algorithm': 3}
-2
 """
 
 import contextlib
@@ -59,20 +58,17 @@ import os
 import re
 import sys
 import threading
-import time
 import warnings
 from pathlib import Path
-from typing import NamedTuple
 
 from accelmath._core.disk import private_files, store_format
 from accelmath._core.disk.private_files import Unreadable
 from accelmath._core.disk.store_format import FORMAT, BadEntry
 from accelmath._core.switches import switched_off
-from accelmath.errors import InvalidArgumentError, StateError
+from accelmath.errors import InvalidArgumentError
 
-__all__ = ["FORMAT", "MARKER", "NAMESPACES", "Cleared", "Usage", "cache_dir", "clear",
-           "enabled", "load", "load_json", "location", "problem", "save",
-           "save_json", "size"]
+__all__ = ["FORMAT", "MARKER", "NAMESPACES", "cache_dir", "enabled", "load", "load_json",
+           "location", "problem", "save", "save_json"]
 
 NAMESPACES = {  # every namespace of the store, and what it holds
     "library-paths": "where each CUDA library was found",
@@ -85,10 +81,7 @@ NAMESPACES = {  # every namespace of the store, and what it holds
 MARKER = ".accelmath-store"  # the file that makes a directory the store's root
 _MARKER_TEXT = b"accelmath on-disk store; `accelmath cache clear` empties it\n"
 _ENTRY = re.compile(r"[0-9a-f]{64}\.entry")
-_TEMPORARY = re.compile(r"[0-9a-f]{64}\.[a-z0-9_]{8}\.tmp")  # private_files.write_atomically
-_WRITE_SECONDS = 60  # a temporary file older than this is left over from an interrupted write
 _ENTRY_LIMIT = 1 << 28  # bytes of an entry's file (compiled code is a few MB at most)
-_HEAD_LIMIT = 1 << 16  # bytes read of a file to recognize the store's header (clear)
 _FIX = ("Set ACCELMATH_CACHE_DIR to a private directory of your own (it is made 0700 if "
         "missing), or ACCELMATH_CACHE=0 to turn the store off.")
 
@@ -96,22 +89,6 @@ _log = logging.getLogger("accelmath.store")
 _lock = threading.Lock()
 _warned = {}          # directory -> the problem reported for it in this process
 _absolute = {}        # a relative ACCELMATH_CACHE_DIR -> the directory it named when first seen
-
-
-class Usage(NamedTuple):
-    """What the store holds (:func:`size`)."""
-
-    entries: int
-    bytes: int
-
-
-class Cleared(NamedTuple):
-    """What :func:`clear` removed: entries, their bytes, and every file removed (entries and
-    temporary files that interrupted writes left)."""
-
-    entries: int
-    bytes: int
-    files: tuple
 
 
 def cache_dir():
@@ -376,79 +353,6 @@ def save_json(namespace, key, value):
     save(namespace, key, text.encode())
 
 
-def size():
-    """How many entries the store holds, and their bytes on disk.
-
-    Returns
-    -------
-    Usage
-        ``(entries, bytes)``; ``(0, 0)`` where the store is off or unusable.
-    """
-    entries = total = 0
-    for _, path, status in _own_files():
-        if _ENTRY.fullmatch(path.name):
-            entries, total = entries + 1, total + status.st_size
-    return Usage(entries, total)
-
-
-def clear():
-    """Remove every entry of the store, and the temporary files that interrupted writes left.
-
-    Only what the store wrote goes: in its namespaces' directories, files of its own names
-    whose header is its own; symbolic links are never followed, and other files stay.
-
-    Returns
-    -------
-    Cleared
-        The entries removed, their bytes, and every file removed.
-
-    Raises
-    ------
-    StateError
-        If the directory does not carry the store's marker (:data:`MARKER`): it may be
-        another program's, and nothing is removed.
-
-    Examples
-    --------
-    >>> import os, tempfile
-    >>> from unittest import mock
-    >>> from accelmath._core.disk import store
-    >>> with mock.patch.dict(os.environ, ACCELMATH_CACHE_DIR=tempfile.mkdtemp()):
-    ...     store.save("nvrtc", "k", b"12345")
-    ...     store.clear().entries, store.size().entries
-    (1, 0)
-    """
-    root = _usable_root(create=False)
-    if root is None or not any(os.path.lexists(root / name) for name in NAMESPACES):
-        return Cleared(0, 0, ())  # (nothing of the store's: nothing to refuse either)
-    if not _marked(root):
-        raise StateError(
-            f"'{root}' does not carry accelmath's store marker ({MARKER}), so it may not be "
-            f"the store's: nothing was removed. Point ACCELMATH_CACHE_DIR at accelmath's "
-            f"own directory, or remove this one yourself if it is the store of an older "
-            f"accelmath.")
-    entries = total = 0
-    removed = []
-    now = time.time()
-    for namespace, path, status in _own_files():
-        entry = _ENTRY.fullmatch(path.name) is not None
-        # A recent temporary file may be a write in progress in another process.
-        if not entry and now - status.st_mtime < _WRITE_SECONDS:
-            continue
-        try:
-            head = private_files.read_file(path, _HEAD_LIMIT, head=True) or b""
-            if not store_format.written_by_store(head, namespace, path.name, not entry):
-                continue
-            path.unlink()
-        except (OSError, Unreadable) as exc:
-            _log.warning("could not remove the store file %s: %s", path, exc)
-            continue
-        removed.append(path)
-        if entry:
-            entries, total = entries + 1, total + status.st_size
-    _log.debug("store cleared: %d entries, %d bytes", entries, total)
-    return Cleared(entries, total, tuple(removed))
-
 def _entry_name(namespace, key):
     """The file name of an entry; raises where the namespace or key is not as described."""
     if not isinstance(namespace, str) or namespace not in NAMESPACES:
@@ -542,32 +446,6 @@ def _marked(root):
         return private_files.read_file(root / MARKER, len(_MARKER_TEXT)) == _MARKER_TEXT
     except Unreadable:
         return False
-
-
-def _own_files():
-    """``(namespace, path, lstat)`` of each file in a private namespace directory of a
-    private root whose name is an entry's or a temporary file's; no link is followed."""
-    root = _usable_root(create=False)
-    if root is None:
-        return
-    for namespace in NAMESPACES:
-        directory = _namespace_directory(namespace, create=False)
-        if directory is None:
-            continue
-        try:
-            with os.scandir(directory) as found:
-                items = [(item.name, item.stat(follow_symlinks=False)) for item in found
-                         if _ENTRY.fullmatch(item.name) or _TEMPORARY.fullmatch(item.name)]
-        except OSError as exc:  # removed meanwhile, or not readable
-            _log.warning("could not list the store directory %s: %s", directory, _reason(exc))
-            continue
-        for name, status in items:
-            path = directory / name
-            why = private_files.owned_regular(path, status)
-            if why is None:
-                yield namespace, path, status
-            else:
-                _log.warning("ignoring %s in the store: %s", path, why)
 
 
 def _reason(exc):
