@@ -156,7 +156,7 @@ class Symbol:
         raise TraceError(f"{what} of a traced value is not supported: it stands for one "
                          "element of an array")
 
-    def _operator(self, symbol, *other):
+    def _operator(self, symbol):
         raise TraceError(f"the operator {symbol} is not supported in a fused expression; it "
                          "takes + - * / ** unary -, abs(), comparisons, & | ~ and the ufuncs")
 

@@ -41,8 +41,10 @@ def plain_call(prologue, epilogue, prologue_args, epilogue_args):
     """Whether a call takes no prologue, no epilogue and no arguments for either: the plain
     transform. Arguments given without their function go to the fused call, which refuses
     them (:func:`~.fused.check_unused`)."""
-    return (prologue is None and epilogue is None and absent(prologue_args)
-            and absent(epilogue_args))
+    # (absent()'s rule, written out: this runs on every plain call)
+    return (prologue is None and epilogue is None
+            and (prologue_args is None or prologue_args.__class__ is tuple and not prologue_args)
+            and (epilogue_args is None or epilogue_args.__class__ is tuple and not epilogue_args))
 
 
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
