@@ -13,6 +13,10 @@ A hit takes no lock: it stamps the entry with the next tick of a clock (``iterto
 atomic), and eviction drops the entries of the oldest stamps. Ticks are also taken by inserts
 and by :meth:`PlanCache.info`, under the lock, which counts them, so that the hits are the
 ticks less those.
+
+A cache calls its ``on_drop`` (where set) after it dropped entries (evicted, dropped or
+cleared), with the lock held: a front memo that holds entries of its own
+(:meth:`~accelmath._core.dispatch.Dispatcher.front`) forgets them there.
 """
 
 import itertools
@@ -61,8 +65,9 @@ class PlanCache:
     (1, 1)
     """
 
-    def __init__(self, max_size=64, max_bytes=4 << 30):
+    def __init__(self, max_size=64, max_bytes=4 << 30, on_drop=None):
         self._entries = {}  # key -> [value, stamp of its last use]
+        self._on_drop = on_drop
         # guards inserts, evictions and the counts below (reentrant: a value's on_grow may
         # run on a thread that holds it)
         self._lock = threading.RLock()
@@ -80,6 +85,20 @@ class PlanCache:
             return None
         entry[1] = next(self._clock)
         return entry[0]
+
+    def keep_entry(self, key, keep):
+        """Call ``keep(entry, clock)`` with the lock held, where ``key`` is cached: its
+        ``[value, stamp]`` list and the clock whose ``next(clock)``, written to ``entry[1]``,
+        is a hit. For a front memo that finds the value its own way, and that ``on_drop``
+        empties (under the same lock: it never keeps an entry already dropped)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                keep(entry, self._clock)
+
+    def _dropped(self):
+        if self._on_drop is not None:
+            self._on_drop()
 
     def get_or_create(self, key, create):
         """The cached value for ``key``, or ``create()`` cached under it."""
@@ -118,6 +137,7 @@ class PlanCache:
                 break  # a single plan larger than max_bytes still serves its caller
             oldest = min(entries, key=lambda k: entries[k][1])
             total -= _nbytes(entries.pop(oldest)[0])
+            self._dropped()
 
     def set_limits(self, max_size=None, max_bytes=None):
         """Change the limits (evicting at once what no longer fits)."""
@@ -142,10 +162,12 @@ class PlanCache:
         with self._lock:
             for key in [k for k, (v, _) in self._entries.items() if predicate(v)]:
                 del self._entries[key]
+                self._dropped()
 
     def clear(self):
         """Drop every entry and reset the statistics."""
         with self._lock:
             self._entries.clear()
+            self._dropped()
             self._hit_base = -(self._tick() - self._ticks + 1)
             self._misses = 0

@@ -12,7 +12,10 @@ A domain makes one :class:`Dispatcher` for its stateless functions. A call
    the device's :class:`~accelmath._core.cache.PlanCache`), and remembers the call.
 
 So a repeated call skips normalization altogether, and a call whose arguments were never
-validated never hits. Host data runs on the device (``execution="cuda"``) through
+validated never hits. A domain may put a *front* before the memo (:meth:`Dispatcher.front`):
+for its commonest calls, the last plan a call of that form ran, keyed without the operands'
+layout, tried first through a launcher that checks the operands itself (the call shim's
+readers) and answers :data:`MISS` where they do not fit; a miss goes on to the memo. Host data runs on the device (``execution="cuda"``) through
 :func:`to_device`, and comes back through :func:`to_host`.
 """
 
@@ -22,7 +25,16 @@ from typing import Hashable, NamedTuple
 from accelmath._core.arguments import count
 from accelmath._core.cache import PlanCache
 
-__all__ = ["Dispatcher", "CachedPlan", "to_device", "to_host"]
+__all__ = ["Dispatcher", "CachedPlan", "MISS", "missed", "to_device", "to_host"]
+
+#: What a front's launcher returns where its checks do not hold (see :meth:`Dispatcher.front`).
+MISS = object()
+
+
+def missed(*args, **kwargs):
+    """The ``slow`` of a front's launcher (:func:`accelmath._core.hostcall.launcher`): every
+    call it does not make in C is a :data:`MISS`."""
+    return MISS
 
 
 class CachedPlan(NamedTuple):
@@ -65,13 +77,17 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._calls = {}  # call key -> CachedPlan, or a value the domain remembered
         self._max_calls = max_calls
+        # front key -> (runs, the plan's cache entry, the cache's clock); emptied whenever a
+        # cache drops a plan, so that it never keeps one alive or runs one the cache let go
+        self._front = {}
 
     def cache(self, device_id):
         """The plan cache of ``device_id`` (made on first use)."""
         cache = self._caches.get(device_id)
         if cache is None:
             with self._lock:
-                cache = self._caches.setdefault(device_id, PlanCache(**self._limits))
+                cache = self._caches.setdefault(device_id, PlanCache(
+                    **self._limits, on_drop=self._front.clear))
         return cache
 
     def plan(self, device_id, key, create, call=None):
@@ -96,6 +112,34 @@ class Dispatcher:
         if entry.__class__ is CachedPlan:
             return entry.cache.get(entry.key)
         return entry
+
+    def front(self, key, *operands):
+        """Run the launcher :meth:`remember_front` keeps for front key ``key`` on
+        ``operands``: its result (a hit of the plan's cache), or :data:`MISS` where there is
+        none or its checks do not hold."""
+        found = self._front.get(key)
+        if found is None:
+            return MISS
+        run, entry, clock = found
+        result = run(*operands)
+        if result is not MISS:
+            entry[1] = next(clock)
+        return result
+
+    def remember_front(self, key, call, run):
+        """Keep launcher ``run`` for front key ``key`` (a call's form, without its operands'
+        layout) while the plan that call key ``call`` leads to stays cached: ``run`` runs
+        that plan and answers :data:`MISS` where its checks of the operands fail."""
+        entry = self._calls.get(call)
+        if entry.__class__ is CachedPlan:
+            entry.cache.keep_entry(entry.key, lambda found, clock: self._keep_front(
+                key, (run, found, clock)))
+
+    def _keep_front(self, key, value):
+        front = self._front
+        if len(front) >= self._max_calls:
+            front.clear()
+        front[key] = value
 
     def remember(self, call, value):
         """Remember that call key ``call`` leads to ``value`` (a :class:`CachedPlan`, or any
@@ -122,6 +166,7 @@ class Dispatcher:
         """Forget every call and drop every cached plan (plans in use finish first); reset
         the statistics."""
         self._calls.clear()
+        self._front.clear()
         for cache in list(self._caches.values()):
             cache.clear()
 

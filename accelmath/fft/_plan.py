@@ -12,6 +12,7 @@ import functools
 import numpy
 
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
+from accelmath._core.dispatch import missed
 from accelmath._core.layout import check_dense
 from accelmath._core.operand import wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
@@ -239,6 +240,13 @@ class FFT(Plan):
             if on_gpu and d in self._calls and self._fusion is None else
             functools.partial(type(self).execute, self, direction=d)
             for d in _DIRECTIONS)
+        # the same in C alone, answering MISS for any call it does not make: the stateless
+        # functions' front (Dispatcher.front); None where it would not be in C
+        fronts = (self._launcher(self._calls[d].direct, executor.resources.local,
+                                 executor.align_mask, slow=missed)
+                  if on_gpu and d in self._calls and self._fusion is None else missed
+                  for d in _DIRECTIONS)
+        self.front_runs = tuple(None if run is missed else run for run in fronts)
 
     @property
     def workers(self):

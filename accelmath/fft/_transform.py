@@ -29,7 +29,7 @@ import numpy
 from accelmath._core.arguments import check_execution, check_workers
 from accelmath._core.call import stream_of
 from accelmath._core.call_key import LAYOUT_READERS, layout_reader, plain
-from accelmath._core.dispatch import Dispatcher, to_device, to_host
+from accelmath._core.dispatch import MISS, Dispatcher, to_device, to_host
 from accelmath._core.gpu.stream import resolve_stream, stream_handle
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
@@ -52,6 +52,9 @@ _drops = []  # the threads of _drop_when_compiled, until wait_for_drops joins th
 _drops_lock = threading.Lock()  # (plans are made on several threads at once)
 
 _DIRECTIONS = ("forward", "inverse")
+# the array types whose plans have front runs (a device package's, once one ran): only calls
+# on those read the shape and try the front
+_FRONT_TYPES = set()
 
 
 def cache_info(device=None):
@@ -128,6 +131,11 @@ def transform(call, x, out, stream):
     s, axes = call.s, call.axes
     key = None
     if (axes is not None or s is None) and (s is None or plain(s)) and plain(axes):
+        if out is None and stream is None and x.__class__ in _FRONT_TYPES:
+            # the front: the last plan of this call on arrays of this shape, run in C
+            result = dispatcher.front((call, x.__class__, x.shape), x)
+            if result is not MISS:
+                return result
         read = LAYOUT_READERS.get(x.__class__) or layout_reader(x)
         layout = None if read is None else read(x)
         if layout is not None:
@@ -146,6 +154,10 @@ def transform(call, x, out, stream):
                         return entry.run(x)
                     return _run_host(entry, x, out)
                 if stream is None:  # (in C, where the plan's launcher takes x)
+                    front = entry.front_runs[call.inverse] if out is None else None
+                    if front is not None:
+                        _FRONT_TYPES.add(x.__class__)
+                        dispatcher.remember_front((call, x.__class__, x.shape), key, front)
                     return entry.direction_runs[call.inverse](x)
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:

@@ -131,3 +131,53 @@ def test_drop_if_sends_the_memo_to_plan_again():
     d.drop_if(lambda plan: plan is b)
     assert d.recall(("call", "a")) is a and d.recall(("call", "b")) is None
     assert d.plan(1, "b", Plan, call=("call", "b")) is not b
+
+
+def _front_run(plan, accepts):
+    """A front launcher of ``plan``: the plan on an accepted operand, else a MISS."""
+    return lambda x: (plan, x) if accepts(x) else dispatch.MISS
+
+
+def test_the_front_runs_the_plan_it_was_given_and_counts_a_hit():
+    d = Dispatcher()
+    assert d.front("form", 1) is dispatch.MISS  # nothing kept yet
+    a = d.plan(0, "a", Plan, call=("call", "a"))
+    d.remember_front("form", ("call", "a"), _front_run(a, lambda x: x > 0))
+    hits = d.cache_info()["hits"]
+    assert d.front("form", 3) == (a, 3)
+    assert d.cache_info()["hits"] == hits + 1
+    assert d.front("form", -3) is dispatch.MISS  # its checks fail: no hit
+    assert d.cache_info()["hits"] == hits + 1
+    assert d.front("other form", 3) is dispatch.MISS
+
+
+def test_the_front_keeps_no_plan_its_cache_dropped():
+    """Evicted, dropped or cleared: the front forgets every plan (and so never keeps one
+    alive, nor runs one that its cache let go)."""
+    for drop in (lambda d: d.plan(0, "b", Plan),  # evicts "a" (max_size 1)
+                 lambda d: d.drop_if(lambda plan: True),
+                 lambda d: d.clear_cache(),
+                 lambda d: d.set_cache_limits(max_size=0)):
+        d = Dispatcher(max_size=1)
+        a = d.plan(0, "a", Plan, call=("call", "a"))
+        d.remember_front("form", ("call", "a"), _front_run(a, lambda x: True))
+        assert d.front("form", 1) == (a, 1)
+        drop(d)
+        assert d.front("form", 1) is dispatch.MISS
+
+
+def test_the_front_takes_only_a_call_that_leads_to_a_cached_plan():
+    d = Dispatcher(max_size=1)
+    d.remember("host call", "a host value")
+    d.remember_front("form", "host call", lambda x: x)
+    d.remember_front("form", "unknown call", lambda x: x)
+    assert d.front("form", 1) is dispatch.MISS
+    a = d.plan(0, "a", Plan, call=("call", "a"))
+    d.plan(0, "b", Plan)  # evicts "a"; the memo still names it
+    d.remember_front("form", ("call", "a"), _front_run(a, lambda x: True))
+    assert d.front("form", 1) is dispatch.MISS
+
+
+def test_missed_answers_miss_to_any_call():
+    assert dispatch.missed() is dispatch.MISS
+    assert dispatch.missed(1, out=2) is dispatch.MISS

@@ -6,6 +6,7 @@ import functools
 
 from accelmath._core.arguments import length
 from accelmath._core.call import Context, stream_of
+from accelmath._core.dispatch import missed
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, device_name, wrap_operand
@@ -129,6 +130,7 @@ class Matmul(Plan):
         self._lt = None
         self._direct = False
         self._scaled_runs = {}  # (alpha, beta) -> the product with them (see scaled)
+        self._front = None  # (front_run's launcher, the scalars it reads), once made
         self._bind(op, given[0], self.shape, contiguous_strides(self.shape), self.dtype,
                    problem.on_gpu, layout_only)
         if out_strides is not None:  # (results are allocated in C order all the same)
@@ -245,6 +247,23 @@ class Matmul(Plan):
                 self._scaled_runs.clear()
             self._scaled_runs[key] = run
         return run
+
+    def front_run(self):
+        """``a @ b`` (alpha 1, beta 0, no c) made in C alone for operands of the plan's
+        layout, answering :data:`~accelmath._core.dispatch.MISS` for any call it does not
+        make: the stateless function's front (:meth:`~accelmath._core.dispatch.Dispatcher.
+        front`); None where the call shim does not make this product."""
+        if self._front is None:
+            run = None
+            if (self._lt is not None and not self._uses_c and self._shim_takes_it()
+                    and "execute" in self.__dict__):
+                values, (alpha_ptr, beta_ptr) = problems.host_scalars(self.dtype, 1, 0)
+                run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, False),
+                                     self._lt.resources.local, self._lt.mask, self._inputs(),
+                                     slow=missed)
+                run = None if run is missed else (run, values)
+            self._front = run or (None,)
+        return self._front[0]
 
     @property
     def algorithm(self):
