@@ -183,18 +183,24 @@ def run_sizes(first):
     return (1, 3) if first > 30 else (2, 5) if first > 3 else (5, 10) if first > 0.3 else (10, 20)
 
 
-def device_times_ms(cases, event_factory, rounds, calls):
+def device_times_ms(cases, event_factory, rounds, calls, head_start=None):
     """Device time per call of each function of ``cases`` ({label: fn}), in ms, the cases
     timed in turn: in each of ``rounds`` rounds, each case runs ``calls[label]`` calls back
     to back between two events, and each case's median counts. A clock that drifts meanwhile
     (the GPU warming, its power limit) then moves every case alike. One untimed call is
     enqueued before each start event, so that the first timed call waits in a queue that is
-    already busy, as later ones do: the host time of enqueueing it does not count."""
+    already busy, as later ones do: the host time of enqueueing it does not count.
+    ``head_start``, where given, is called after that untimed call: it enqueues a delay on
+    the timed stream (a sleep kernel), so that the host enqueues every timed call before the
+    device reaches them, and calls whose host time nears their device time are timed by the
+    device's work alone."""
     times = {label: [] for label in cases}
     for _ in range(rounds):
         for label, fn in cases.items():
             start, end = event_factory(label), event_factory(label)
             fn()
+            if head_start is not None:
+                head_start()
             start.record()
             for _ in range(calls[label]):
                 fn()
