@@ -78,6 +78,9 @@ FUNCTIONS = (
     Function("device_total_mem", ("cuDeviceTotalMem_v2",), (POINTER(c_size_t), c_int)),
     # CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
     Function("device_primary_ctx_retain", ("cuDevicePrimaryCtxRetain",), (POINTER(_p), c_int)),
+    # CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+    Function("device_primary_ctx_get_state", ("cuDevicePrimaryCtxGetState",),
+             (c_int, POINTER(c_uint), POINTER(c_int))),
     # CUresult cuCtxGetCurrent(CUcontext *pctx);
     Function("ctx_get_current", ("cuCtxGetCurrent",), (POINTER(_p),)),
     # CUresult cuCtxSetCurrent(CUcontext ctx);

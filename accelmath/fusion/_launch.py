@@ -132,7 +132,8 @@ class KeptLaunch:
     writes the addresses and its scalars in place, under a lock (the driver copies them at
     launch); the leading scalars given here, the element count and the ``Dims`` stay."""
 
-    __slots__ = ("_function", "_config", "_words", "_parameters", "_slots", "_kept", "_lock")
+    __slots__ = ("_function", "_config", "_words", "_parameters", "_slots", "_kept", "_run",
+                 "_lock")
 
     def __init__(self, found, arrays, fixed, free):
         """``found``: :func:`prepared`'s ``(launch, function, config)``; ``arrays`` the array
@@ -148,6 +149,7 @@ class KeptLaunch:
         self._slots = range(len(words), len(words) + free)
         words += [0] * free + [_cuda.ctypes.addressof(v) for v in launch_.fixed()]
         self._parameters = (_cuda.ctypes.c_void_p * len(words))(*words)
+        self._run = launch.kept_launch(self._function, self._config, self._parameters)
         self._lock = threading.Lock()
 
     def launch(self, addresses, scalars, stream, device_id):
@@ -159,7 +161,7 @@ class KeptLaunch:
             for slot, value in zip(self._slots, scalars):
                 parameters[slot] = _cuda.ctypes.addressof(value)
             ensure_context(device_id)
-            launch.launch_parameters(self._function, self._config, parameters, stream)
+            self._run(stream)
 
 
 _launches = {}  # (expression, context, result layout, operands' layouts) -> _Launch

@@ -22,6 +22,7 @@ import operator
 import threading
 from ctypes import byref, c_int, c_size_t, c_void_p
 
+from accelmath._core import hostcall
 from accelmath.bindings import LIBRARIES, _loader, driver
 from accelmath.errors import InvalidArgumentError, LibraryNotFoundError, NoDeviceError
 
@@ -43,6 +44,7 @@ _handles = {}       # device ordinal -> CUdevice
 _capabilities = {}  # device ordinal -> (major, minor)
 _shared = {}        # device ordinal -> (the shared memory a block may opt in to, bytes,)
 _primary = {}       # device ordinal -> retained primary CUcontext (an int)
+_threads = threading.local()  # per thread: ensure_context's fast read
 
 
 def _probe_driver():
@@ -285,6 +287,14 @@ def ensure_context(device_id):
     >>> not gpu_available() or ensure_context(0) != 0
     True
     """
+    primary = _primary.get(device_id)
+    if primary is not None:  # the common case: its primary context is already current
+        try:
+            read, current = _threads.current
+        except AttributeError:
+            read, current = _threads.current = _current_reader()
+        if read(ctypes.addressof(current)) == 0 and current.value == primary:
+            return primary
     if device_id not in _handles:  # first use of this device here: validate it once
         _check_device_id(device_id)
     lib = driver.lib
@@ -295,19 +305,46 @@ def ensure_context(device_id):
         current_device = c_int()
         lib.ctx_get_device(byref(current_device))
         if current_device.value == handle:
+            if primary is None and _primary_active(handle):
+                # (the package's context is the primary one, as a rule: kept, for the fast
+                # read above; an inactive primary is not made for it)
+                _retain_primary(device_id, handle)
             return current.value
+    context = _retain_primary(device_id, handle)
+    lib.ctx_set_current(context)
+    return context
+
+
+def _retain_primary(device_id, handle):
+    """The primary context of ``device_id`` (an int), retained once per process and never
+    released: plans and modules made in it may outlive any object that could own the
+    release."""
     context = _primary.get(device_id)
     if context is None:
         with _lock:
             context = _primary.get(device_id)
             if context is None:
-                # Retained for the life of the process and never released: plans and
-                # modules made in it may outlive any object that could own the release.
                 retained = c_void_p()
-                lib.device_primary_ctx_retain(byref(retained), handle)
+                driver.lib.device_primary_ctx_retain(byref(retained), handle)
                 context = _primary[device_id] = retained.value
-    lib.ctx_set_current(context)
     return context
+
+
+def _primary_active(handle):
+    """Whether the primary context of device ``handle`` exists (is active)."""
+    flags, active = ctypes.c_uint(), c_int()
+    driver.lib.device_primary_ctx_get_state(handle, byref(flags), byref(active))
+    return bool(active.value)
+
+
+def _current_reader():
+    """This thread's ``(read, buffer)``: ``read(address)`` is cuCtxGetCurrent writing the
+    current context to ``buffer`` (a ctypes pointer) at that address, through the call shim
+    (a tenth of a ctypes call with ``byref``: :func:`ensure_context` runs on every launch)."""
+    lib = driver.lib
+    func = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)((lib.c_name("ctx_get_current"),
+                                                            lib.cdll))
+    return hostcall.fast(func), c_void_p()
 
 
 def library_info():

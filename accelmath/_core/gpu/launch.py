@@ -13,7 +13,8 @@ from accelmath._core import hostcall
 from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["LaunchConfig", "allow_dynamic_shared", "config", "launch", "launch_parameters"]
+__all__ = ["LaunchConfig", "allow_dynamic_shared", "config", "kept_launch", "launch",
+           "launch_parameters"]
 
 # What one launch may ask for (every GPU since compute capability 3.0): threads per block in
 # x, y, z and in all, and blocks in x, y, z.
@@ -158,6 +159,23 @@ def launch(function, config, args, stream):
     """
     launch_parameters(function, config,
                       (ctypes.c_void_p * len(args))(*[ctypes.addressof(a) for a in args]), stream)
+
+
+def kept_launch(function, config, parameters):
+    """``run(stream)``: :func:`launch_parameters` of ``function`` as ``config`` says with the
+    ctypes array ``parameters``, all but the stream bound once: for parameters kept in place
+    and rewritten between launches (the driver copies them at each)."""
+    if config._attributes is not None:
+        return lambda stream: launch_parameters(function, config, parameters, stream)
+    call, c_name = _launch_kernel[0] if _launch_kernel else _bound_launch()
+    head, address = (function.value, *config._dims), ctypes.addressof(parameters)
+
+    def run(stream):
+        status = call(*head, stream, address, None)
+        if status:
+            driver.lib.raise_status(c_name, status)
+
+    return run
 
 
 def launch_parameters(function, config, parameters, stream):
