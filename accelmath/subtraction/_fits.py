@@ -9,6 +9,9 @@ them again on each call.
 
 import math
 import os
+import re
+import socket
+import stat
 import uuid
 import warnings
 from typing import NamedTuple
@@ -252,7 +255,9 @@ def check_output(path, overwrite):
 def write_difference(path, difference, header=None, result=None, *, dtype="float32",
                      overwrite=False, invalid=None):
     """Write a difference image to a FITS file, atomically: a reader never sees a half-written
-    file (it is written beside the target and renamed into place).
+    file (it is written beside the target, as a hidden ``.accelmath-*.fits`` file, and renamed
+    into place). What a write killed before its rename left, a later write into the same
+    folder on the same machine removes (this user's, of a process that has ended).
 
     Parameters
     ----------
@@ -311,7 +316,8 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
             hdu.header[key] = (value, RECORDS[key])
     else:
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
-    temporary = os.path.join(folder, f".accelmath-{uuid.uuid4().hex}.fits")
+    _sweep(folder)
+    temporary = os.path.join(folder, f"{_TEMPORARY}{os.getpid()}@{_HOST}-{uuid.uuid4().hex}.fits")
     # (made new, never through a link; with the permissions the umask gives any new file)
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
@@ -325,6 +331,52 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
             os.unlink(temporary)
         raise
     return name
+
+
+# A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex>.fits"
+_TEMPORARY = ".accelmath-"
+_HOST = socket.gethostname()
+_LEFT = re.compile(r"\.accelmath-(\d+)@(.+)-[0-9a-f]{32}\.fits")
+_swept = set()  # the folders whose left temporaries this process removed
+
+
+def _sweep(folder):
+    """Remove, once per folder and process, the temporary files that writes on this machine
+    left where their process was killed: regular files of this user, named as a write names
+    them with this host and a process id that no process has now. Nothing else is touched:
+    other users' files, links, other machines' writes, those of live processes."""
+    uid = getattr(os, "geteuid", lambda: None)()
+    if folder in _swept or uid is None:
+        return
+    _swept.add(folder)
+    try:
+        entries = os.scandir(folder)
+    except OSError:
+        return
+    with entries:
+        for entry in entries:
+            found = _LEFT.fullmatch(entry.name)
+            if found is None or found.group(2) != _HOST or _alive(int(found.group(1))):
+                continue
+            try:
+                status = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(status.st_mode) and status.st_uid == uid:
+                    os.unlink(entry.path)
+            except OSError:  # (gone meanwhile, or not ours to remove)
+                pass
+
+
+def _alive(pid):
+    """Whether a process ``pid`` exists on this machine (one of another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # (another user's; or no such pid to test: left alone)
+    return True
 
 
 def _publish_new(temporary, name):

@@ -199,3 +199,55 @@ def test_the_difference_does_not_carry_the_science_data_checksums(files, tmp_pat
     out = write_difference(tmp_path / "diff.fits", np.ones((SIZE, SIZE)), read.header)
     with fits.open(out, checksum=True) as hdus:  # (a stale checksum would fail to verify)
         assert "CHECKSUM" not in hdus[0].header and "DATASUM" not in hdus[0].header
+
+
+def _dead_pid():
+    """The id of a process that has ended (a child, waited for)."""
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
+    """A write killed before its rename leaves its temporary file; the next write into that
+    folder (once per folder and process) removes such files of this user, host and a process
+    that has ended, and nothing else."""
+    from accelmath.subtraction import _fits
+
+    host, hex_ = _fits._HOST, "0123456789abcdef" * 2
+    dead, live = _dead_pid(), os.getppid()
+    left = tmp_path / f".accelmath-{dead}@{host}-{hex_}.fits"
+    kept = {
+        "live": tmp_path / f".accelmath-{live}@{host}-{hex_}.fits",
+        "other host": tmp_path / f".accelmath-{dead}@{host}x-{hex_}.fits",
+        "older name": tmp_path / f".accelmath-{hex_}.fits",
+        "not a write's": tmp_path / f".accelmath-{dead}@{host}-{hex_}.fits.bak",
+        "a folder": tmp_path / f".accelmath-{dead}@{host}-{'f' * 32}.fits",
+    }
+    for path in [left, *kept.values()]:
+        if path.name.startswith(f".accelmath-{dead}@{host}-fff"):
+            path.mkdir()
+        else:
+            path.write_bytes(b"partial")
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("someone's")
+    link = tmp_path / f".accelmath-{dead}@{host}-{'e' * 32}.fits"
+    link.symlink_to(target)
+    kept["a link"] = link
+    if os.geteuid() == 0:  # (root can give a file to another user)
+        foreign = tmp_path / f".accelmath-{dead}@{host}-{'d' * 32}.fits"
+        foreign.write_bytes(b"partial")
+        os.chown(foreign, 12345, 12345)
+        kept["another user's"] = foreign
+    _fits._swept.discard(str(tmp_path))
+    write_difference(tmp_path / "diff.fits", np.zeros((4, 4)))
+    assert not left.exists()
+    for what, path in kept.items():
+        assert os.path.lexists(path), what
+    assert target.read_text() == "someone's"
+    assert not [f for f in os.listdir(tmp_path)
+                if f.startswith(".accelmath-") and f.endswith(".fits")
+                and f.split("-")[1].split("@")[0] == str(os.getpid())]
