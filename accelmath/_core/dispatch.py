@@ -117,7 +117,10 @@ class Dispatcher:
         """Run the launcher :meth:`remember_front` keeps for front key ``key`` on
         ``operands``: its result (a hit of the plan's cache), or :data:`MISS` where there is
         none or its checks do not hold."""
-        found = self._front.get(key)
+        try:
+            found = self._front.get(key)
+        except TypeError:  # (an unhashable argument: the memo's path refuses it)
+            return MISS
         if found is None:
             return MISS
         run, entry, clock = found
@@ -126,14 +129,23 @@ class Dispatcher:
             entry[1] = next(clock)
         return result
 
-    def remember_front(self, key, call, run):
-        """Keep launcher ``run`` for front key ``key`` (a call's form, without its operands'
-        layout) while the plan that call key ``call`` leads to stays cached: ``run`` runs
-        that plan and answers :data:`MISS` where its checks of the operands fail."""
+    def remember_front(self, key, call, plan, run):
+        """Keep launcher ``run`` of ``plan`` for front key ``key`` (a call's form, without
+        its operands' layout) while ``plan`` stays the one its cache holds for call key
+        ``call``: ``run`` runs it and answers :data:`MISS` where its checks of the operands
+        fail."""
         entry = self._calls.get(call)
-        if entry.__class__ is CachedPlan:
-            entry.cache.keep_entry(entry.key, lambda found, clock: self._keep_front(
-                key, (run, found, clock)))
+        if entry.__class__ is not CachedPlan:
+            return
+        kept = self._front.get(key)
+        if kept is not None and kept[0] is run:
+            return  # (kept already: no lock taken)
+
+        def keep(found, clock):
+            if found[0] is plan:  # (not a plan made anew since this call recalled it)
+                self._keep_front(key, (run, found, clock))
+
+        entry.cache.keep_entry(entry.key, keep)
 
     def _keep_front(self, key, value):
         front = self._front

@@ -157,7 +157,8 @@ def transform(call, x, out, stream):
                     front = entry.front_runs[call.inverse] if out is None else None
                     if front is not None:
                         _FRONT_TYPES.add(x.__class__)
-                        dispatcher.remember_front((call, x.__class__, x.shape), key, front)
+                        dispatcher.remember_front((call, x.__class__, x.shape), key, entry,
+                                                  front)
                     return entry.direction_runs[call.inverse](x)
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:

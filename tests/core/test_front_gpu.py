@@ -73,6 +73,7 @@ def test_the_same_shape_in_another_layout_gets_its_own_result(xp):
     if xp.__name__ == "torch":  # what the memo's path gives them, the front gives too
         plain = _complex(rng, (8, 64))
         calls = [lambda: afft.fft(on_device(xp, plain).conj()),
+                 lambda: afft.fft(xp._neg_view(on_device(xp, plain))),
                  lambda: afft.fft(on_device(xp, plain).requires_grad_()),
                  lambda: afft.fft(xp.from_numpy(plain.copy()))]
         _same_outcomes(calls, lambda: afft.fft(_fresh_fft(xp, rng)[1]), afft.clear_cache)
@@ -183,3 +184,22 @@ def test_operands_of_another_kind_get_what_the_memo_gives(xp):
                     lambda: linalg.matmul(a, db)],
                    lambda: linalg.matmul(*_pair(xp, rng)[2:]), linalg.clear_cache)
     assert _memo.dispatcher._front
+
+
+def test_a_plan_for_fewer_aligned_addresses_is_not_the_fronts(xp):
+    """A product of operands 16 bytes aligned has a plan of its own (its call key says so);
+    it never becomes the front, which would then run it for operands 256 bytes aligned."""
+    rng = np.random.default_rng()
+    linalg.clear_cache()
+    big = rng.standard_normal((40, 24))
+    w = rng.standard_normal((24, 8))
+    dbig, dw = on_device(xp, big), on_device(xp, w)
+    part = dbig[9:25]  # (9 rows of 24 float64 in: 1728 bytes, 16-aligned, not 256)
+    for _ in range(3):
+        assert_close(to_host(linalg.matmul(part, dw)), big[9:25] @ w, 1e-12)
+    assert not _memo.dispatcher._front
+    for _ in range(3):
+        a, b, da, db = _pair(xp, rng)
+        assert_close(to_host(linalg.matmul(da, db)), a @ b, 1e-12)
+    assert _memo.dispatcher._front
+    assert_close(to_host(linalg.matmul(part, dw)), big[9:25] @ w, 1e-12)

@@ -596,3 +596,17 @@ def test_a_malformed_array_interface_names_the_argument():
     with raises(TypeError, "a: the __cuda_array_interface__ of "
                            f"{__name__}._FakeDeviceArray has shape (-4,); expected a dict"):
         accelmath.fft.fft(_FakeDeviceArray(shape=(-4,)))
+
+
+def test_unhashable_arguments_are_refused_with_the_front_in_place(monkeypatch):
+    """The memo's front (tried first for array types whose plans have one) hashes the call:
+    an unhashable norm or execution still gets the checked path's error, not a TypeError."""
+    from accelmath.fft import _transform
+
+    monkeypatch.setattr(_transform, "_FRONT_TYPES", {np.ndarray})
+    x = np.ones(8, complex)
+    with pytest.raises(InvalidArgumentError, match="norm"):
+        accelmath.fft.fft(x, norm=["ortho"])
+    with pytest.raises(InvalidArgumentError, match="execution"):
+        accelmath.fft.fft(x, execution=["cuda"])
+    np.testing.assert_allclose(accelmath.fft.fft(x), np.fft.fft(x))

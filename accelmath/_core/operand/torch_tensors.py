@@ -82,8 +82,9 @@ class TorchAdapter(Adapter):
         tensor = self._torch.Tensor
         # C order: torch's flag says the same as the strides (up to the strides of axes of
         # length 1, which address nothing) for less than the strides tuple costs.
-        # One lazy bit to test: conj on complex tensors; on real ones neg (the imaginary part
-        # of a conjugated view), as no public operation sets the other.
+        # The lazy bits: conj and neg on complex tensors (only torch's private _neg_view
+        # sets neg there, but a reader must refuse whatever the layout key does); neg on
+        # real ones (the imaginary part of a conjugated view), which have no conj.
         # get_device is -1 for CPU tensors and the index for CUDA ones, so a tensor of one is
         # never read for the other; other devices (meta tensors, other accelerators) number
         # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor
@@ -95,6 +96,7 @@ class TorchAdapter(Adapter):
              (tensor.is_contiguous, True) if contiguous else (tensor.stride, strides),
              (tensor.get_device, device),
              (tensor.is_conj if dtype.is_complex else tensor.is_neg, False),
+             *([(tensor.is_neg, False)] if dtype.is_complex else []),
              (tensor.requires_grad, False),
              (tensor.is_cpu if device < 0 else tensor.is_cuda, True)],
             tensor.data_ptr)

@@ -183,6 +183,7 @@ class Matmul(Plan):
             alignment = 256 if layout_only else problems.alignment_of(
                 *ptrs, itemsize=ITEMSIZE[problem.dtype])
         spec = problems.spec_of(problem, out_strides, alignment)
+        self._alignment = alignment
         if c is None or problem.beta == 0:
             spec = spec._replace(c=None)
         self._lt = LtPlan(spec, a.device_id, a.adapter.package)
@@ -255,8 +256,10 @@ class Matmul(Plan):
         front`); None where the call shim does not make this product."""
         if self._front is None:
             run = None
+            # (made for addresses of 256 bytes alone: its launcher's mask then admits just the
+            # operands whose call key says 256, where a plan for fewer would take them too)
             if (self._lt is not None and not self._uses_c and self._shim_takes_it()
-                    and "execute" in self.__dict__):
+                    and self._alignment == 256 and "execute" in self.__dict__):
                 values, (alpha_ptr, beta_ptr) = problems.host_scalars(self.dtype, 1, 0)
                 run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, False),
                                      self._lt.resources.local, self._lt.mask, self._inputs(),

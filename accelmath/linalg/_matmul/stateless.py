@@ -246,7 +246,7 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
                 if front is not None:
                     _FRONT_TYPES.add(a.__class__)  # (b's is the same)
                     dispatcher.remember_front((a.__class__, b.__class__, a.shape, b.shape),
-                                              call.key, front)
+                                              call.key, plan, front)
             return _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
     problem = problems.prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution,
                                allow_tf32)
