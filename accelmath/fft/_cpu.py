@@ -216,13 +216,17 @@ class HostTransform:
                                     else (self.axes,)) + modes
         self._inverse = kind == "c2r"
         self._several = len(axes) > 1
+        # long double inputs go through execute, which copies a misaligned one first: SciPy's
+        # engine reads complex long doubles at a misaligned address (a field of a packed
+        # record) past the interpreter's end, where its public functions copy them
+        self._long = compute.itemsize > 8 * (2 if compute.kind == "c" else 1)
         self._function = getattr(engine(), kind)
 
     def _plain_call(self, inverse):
         """The engine function's arguments between the input and the output, where the
-        input needs no conversion, cut, padding or C-ordered copy; else None."""
+        input needs no conversion, cut, padding, C-ordered or aligned copy; else None."""
         if (self._convert is not None or self._cut is not None or self._pad is not None
-                or self._several):
+                or self._several or self._long):
             return None
         return self._heads[self._inverse if inverse is None else inverse]
 
@@ -288,6 +292,8 @@ class HostTransform:
             padded = numpy.zeros(shape, dtype)
             padded[common] = a[common]
             a = padded
+        if not a.flags.aligned:  # (a copy is aligned; see _long)
+            a = a.copy()
         if self._several and not a.flags.c_contiguous:
             # SciPy's newer engine (ducc) rounds transforms of several axes differently for
             # other layouts: computed in C order, every layout of the same values gives the

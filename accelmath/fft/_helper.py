@@ -9,7 +9,7 @@ import numpy
 from accelmath._core.arguments import length, normalize_axis
 from accelmath._core.operand import device_adapter, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.errors import InvalidArgumentError
+from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft._normalize import allocation_error
 
 __all__ = ["fftfreq", "rfftfreq", "fftshift", "ifftshift"]
@@ -105,7 +105,14 @@ _ROLL_MODULES = {"numpy": "numpy", "cupy": "cupy", "jax": "jax.numpy", "torch": 
 def _roll(x, inverse, axes):
     """``x`` rolled by half its extent along ``axes`` (all by default; repeats roll again,
     as in NumPy), by its own package's ``roll``."""
-    op = wrap_named(x, "x")  # (array-likes: read as NumPy arrays, op.obj)
+    try:
+        op = wrap_named(x, "x")  # (array-likes: read as NumPy arrays, op.obj)
+    except UnsupportedDTypeError:
+        if not isinstance(x, numpy.ndarray):
+            raise
+        # a NumPy dtype no transform takes (long double results, objects, dates...): a roll
+        # reads no value, and NumPy's own shift takes them
+        return (numpy.fft.ifftshift if inverse else numpy.fft.fftshift)(x, axes)
     x = op.obj if op.package == "numpy" else x
     ndim = len(op.shape)
     if ndim == 0 and op.package == "numpy":  # (nothing to shift; numpy.roll fails on 0-d)

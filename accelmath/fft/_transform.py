@@ -298,15 +298,43 @@ def _run_host(entry, data, out):
     transform = entry.transform
     if out is None:
         return entry.run(data)
+    if entry.out_dtype in norms.LONG_DOUBLES:  # (NumPy's alone: the core has no operand)
+        transform.execute(data, inverse=entry.inverse, workers=entry.workers,
+                          out=_long_double_out(out, transform.out_shape, entry.out_dtype))
+        return out
     out_op = check_out(out, entry.like, transform.out_shape, entry.out_dtype)
     if out_op.package == "torch" or entry.like.package != "torch":
         target = out if entry.like.package == "torch" else out_op.adapter.to_numpy(out)
     else:  # torch's transform into a host array of another package: through a view
         import torch
 
-        target = torch.from_numpy(out_op.adapter.to_numpy(out))
+        array = out_op.adapter.to_numpy(out)
+        try:
+            target = torch.from_numpy(array)
+        except (ValueError, TypeError):  # (negative strides, another byte order: no view)
+            array[...] = transform.execute(data, inverse=entry.inverse,
+                                           workers=entry.workers).numpy()
+            return out
     transform.execute(data, inverse=entry.inverse, out=target, workers=entry.workers)
     return out
+
+
+def _long_double_out(out, shape, dtype):
+    """``out`` checked to take a long double result of ``shape`` and ``dtype`` (a NumPy
+    array of them, writable), as the plain ndarray of its memory: what
+    :func:`~accelmath._core.plan.check_out` says of other results, in its words."""
+    if not isinstance(out, numpy.ndarray):
+        raise UnsupportedOperandError(f"out must be of ArrayType: a {dtype} result is written "
+                                      f"into a NumPy array, not a {type(out).__qualname__}")
+    if out.shape != tuple(shape):
+        raise InvalidArgumentError(f"out has wrong shape {out.shape}; expected shape "
+                                   f"{tuple(shape)}")
+    if out.dtype != numpy.dtype(dtype):
+        raise UnsupportedDTypeError(f"Cannot cast the {dtype} result into out: out has dtype "
+                                    f"{out.dtype.name}, expected {dtype}")
+    if not out.flags.writeable:
+        raise InvalidArgumentError("out is read-only")
+    return out if out.__class__ is numpy.ndarray else out.view(numpy.ndarray)
 
 
 def _write_out(result, op, out, stream):

@@ -230,3 +230,72 @@ def test_out_may_be_an_ndarray_subclass(tmp_path):
     matrix = np.matrix(np.zeros((4, 4), complex))
     afft.fft2(np.ones((4, 4)) + 0j, out=matrix)
     np.testing.assert_allclose(np.asarray(matrix), np.fft.fft2(np.ones((4, 4))), atol=1e-12)
+
+
+def test_misaligned_long_doubles_are_copied_not_read_in_place():
+    """Complex long doubles at a misaligned address (a field of a packed record): SciPy's
+    engine read them in place and crashed the interpreter; run in a child process, so that a
+    crash fails this test instead of ending the run."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent("""
+        import numpy as np, scipy.fft, accelmath.fft as af
+        rec = np.zeros(8, dtype=[("t", "f8"), ("z", np.clongdouble)])
+        z = rec["z"]
+        z[:] = np.arange(8) + 1j
+        assert not z.flags.aligned
+        for f in ("fft", "ifft", "fftn"):
+            assert np.allclose(getattr(af, f)(z), getattr(np.fft, f)(z)), f
+        out = np.empty(8, np.clongdouble)
+        assert af.fft(z, out=out) is out and np.allclose(out, np.fft.fft(z))
+        with scipy.fft.set_backend(af.scipy_backend):
+            assert np.allclose(scipy.fft.fft(z), np.fft.fft(z))
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_long_double_results_go_to_out_and_shift():
+    """A long double transform writes into a NumPy out= of its dtype (checked as any out=),
+    and its result, like any NumPy array of a dtype no transform takes, shifts."""
+    import accelmath.fft as af
+    from accelmath.errors import (InvalidArgumentError, UnsupportedDTypeError,
+                                  UnsupportedOperandError)
+
+    x = np.random.default_rng().standard_normal(6).astype(np.longdouble)
+    for name, out in (("fft", np.empty(6, np.clongdouble)), ("rfft", np.empty(4, np.clongdouble)),
+                      ("ifft", np.empty(6, np.clongdouble)[::-1])):
+        assert getattr(af, name)(x, out=out) is out
+        np.testing.assert_allclose(out, getattr(np.fft, name)(x), rtol=1e-15)
+    y = af.fft(x)
+    assert y.dtype == np.clongdouble
+    np.testing.assert_array_equal(af.fftshift(y), np.fft.fftshift(y))
+    np.testing.assert_array_equal(af.ifftshift(y), np.fft.ifftshift(y))
+    words = np.array(list("abcdef"), dtype=object)
+    np.testing.assert_array_equal(af.fftshift(words), np.fft.fftshift(words))
+    with pytest.raises(InvalidArgumentError, match="wrong shape"):
+        af.fft(x, out=np.empty(5, np.clongdouble))
+    with pytest.raises(UnsupportedDTypeError, match="Cannot cast"):
+        af.fft(x, out=np.empty(6, complex))
+    with pytest.raises(UnsupportedOperandError, match="ArrayType"):
+        af.fft(x, out=[0] * 6)
+    frozen = np.empty(6, np.clongdouble)
+    frozen.flags.writeable = False
+    with pytest.raises(InvalidArgumentError, match="read-only"):
+        af.fft(x, out=frozen)
+
+
+def test_torch_input_into_a_numpy_out_that_torch_cannot_view():
+    """A CPU tensor's transform into a NumPy out= of negative strides or another byte order
+    (torch views neither): written all the same, not torch's ValueError."""
+    torch = pytest.importorskip("torch")
+    import accelmath.fft as af
+
+    t = torch.randn(8, dtype=torch.complex128)
+    for out in (np.empty(8, complex)[::-1], np.empty(8, ">c16")):
+        assert af.fft(t, out=out) is out
+        np.testing.assert_allclose(out, np.fft.fft(t.numpy()), rtol=1e-12)
