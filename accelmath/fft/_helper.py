@@ -111,18 +111,21 @@ def _roll(x, inverse, axes):
         if not isinstance(x, numpy.ndarray):
             raise
         # a NumPy dtype no transform takes (long double results, objects, dates...): a roll
-        # reads no value, and NumPy's own shift takes them
-        return (numpy.fft.ifftshift if inverse else numpy.fft.fftshift)(x, axes)
-    x = op.obj if op.package == "numpy" else x
-    ndim = len(op.shape)
-    if ndim == 0 and op.package == "numpy":  # (nothing to shift; numpy.roll fails on 0-d)
-        return x.copy()
+        # reads no value, and NumPy's takes them
+        op = None
+    shape = x.shape if op is None else op.shape
+    x = x if op is None else op.obj if op.package == "numpy" else x
+    ndim = len(shape)
+    if ndim == 0 and (op is None or op.package == "numpy"):  # (numpy.roll fails on 0-d)
+        return numpy.array(x, copy=True)
     if axes is None:
         axes = tuple(range(ndim))
     elif not hasattr(axes, "__len__"):
         axes = (axes,)
     axes = tuple(normalize_axis(a, ndim) for a in axes)
-    shifts = tuple(-(op.shape[a] // 2) if inverse else op.shape[a] // 2 for a in axes)
+    shifts = tuple(-(shape[a] // 2) if inverse else shape[a] // 2 for a in axes)
+    if op is None:
+        return numpy.roll(numpy.asarray(x), shifts, axes)
     if op.package in _ROLL_MODULES:
         return importlib.import_module(_ROLL_MODULES[op.package]).roll(x, shifts, axes)
     if op.on_device:  # another producer: rolled by the package that allocates results
