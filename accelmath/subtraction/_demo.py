@@ -306,6 +306,32 @@ def _make_folder(folder, output):
                       f"{exc.strerror} ({exc.filename})") from exc
 
 
+_PNG = b"\x89PNG\r\n\x1a\n"  # (the first bytes of every PNG file)
+
+
+def _check_figure(path, output):
+    """Refuse a figure path where something else than a figure is: a link (followed, it
+    would write someone's file), anything but a regular file, or a file that is not a PNG
+    image (an earlier figure is replaced; :func:`~._figure.draw_figure` writes beside it and
+    renames, so a link planted meanwhile is replaced, not followed)."""
+    if not os.path.lexists(path):
+        return
+    given = None if output is None else os.fspath(output)
+    if os.path.islink(path) or not os.path.isfile(path):
+        raise InvalidArgumentError(f"output={given!r}: {path} is a link or not a regular file; "
+                                   "the demo writes its figure to a file of its own (pass "
+                                   "--output)")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(_PNG))
+    except OSError as exc:
+        raise InvalidArgumentError(f"output={given!r}: {path} cannot be read: "
+                                   f"{exc.strerror}") from None
+    if head != _PNG:
+        raise InvalidArgumentError(f"output={given!r}: {path} exists and is not a PNG image; "
+                                   "the demo replaces only an earlier figure (pass --output)")
+
+
 def _fresh_seed():
     """A random seed for a run not given one, small enough to type back in."""
     return int(np.random.default_rng().integers(1, 2**31))
@@ -370,6 +396,7 @@ def run_demo(size=None, device="auto", output=None, seed=None, out=None, progres
     seed = _fresh_seed() if seed is None else int(seed)
     figure = figure_path(output)
     _make_folder(os.path.dirname(figure), output)  # (before the work: fail at once)
+    _check_figure(figure, output)
     shape = (size, size)
 
     progress.start(f"making a {size} x {size} star-field pair, seed {seed}")

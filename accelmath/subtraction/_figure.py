@@ -13,7 +13,9 @@ matplotlib is imported inside :func:`draw_figure` only: ``import accelmath`` sta
 """
 
 import math
+import os
 import textwrap
+import uuid
 from typing import NamedTuple
 
 import numpy as np
@@ -290,4 +292,24 @@ def draw_figure(path, report, images):
     figure.suptitle(f"SFFT image subtraction of a synthetic {report.size} x {report.size} star "
                     f"field (seed {images.seed})\n{device}; warm subtraction "
                     f"{report.warm_s:.3f} s", fontsize=14, fontweight="bold", y=0.985)
-    figure.savefig(path, format="png")
+    _publish(figure, path)
+
+
+def _publish(figure, path):
+    """Write ``figure`` to ``path`` as PNG, atomically: into a new file beside it, then
+    renamed into place (a link at ``path`` is replaced, never followed); a file object as it
+    is."""
+    if not isinstance(path, (str, os.PathLike)):
+        figure.savefig(path, format="png")
+        return
+    folder, name = os.path.split(os.fspath(path))
+    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
+    # (made new, never through a link; with the permissions the umask gives any new file)
+    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    try:
+        figure.savefig(temporary, format="png")
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

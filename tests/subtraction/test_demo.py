@@ -324,6 +324,40 @@ def test_the_figure_is_written_to_the_file_named(tmp_path, monkeypatch):
     assert report.figure == str(tmp_path / FIGURE) and (tmp_path / FIGURE).is_file()
 
 
+def test_the_figure_replaces_only_an_earlier_figure(tmp_path):
+    """A link (someone's file behind it), a folder entry that is no regular file, a file
+    that is no PNG: refused before the work, and left as they are; an earlier figure is
+    replaced, through a new file renamed into place."""
+    from accelmath.errors import InvalidArgumentError
+
+    theirs = tmp_path / "theirs.txt"
+    theirs.write_text("someone's")
+    link = tmp_path / "link.png"
+    link.symlink_to(theirs)
+    notes = tmp_path / "notes.png"
+    notes.write_text("my notes")
+    fifo = tmp_path / "pipe.png"
+    os.mkfifo(fifo)
+    for target, words in ((link, "is a link or not a regular file"),
+                          (fifo, "is a link or not a regular file"),
+                          (notes, "is not a PNG image")):
+        progress = io.StringIO()
+        with pytest.raises(InvalidArgumentError, match=words):
+            run_demo(size=SMALL, device="cpu", output=target, seed=3, out=io.StringIO(),
+                     progress=progress)
+        assert progress.getvalue() == ""
+    assert theirs.read_text() == "someone's" and notes.read_text() == "my notes"
+    assert link.is_symlink()
+    earlier = tmp_path / "earlier.png"
+    run_demo(size=SMALL, device="cpu", output=earlier, seed=3, out=io.StringIO(),
+             progress=io.StringIO())
+    first = earlier.stat().st_ino
+    run_demo(size=SMALL, device="cpu", output=earlier, seed=4, out=io.StringIO(),
+             progress=io.StringIO())
+    assert earlier.stat().st_ino != first and _png(earlier).shape[2] == 4
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_failed_checks_are_named(demo_run):
     report = demo_run[0]
     wrong = report._replace(ratio_recovered=report.ratio_injected * 1.02, transient_found=False,
