@@ -54,12 +54,13 @@ def run_single(args, stream=None):
     if args.output is None:
         raise InvalidArgumentError("-o/--output names the difference image to write")
     try:  # (before the work: an output there, or a folder that cannot take it)
-        check_output(args.output, args.overwrite)
+        check_output(args.output, args.overwrite,
+                     inputs=(args.reference, args.science, args.mask))
     except InvalidArgumentError as exc:
         raise InvalidArgumentError(str(exc).replace("overwrite=True", "--overwrite")) from None
     _, like, label = resolve_device(args.device)
     stages = _Stages(4, stream)
-    hdu = int(args.hdu) if args.hdu is not None and args.hdu.isdigit() else args.hdu
+    hdu = int(args.hdu) if args.hdu is not None and args.hdu.isdecimal() else args.hdu
     pair = stages.run(f"reading {args.reference} and {args.science}", lambda: read_pair(
         args.reference, args.science, args.mask, hdu=hdu,
         mask_excludes=args.mask_means == "bad", like=like))

@@ -108,11 +108,14 @@ def _unreadable(exc, memmap, what, name):
 
 def _read_image(name, hdu, what, memmap):
     fits = _fits()
+    if os.path.exists(name) and not os.path.isfile(name):  # (a pipe, /dev/zero: endless)
+        raise InvalidArgumentError(f"{what}: {name} is not a regular file (a folder, a pipe, "
+                                   "a device)")
     try:
         hdus = fits.open(name, memmap=memmap, lazy_load_hdus=False)
     except FileNotFoundError:
         raise InvalidArgumentError(f"{what}: no such file: {name}") from None
-    except (OSError, ValueError, TypeError) as exc:
+    except (OSError, ValueError, TypeError, KeyError) as exc:  # (KeyError: a header's card)
         raise InvalidArgumentError(f"{what}: {name} is not a readable FITS file ({exc})") \
             from None
     with hdus:
@@ -128,6 +131,9 @@ def _read_image(name, hdu, what, memmap):
                                        f"{[h.name for h in hdus]})") from None
         except (OSError, ValueError, TypeError) as exc:  # (a truncated file: its data)
             raise _unreadable(exc, memmap, what, name) from None
+        except KeyError as exc:  # (a header without a card its NAXIS names)
+            raise InvalidArgumentError(f"{what}: {name} has a damaged header ({exc!r} "
+                                       "missing)") from None
         if not found.is_image:
             raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
                                        f"{type(found).__name__}, not an image")
@@ -144,6 +150,12 @@ def _read_image(name, hdu, what, memmap):
             array = numpy.array(data, dtype=numpy.dtype(dtype).newbyteorder("="), order="C")
         except (OSError, ValueError, TypeError) as exc:  # (truncated data)
             raise _unreadable(exc, memmap, what, name) from None
+        except KeyError as exc:
+            raise InvalidArgumentError(f"{what}: {name} has a damaged header ({exc!r} "
+                                       "missing)") from None
+        except MemoryError:
+            raise InvalidArgumentError(f"{what}: the image of {name} does not fit in this "
+                                       "machine's memory") from None
         return array, found.header.copy()
 
 
@@ -233,15 +245,26 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
     return FitsPair(ref, sci, use, header, paths, None if finite.all() else ~finite)
 
 
-def check_output(path, overwrite):
+def check_output(path, overwrite, inputs=()):
     """``(name, folder)`` of an output ``path`` that :func:`write_difference` can write (a
-    caller asks before its work): a file's name, not there unless ``overwrite``, in a folder
-    that exists and is writable; else InvalidArgumentError naming it."""
+    caller asks before its work): a file's name, not there unless ``overwrite`` (and then a
+    regular file or a link, which is replaced, not followed; never one of the files
+    ``inputs`` names), in a folder that exists and is writable; else InvalidArgumentError
+    naming it."""
     name = os.fspath(path)
     if not name or name.endswith(os.sep):
         raise InvalidArgumentError(f"the output {name!r} names no file")
-    if os.path.lexists(name) and not overwrite:
-        raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+    if os.path.lexists(name):
+        if not overwrite:
+            raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+        status = os.lstat(name)
+        if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
+            raise InvalidArgumentError(f"{name} exists and is not a regular file (a folder, a "
+                                       "pipe, a device): a difference replaces only a file")
+        for given in inputs:
+            if given is not None and _same_file(status, given):
+                raise InvalidArgumentError(f"{name} is the input {os.fspath(given)}: a "
+                                           "difference never replaces its own inputs")
     folder = os.path.dirname(os.path.abspath(name))
     if not os.path.isdir(folder):
         raise InvalidArgumentError(f"{name} cannot be written: its folder {folder} does not "
@@ -250,6 +273,15 @@ def check_output(path, overwrite):
         raise InvalidArgumentError(f"{name} cannot be written: its folder {folder} is not "
                                    "writable")
     return name, folder
+
+
+def _same_file(status, given):
+    """Whether ``given`` (an input's path) is the file of ``status`` (an lstat)."""
+    try:
+        other = os.stat(given)
+    except (OSError, TypeError, ValueError):
+        return False
+    return (other.st_dev, other.st_ino) == (status.st_dev, status.st_ino)
 
 
 def write_difference(path, difference, header=None, result=None, *, dtype="float32",

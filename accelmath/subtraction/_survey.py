@@ -148,10 +148,13 @@ def is_complete(path):
 
 def _state(path):
     """What an existing output is: ``"link"``; ``"complete"`` (:func:`is_complete`);
-    ``"cut"``, a difference of this code cut short; or ``"foreign"``, anything else (not
-    FITS, unreadable, or a FITS file this code did not write)."""
+    ``"cut"``, a difference of this code cut short; or ``"foreign"``, anything else (not a
+    regular file, not FITS, unreadable, a FITS file this code did not write, or not an
+    image)."""
     if os.path.islink(path):
         return "link"
+    if not os.path.isfile(path):  # (a pipe or a device is never opened: it would not end)
+        return "foreign"
     try:
         from astropy.io import fits
     except ImportError:
@@ -169,7 +172,9 @@ def _state(path):
             count *= header.get(f"NAXIS{axis}", 0)
         data = count * abs(header.get("BITPIX", 8)) // 8
         needed = len(header.tostring()) + -(-data // 2880) * 2880
-        return "complete" if header.get("NAXIS", 0) == 2 and size >= needed else "cut"
+        if header.get("NAXIS", 0) != 2:  # (a difference of this code is an image)
+            return "foreign"
+        return "complete" if size >= needed else "cut"
     except (OSError, ValueError, TypeError, KeyError):
         return "foreign"
 
@@ -187,14 +192,16 @@ def _run_one(pair, configuration, overwrite, mask_excludes):
                 return Outcome(pair, "skipped", seconds=time.perf_counter() - start)
             if state != "cut":  # (only a difference of ours cut short is replaced)
                 what = ("a link" if state == "link" else
-                        "a file this code did not write (no AMVERS record)")
+                        "something this code did not write (its differences are FITS images "
+                        "with an AMVERS record)")
                 raise InvalidArgumentError(
                     f"the output {pair.output} exists and is {what}: it is left as it is "
                     "(pass overwrite=True, or --overwrite, to replace it)")
         folder = os.path.dirname(pair.output)
         if folder:
             os.makedirs(folder, exist_ok=True)
-        check_output(pair.output, overwrite=True)  # (before the work: a folder not writable)
+        check_output(pair.output, overwrite=True,  # (before the work: a folder not writable)
+                     inputs=(pair.reference, pair.science, pair.mask))
         kind = _gpu_kind()
         read = read_pair(pair.reference, pair.science, pair.mask, mask_excludes=mask_excludes,
                          like=None if kind is None else kind.module)

@@ -251,3 +251,39 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
     assert not [f for f in os.listdir(tmp_path)
                 if f.startswith(".accelmath-") and f.endswith(".fits")
                 and f.split("-")[1].split("@")[0] == str(os.getpid())]
+
+
+def test_outputs_replace_only_files_and_never_an_input(tmp_path, files):
+    """With overwrite: a pipe or a folder is refused, and so is an input's own file (the
+    command names its inputs); without, anything there is refused."""
+    from accelmath.subtraction._fits import check_output
+
+    pipe = tmp_path / "pipe.fits"
+    os.mkfifo(pipe)
+    (tmp_path / "folder.fits").mkdir()
+    for target in (pipe, tmp_path / "folder.fits"):
+        with pytest.raises(InvalidArgumentError, match="not a regular file"):
+            check_output(target, True)
+    _, paths = files
+    with pytest.raises(InvalidArgumentError, match="is the input"):
+        check_output(paths["sci"], True, inputs=(paths["ref"], paths["sci"], None))
+    link = tmp_path / "to-sci.fits"
+    link.symlink_to(paths["sci"])  # (a link is replaced itself: the input stays)
+    assert check_output(link, True, inputs=(paths["ref"], paths["sci"]))[0] == str(link)
+    assert check_output(tmp_path / "new.fits", False, inputs=(paths["sci"],))
+
+
+def test_inputs_that_are_not_regular_files_or_have_damaged_headers(tmp_path):
+    """A pipe or a device is refused before it is read (it would never end); a header whose
+    NAXIS names cards it lacks is called damaged."""
+    pipe = tmp_path / "pipe.fits"
+    os.mkfifo(pipe)
+    for name in (pipe, "/dev/zero"):
+        with pytest.raises(InvalidArgumentError, match="not a regular file"):
+            read_pair(name, name)
+    cards = ["SIMPLE  =                    T", "BITPIX  =                  -32",
+             "NAXIS   =                  999", "END"]
+    damaged = tmp_path / "damaged.fits"
+    damaged.write_bytes("".join(c.ljust(80) for c in cards).ljust(2880).encode())
+    with pytest.raises(InvalidArgumentError, match="damaged.fits"):
+        read_pair(damaged, damaged)

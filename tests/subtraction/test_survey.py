@@ -144,19 +144,28 @@ def test_an_output_this_code_did_not_write_is_left_as_it_is(survey):
     fits.BinTableHDU.from_columns([fits.Column("x", "E", array=np.ones(3))]).writeto(catalog)
     image = survey / "image.fits"
     fits.PrimaryHDU(np.ones((SIZE, SIZE))).writeto(image)
+    cube = survey / "cube.fits"  # (whole, with the record: still not a difference)
+    hdu = fits.PrimaryHDU(np.ones((2, SIZE, SIZE)))
+    hdu.header["AMVERS"], hdu.header["OBJECT"] = "0.1.0", "precious"
+    hdu.writeto(cube)
     for planted, kind in ((catalog, "did not write"), (image, "did not write"),
+                          (cube, "did not write"), ("pipe", "did not write"),
                           ("link", "a link"), ("dangling", "a link")):
         if planted == "link":
             os.symlink(image, output)
         elif planted == "dangling":
             os.symlink(survey / "nowhere.fits", output)
+        elif planted == "pipe":  # (never opened: a reader would wait for a writer forever)
+            os.mkfifo(output)
         else:
             with open(planted, "rb") as f, open(output, "wb") as g:
                 g.write(f.read())
-        before = os.readlink(output) if os.path.islink(output) else open(output, "rb").read()
+        before = (os.readlink(output) if os.path.islink(output) else "pipe"
+                  if planted == "pipe" else open(output, "rb").read())
         outcome, = subtract_files(pairs, configuration=CONFIGURATION)
         assert outcome.status == "failed" and kind in outcome.error, (planted, outcome)
-        after = os.readlink(output) if os.path.islink(output) else open(output, "rb").read()
+        after = (os.readlink(output) if os.path.islink(output) else "pipe"
+                 if not os.path.isfile(output) else open(output, "rb").read())
         assert after == before
         os.remove(output)
     outcome, = subtract_files(pairs, configuration=CONFIGURATION)
