@@ -54,7 +54,7 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape, d
 
     key = f"torch {torch.__version__} {kind} {shape} {strides} {dtype} {axes} {out_shape}"
     known = store.load_json(_NAMESPACE, key)
-    if isinstance(known, dict) and "strides" in known:
+    if isinstance(known, dict) and _valid(known.get("strides", False), out_shape):
         return None if known["strides"] is None else tuple(known["strides"])
     found = None
     if device_id is not None and not torch.cuda.is_current_stream_capturing():
@@ -64,6 +64,13 @@ def package_fft_strides(package, kind, shape, strides, dtype, axes, out_shape, d
         found = _meta_strides(torch, kind, shape, strides, dtype, axes, out_shape)
     store.save_json(_NAMESPACE, key, {"strides": found})
     return None if found is None else tuple(found)
+
+
+def _valid(strides, out_shape):
+    """Whether a stored answer is one this module saves: None, or a list of one
+    non-negative int per axis of the result (an entry of any other form is asked again)."""
+    return strides is None or (isinstance(strides, list) and len(strides) == len(out_shape)
+                               and all(type(s) is int and s >= 0 for s in strides))
 
 
 def probe_strides(torch, device, kind, shape, strides, dtype, axes, out_shape):

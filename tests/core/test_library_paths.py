@@ -189,3 +189,13 @@ def _with_mode(stat_function, mode):
         fields[0] = (found.st_mode & ~0o777) | mode
         return os.stat_result(fields)
     return patched
+
+
+@pytest.mark.parametrize("path", ["/usr/lib/libcufft.so.12\x00x", "\x00", 12])
+def test_a_remembered_path_that_is_no_path_is_looked_up_again(fresh, path):
+    """An entry whose path holds a NUL byte (or is no string) is distrusted like any other,
+    not an error that leaves every library unloadable until the store is cleared."""
+    store.save_json(library_paths.NAMESPACE, library_paths.key("cufft"),
+                    {"path": path, "file": [1, 2, 3]})
+    assert library_paths._recall("cufft") is None
+    assert library_paths.distrust("cufft", "/a\x00b/libcufft.so", None) == "not a path"

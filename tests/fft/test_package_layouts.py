@@ -77,3 +77,18 @@ def test_the_probe_tells_the_layout_of_the_real_transform(kind):
         got = probe_strides(torch, "cpu", kind, shape, x.stride(), dtype, axes,
                             tuple(theirs.shape))
         assert got == list(theirs.stride()), (kind, shape, x.stride(), axes)
+
+
+@pytest.mark.parametrize("stored", [{"strides": 5}, {"strides": [1]}, {"strides": ["a", 1, 2]},
+                                    {"strides": [True, 1, 2]}, {"strides": [-1, 1, 2]}, {}])
+def test_a_stored_answer_of_another_form_is_asked_again(fresh_store, stored):
+    """An entry this module did not save (valid JSON, hostile or damaged) is not used: torch
+    is asked again, and its answer replaces it."""
+    torch = pytest.importorskip("torch")
+    from accelmath._core.disk import store
+
+    args = ("torch", "r2c", (6, 40, 32), (1280, 32, 1), "float32", (0, 1), (6, 40, 17))
+    key = f"torch {torch.__version__} r2c {args[2]} {args[3]} float32 (0, 1) {args[6]}"
+    store.save_json(_package_layouts._NAMESPACE, key, stored)
+    theirs = torch.fft.rfftn(torch.empty(6, 40, 32, device="meta"), dim=(0, 1)).stride()
+    assert package_fft_strides(*args) == tuple(theirs)

@@ -40,11 +40,16 @@ def distrust(name, path, identity):
     """Why the remembered ``path`` of library ``name`` is not loaded, as a phrase; ``None``
     where it may be. ``identity`` is what :func:`_identity` said of the file when it was
     found."""
+    if not isinstance(path, str) or "\0" in path:
+        return "not a path"
     if not os.path.isabs(path):
         return "not an absolute path"
     if not _named_like(name, os.path.basename(path)):
         return f"not a file of {name}"
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or str(exc)
     if not any(os.path.commonpath([real, root]) == root for root in _search_roots()):
         return "not in a place that a lookup searches"
     try:
