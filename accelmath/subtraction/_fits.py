@@ -254,6 +254,9 @@ def check_output(path, overwrite, inputs=()):
     name = os.fspath(path)
     if not name or name.endswith(os.sep):
         raise InvalidArgumentError(f"the output {name!r} names no file")
+    if name.lower().endswith(".zip"):
+        raise InvalidArgumentError(f"the output {name} is a zip file, which astropy does not "
+                                   "write; name it .fits, or .fits.gz for gzip")
     if os.path.lexists(name):
         if not overwrite:
             raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
@@ -349,7 +352,11 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     else:
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
     _sweep(folder)
-    temporary = os.path.join(folder, f"{_TEMPORARY}{os.getpid()}@{_HOST}-{uuid.uuid4().hex}.fits")
+    # (compressed as the name says: astropy compresses by the file's extension)
+    packed = os.path.splitext(name)[1].lower()
+    suffix = ".fits" + (packed if packed in _COMPRESSED else "")
+    temporary = os.path.join(folder,
+                             f"{_TEMPORARY}{os.getpid()}@{_HOST}-{uuid.uuid4().hex}{suffix}")
     # (made new, never through a link; with the permissions the umask gives any new file)
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
@@ -368,7 +375,8 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
 # A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex>.fits"
 _TEMPORARY = ".accelmath-"
 _HOST = socket.gethostname()
-_LEFT = re.compile(r"\.accelmath-(\d+)@(.+)-[0-9a-f]{32}\.fits")
+_LEFT = re.compile(r"\.accelmath-(\d+)@(.+)-[0-9a-f]{32}\.fits(\.gz|\.bz2|\.xz)?")
+_COMPRESSED = (".gz", ".bz2", ".xz")  # what astropy writes compressed, by the name's end
 _swept = set()  # the folders whose left temporaries this process removed
 
 

@@ -159,12 +159,22 @@ def _state(path):
         from astropy.io import fits
     except ImportError:
         return "foreign"
+    packed = os.path.splitext(path)[1].lower() in (".gz", ".bz2", ".xz")
     try:
         size = os.path.getsize(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (astropy's word on a cut-short file: "cut" here)
             with fits.open(path, memmap=False, lazy_load_hdus=False) as hdus:
                 header = hdus[0].header
+                if packed and "AMVERS" in header and header.get("NAXIS", 0) == 2:
+                    # a compressed file's size says nothing: whole where its data decompress
+                    # (astropy's warning of a short one is an error here)
+                    warnings.simplefilter("error")
+                    try:
+                        hdus[0].data
+                    except (OSError, EOFError, ValueError, Warning):
+                        return "cut"
+                    return "complete"
         if "AMVERS" not in header:
             return "foreign"
         count = 1

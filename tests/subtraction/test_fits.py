@@ -287,3 +287,26 @@ def test_inputs_that_are_not_regular_files_or_have_damaged_headers(tmp_path):
     damaged.write_bytes("".join(c.ljust(80) for c in cards).ljust(2880).encode())
     with pytest.raises(InvalidArgumentError, match="damaged.fits"):
         read_pair(damaged, damaged)
+
+
+@pytest.mark.parametrize("suffix", [".fits.gz", ".fits.bz2"])
+def test_a_compressed_output_is_compressed_and_checked_whole(tmp_path, suffix):
+    """An output named .gz (or .bz2) is written compressed, as astropy writes such names; a
+    manifest's check of it decompresses it (its size says nothing), and calls a copy cut
+    short not complete. A zip output is refused: astropy writes none."""
+    from accelmath.subtraction._survey import _state, is_complete
+
+    out = tmp_path / f"diff{suffix}"
+    data = np.random.default_rng().standard_normal((64, 64))
+    write_difference(out, data)
+    magic = open(out, "rb").read(3)
+    assert magic[:2] == b"\x1f\x8b" if suffix.endswith("gz") else magic == b"BZh"
+    with fits.open(out) as hdus:
+        np.testing.assert_allclose(hdus[0].data, data.astype(np.float32))
+    assert is_complete(out)
+    cut = tmp_path / f"cut{suffix}"
+    cut.write_bytes(out.read_bytes()[: out.stat().st_size // 2])
+    assert not is_complete(cut) and _state(str(cut)) in ("cut", "foreign")
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".accelmath-")]
+    with pytest.raises(InvalidArgumentError, match="zip"):
+        write_difference(tmp_path / "diff.fits.zip", data)
