@@ -433,8 +433,15 @@ def main(argv=None):
     >>> main(["info"])  # doctest: +SKIP
     0
     """
+    for stream in (sys.stdout, sys.stderr):  # (a path of undecodable bytes is printed too)
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     args = _parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except BrokenPipeError:  # (its reader left: `accelmath bench --list | head`)
+        sys.stdout = open(os.devnull, "w")  # (no second error as Python flushes at exit)
+        return 1
 
 
 if __name__ == "__main__":

@@ -279,13 +279,26 @@ def read_result(path):
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("rows"), list):
+    if (not isinstance(data, dict) or not isinstance(data.get("rows"), list)
+            or not all(isinstance(row, dict) for row in data["rows"])):
         return None
-    env = data.get("environment") or {}
+    env = data.get("environment")
+    env = env if isinstance(env, dict) else {}
     device = str(env.get("device", ""))
     suffix = "-" + _slug(device)
     name = path.stem[:-len(suffix)] if device and path.stem.endswith(suffix) else path.stem
-    return Result(name, device, env, data["rows"], data.get("summary") or [], path)
+    summary = data.get("summary")
+    if not (isinstance(summary, list) and all(_summary_entry(e) for e in summary)):
+        summary = []  # (none, or not of the form a benchmark writes: inferred instead)
+    return Result(name, device, env, data["rows"], summary, path)
+
+
+def _summary_entry(entry):
+    """Whether ``entry`` is one of a result's ``summary`` as a benchmark writes them."""
+    return (isinstance(entry, dict) and isinstance(entry.get("accelmath"), str)
+            and isinstance(entry.get("peers"), list)
+            and all(isinstance(p, str) for p in entry["peers"])
+            and isinstance(entry.get("unit", ""), str) and isinstance(entry.get("label", ""), str))
 
 
 def _number(value):

@@ -721,3 +721,67 @@ def test_the_parser_loads_no_subtraction():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)
     assert done.stdout.split() == ["False", "False"], done.stderr[-2000:]
+
+
+def test_command_line_mistakes_get_one_line_each(tmp_path, capsys):
+    """A negative demo seed, a GPU list that is none, a scheduler address that is none: one
+    line each, no traceback."""
+    assert main(["demo", "--seed", "-5", "--size", "192", "--device", "cpu"]) == 1
+    assert "seed=-5: a seed is a whole number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as info:
+        main(["subtract", "a.fits", "b.fits", "-o", "c.fits", "--gpus", "a"])
+    assert info.value.code == 2 and "invalid GPU list" in capsys.readouterr().err
+    pytest.importorskip("distributed")
+    manifest = tmp_path / "pairs.csv"
+    manifest.write_text("reference,science\na.fits,b.fits\n")
+    assert main(["subtract", "--pairs", str(manifest), "--out-dir", str(tmp_path / "out"),
+                 "--scheduler", "foo"]) == 1
+    err = capsys.readouterr().err
+    assert "scheduler='foo': no Dask scheduler reached there" in err
+    assert "Traceback" not in err
+
+
+def test_output_to_a_reader_that_leaves_is_no_traceback():
+    """``accelmath bench --list | head -1``: the pipe's reader leaves before the output ends
+    (here, before it begins: a pipe whose reading end is closed)."""
+    code = ("import os, sys\n"
+            "r, w = os.pipe()\n"
+            "os.close(r)\n"
+            "os.dup2(w, 1)\n"
+            "from accelmath.__main__ import main\n"
+            "sys.exit(main(['bench', '--list']))\n")
+    done = _python("-c", code)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
+
+
+def test_undecodable_paths_are_printed(tmp_path):
+    """A cache directory of bytes that are no UTF-8, printed where stdout is strict UTF-8."""
+    folder = os.fsencode(tmp_path) + b"/st\xff"
+    done = subprocess.run([sys.executable, "-m", "accelmath", "cache"], capture_output=True,
+                          cwd=REPO, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(REPO),
+                               "PYTHONIOENCODING": "utf-8",
+                               "ACCELMATH_CACHE_DIR": os.fsdecode(folder)})
+    assert done.returncode == 0 and b"Traceback" not in done.stderr
+    assert b"st\\udcff" in done.stdout or b"st\\xff" in done.stdout
+
+
+@pytest.mark.parametrize("text", ['{"rows": [1, 2]}', '{"environment": [1], "rows": []}',
+                                  '{"rows": [{"case": "x"}], "summary": "abc"}',
+                                  '{"rows": [{"case": "x"}], "summary": [{"peers": 1}]}'])
+def test_result_files_of_another_form_are_read_as_none_or_without_their_summary(tmp_path,
+                                                                                 text):
+    """A results file that is valid JSON but not of the form a benchmark writes: not a
+    result (its rows are not tables' rows), or one whose summary is inferred again."""
+    from accelmath._benchmarks import comparisons, read_result, summary_rows
+
+    path = tmp_path / "x-device.json"
+    path.write_text(text)
+    result = read_result(path)
+    if result is not None:
+        assert result.summary == [] and isinstance(result.environment, dict)
+        comparisons(result)
+        summary_rows(result)
+    else:
+        assert "[1, 2]" in text

@@ -137,6 +137,9 @@ def _gpus(text):
     return [int(g) for g in text.split(",") if g.strip()]
 
 
+_gpus.__name__ = "GPU list (ordinals, comma-separated)"  # (argparse's "invalid ... value")
+
+
 def add_subtract(commands):
     """The ``subtract`` command's parser, added to ``commands`` (argparse's subparsers)."""
     command = commands.add_parser(

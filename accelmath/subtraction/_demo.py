@@ -394,6 +394,8 @@ def run_demo(size=None, device="auto", output=None, seed=None, out=None, progres
             f"size={size}: the demo takes images of at least {MIN_SIZE} x {MIN_SIZE} pixels "
             "(PHROSTY's 19 x 19 kernel and its polynomial terms need that many to fit)")
     seed = _fresh_seed() if seed is None else int(seed)
+    if not 0 <= seed < 2**63:
+        raise InvalidArgumentError(f"seed={seed}: a seed is a whole number from 0 to 2**63 - 1")
     figure = figure_path(output)
     _make_folder(os.path.dirname(figure), output)  # (before the work: fail at once)
     _check_figure(figure, output)

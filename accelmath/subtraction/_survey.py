@@ -286,7 +286,12 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
         return _on_cluster(distributed, client, pairs, configuration, overwrite, mask_excludes,
                            report)
     if scheduler is not None:
-        with distributed.Client(scheduler) as own:
+        try:
+            own = distributed.Client(scheduler)
+        except (ValueError, TypeError, OSError) as exc:  # (an address that is none, or down)
+            raise InvalidArgumentError(f"scheduler={scheduler!r}: no Dask scheduler reached "
+                                       f"there ({type(exc).__name__}: {exc})") from None
+        with own:
             return _on_cluster(distributed, own, pairs, configuration, overwrite,
                                mask_excludes, report)
     with _local_cluster(gpus, None, cores=min(_cores(), len(pairs)),
