@@ -653,3 +653,14 @@ def test_a_directory_in_an_entrys_place_stops_that_entry_alone(root, caplog):
         store.save("nvrtc", "after", b"3")
     assert blocked.is_dir() and store.load("nvrtc", "after") == b"3"
     assert any("a directory is in its place" in r.getMessage() for r in _store_warnings(caplog))
+
+
+@pytest.mark.parametrize("value", ["   ", " \t"])
+def test_a_blank_directory_setting_is_no_setting(value, monkeypatch):
+    """Blanks alone name no folder (one named "   " would be made in the working
+    directory); blanks around a path are taken off."""
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", value)
+    monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/xdg-cache-test")
+    assert str(store.cache_dir()) == "/tmp/xdg-cache-test/accelmath"
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", f"{value}/tmp/am-cache{value}")
+    assert str(store.cache_dir()) == "/tmp/am-cache"

@@ -97,8 +97,9 @@ def cache_dir():
     Returns
     -------
     pathlib.Path
-        ``$ACCELMATH_CACHE_DIR`` when set and not empty (a relative one taken against the
-        working directory when the process first saw it); otherwise the user cache directory:
+        ``$ACCELMATH_CACHE_DIR`` when set and not blank (blanks around it taken off; a
+        relative one taken against the working directory when the process first saw it);
+        otherwise the user cache directory:
         ``$XDG_CACHE_HOME/accelmath`` or ``~/.cache/accelmath`` on Linux,
         ``~/Library/Caches/accelmath`` on macOS, ``%LOCALAPPDATA%\\accelmath\\Cache`` on
         Windows.
@@ -118,7 +119,8 @@ def cache_dir():
     ...     str(cache_dir())
     '/tmp/accelmath-cache'
     """
-    explicit = os.environ.get("ACCELMATH_CACHE_DIR")
+    # (blanks around it are a slip of the keyboard, not the name of a folder)
+    explicit = (os.environ.get("ACCELMATH_CACHE_DIR") or "").strip()
     if explicit:
         return _made_absolute(explicit)
     if sys.platform == "win32":
@@ -135,7 +137,7 @@ def cache_dir():
 def relative_origin():
     """The relative ``ACCELMATH_CACHE_DIR`` that :func:`cache_dir` made absolute, or ``None``
     where it is absolute or unset (for reports)."""
-    explicit = os.environ.get("ACCELMATH_CACHE_DIR")
+    explicit = (os.environ.get("ACCELMATH_CACHE_DIR") or "").strip()
     return explicit if explicit in _absolute else None
 
 
