@@ -291,7 +291,9 @@ def _cache_clear(args):
         print(f"removed {path}")
     print(f"Removed {cleared.entries} entr{'y' if cleared.entries == 1 else 'ies'} "
           f"({cleared.bytes / 1e6:.1f} MB) from {store.cache_dir()}")
-    return 0
+    for path, why in cleared.left:
+        print(f"accelmath cache clear: {path} could not be cleared: {why}", file=sys.stderr)
+    return 1 if cleared.left else 0
 
 
 def _demo(args):

@@ -141,6 +141,29 @@ def test_cache_clear(store_dir, capsys):
     assert "Store: on, 0 entries, 0.0 MB" in capsys.readouterr().out
 
 
+def test_cache_clear_says_what_it_could_not_clear(store_dir, capsys, monkeypatch):
+    """A namespace folder that cannot be listed (mode 000 for another user; simulated, as
+    root lists any): its entries stay, and the command says so and exits 1."""
+    import os as _os
+
+    from accelmath._core.disk import upkeep
+
+    real = _os.scandir
+
+    def scandir(path="."):
+        if _os.path.basename(_os.fspath(path)) == "nvrtc":
+            raise PermissionError(13, "Permission denied", _os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(upkeep.os, "scandir", scandir)
+    assert main(["cache", "clear"]) == 1
+    captured = capsys.readouterr()
+    assert "Removed 1 entry" in captured.out
+    assert f"{store_dir / 'nvrtc'} could not be cleared" in captured.err
+    monkeypatch.setattr(upkeep.os, "scandir", real)
+    assert upkeep.size().entries == 2  # (the two of the folder it could not list)
+
+
 def test_cache_clear_as_a_module(store_dir):
     result = _run("cache", "clear", env={"ACCELMATH_CACHE_DIR": str(store_dir)})
     assert result.returncode == 0, result.stderr

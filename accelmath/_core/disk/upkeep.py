@@ -35,6 +35,9 @@ class Cleared(NamedTuple):
     entries: int
     bytes: int
     files: tuple
+    #: What could not be listed or removed: ``(path, why)`` pairs (the store's own files may
+    #: remain there).
+    left: tuple = ()
 
 
 def size():
@@ -89,9 +92,9 @@ def clear():
             f"own directory, or remove this one yourself if it is the store of an older "
             f"accelmath.")
     entries = total = 0
-    removed = []
+    removed, left = [], []
     now = time.time()
-    for namespace, path, status in _own_files():
+    for namespace, path, status in _own_files(left):
         entry = _ENTRY.fullmatch(path.name) is not None
         # A recent temporary file may be a write in progress in another process.
         if not entry and now - status.st_mtime < _WRITE_SECONDS:
@@ -103,16 +106,18 @@ def clear():
             path.unlink()
         except (OSError, Unreadable) as exc:
             _log.warning("could not remove the store file %s: %s", path, exc)
+            left.append((path, str(exc)))
             continue
         removed.append(path)
         if entry:
             entries, total = entries + 1, total + status.st_size
     _log.debug("store cleared: %d entries, %d bytes", entries, total)
-    return Cleared(entries, total, tuple(removed))
+    return Cleared(entries, total, tuple(removed), tuple(left))
 
-def _own_files():
+def _own_files(unlisted=None):
     """``(namespace, path, lstat)`` of each file in a private namespace directory of a
-    private root whose name is an entry's or a temporary file's; no link is followed."""
+    private root whose name is an entry's or a temporary file's; no link is followed. A
+    directory that cannot be listed is appended to ``unlisted`` (where given) with why."""
     root = _usable_root(create=False)
     if root is None:
         return
@@ -126,6 +131,8 @@ def _own_files():
                          if _ENTRY.fullmatch(item.name) or _TEMPORARY.fullmatch(item.name)]
         except OSError as exc:  # removed meanwhile, or not readable
             _log.warning("could not list the store directory %s: %s", directory, _reason(exc))
+            if unlisted is not None and not isinstance(exc, FileNotFoundError):
+                unlisted.append((directory, _reason(exc)))
             continue
         for name, status in items:
             path = directory / name
