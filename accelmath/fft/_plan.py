@@ -13,7 +13,7 @@ import numpy
 
 from accelmath._core.arguments import check_execution, check_flag, check_workers, index
 from accelmath._core.dispatch import missed
-from accelmath._core.layout import check_dense
+from accelmath._core.layout import axis_order, check_dense, contiguous_strides
 from accelmath._core.operand import wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath._core.plan import Call, Plan, template_operand
@@ -191,6 +191,7 @@ class FFT(Plan):
                 'execution="cuda" needs a device operand here; the accelmath.fft functions '
                 "move host data for you")
         self._bind(op, operand, out_shape, out_strides, out_dtype, on_gpu, layout_only)
+        self._c_order = contiguous_strides(out_shape)
         if on_gpu:
             from accelmath.fft._cuda import CudaExecutor
 
@@ -340,17 +341,19 @@ class FFT(Plan):
     def _run_host(self, x, out, call):
         a, op = self._host_input(x)
         run, write = call.option
-        if op is None:  # (a NumPy array of the plan's layout, taken as it is)
-            if out is not None:
-                write(a, self._host_output(out, None))
-                return out
-            return run(a)
-        if a.dtype != self._host_dtype:  # (the byte order other than the plan's)
-            a = a.astype(self._host_dtype)
+        if op is not None and a.dtype != self._host_dtype:  # (another byte order than the
+            a = a.astype(self._host_dtype)                   # plan's)
         if out is not None:
             write(a, self._host_output(out, op))
             return out
-        return op.adapter.from_numpy(run(a), op.obj)
+        if self.out_strides == self._c_order:  # (the engine's own layout)
+            made = run(a)
+        else:  # a result in the plan's layout (get_output_layout), as the GPU's are
+            order = axis_order(self.out_strides)
+            made = numpy.empty([self.out_shape[k] for k in order], self._host_out_dtype)
+            made = made.transpose(numpy.argsort(order))
+            write(a, made)
+        return made if op is None else op.adapter.from_numpy(made, op.obj)
 
     def forward(self, x=None, *, out=None, stream=None, **fusion_args):
         """Run the forward transform (c2c and r2c plans); see :meth:`execute` (``like=`` and

@@ -324,3 +324,27 @@ def test_a_plan_of_a_shape_no_memory_holds_is_refused_saying_so():
 
     with pytest.raises(OutOfMemoryError, match=r"template of shape \(4611686018427387904, 2\)"):
         FFT(shape=(2 ** 62, 2), dtype="complex128")
+
+
+@pytest.mark.parametrize("order", ["given", "operand's"])
+def test_host_results_have_the_plans_output_layout(order):
+    """On the CPU too, a plan's new results have the layout ``get_output_layout`` says:
+    ``out_strides`` where given, else dense in the operand's axis order."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng()
+    x = rng.standard_normal((6, 8)) + 1j * rng.standard_normal((6, 8))
+    if order == "given":
+        template, options = x, {"out_strides": (1, 6)}
+    else:
+        template, options = np.asfortranarray(x), {}
+        x = np.asfortranarray(x)
+    plan = FFT(template, axes=(0, 1), **options)
+    shape, strides = plan.get_output_layout()
+    assert strides == (1, 6)
+    result = plan.forward(x)
+    assert result.strides == tuple(s * 16 for s in strides)
+    np.testing.assert_allclose(result, np.fft.fft2(x), rtol=1e-12, atol=1e-12)
+    tensor_plan = FFT(torch.from_numpy(np.ascontiguousarray(x)), axes=(0, 1), out_strides=(1, 6))
+    result = tensor_plan.forward(torch.from_numpy(np.ascontiguousarray(x)))
+    assert result.stride() == (1, 6)
+    np.testing.assert_allclose(result.numpy(), np.fft.fft2(x), rtol=1e-12, atol=1e-12)
