@@ -70,10 +70,16 @@ def _operands(in1, in2):
     return a, b
 
 
-def _compute_dtype(*dtypes):
-    """The dtype the transforms compute in: float32 or float64, complex where an input is."""
+def _compute_dtype(*dtypes, each=False):
+    """The dtype the transforms compute in: float32 or float64, complex where an input is;
+    ``each``: as ``scipy.signal.fftconvolve`` finds it, from each input's own transform's
+    (integers and bools in float64, float16 in float32), else from their promotion."""
     try:
-        promoted = numpy.result_type(*[numpy.dtype(d) for d in dtypes])
+        dtypes = [numpy.dtype(d) for d in dtypes]
+        if each:
+            dtypes = [numpy.dtype("float64") if d.kind in "biu" else
+                      numpy.dtype("float32") if d == numpy.float16 else d for d in dtypes]
+        promoted = numpy.result_type(*dtypes)
     except TypeError:
         raise UnsupportedDTypeError(f"inputs of {', '.join(map(str, dtypes))} cannot be "
                                     "convolved") from None
@@ -173,8 +179,9 @@ def convolve(in1, in2, mode="full", axes=None, *, like=None):
     Returns
     -------
     array
-        Of ``in1``'s kind: real for real inputs (float32 for float32 ones), complex where
-        either is.
+        Of ``in1``'s kind and of ``scipy.signal.fftconvolve``'s dtype: each input's transform
+        computes in its own precision (integers and bools in float64, float16 in float32),
+        the result in the wider of the two; complex where either input is.
 
     Examples
     --------
@@ -209,7 +216,8 @@ def correlate(in1, in2, mode="full", axes=None, *, like=None):
     Returns
     -------
     array
-        Of ``in1``'s kind.
+        Of ``in1``'s kind and, as ``scipy.signal.correlate``'s, of the inputs' promoted
+        dtype (computed as :func:`convolve` computes, then converted: integers rounded).
 
     Examples
     --------
@@ -243,9 +251,30 @@ def _convolve(in1, in2, mode, axes, correlate):
     a, b = _operands(in1, in2)
     ndim = len(a.shape)
     axes = _check_axes(axes, ndim, a.shape, b.shape)
-    dtype = _compute_dtype(a.dtype, b.dtype)
+    dtype = _compute_dtype(a.dtype, b.dtype, each=True)
     if a.size == 0 or b.size == 0:  # (scipy's answer: an empty 1-D array, of a's kind here)
         return a.adapter.from_numpy(numpy.empty(0, dtype), a.obj)
+    if correlate:  # (scipy.signal.correlate gives the inputs' promotion, integers rounded)
+        return _as_inputs(_correlated(a, b, mode, axes, dtype), numpy.result_type(
+            numpy.dtype(a.dtype), numpy.dtype(b.dtype)), dtype)
+    return _correlated(a, b, mode, axes, dtype, correlate=False)
+
+
+def _as_inputs(result, target, dtype):
+    """``result`` (of ``dtype``) as ``scipy.signal.correlate`` gives it for inputs whose
+    promotion is ``target``: converted to it, integers rounded first."""
+    if target == dtype:
+        return result
+    if target.kind in "iu":
+        result = result.round()
+    op = wrap_named(result, "the result")
+    return op.adapter.astype(op.obj, target.name)
+
+
+def _correlated(a, b, mode, axes, dtype, correlate=True):
+    """The convolution (or, ``correlate``, the correlation) of operands ``a`` and ``b`` over
+    ``axes`` (checked), computed in ``dtype``."""
+    ndim = len(a.shape)
     x, y = _as(a, dtype), _as(b, dtype)
     if correlate:  # (scipy.signal.correlate checks every axis, fftconvolve the transformed)
         y = _flipped(y, axes, dtype, "in2")

@@ -97,3 +97,30 @@ def test_a_convolver_refuses_images_of_a_wider_dtype():
     with F.Convolver(np.ones(3), (8,)) as convolver:
         with pytest.raises(InvalidArgumentError, match="make it with dtype='complex128'"):
             convolver(np.ones(8, complex))
+
+
+@pytest.mark.parametrize("dtypes", [("int16", "int16"), ("int16", "float32"), ("uint8", "float32"),
+                                    ("float16", "float16"), ("bool", "bool"),
+                                    ("complex64", "int64"), ("int8", "complex64"),
+                                    ("float16", "float32"), ("int32", "float16")])
+def test_result_dtypes_are_scipys(dtypes):
+    """``convolve`` gives ``fftconvolve``'s dtype (each input's transform in its own
+    precision: integers in float64); ``correlate`` gives ``scipy.signal.correlate``'s (the
+    inputs' promotion, integers rounded), with its values."""
+    rng = np.random.default_rng()
+
+    def draw(dtype, n):
+        if dtype == "bool":
+            return rng.random(n) > 0.5
+        return (rng.standard_normal(n) * 20).astype(dtype)
+
+    a, b = draw(dtypes[0], 16), draw(dtypes[1], 5)
+    ours, theirs = F.convolve(a, b), scipy.signal.fftconvolve(a, b)
+    assert ours.dtype == theirs.dtype
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-2 * np.abs(theirs).max())
+    ours, theirs = F.correlate(a, b), scipy.signal.correlate(a, b, method="fft")
+    assert ours.dtype == theirs.dtype
+    if theirs.dtype.kind in "biu":  # (both rounded from float64: the same, but at a tie)
+        assert np.abs(ours.astype(np.int64) - theirs.astype(np.int64)).max() <= 1
+    else:
+        np.testing.assert_allclose(ours, theirs, rtol=1e-2, atol=1e-2 * np.abs(theirs).max())
