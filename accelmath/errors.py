@@ -9,6 +9,8 @@ import numpy.linalg
 
 __all__ = [
     "AccelmathError",
+    "ArgumentTypeError",
+    "AxisError",
     "CompileError",
     "CudaLibraryError",
     "DeviceMismatchError",
@@ -31,6 +33,16 @@ class AccelmathError(Exception):
 
 class InvalidArgumentError(AccelmathError, ValueError):
     """An argument has a value outside what the function accepts (axes, shapes, norms...)."""
+
+
+class AxisError(InvalidArgumentError, IndexError):
+    """An axis out of bounds for an array's dimensions: an ``IndexError`` too, as NumPy's
+    ``AxisError`` is, so that code written against NumPy catches it."""
+
+
+class ArgumentTypeError(InvalidArgumentError, TypeError):
+    """An argument that must be an integer (a length, an axis, a count) and is of another
+    type: a ``TypeError`` too, as NumPy raises for it."""
 
 
 class UnsupportedOperandError(AccelmathError, TypeError):

@@ -10,7 +10,7 @@ import os
 
 import numpy
 
-from accelmath.errors import InvalidArgumentError
+from accelmath.errors import ArgumentTypeError, AxisError, InvalidArgumentError
 
 __all__ = ["EXECUTIONS", "check_execution", "check_workers", "index", "length", "count",
            "normalize_axis", "check_flag"]
@@ -34,7 +34,7 @@ def index(value, what):
             raise TypeError
         return operator.index(value)
     except TypeError:
-        raise InvalidArgumentError(f"{what} must be an integer, got {value!r}") from None
+        raise ArgumentTypeError(f"{what} must be an integer, got {value!r}") from None
 
 
 def length(n, what="n"):
@@ -88,8 +88,7 @@ def normalize_axis(axis, ndim, what="axes"):
     """
     axis = index(axis, what)
     if not -ndim <= axis < ndim:
-        raise InvalidArgumentError(
-            f"axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise AxisError(f"axis {axis} is out of bounds for an array of dimension {ndim}")
     return axis % ndim
 
 

@@ -610,3 +610,28 @@ def test_unhashable_arguments_are_refused_with_the_front_in_place(monkeypatch):
     with pytest.raises(InvalidArgumentError, match="execution"):
         accelmath.fft.fft(x, execution=["cuda"])
     np.testing.assert_allclose(accelmath.fft.fft(x), np.fft.fft(x))
+
+
+def test_numpys_exception_kinds_catch_ours():
+    """An axis out of bounds is an IndexError too, a non-integer length or axis a TypeError
+    too, as NumPy raises them; each stays a ValueError (InvalidArgumentError), as before."""
+    from accelmath.errors import ArgumentTypeError, AxisError
+
+    x = np.ones(8, complex)
+    for call in (lambda: accelmath.fft.fft(x, axis=1), lambda: accelmath.fft.fftn(x, axes=(3,)),
+                 lambda: accelmath.fft.fftshift(x, 2)):
+        with pytest.raises(IndexError):
+            call()
+        with pytest.raises(AxisError):
+            call()
+        with pytest.raises(InvalidArgumentError):
+            call()
+    for call in (lambda: accelmath.fft.fft(x, n=2.0), lambda: accelmath.fft.fft(x, axis=1.0),
+                 lambda: accelmath.fft.fftn(x, axes=(0.0,))):
+        with pytest.raises(TypeError):
+            call()
+        with pytest.raises(ArgumentTypeError):
+            call()
+    for exc in (IndexError, TypeError):  # (what NumPy raises in the same cases)
+        with pytest.raises(exc):
+            np.fft.fft(x, axis=1) if exc is IndexError else np.fft.fft(x, n=2.0)
