@@ -299,3 +299,16 @@ def test_torch_input_into_a_numpy_out_that_torch_cannot_view():
     for out in (np.empty(8, complex)[::-1], np.empty(8, ">c16")):
         assert af.fft(t, out=out) is out
         np.testing.assert_allclose(out, np.fft.fft(t.numpy()), rtol=1e-12)
+
+
+def test_ranges_and_buffers_are_array_likes():
+    """A range, a bytearray and an array.array are read as NumPy reads them (a bytearray's
+    bytes as uint8): the same transforms."""
+    import array
+
+    import accelmath.fft as af
+
+    for x in (range(8), bytearray(range(8)), array.array("d", range(8)),
+              array.array("i", range(8))):
+        np.testing.assert_allclose(af.fft(x), np.fft.fft(np.asarray(x)), atol=1e-12)
+        np.testing.assert_allclose(af.rfft(x), np.fft.rfft(np.asarray(x)), atol=1e-12)

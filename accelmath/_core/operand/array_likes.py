@@ -1,18 +1,23 @@
 """Array-likes: lists, tuples and scalars, read as NumPy reads them (``numpy.asarray``)."""
 
+import array
+
 from accelmath._core.operand.numpy_arrays import NumpyAdapter
 from accelmath.errors import UnsupportedOperandError
 
 __all__ = ["ArrayLikeAdapter", "is_array_like"]
 
 # bool is an int. str and bytes are not here: NumPy makes string arrays of them, never what a
-# numeric call means, so they are refused as operands rather than as dtypes.
-_PYTHON_TYPES = (list, tuple, int, float, complex, memoryview)
+# numeric call means, so they are refused as operands rather than as dtypes. A bytearray and
+# an array.array are buffers (NumPy reads their elements: uint8 for a bytearray), a range
+# a sequence of ints.
+_PYTHON_TYPES = (list, tuple, int, float, complex, memoryview, range, bytearray, array.array)
 
 
 def is_array_like(cls):
     """Whether objects of type ``cls`` are array-likes: lists and tuples (nested or not),
-    Python scalars (int, float, complex, bool), buffers (memoryview) and NumPy scalars
+    ranges, Python scalars (int, float, complex, bool), buffers (memoryview, bytearray,
+    array.array) and NumPy scalars
     (objects with ``__array__`` of packages accelmath does not know are read so too).
 
     Examples
