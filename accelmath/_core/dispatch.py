@@ -15,8 +15,10 @@ So a repeated call skips normalization altogether, and a call whose arguments we
 validated never hits. A domain may put a *front* before the memo (:meth:`Dispatcher.front`):
 for its commonest calls, the last plan a call of that form ran, keyed without the operands'
 layout, tried first through a launcher that checks the operands itself (the call shim's
-readers) and answers :data:`MISS` where they do not fit; a miss goes on to the memo. Host data runs on the device (``execution="cuda"``) through
-:func:`to_device`, and comes back through :func:`to_host`.
+readers) and answers :data:`MISS` where they do not fit; a miss goes on to the memo.
+
+Host data runs on the device (``execution="cuda"``) through :func:`to_device`, and comes
+back through :func:`to_host`.
 """
 
 import threading
@@ -77,7 +79,7 @@ class Dispatcher:
         self._lock = threading.Lock()
         self._calls = {}  # call key -> CachedPlan, or a value the domain remembered
         self._max_calls = max_calls
-        # front key -> (runs, the plan's cache entry, the cache's clock); emptied whenever a
+        # front key -> (run, the plan's cache entry, the cache's clock); emptied whenever a
         # cache drops a plan, so that it never keeps one alive or runs one the cache let go
         self._front = {}
 
