@@ -253,7 +253,8 @@ class Matmul(Plan):
         """``a @ b`` (alpha 1, beta 0, no c) made in C alone for operands of the plan's
         layout, answering :data:`~accelmath._core.dispatch.MISS` for any call it does not
         make: the stateless function's front (:meth:`~accelmath._core.dispatch.Dispatcher.
-        front`); None where the call shim does not make this product."""
+        front`); None where the call shim does not make this product, or the plan was made for
+        addresses aligned to fewer than 256 bytes."""
         if self._front is None:
             run = None
             # (made for addresses of 256 bytes alone: its launcher's mask then admits just the
