@@ -467,6 +467,8 @@ def all_finite(array):
     >>> all_finite(np.array([1e308, 1e308]))  # (an overflow: the exact search settles it)
     False
     """
+    if array.__class__ is not numpy.ndarray:  # (numpy.matrix: its products are matrices)
+        array = array.view(numpy.ndarray)
     if 0 in array.strides:  # (a broadcast view: its own entries once, not each repeat)
         array = array[tuple(slice(0, 1) if s == 0 else slice(None) for s in array.strides)]
     dense = array.flags.c_contiguous

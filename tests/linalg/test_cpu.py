@@ -276,3 +276,35 @@ def test_a_large_batched_solve_checked_meanwhile_locates_a_singular_matrix():
         _cpu.solve(a, b, check=True)
     x = _cpu.solve(a, b, check=False)
     assert np.isnan(x[777]).all() and np.isfinite(np.delete(x, 777, axis=0)).all()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy.matrix's own)
+@pytest.mark.parametrize("check", [True, False])
+def test_numpy_matrices_are_read(check):
+    """``numpy.matrix`` operands (a subclass whose products are matrices): every function
+    reads them as NumPy's and SciPy's do, the finite check included."""
+    from accelmath import linalg
+
+    m = np.matrix([[4.0, 2.0], [2.0, 3.0]])
+    b = np.matrix([[1.0], [2.0]])
+    a = np.asarray(m)
+    pairs = [(linalg.inv(m, check=check), np.linalg.inv(a)),
+             (linalg.solve(m, b, check=check), np.linalg.solve(a, np.asarray(b))),
+             (linalg.cholesky(m, check=check), np.linalg.cholesky(a)),
+             (linalg.eigvalsh(m, check=check), np.linalg.eigvalsh(a)),
+             (linalg.svdvals(m, check=check) if hasattr(linalg, "svdvals") else
+              np.linalg.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False)),
+             (linalg.lstsq(m, b)[0], np.linalg.lstsq(a, np.asarray(b))[0]),
+             (linalg.cho_solve(linalg.cho_factor(m), b), scipy.linalg.cho_solve(
+                 scipy.linalg.cho_factor(a), np.asarray(b))),
+             (linalg.lu_solve(linalg.lu_factor(m), b), scipy.linalg.lu_solve(
+                 scipy.linalg.lu_factor(a), np.asarray(b))),
+             (linalg.solve_triangular(m, b, lower=True), scipy.linalg.solve_triangular(
+                 a, np.asarray(b), lower=True))]
+    for ours, theirs in pairs:
+        np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-12, atol=1e-12)
+    for cls in ("Cholesky", "LU", "QR"):
+        if hasattr(linalg, cls):
+            factored = getattr(linalg, cls)(m)
+            np.testing.assert_allclose(np.asarray(factored.solve(b)),
+                                       np.linalg.solve(a, np.asarray(b)), rtol=1e-12)
