@@ -231,11 +231,13 @@ class Cholesky(_Factorization):
 
     @property
     def factor(self):
-        """The factor, L (``lower``) or U, as an array of the matrix's package."""
+        """The factor, L (``lower``) or U, as a new array of the matrix's package (writing
+        into it changes no later solve)."""
         self._check_live()
         if self.device_id is None:
-            return self._factors[0] if self.lower else numpy.conj(
+            made = self._factors[0].copy() if self.lower else numpy.conj(
                 numpy.swapaxes(self._factors[0], -1, -2))
+            return to_caller(made, self._operand)
         ctx = Context(self._operand, None)
         n = self.shape[-1]
         out, ptr = ctx.empty(self.shape)

@@ -308,3 +308,23 @@ def test_numpy_matrices_are_read(check):
             factored = getattr(linalg, cls)(m)
             np.testing.assert_allclose(np.asarray(factored.solve(b)),
                                        np.linalg.solve(a, np.asarray(b)), rtol=1e-12)
+
+
+def test_a_cholesky_factor_is_a_new_array_of_the_matrixs_package():
+    """Writing into ``Cholesky.factor`` changes no later solve, and a torch matrix's factor
+    is a torch tensor."""
+    torch = pytest.importorskip("torch")
+    from accelmath import linalg
+
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    for lower in (True, False):
+        factored = linalg.Cholesky(a, lower=lower)
+        x = factored.solve([2.0, 1.0])
+        factor = factored.factor
+        np.testing.assert_allclose(factor, np.linalg.cholesky(a) if lower
+                                   else np.linalg.cholesky(a).T, rtol=1e-15)
+        factor[...] = 1.0
+        np.testing.assert_allclose(factored.solve([2.0, 1.0]), x, rtol=1e-15)
+    tensor_factor = linalg.Cholesky(torch.from_numpy(a)).factor
+    assert isinstance(tensor_factor, torch.Tensor)
+    np.testing.assert_allclose(tensor_factor.numpy(), np.linalg.cholesky(a), rtol=1e-15)
