@@ -56,7 +56,7 @@ def _over_batch(arrays, cores):
                    for x, c in zip(arrays, cores)]
 
 
-def _checked(function, message, check, arrays, cores, names, meanwhile=False):
+def _checked(function, message, check, arrays, cores, names, meanwhile=False, read=None):
     """``function(*arrays)`` as NumPy computes it, a failure located (see the module).
 
     ``cores`` gives the number of matrix (or vector) axes of each array, ``names`` their
@@ -65,7 +65,8 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False):
     before LAPACK sees it (whose SVD may never return on one): under ``check`` the first
     such array is named. ``meanwhile``, for a function that returns on any input (a solve):
     large arrays are checked on a second core while it runs, and its result is kept where
-    they hold no NaN and no infinity.
+    they hold no NaN and no infinity. ``read``: ``"lower"`` or ``"upper"`` where ``function``
+    reads that triangle of the first array alone (the other is not checked either).
     """
     finite = False  # (known where the arrays were checked beside the call)
     if meanwhile and _CORES > 1 and sum(x.size for x in arrays) >= _MEANWHILE_SIZE:
@@ -77,7 +78,7 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False):
         finite = pending.result()
         if finite and results is not None:
             return results
-    bad = [] if finite else _nonfinite(arrays, cores, names, check)
+    bad = [] if finite else _nonfinite(arrays, cores, names, check, read)
     if bad:  # (the others computed with identities in their place)
         arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
     try:
@@ -132,21 +133,27 @@ def _identities(a, indices):
     return patched
 
 
-def _nonfinite(arrays, cores, names, check):
+def _nonfinite(arrays, cores, names, check, read=None):
     """The batch indices (over the broadcast batch) of the matrices holding a NaN or an
-    infinity in any of ``arrays`` (``cores`` and ``names`` as :func:`_checked` takes them);
-    with ``check``, LinAlgError naming the first such array and its first such matrix (its
-    batch index in that array) instead."""
+    infinity in any of ``arrays`` (``cores``, ``names`` and ``read`` as :func:`_checked`
+    takes them); with ``check``, LinAlgError naming the first such array and its first such
+    matrix (its batch index in that array) instead."""
     for x in arrays:
         if not checks.all_finite(x):
             break
     else:  # (the common case: one quick pass an array)
         return []
     flags = []
-    for x, core, name in zip(arrays, cores, names):
+    for k, (x, core, name) in enumerate(zip(arrays, cores, names)):
         if not x.size:
             continue
-        finite = numpy.isfinite(x).all(axis=tuple(range(x.ndim - core, x.ndim)))
+        finite = numpy.isfinite(x)
+        if k == 0 and read is not None:  # (the triangle the function does not read)
+            rows, cols = x.shape[-2:]
+            unread = (numpy.triu if read == "lower" else numpy.tril)(
+                numpy.ones((rows, cols), bool), 1 if read == "lower" else -1)
+            finite |= unread
+        finite = finite.all(axis=tuple(range(x.ndim - core, x.ndim)))
         if finite.all():
             continue
         if check:
@@ -255,7 +262,8 @@ def cholesky(a, *, upper, check):
     def factor(x):
         return _numpy.cholesky(x, upper=upper)
 
-    return _checked(factor, checks.NOT_POSITIVE_DEFINITE, check, (a,), (2,), ("a",))
+    return _checked(factor, checks.NOT_POSITIVE_DEFINITE, check, (a,), (2,), ("a",),
+                    read="upper" if upper else "lower")
 
 
 def qr(a, *, mode):
@@ -271,7 +279,8 @@ def eigh(a, *, uplo, check, vectors=True):
     def decompose(x):
         return tuple(_numpy.eigh(x, uplo)) if vectors else _numpy.eigvalsh(x, uplo)
 
-    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,), ("a",))
+    return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,), ("a",),
+                    read="upper" if str(uplo).upper() == "U" else "lower")
 
 
 def svd(a, *, full_matrices, compute_uv, hermitian, check, name="a"):
@@ -283,7 +292,8 @@ def svd(a, *, full_matrices, compute_uv, hermitian, check, name="a"):
 
     message = (checks.EIGENVALUES_DID_NOT_CONVERGE if hermitian
                else checks.SVD_DID_NOT_CONVERGE)
-    return _checked(decompose, message, check, (a,), (2,), (name,))
+    return _checked(decompose, message, check, (a,), (2,), (name,),
+                    read="lower" if hermitian else None)  # (NumPy's: eigh of the lower)
 
 
 def lstsq(a, b, *, rcond):

@@ -328,3 +328,35 @@ def test_a_cholesky_factor_is_a_new_array_of_the_matrixs_package():
     tensor_factor = linalg.Cholesky(torch.from_numpy(a)).factor
     assert isinstance(tensor_factor, torch.Tensor)
     np.testing.assert_allclose(tensor_factor.numpy(), np.linalg.cholesky(a), rtol=1e-15)
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_a_nan_in_the_triangle_not_read_is_not_seen(check):
+    """cholesky, eigh, eigvalsh and a Hermitian svd read one triangle, as NumPy's do: a NaN
+    in the other is junk they never read (np.empty's, say), neither refused nor spread;
+    one in the triangle read still is, matrix by matrix."""
+    from accelmath import linalg
+    from accelmath.errors import LinAlgError
+
+    good = np.array([[4.0, 2.0], [2.0, 3.0]])
+    lower, upper = good.copy(), good.copy()
+    lower[0, 1] = np.nan  # (the lower triangle is whole)
+    upper[1, 0] = np.nan
+    cases = [(lambda a: linalg.cholesky(a, check=check), lower, np.linalg.cholesky(good)),
+             (lambda a: linalg.cholesky(a, upper=True, check=check), upper,
+              np.linalg.cholesky(good, upper=True)),
+             (lambda a: linalg.eigvalsh(a, check=check), lower, np.linalg.eigvalsh(good)),
+             (lambda a: linalg.eigh(a, UPLO="U", check=check)[0], upper,
+              np.linalg.eigvalsh(good)),
+             (lambda a: linalg.svd(a, hermitian=True, compute_uv=False, check=check), lower,
+              np.linalg.svd(good, compute_uv=False))]
+    for call, a, expected in cases:
+        np.testing.assert_allclose(call(a), expected, rtol=1e-12)
+        batch = np.stack([a, a.T])  # (the second: its NaN in the triangle read)
+        if check:
+            with pytest.raises(LinAlgError, match=r"batch index \(1,\)"):
+                call(batch)
+        else:
+            got = call(batch)
+            np.testing.assert_allclose(got[0], expected, rtol=1e-12)
+            assert np.isnan(got[1]).all()
