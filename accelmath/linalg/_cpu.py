@@ -508,16 +508,18 @@ def lu_solve(lu, piv, b, *, trans, check_finite):
     return _solve_each(solve_one, (lu, piv, b), cores)
 
 
-def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite):
+def solve_triangular(a, b, *, trans, lower, unit_diagonal, check_finite, singular=True):
     """``scipy.linalg.solve_triangular(a, b, ...)``, over the broadcast batch; a zero on
-    the diagonal raises LinAlgError naming the batch index."""
+    the diagonal raises LinAlgError naming the batch index (``singular=False``: gives inf
+    and NaN there, as LAPACK's ``getrs`` and ``potrs`` do)."""
     if check_finite:
         checks.check_finite(a, 2, "a")
         checks.check_finite(b, _rhs_axes(b), "b")
 
-    if _batched((a, b), (2, _rhs_axes(b))):
+    if not singular or _batched((a, b), (2, _rhs_axes(b))):
         vector = b.ndim == 1
-        x = _substitute(a, _as_columns(b, vector), lower, trans, unit_diagonal, singular=True)
+        x = _substitute(a, _as_columns(b, vector), lower, trans, unit_diagonal,
+                        singular=singular)
         return x[..., 0] if vector else x
 
     def solve_one(a, b):

@@ -487,6 +487,12 @@ class QR(_Factorization):
         with numpy.errstate(invalid="ignore", over="ignore"):  # (an infinity in b: NaN out,
             # as the solve's own LAPACK gives it, without a warning from the product)
             qhb = numpy.conj(numpy.swapaxes(q, -1, -2)) @ (b[..., None] if vector else b)
-        x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
-                                  check_finite=False)
+        try:
+            x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
+                                      check_finite=False)
+        except LinAlgError:  # (a zero on R's diagonal, let through by check=False: inf and
+            if self.check:    # NaN there, as the LU's and Cholesky's solves give)
+                raise
+            x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
+                                      check_finite=False, singular=False)
         return x[..., 0] if vector else x

@@ -360,3 +360,15 @@ def test_a_nan_in_the_triangle_not_read_is_not_seen(check):
             got = call(batch)
             np.testing.assert_allclose(got[0], expected, rtol=1e-12)
             assert np.isnan(got[1]).all()
+
+
+def test_a_qr_made_without_its_check_solves_to_nan_where_r_has_a_zero():
+    """``QR(check=False)`` of a matrix whose R has an exact zero on its diagonal: its solve
+    gives inf or NaN there, as LU's and Cholesky's do, not an error."""
+    from accelmath import linalg
+
+    z = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    x = linalg.QR(z, check=False).solve(np.array([1.0, 2.0, 3.0]))
+    assert not np.isfinite(x).all()
+    with pytest.raises(LinAlgError):
+        linalg.QR(z)  # (checked: refused when made)

@@ -430,6 +430,13 @@ def _factor_reference(name, a):
         h = _hermitian_from_lower(a)
         np.linalg.cholesky(h)  # (raises for one not positive definite)
         return lambda b: np.linalg.solve(h, b)
+    # QR: a matrix without full column rank, by the documented rule, has no meaningful
+    # solution (refused where checked, anything where not)
+    r = np.abs(np.diagonal(np.linalg.qr(a, mode="r"), axis1=-2, axis2=-1))
+    bound = max(a.shape[-2:]) * np.finfo(r.dtype).eps * r.max(axis=-1, initial=0.0,
+                                                              keepdims=True)
+    if r.size and not (r > bound).all():
+        raise np.linalg.LinAlgError("Matrix does not have full column rank")
     return lambda b: np.linalg.pinv(a) @ b
 
 
