@@ -53,11 +53,9 @@ def run_single(args, stream=None):
 
     if args.output is None:
         raise InvalidArgumentError("-o/--output names the difference image to write")
-    try:  # (before the work: an output there, or a folder that cannot take it)
-        check_output(args.output, args.overwrite,
-                     inputs=(args.reference, args.science, args.mask))
-    except InvalidArgumentError as exc:
-        raise InvalidArgumentError(str(exc).replace("overwrite=True", "--overwrite")) from None
+    # (before the work: an output there, or a folder that cannot take it)
+    check_output(args.output, args.overwrite, inputs=(args.reference, args.science, args.mask),
+                 flag="--overwrite")
     _, like, label = resolve_device(args.device)
     stages = _Stages(4, stream)
     hdu = int(args.hdu) if args.hdu is not None and args.hdu.isdecimal() else args.hdu

@@ -15,7 +15,6 @@ matplotlib is imported inside :func:`draw_figure` only: ``import accelmath`` sta
 import math
 import os
 import textwrap
-import uuid
 from typing import NamedTuple
 
 import numpy as np
@@ -296,20 +295,12 @@ def draw_figure(path, report, images):
 
 
 def _publish(figure, path):
-    """Write ``figure`` to ``path`` as PNG, atomically: into a new file beside it, then
-    renamed into place (a link at ``path`` is replaced, never followed); a file object as it
-    is."""
+    """Write ``figure`` to ``path`` as PNG, atomically (:func:`~._fits.write_beside`: a link
+    at ``path`` is replaced, never followed); a file object as it is."""
     if not isinstance(path, (str, os.PathLike)):
         figure.savefig(path, format="png")
         return
-    folder, name = os.path.split(os.fspath(path))
-    temporary = os.path.join(folder, f".{name}.{uuid.uuid4().hex}.tmp")
-    # (made new, never through a link; with the permissions the umask gives any new file)
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    try:
-        figure.savefig(temporary, format="png")
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    from accelmath.subtraction._fits import write_beside
+
+    write_beside(os.fspath(path), lambda temporary: figure.savefig(temporary, format="png"),
+                 ".png")

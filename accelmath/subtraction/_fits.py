@@ -7,6 +7,7 @@ machine's byte order (one copy, made here, stated), so that no later subtraction
 them again on each call.
 """
 
+import functools
 import math
 import os
 import re
@@ -20,7 +21,7 @@ import numpy
 
 from accelmath.errors import InvalidArgumentError
 
-__all__ = ["FitsPair", "read_pair", "write_difference"]
+__all__ = ["FitsPair", "read_pair", "write_beside", "write_difference"]
 
 # the header records of a difference image: keyword -> comment
 RECORDS = {"AMRATIO": "photometric ratio, science / reference",
@@ -131,9 +132,6 @@ def _read_image(name, hdu, what, memmap):
                                        f"{[h.name for h in hdus]})") from None
         except (OSError, ValueError, TypeError) as exc:  # (a truncated file: its data)
             raise _unreadable(exc, memmap, what, name) from None
-        except KeyError as exc:  # (a header without a card its NAXIS names)
-            raise InvalidArgumentError(f"{what}: {name} has a damaged header ({exc!r} "
-                                       "missing)") from None
         if not found.is_image:
             raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
                                        f"{type(found).__name__}, not an image")
@@ -245,12 +243,12 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
     return FitsPair(ref, sci, use, header, paths, None if finite.all() else ~finite)
 
 
-def check_output(path, overwrite, inputs=()):
+def check_output(path, overwrite, inputs=(), flag="overwrite=True"):
     """``(name, folder)`` of an output ``path`` that :func:`write_difference` can write (a
     caller asks before its work): a file's name, not there unless ``overwrite`` (and then a
     regular file or a link, which is replaced, not followed; never one of the files
     ``inputs`` names), in a folder that exists and is writable; else InvalidArgumentError
-    naming it."""
+    naming it (and ``flag``, the caller's word for overwriting)."""
     name = os.fspath(path)
     if not name or name.endswith(os.sep):
         raise InvalidArgumentError(f"the output {name!r} names no file")
@@ -259,7 +257,7 @@ def check_output(path, overwrite, inputs=()):
                                    "write; name it .fits, or .fits.gz for gzip")
     if os.path.lexists(name):
         if not overwrite:
-            raise InvalidArgumentError(f"{name} exists; pass overwrite=True to replace it")
+            raise InvalidArgumentError(f"{name} exists; pass {flag} to replace it")
         status = os.lstat(name)
         if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
             raise InvalidArgumentError(f"{name} exists and is not a regular file (a folder, a "
@@ -354,30 +352,45 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     _sweep(folder)
     # (compressed as the name says: astropy compresses by the file's extension)
     packed = os.path.splitext(name)[1].lower()
-    suffix = ".fits" + (packed if packed in _COMPRESSED else "")
+    # (without overwrite, a link refuses a file made since the check above, as a rename would
+    # not)
+    write_beside(name, lambda temporary: hdu.writeto(temporary, overwrite=True,
+                                                     output_verify="silentfix"),
+                 ".fits" + (packed if packed in _COMPRESSED else ""),
+                 os.replace if overwrite else _publish_new)
+    return name
+
+
+def write_beside(name, write, suffix, publish=os.replace):
+    """Write the file ``name`` atomically: ``write(temporary)`` into a new file beside it
+    (hidden, ``.accelmath-<process id>@<host>-<hex><suffix>``; made new, never through a link,
+    with the permissions the umask gives any new file), then ``publish(temporary, name)``
+    (a rename: a link at ``name`` is replaced, never followed). The temporary file goes
+    where either fails."""
+    folder = os.path.dirname(os.path.abspath(name))
     temporary = os.path.join(folder,
-                             f"{_TEMPORARY}{os.getpid()}@{_HOST}-{uuid.uuid4().hex}{suffix}")
-    # (made new, never through a link; with the permissions the umask gives any new file)
+                             f"{_TEMPORARY}{os.getpid()}@{_host()}-{uuid.uuid4().hex}{suffix}")
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
-        hdu.writeto(temporary, overwrite=True, output_verify="silentfix")
-        if overwrite:
-            os.replace(temporary, name)
-        else:  # (a link refuses a file made since the check above, where a rename would not)
-            _publish_new(temporary, name)
+        write(temporary)
+        publish(temporary, name)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
-    return name
 
 
 # A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex>.fits"
 _TEMPORARY = ".accelmath-"
-_HOST = socket.gethostname()
 _LEFT = re.compile(r"\.accelmath-(\d+)@(.+)-[0-9a-f]{32}\.fits(\.gz|\.bz2|\.xz)?")
 _COMPRESSED = (".gz", ".bz2", ".xz")  # what astropy writes compressed, by the name's end
 _swept = set()  # the folders whose left temporaries this process removed
+
+
+@functools.lru_cache(maxsize=1)
+def _host():
+    """This machine's name, in a write's temporary files (asked once, at the first write)."""
+    return socket.gethostname()
 
 
 def _sweep(folder):
@@ -385,10 +398,12 @@ def _sweep(folder):
     left where their process was killed: regular files of this user, named as a write names
     them with this host and a process id that no process has now. Nothing else is touched:
     other users' files, links, other machines' writes, those of live processes."""
-    uid = getattr(os, "geteuid", lambda: None)()
-    if folder in _swept or uid is None:
+    if folder in _swept:
         return
     _swept.add(folder)
+    uid = getattr(os, "geteuid", lambda: None)()
+    if uid is None:
+        return
     try:
         entries = os.scandir(folder)
     except OSError:
@@ -396,7 +411,7 @@ def _sweep(folder):
     with entries:
         for entry in entries:
             found = _LEFT.fullmatch(entry.name)
-            if found is None or found.group(2) != _HOST or _alive(int(found.group(1))):
+            if found is None or found.group(2) != _host() or _alive(int(found.group(1))):
                 continue
             try:
                 status = entry.stat(follow_symlinks=False)
@@ -408,14 +423,12 @@ def _sweep(folder):
 
 def _alive(pid):
     """Whether a process ``pid`` exists on this machine (one of another user's counts)."""
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except (PermissionError, OverflowError, ValueError):
-        return True  # (another user's; or no such pid to test: left alone)
+        pass  # (another user's; or no such pid to test: left alone)
     return True
 
 

@@ -18,6 +18,7 @@ import warnings
 from typing import NamedTuple, Optional
 
 from accelmath.errors import InvalidArgumentError
+from accelmath.subtraction._fits import _COMPRESSED
 
 __all__ = ["Outcome", "SurveyPair", "is_complete", "read_manifest", "subtract_files"]
 
@@ -159,31 +160,28 @@ def _state(path):
         from astropy.io import fits
     except ImportError:
         return "foreign"
-    packed = os.path.splitext(path)[1].lower() in (".gz", ".bz2", ".xz")
+    packed = os.path.splitext(path)[1].lower() in _COMPRESSED
     try:
         size = os.path.getsize(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # (astropy's word on a cut-short file: "cut" here)
             with fits.open(path, memmap=False, lazy_load_hdus=False) as hdus:
                 header = hdus[0].header
-                if packed and "AMVERS" in header and header.get("NAXIS", 0) == 2:
-                    # a compressed file's size says nothing: whole where its data decompress
-                    # (astropy's warning of a short one is an error here)
-                    warnings.simplefilter("error")
+                # (a difference of this code is an image with its record)
+                if "AMVERS" not in header or header.get("NAXIS", 0) != 2:
+                    return "foreign"
+                if packed:  # (its size says nothing: whole where its data decompress; a
+                    warnings.simplefilter("error")  # warning of a short one is an error)
                     try:
                         hdus[0].data
                     except (OSError, EOFError, ValueError, Warning):
                         return "cut"
                     return "complete"
-        if "AMVERS" not in header:
-            return "foreign"
         count = 1
         for axis in range(1, header.get("NAXIS", 0) + 1):
             count *= header.get(f"NAXIS{axis}", 0)
         data = count * abs(header.get("BITPIX", 8)) // 8
         needed = len(header.tostring()) + -(-data // 2880) * 2880
-        if header.get("NAXIS", 0) != 2:  # (a difference of this code is an image)
-            return "foreign"
         return "complete" if size >= needed else "cut"
     except (OSError, ValueError, TypeError, KeyError):
         return "foreign"

@@ -217,7 +217,7 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
     that has ended, and nothing else."""
     from accelmath.subtraction import _fits
 
-    host, hex_ = _fits._HOST, "0123456789abcdef" * 2
+    host, hex_ = _fits._host(), "0123456789abcdef" * 2
     dead, live = _dead_pid(), os.getppid()
     left = tmp_path / f".accelmath-{dead}@{host}-{hex_}.fits"
     kept = {

@@ -119,8 +119,7 @@ def cache_dir():
     ...     str(cache_dir())
     '/tmp/accelmath-cache'
     """
-    # (blanks around it are a slip of the keyboard, not the name of a folder)
-    explicit = (os.environ.get("ACCELMATH_CACHE_DIR") or "").strip()
+    explicit = _explicit_dir()
     if explicit:
         return _made_absolute(explicit)
     if sys.platform == "win32":
@@ -137,8 +136,14 @@ def cache_dir():
 def relative_origin():
     """The relative ``ACCELMATH_CACHE_DIR`` that :func:`cache_dir` made absolute, or ``None``
     where it is absolute or unset (for reports)."""
-    explicit = (os.environ.get("ACCELMATH_CACHE_DIR") or "").strip()
+    explicit = _explicit_dir()
     return explicit if explicit in _absolute else None
+
+
+def _explicit_dir():
+    """``ACCELMATH_CACHE_DIR``, blanks around it taken off (a slip of the keyboard, not the
+    name of a folder); empty where unset."""
+    return (os.environ.get("ACCELMATH_CACHE_DIR") or "").strip()
 
 
 def _made_absolute(text):

@@ -104,8 +104,7 @@ def clear():
             if not store_format.written_by_store(head, namespace, path.name, not entry):
                 continue
             path.unlink()
-        except (OSError, Unreadable) as exc:
-            _log.warning("could not remove the store file %s: %s", path, exc)
+        except (OSError, Unreadable) as exc:  # (said by the caller, from left)
             left.append((path, str(exc)))
             continue
         removed.append(path)
@@ -113,6 +112,7 @@ def clear():
             entries, total = entries + 1, total + status.st_size
     _log.debug("store cleared: %d entries, %d bytes", entries, total)
     return Cleared(entries, total, tuple(removed), tuple(left))
+
 
 def _own_files(unlisted=None):
     """``(namespace, path, lstat)`` of each file in a private namespace directory of a
@@ -130,8 +130,10 @@ def _own_files(unlisted=None):
                 items = [(item.name, item.stat(follow_symlinks=False)) for item in found
                          if _ENTRY.fullmatch(item.name) or _TEMPORARY.fullmatch(item.name)]
         except OSError as exc:  # removed meanwhile, or not readable
-            _log.warning("could not list the store directory %s: %s", directory, _reason(exc))
-            if unlisted is not None and not isinstance(exc, FileNotFoundError):
+            if unlisted is None:
+                _log.warning("could not list the store directory %s: %s", directory,
+                             _reason(exc))
+            elif not isinstance(exc, FileNotFoundError):  # (said by the caller)
                 unlisted.append((directory, _reason(exc)))
             continue
         for name, status in items:
