@@ -131,12 +131,14 @@ class PlanCache:
 
     def _evict(self):
         entries = self._entries
+        count = len(entries)
         total = sum(_nbytes(v) for v, _ in entries.values())
         while entries and (len(entries) > self.max_size or total > self.max_bytes):
             if len(entries) == 1 and len(entries) <= self.max_size:
                 break  # a single plan larger than max_bytes still serves its caller
             oldest = min(entries, key=lambda k: entries[k][1])
             total -= _nbytes(entries.pop(oldest)[0])
+        if len(entries) < count:
             self._dropped()
 
     def set_limits(self, max_size=None, max_bytes=None):
@@ -160,8 +162,10 @@ class PlanCache:
         """Drop the entries whose value ``predicate`` holds for (only dropped, as evicted
         ones are); the statistics stay."""
         with self._lock:
-            for key in [k for k, (v, _) in self._entries.items() if predicate(v)]:
+            dropped = [k for k, (v, _) in self._entries.items() if predicate(v)]
+            for key in dropped:
                 del self._entries[key]
+            if dropped:
                 self._dropped()
 
     def clear(self):

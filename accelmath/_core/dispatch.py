@@ -180,8 +180,7 @@ class Dispatcher:
         """Forget every call and drop every cached plan (plans in use finish first); reset
         the statistics."""
         self._calls.clear()
-        self._front.clear()
-        for cache in list(self._caches.values()):
+        for cache in list(self._caches.values()):  # (each empties the front: on_drop)
             cache.clear()
 
     def set_cache_limits(self, max_size=None, max_bytes=None):

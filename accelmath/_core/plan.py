@@ -15,6 +15,7 @@ given or bound to the plan (up to four), into ``out=`` or a result it allocates.
 """
 
 import functools
+import math
 from typing import Any, Callable, NamedTuple, Optional
 
 import numpy
@@ -101,12 +102,10 @@ def template_operand(shape, dtype, strides, package, device):
         ensure_context(index(device, "device"))  # (NoDeviceError without a GPU)
     try:
         return adapter_named(package).empty_strided(shape, strides, dtype, device)[0]
+    except OutOfMemoryError:
+        raise
     except (ValueError, MemoryError) as exc:  # (a shape of more bytes than memory holds)
-        if isinstance(exc, OutOfMemoryError):
-            raise
-        nbytes = ITEMSIZE[dtype]
-        for n in shape:
-            nbytes *= n
+        nbytes = ITEMSIZE[dtype] * math.prod(shape)
         raise OutOfMemoryError(f"a plan's template of shape {tuple(shape)} and {dtype} takes "
                                f"{nbytes} bytes, which cannot be allocated ({exc})") from None
 

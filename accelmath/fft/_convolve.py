@@ -254,10 +254,26 @@ def _convolve(in1, in2, mode, axes, correlate):
     dtype = _compute_dtype(a.dtype, b.dtype, each=True)
     if a.size == 0 or b.size == 0:  # (scipy's answer: an empty 1-D array, of a's kind here)
         return a.adapter.from_numpy(numpy.empty(0, dtype), a.obj)
-    if correlate:  # (scipy.signal.correlate gives the inputs' promotion, integers rounded)
-        return _as_inputs(_correlated(a, b, mode, axes, dtype), numpy.result_type(
-            numpy.dtype(a.dtype), numpy.dtype(b.dtype)), dtype)
-    return _correlated(a, b, mode, axes, dtype, correlate=False)
+    x, y = _as(a, dtype), _as(b, dtype)
+    if correlate:  # (scipy.signal.correlate checks every axis, fftconvolve the transformed)
+        y = _flipped(y, axes, dtype, "in2")
+        _swap_needed(mode, a.shape, b.shape, tuple(range(ndim)))  # (for its error alone)
+    axes = _transformed(axes, a.shape, b.shape)
+    if _swap_needed(mode, a.shape, b.shape, axes):
+        x, y = y, x
+        s1, s2 = b.shape, a.shape
+    else:
+        s1, s2 = a.shape, b.shape
+    geometry = _Geometry(tuple(s1), tuple(s2), mode, axes, dtype.kind != "c")
+    if not axes:
+        result = geometry.cropped(product(x, y))
+    else:
+        result = geometry.inverse(geometry.spectrum(x), geometry.spectrum(y))
+    if not correlate:
+        return result
+    # scipy.signal.correlate gives the inputs' promotion, integers rounded
+    return _as_inputs(result, numpy.result_type(numpy.dtype(a.dtype), numpy.dtype(b.dtype)),
+                      dtype)
 
 
 def _as_inputs(result, target, dtype):
@@ -269,26 +285,6 @@ def _as_inputs(result, target, dtype):
         result = result.round()
     op = wrap_named(result, "the result")
     return op.adapter.astype(op.obj, target.name)
-
-
-def _correlated(a, b, mode, axes, dtype, correlate=True):
-    """The convolution (or, ``correlate``, the correlation) of operands ``a`` and ``b`` over
-    ``axes`` (checked), computed in ``dtype``."""
-    ndim = len(a.shape)
-    x, y = _as(a, dtype), _as(b, dtype)
-    if correlate:  # (scipy.signal.correlate checks every axis, fftconvolve the transformed)
-        y = _flipped(y, axes, dtype, "in2")
-        _swap_needed(mode, a.shape, b.shape, tuple(range(ndim)))
-    axes = _transformed(axes, a.shape, b.shape)
-    if _swap_needed(mode, a.shape, b.shape, axes):
-        x, y = y, x
-        s1, s2 = b.shape, a.shape
-    else:
-        s1, s2 = a.shape, b.shape
-    geometry = _Geometry(tuple(s1), tuple(s2), mode, axes, dtype.kind != "c")
-    if not axes:
-        return geometry.cropped(product(x, y))
-    return geometry.inverse(geometry.spectrum(x), geometry.spectrum(y))
 
 
 def _transformed(axes, shape1, shape2):

@@ -191,7 +191,11 @@ class FFT(Plan):
                 'execution="cuda" needs a device operand here; the accelmath.fft functions '
                 "move host data for you")
         self._bind(op, operand, out_shape, out_strides, out_dtype, on_gpu, layout_only)
-        self._c_order = contiguous_strides(out_shape)
+        # a host result in the engine's own layout (C order), else in the plan's: made in
+        # this axis order, then transposed back
+        order = axis_order(self.out_strides)
+        self._host_order = (None if self.out_strides == contiguous_strides(out_shape)
+                            else (order, numpy.argsort(order)))
         if on_gpu:
             from accelmath.fft._cuda import CudaExecutor
 
@@ -346,12 +350,12 @@ class FFT(Plan):
         if out is not None:
             write(a, self._host_output(out, op))
             return out
-        if self.out_strides == self._c_order:  # (the engine's own layout)
+        if self._host_order is None:
             made = run(a)
         else:  # a result in the plan's layout (get_output_layout), as the GPU's are
-            order = axis_order(self.out_strides)
+            order, back = self._host_order
             made = numpy.empty([self.out_shape[k] for k in order], self._host_out_dtype)
-            made = made.transpose(numpy.argsort(order))
+            made = made.transpose(back)
             write(a, made)
         return made if op is None else op.adapter.from_numpy(made, op.obj)
 
