@@ -234,12 +234,7 @@ def arrays_fit(values, shape, device_id):
     says what is wrong."""
     for v in values:
         if hasattr(v, "adapter"):
-            if v.device_id != device_id:
-                return False
-            try:
-                if numpy.broadcast_shapes(shape, tuple(v.shape)) != shape:
-                    return False
-            except ValueError:
+            if v.device_id != device_id or not broadcasts_to(tuple(v.shape), shape):
                 return False
     return True
 
@@ -275,14 +270,18 @@ def _check_arguments(element, args, name):
                           + [f"{name}_args" for _ in arrays])
     shape = tuple(element.shape)
     for k, op in enumerate(arrays):
-        try:
-            fits = numpy.broadcast_shapes(shape, tuple(op.shape)) == shape
-        except ValueError:
-            fits = False
-        if not fits:
+        if not broadcasts_to(tuple(op.shape), shape):
             raise InvalidArgumentError(
                 f"{name}_args: an array of shape {tuple(op.shape)} does not broadcast to the "
                 f"{'input' if name == 'prologue' else 'result'}'s shape {shape}")
+
+
+def broadcasts_to(shape, target):
+    """Whether an array of ``shape`` broadcasts to ``target`` without growing it."""
+    try:
+        return numpy.broadcast_shapes(target, shape) == target
+    except ValueError:
+        return False
 
 
 def apply(traced_fn, element, leading, args, context, stream, out=None, name="epilogue",

@@ -28,7 +28,8 @@ from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._fusion.fused import output_context
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import arguments, arrays_fit, traced, types_of, value_signature
+from accelmath.fusion._elementwise import (arguments, arrays_fit, broadcasts_to, traced, types_of,
+                                           value_signature)
 from accelmath.fusion._launch import aligned_strides, pointer
 from accelmath.fusion._strategy import fastest
 
@@ -41,11 +42,7 @@ def _check_args(values, half):
     for k, value in enumerate(values):
         if hasattr(value, "adapter"):
             shape = tuple(value.shape)
-            try:
-                fits = numpy.broadcast_shapes(half, shape) == half
-            except ValueError:
-                fits = False
-            if not fits:
+            if not broadcasts_to(shape, half):
                 raise InvalidArgumentError(f"args[{k}] has shape {shape}, which does not "
                                            f"broadcast to the half spectrum's {half}")
 
