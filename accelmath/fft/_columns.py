@@ -39,6 +39,12 @@ SOURCE = r"""
 #define P (M / 8)
 #define ROWS (THREADS / W)
 #define PAIRS (P / ROWS)
+// Blocks per multiprocessor the registers must leave room for: a cap of 128 registers a
+// thread (a block is idle through its own synchronizations; its neighbours' loads and
+// stores fill them)
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS (512 / THREADS > 0 ? 512 / THREADS : 1)
+#endif
 
 __device__ __forceinline__ float2 mul(float2 a, float2 b) {
     return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
@@ -225,7 +231,7 @@ __device__ __forceinline__ void outer_last(float2 (&v)[PAIRS][8], float2 *A, uns
 // in == out is allowed: a cluster reads its columns through the read-only cache
 // before it writes them, and no other cluster touches them. s = -1 forward, +1 inverse (unnormalized).
 // gridDim.x = 8 * ceil(ncols / W).
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS, MIN_BLOCKS)
 columns(const float2 *in, float2 *out, long long pitch, int ncols,
         float s) {
     extern __shared__ float2 A[];  // M rows of W values
@@ -251,7 +257,7 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
 // One fused pass over the spectrum: the forward transforms of the columns of matrix
 // blockIdx.y of `data` (its first element at blockIdx.y * batch_stride), accelmath_element
 // on each value (row k, column col, then times `scale`), the inverse transforms, in place.
-extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS)
+extern "C" __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(THREADS, MIN_BLOCKS)
 round_trip(float2 *data, long long pitch, int ncols, long long batch_stride, float scale,
            const Element e) {
     extern __shared__ float2 A[];

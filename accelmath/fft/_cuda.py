@@ -154,6 +154,9 @@ class CudaExecutor:
     force_copy : bool
         Run through aligned scratch copies of the input and output (for operands whose
         addresses cuFFT cannot take).
+    overwrite_input : bool
+        A c2r transform may overwrite the input: no scratch copy of it is made (unless
+        ``conjugate``: the copy conjugates).
 
     Attributes
     ----------
@@ -164,7 +167,8 @@ class CudaExecutor:
     """
 
     def __init__(self, kind, axes, in_shape, in_strides, out_shape, out_strides, in_dtype,
-                 out_dtype, scales, conjugate, device_id, package, force_copy=False):
+                 out_dtype, scales, conjugate, device_id, package, force_copy=False,
+                 overwrite_input=False):
         ensure_context(device_id)
         self.device_id = device_id
         self.package = package
@@ -184,7 +188,7 @@ class CudaExecutor:
         self.copy_in = None  # (shape, strides) of a scratch copy of the input
         self.copy_out = None  # (shape, strides) of a scratch output copied to the operand
         work_in = (in_shape, in_strides)
-        if kind == "c2r":
+        if kind == "c2r" and (conjugate or not overwrite_input):
             work_in = (in_shape, contiguous_strides(in_shape, axis_order(out_strides)))
             self.copy_in = work_in
         steps = None if force_copy else plan_steps(kind, axes, *work_in, out_shape, out_strides)

@@ -89,6 +89,10 @@ class FFT(Plan):
         :meth:`execute` (``prologue_args=``, ``epilogue_args=``), so new operands never
         re-plan. The normalization folds into the epilogue. An epilogue may change the
         result's dtype (``abs(y) ** 2``: real).
+    overwrite_input : bool
+        For ``"c2r"`` on the GPU: the transform may overwrite its operand, as cuFFT's c2r
+        transforms do, so it makes no scratch copy of it (one pass over the input less); the
+        operand's contents are undefined after a call. Host plans never overwrite it.
 
     Notes
     -----
@@ -120,7 +124,7 @@ class FFT(Plan):
     def __init__(self, operand=None, *, shape=None, dtype=None, strides=None, package=None,
                  device=None, axes=None, kind=None, norm=None, last_axis_size=None,
                  conjugate=False, out_strides=None, execution="auto", workers=None,
-                 prologue=None, epilogue=None):
+                 prologue=None, epilogue=None, overwrite_input=False):
         layout_only = operand is None
         if layout_only:
             operand = template_operand(shape, dtype, strides, package, device)
@@ -151,6 +155,9 @@ class FFT(Plan):
                 f"a {kind} plan computes in {in_dtype}, but the operand is {op.dtype}; convert "
                 f"it first (the accelmath.fft functions do)")
         conjugate = check_flag(conjugate, "conjugate")  # (2 was True here, False on the CPU)
+        overwrite_input = check_flag(overwrite_input, "overwrite_input")
+        if overwrite_input and kind != "c2r":
+            raise InvalidArgumentError("overwrite_input applies to c2r plans only")
         if conjugate and kind == "c2c":
             raise InvalidArgumentError(
                 "conjugate applies to r2c and c2r plans (hfft, ihfft), not to c2c ones")
@@ -209,7 +216,7 @@ class FFT(Plan):
                 scales = (None, None)
             self._executor = executor = CudaExecutor(
                 kind, axes, op.shape, op.strides, out_shape, out_strides, in_dtype, out_dtype,
-                scales, conjugate, op.device_id, op.package)
+                scales, conjugate, op.device_id, op.package, overwrite_input=overwrite_input)
             forward, inverse = (Call(executor.runner(i), executor.direct(i), i)
                                 for i in (False, True))
         else:

@@ -45,3 +45,42 @@ def test_the_load_goes_through_a_foreign_call_of_dlopen(monkeypatch):
     libm = _loader._cdll(_libm())
     assert calls == [(os.fsencode(_libm()), os.RTLD_NOW | ctypes.DEFAULT_MODE)]
     assert libm._handle == dlopen(os.fsencode(_libm()), os.RTLD_NOW | ctypes.DEFAULT_MODE)
+
+
+def test_threads_that_bind_and_call_a_function_at_once_do_not_crash():
+    # (binding set the types and status check of the function object ctypes caches per
+    # name: a second thread's binding freed the status check of a call in flight in the
+    # first, and the interpreter crashed when two threads made their first NVRTC compiles)
+    import threading
+
+    from accelmath.bindings import nvrtc
+    from accelmath.errors import LibraryNotFoundError
+
+    try:
+        nvrtc.lib.cdll
+    except LibraryNotFoundError:
+        pytest.skip("no NVRTC to load")
+    lib = _loader.Library("nvrtc", nvrtc.lib.functions.values(), nvrtc.STATUS_NAMES)
+    assert lib.bind("compile_program") is not lib.bind("compile_program")
+    source = b'extern "C" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }'
+    errors = []
+
+    def compile_with(lib, start):
+        try:
+            start.wait()
+            program = ctypes.c_void_p()
+            lib.create_program(ctypes.byref(program), source, b"k.cu", 0, None, None)
+            lib.compile_program(program, 0, None)
+            lib.destroy_program(ctypes.byref(program))
+        except Exception as exc:  # (reported below; a crash ends the test run instead)
+            errors.append(exc)
+
+    for _ in range(5):
+        lib = _loader.Library("nvrtc", nvrtc.lib.functions.values(), nvrtc.STATUS_NAMES)
+        start = threading.Barrier(4)
+        threads = [threading.Thread(target=compile_with, args=(lib, start)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []

@@ -257,6 +257,19 @@ def test_r2c_c2r_plans(xp):
             assert_close(to_host(inv.execute()), host, 1e-12)
 
 
+
+@pytest.mark.parametrize("axes, last, norm", [((2,), 20, "backward"), ((1, 2), 21, "forward"),
+                                              ((0, 1, 2), 20, "ortho")])
+def test_c2r_plans_that_overwrite_their_input(xp, axes, last, norm):
+    package, to_dev, to_host, _ = xp
+    rng = np.random.default_rng()
+    host = rng.standard_normal((4, 30, last))
+    spectrum = np.fft.rfftn(host, axes=axes, norm=norm)
+    with afft.FFT(to_dev(spectrum), axes=axes, kind="c2r", last_axis_size=last, norm=norm,
+                  overwrite_input=True) as plan:
+        for _ in range(2):  # (new operands each time: the input's contents are spent)
+            assert_close(to_host(plan.execute(to_dev(spectrum))), host, 1e-12)
+
 def test_jax_inputs(jax_gpu):
     jax = jax_gpu
     import jax.numpy as jnp

@@ -249,6 +249,18 @@ def test_plan_options_are_checked(kwargs, message):
         np.testing.assert_allclose(plan.execute(), np.conj(np.fft.rfft(np.ones(3))))
 
 
+
+def test_overwrite_input_is_for_c2r_plans():
+    with pytest.raises(InvalidArgumentError, match="^overwrite_input applies to c2r plans only$"):
+        FFT(np.ones(4), overwrite_input=True)
+    with pytest.raises(InvalidArgumentError, match="^overwrite_input must be True or False"):
+        FFT(np.ones(4, np.complex128), kind="c2r", overwrite_input="yes")
+    half = np.fft.rfft(np.arange(6.0))
+    kept = half.copy()
+    with FFT(half, kind="c2r", last_axis_size=6, overwrite_input=True) as plan:
+        np.testing.assert_allclose(plan.execute(), np.arange(6.0), atol=1e-12)
+    np.testing.assert_array_equal(half, kept)  # (a host plan never overwrites)
+
 def test_a_host_plan_of_torch_tensors_checks_the_dtype_of_out():
     torch = pytest.importorskip("torch")
     with FFT(torch.ones(4, 8, dtype=torch.complex128)) as plan:

@@ -26,6 +26,7 @@ from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _columns
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
+from accelmath.fft._plan import FFT
 from accelmath.fft._fusion.fused import output_context
 from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import (arguments, arrays_fit, broadcasts_to, traced, types_of,
@@ -81,15 +82,17 @@ class _Fused:
     first transformed ``axis``, the kernel's source, the widths whose kernels are ``ready``
     (and those still compiling, ``pending``: width -> thread), the problem's key for the timed
     choice; and, made once, the ``Element`` struct with the extents and frequency periods filled in
-    (``template``), the matrices' row pitch and count."""
+    (``template``), the matrices' row pitch and count; and the c2r plans of the other axes,
+    one per spectrum type (``inverse``, made at the first run of each)."""
 
     __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
-                 "device_id", "template", "pitch", "batches")
+                 "device_id", "template", "pitch", "batches", "inverse")
 
     def __init__(self, expression, shape, axis, lengths, source, key, device_id):
         self.expression, self.shape, self.axis = expression, shape, axis
         self.lengths, self.source = lengths, source
         self.key, self.device_id = key, device_id
+        self.inverse = {}  # spectrum type -> the c2r plan of the other axes
         self.pitch, self.batches = math.prod(shape[axis + 1:]), math.prod(shape[:axis])
         context = output_context("r2c", shape, tuple(range(axis, len(shape))), lengths)
         self.template = _cuda.element_struct(expression, len(shape))()
@@ -183,7 +186,8 @@ def _element(fused, values):
 
 def _run(fused, width, x, values, stream, handle, like):
     """The fused way: the other axes' r2c transforms, the column kernel's pass (``width``
-    columns per cluster), their c2r."""
+    columns per cluster, scaling by the whole transform's ``1 / n``), their c2r (unscaled,
+    overwriting the spectrum, a temporary of this call's)."""
     others = tuple(range(fused.axis + 1, len(fused.shape)))
     y = rfftn(x, axes=others, stream=stream)
     spectrum = wrap_named(y, "the spectrum")
@@ -192,6 +196,11 @@ def _run(fused, width, x, values, stream, handle, like):
             v.wait_ready(handle)
     length = fused.lengths[0]
     _columns.round_trip(spectrum.device_id, length, width, fused.source, spectrum.ptr,
-                        fused.pitch, fused.pitch, fused.batches, 1.0 / length,
+                        fused.pitch, fused.pitch, fused.batches, 1.0 / math.prod(fused.lengths),
                         _element(fused, values), handle)
-    return irfftn(y, s=fused.lengths[1:], axes=others, stream=stream, like=like)
+    inverse = fused.inverse.get(type(y))
+    if inverse is None:
+        inverse = fused.inverse[type(y)] = FFT(y, axes=others, kind="c2r", norm="forward",
+                                               last_axis_size=fused.lengths[-1],
+                                               overwrite_input=True)
+    return inverse.execute(y, stream=stream, like=like)
