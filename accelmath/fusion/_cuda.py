@@ -377,8 +377,8 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
     ``i`` the element's flat index in C order. There, ``flat`` says that every further array
     is dense over the trailing axes it spans (broadcast along the others): array ``j``'s
     offset is ``i`` modulo ``e.d.strides[j][0]``, which holds its element count, and the
-    coordinates are found only where ``index`` or ``frequency`` ask; ``narrow`` that ``i`` is
-    below 2^32 (32-bit division, several times faster). ``internal`` puts the function and its
+    coordinates are found only where ``index`` or ``frequency`` ask; ``narrow`` that ``i``
+    (or ``col``) is below 2^32 (32-bit division, several times faster). ``internal`` puts the function and its
     structs in an unnamed namespace, so that two such sources linked together (a plan's load
     and store callbacks) keep their own."""
     if ndim > MAX_DIMS or (axis is not None and axis > 1):
@@ -408,11 +408,15 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
                       f"      for (int a = {ndim} - 1; a >= 0; --a) {{ c[a] = r % ({index})"
                       f"e.d.shape[a]; r /= ({index})e.d.shape[a]; }} }}"]
     else:
+        # (the flat index over the axes after ``axis`` is below the first one's extent once
+        # the others are divided out: no division for one such axis)
         lines += [head + "long long b, long long row, long long col, const Element &e) {",
                   f"    long long c[{ndim}];",
                   f"    c[{axis}] = row;",
-                  f"    for (int a = {ndim} - 1; a > {axis}; --a) {{ c[a] = col % e.d.shape[a]; "
-                  "col /= e.d.shape[a]; }"]
+                  f"    {{ {index} r = ({index})col;",
+                  f"      for (int a = {ndim} - 1; a > {axis} + 1; --a) {{ c[a] = r % ({index})"
+                  f"e.d.shape[a]; r /= ({index})e.d.shape[a]; }}",
+                  f"      c[{axis} + 1] = r; }}" if axis + 1 < ndim else "    }"]
         if axis:
             lines.append("    c[0] = b;")
     for j in range(1, len(arrays)):

@@ -163,7 +163,7 @@ def _new_fused(op, traced_fn, values, axes, key):
             not -ndim <= a < ndim for a in expression.axes()):
         return None
     axis = ndim - k
-    element = _cuda.element_source(expression, ndim, axis, "complex64")
+    element = _cuda.element_source(expression, ndim, axis, "complex64", narrow=True)
     source = _columns.round_trip_source(element)
     return _Fused(expression, shape, axis, lengths, source, key + (expression.key,),
                   op.device_id)
