@@ -253,6 +253,19 @@ def host_rows(torch, cp, F):
 _HEAD_START = 4_000_000
 
 
+# the targets for the convolutions: the faster fused way (the inverse transform's
+# prologue, or spectral_filter) at most this times torch's own, on torch tensors
+_TARGETS = {"4096^2 float32": 0.5, "4088^2 float64": 0.6}
+
+
+def _target(row):
+    for case, target in _TARGETS.items():
+        ratios = [row[k] for k in ("fused / torch", "spectral_filter / torch") if k in row]
+        if row["case"].startswith(case) and ratios:
+            row["target"] = f"fused / torch <= {target}"
+            row["met"] = "met" if min(ratios) <= target else "missed"
+
+
 def device_rows(notes):
     import torch
 
@@ -292,6 +305,7 @@ def device_rows(notes):
                 filtered = times.get(f"accelmath spectral_filter ({package})")
                 if filtered and times.get(package):
                     row[f"spectral_filter / {package}"] = filtered / times[package]
+            _target(row)
             if "accelmath plain product" in times:
                 plain = times["accelmath plain product"]
                 row["fused / plain"] = times["accelmath fused (torch)"] / plain

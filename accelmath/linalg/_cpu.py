@@ -85,16 +85,14 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False, re
         if finite:  # (finite arrays whose call failed above: not called again, searched)
             raise numpy.linalg.LinAlgError
         results = function(*arrays)
-    except numpy.linalg.LinAlgError:  # find which matrix failed, one by one
+    except numpy.linalg.LinAlgError:  # find which matrices failed
         batch, each = _over_batch(arrays, cores)
-        failed = []
-        for index in numpy.ndindex(batch):
-            try:
-                function(*(x[index] for x in each))
-            except numpy.linalg.LinAlgError:
-                if check:
-                    raise LinAlgError(message, index) from None
-                failed.append(index)
+        # (vectors as columns: NumPy reads a vector only where it is 1-D, a batch of them
+        # as matrices; solve, the one function of vectors here, fails as a's do)
+        failed = _failing(function, [x[..., None] if c == 1 else x for x, c in zip(each, cores)],
+                          len(batch), first=check)
+        if failed and check:
+            raise LinAlgError(message, failed[0]) from None
         if not failed:  # (a failure of the stack that no single matrix repeats)
             raise LinAlgError(message)
         results = function(_identities(each[0], failed), *arrays[1:])
@@ -123,6 +121,44 @@ def _checker():
 
 # a forked child has none of its parent's threads: it makes its own checker on first use
 os.register_at_fork(after_in_child=_checker.cache_clear)
+
+
+_FEW = 8  # matrices a failing batch search calls one by one
+
+
+def _failing(function, arrays, axes, first, known=True):
+    """The batch indices, in C order, of the matrices on which ``function`` fails
+    (``arrays`` broadcast over ``axes`` leading batch axes; only the first where ``first``).
+    A failing batch is halved along its first axis and each half called: about twice one
+    call's work for a failure among many matrices, where a call per matrix took a Python
+    round each (a second for 200,000). ``known``: the call over ``arrays`` is known to fail."""
+    if not known:
+        try:
+            function(*arrays)
+            return []
+        except numpy.linalg.LinAlgError:
+            pass
+    if axes == 0:
+        return [()]
+    shape = arrays[0].shape[:axes]
+    if math.prod(shape) <= _FEW:  # (a call each)
+        found = []
+        for index in numpy.ndindex(shape):
+            found += [index + i for i in _failing(function, [x[index] for x in arrays], 0,
+                                                     first, known=False)]
+            if first and found:
+                break
+        return found
+    n = shape[0]
+    if n == 1:
+        return [(0,) + i for i in _failing(function, [x[0] for x in arrays], axes - 1, first)]
+    found = []
+    for lo, hi in ((0, n // 2), (n // 2, n)):
+        found += [(lo + i[0],) + i[1:] for i in _failing(
+            function, [x[lo:hi] for x in arrays], axes, first, known=False)]
+        if first and found:
+            break
+    return found
 
 
 def _identities(a, indices):

@@ -278,6 +278,23 @@ def test_a_large_batched_solve_checked_meanwhile_locates_a_singular_matrix():
     assert np.isnan(x[777]).all() and np.isfinite(np.delete(x, 777, axis=0)).all()
 
 
+
+@pytest.mark.parametrize("failing", [[(0, 0)], [(1, 17), (2, 39)], [(2, 0), (2, 1), (2, 2)],
+                                     [(i, j) for i in range(3) for j in range(40)]])
+def test_failing_matrices_of_a_batch_are_all_found_in_order(failing):
+    # (the search halves a failing batch: every failure found, the first in C order named;
+    # b a 1-D vector broadcast over the batch, which NumPy reads as a vector only alone)
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 40, 4, 4)) + 4 * np.eye(4)
+    for index in failing:
+        a[index] = 0.0
+    b = rng.standard_normal(4)
+    with pytest.raises(LinAlgError, match=rf"\(batch index \({failing[0][0]}, {failing[0][1]}\)\)"):
+        _cpu.solve(a, b, check=True)
+    x = _cpu.inv(a, check=False)
+    assert [tuple(i) for i in np.argwhere(np.isnan(x).all(axis=(2, 3)))] == failing
+    assert np.isfinite(x).all(axis=(2, 3)).sum() == 120 - len(failing)
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy.matrix's own)
 @pytest.mark.parametrize("check", [True, False])
 def test_numpy_matrices_are_read(check):
