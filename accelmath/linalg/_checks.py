@@ -22,6 +22,7 @@ from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDType
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
            "SVD_DID_NOT_CONVERGE", "LSTSQ_DID_NOT_CONVERGE", "RANK_DEFICIENT", "NOT_FINITE",
            "QR_MODES", "QR_DEPRECATED", "deprecated_qr_mode", "METHODS", "result_dtype",
+           "scipy_result_dtype",
            "real_dtype", "unsupported_dtype_error", "not_finite_error",
            "check_stacked_2d", "check_stacked_square", "check_2d", "broadcast_batch",
            "solve_rhs", "scipy_rhs", "lstsq_shapes", "factor_pair", "lu_pivots",
@@ -92,6 +93,42 @@ def result_dtype(*operands):
             precision = "double"
         is_complex = is_complex or dtype.startswith("complex")
     return _RESULT[precision, is_complex]
+
+
+# SciPy's LAPACK type scores (scipy.linalg.blas.find_best_blas_type): the highest of the
+# operands' picks the routine's type; long double computes in double, as there
+_SCIPY_SCORE = {**dict.fromkeys(("bool", "int8", "uint8", "int16", "uint16", "float16",
+                                 "float32"), 1),
+                **dict.fromkeys(("int32", "uint32", "int64", "uint64", "float64", "longdouble"),
+                                2),
+                "complex64": 3, "complex128": 4, "clongdouble": 4}
+_SCIPY_TYPE = {1: "float32", 2: "float64", 3: "complex64", 4: "complex128"}
+
+
+def scipy_result_dtype(*operands):
+    """The dtype of the results of a SciPy-style function of operands ``(name, dtype)``, as
+    SciPy's LAPACK wrappers choose it: bool, integers of 8 and 16 bits, float16 and float32 in
+    single precision, wider integers, float64 and long double in double, complex64 with a
+    double-precision real operand in complex128; other dtypes refused.
+
+    Examples
+    --------
+    >>> from accelmath.linalg._checks import scipy_result_dtype
+    >>> scipy_result_dtype(("a", "int16")), scipy_result_dtype(("a", "float16"))
+    ('float32', 'float32')
+    >>> scipy_result_dtype(("a", "complex64"), ("b", "int64"))
+    'complex128'
+    """
+    scores = []
+    for name, dtype in operands:
+        score = _SCIPY_SCORE.get(dtype)
+        if score is None:
+            raise unsupported_dtype_error(name, dtype)
+        scores.append(score)
+    best = max(scores)
+    if best == 3 and 2 in scores:  # (complex64 would lose a double's precision)
+        best = 4
+    return _SCIPY_TYPE[best]
 
 
 def real_dtype(dtype):

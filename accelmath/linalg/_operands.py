@@ -48,12 +48,13 @@ def _converted(run, dtypes, *arrays):
     return run(*(x.astype(dtype, copy=False) for x, dtype in zip(arrays, dtypes)))
 
 
-def read(x, name):
+def read(x, name, scipy=False):
     """The :class:`~accelmath._core.operand.Operand` of argument ``x``; errors name it.
 
     NumPy arrays (subclasses too, which NumPy's functions give back as they come) are read
     by the NumPy adapter; inexact types numpy.linalg refuses (float16, long double) raise
-    NumPy's ``TypeError``.
+    NumPy's ``TypeError``. For the SciPy-style functions (``scipy``), long double data is read
+    in double precision, as SciPy computes it.
     """
     try:
         if isinstance(x, numpy.ndarray):
@@ -61,6 +62,8 @@ def read(x, name):
         return wrap_operand(x)
     except UnsupportedDTypeError as exc:
         dtype = getattr(x, "dtype", None)
+        if scipy and dtype in _LONG_DOUBLES:
+            return read(numpy.asarray(x).astype(_LONG_DOUBLES[dtype]), name)
         if isinstance(dtype, numpy.dtype) and dtype.kind in "fc":
             raise checks.unsupported_dtype_error(name, dtype.name) from None
         raise UnsupportedDTypeError(f"{name}: {exc}") from None
@@ -68,11 +71,16 @@ def read(x, name):
         raise type(exc)(f"{name}: {exc}") from None
 
 
-def read_stack(x, name, square=True):
+_LONG_DOUBLES = {numpy.dtype(numpy.longdouble): numpy.float64,
+                 numpy.dtype(numpy.clongdouble): numpy.complex128}
+
+
+def read_stack(x, name, square=True, scipy=False):
     """Argument ``x``, a stack of matrices (square ones unless not ``square``), read as
-    :func:`read` reads it and checked (NumPy's errors): ``(operand, dtype of the results)``."""
-    op = read(x, name)
-    dtype = checks.result_dtype((name, op.dtype))
+    :func:`read` reads it and checked (NumPy's errors): ``(operand, dtype of the results)``
+    (SciPy's, :func:`~accelmath.linalg._checks.scipy_result_dtype`, where ``scipy``)."""
+    op = read(x, name, scipy)
+    dtype = (checks.scipy_result_dtype if scipy else checks.result_dtype)((name, op.dtype))
     (checks.check_stacked_square if square else checks.check_stacked_2d)(op.shape, name)
     return op, dtype
 

@@ -26,8 +26,8 @@ def _triangular_system(a, b, names):
     """Arguments ``a`` (square triangular matrices) and ``b`` (their right-hand sides),
     named ``names``, read and checked by SciPy's rules: ``(a, b, dtype of the results,
     vector)``."""
-    a, b = read(a, names[0]), read(b, names[1])
-    dtype = checks.result_dtype((names[0], a.dtype), (names[1], b.dtype))
+    a, b = read(a, names[0], scipy=True), read(b, names[1], scipy=True)
+    dtype = checks.scipy_result_dtype((names[0], a.dtype), (names[1], b.dtype))
     checks.check_stacked_square(a.shape, names[0])
     vector, _ = checks.scipy_rhs(a.shape, b.shape, names)
     return a, b, dtype, vector
@@ -116,7 +116,7 @@ def cho_factor(a, lower=False, overwrite_a=False, check_finite=True, *, check=Tr
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     lower = checks.check_flag(lower, "lower")
     checks.check_flag(overwrite_a, "overwrite_a")  # (accepted, as SciPy's; never done)
-    a, dtype = read_stack(a, "a")
+    a, dtype = read_stack(a, "a", scipy=True)
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
         return run_host(key, _cpu.cho_factor, (a,), (dtype,), lower=lower,
@@ -238,7 +238,7 @@ def lu_factor(a, overwrite_a=False, check_finite=True, *, check=True, stream=Non
         return host.run(a)
     check, execution = checks.check_flag(check, "check"), check_execution(execution)
     checks.check_flag(overwrite_a, "overwrite_a")
-    a, dtype = read_stack(a, "a", square=False)
+    a, dtype = read_stack(a, "a", square=False, scipy=True)
     check_finite = _check_finite(check_finite, when=check)
     if runs_on_host((a,), execution, stream):
         return run_host(key, _cpu.lu_factor, (a,), (dtype,), check_finite=check_finite,
@@ -312,8 +312,8 @@ def lu_solve(lu_and_piv, b, trans=0, overwrite_b=False, check_finite=True, *, st
         return x
     execution = check_execution(execution)
     trans = checks.check_trans(trans)
-    lu, piv, b = read(lu, "lu"), read(piv, "piv"), read(b, "b")
-    dtype = checks.result_dtype(("lu", lu.dtype), ("b", b.dtype))
+    lu, piv, b = read(lu, "lu", scipy=True), read(piv, "piv"), read(b, "b", scipy=True)
+    dtype = checks.scipy_result_dtype(("lu", lu.dtype), ("b", b.dtype))
     piv_dtype = checks.lu_pivots(lu.shape, piv.shape, piv.dtype)
     vector, batch = checks.scipy_rhs(lu.shape, b.shape, ("lu", "b"))
     checks.broadcast_batch(piv.shape[:-1], batch, ("piv", "lu and b"))

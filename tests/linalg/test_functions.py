@@ -416,3 +416,26 @@ def test_empty_as_numpy():
     assert lu.shape == (0, 3, 3) and piv.shape == (0, 3) and piv.dtype == np.int32
     assert sla.lu_solve((lu, piv), np.zeros((0, 3, 2))).shape == (0, 3, 2)
     assert sla.solve_triangular(np.eye(3), np.zeros((3, 0))).shape == (3, 0)
+
+
+_SCIPY_DTYPES = ["bool", "int8", "uint8", "int16", "uint16", "int32", "int64", "float16",
+                 "float32", "float64", "longdouble", "complex64", "complex128", "clongdouble"]
+
+
+@pytest.mark.parametrize("dtype", _SCIPY_DTYPES)
+@pytest.mark.parametrize("b_dtype", ["float64", "complex64", "int16"])
+def test_scipy_functions_compute_in_scipys_dtypes(dtype, b_dtype):
+    # (SciPy's LAPACK wrappers: narrow integers and float16 in float32, long double in
+    # double, complex64 with a double real in complex128; numpy.linalg's rules differ)
+    from accelmath.linalg import cho_factor, cho_solve, lu_factor, lu_solve, solve_triangular
+
+    a = (2 * np.eye(3) + np.tri(3)).astype(dtype)
+    b = np.arange(1, 4).astype(b_dtype)
+    pairs = [(lu_factor(a)[0], scipy.linalg.lu_factor(a)[0]),
+             (cho_factor(a)[0], scipy.linalg.cho_factor(a)[0]),
+             (solve_triangular(a, b, lower=True), scipy.linalg.solve_triangular(a, b, lower=True)),
+             (cho_solve(cho_factor(a), b), scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b)),
+             (lu_solve(lu_factor(a), b), scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b))]
+    for ours, theirs in pairs:
+        assert ours.dtype == theirs.dtype
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.blas
 from fuzz_oracle import (COMMON, FUZZ, HOSTILE, NOT_GIVEN, NUMERIC, UNCHECKED, agree,
                          array_or_junk, arrays, assert_close, drawn, flags, mostly,
                          names_argument, reference, refuses)
@@ -199,8 +200,9 @@ def _map_arrays(value, function):
 
 
 def _promoted(x):
-    """Matrices of bool or integers as float64, as NumPy's linalg (and accelmath) promote
-    them; SciPy's LAPACK wrappers compute them in float32. Pivots (int32) stay."""
+    """Matrices of bool or integers as float64, as NumPy's linalg (and accelmath's factor
+    objects) promote them; SciPy's LAPACK wrappers compute the narrow ones in float32.
+    Pivots (int32) stay."""
     return x.astype(np.float64) if x.dtype.kind in "biu" and x.dtype != np.int32 else x
 
 
@@ -219,10 +221,10 @@ def _batch_of(x):
 
 
 def _scipy(name):
-    """scipy.linalg's function ``name`` on operands promoted as NumPy promotes them (see
-    :func:`_promoted`). Where SciPy refuses an empty batch ("does not support zero-size
-    batches"), which NumPy's functions and accelmath take: empty results of the dtype and
-    matrix shape SciPy gives one matrix."""
+    """scipy.linalg's function ``name`` (whose dtype rules accelmath's SciPy-style functions
+    follow). Where SciPy refuses an empty batch ("does not support zero-size batches"),
+    which NumPy's functions and accelmath take: empty results of the dtype and matrix shape
+    SciPy gives one matrix."""
     function = getattr(scipy.linalg, name)
 
     def theirs(*args, **kwargs):
@@ -235,9 +237,8 @@ def _scipy(name):
             # overwrite a broadcast b between its matrices (1.17): their results are wrong
             if kwargs.get(key) in (True, False):
                 kwargs[key] = False
-        args = _map_arrays(args, _promoted)
         try:
-            return _native(name, function(*args, **kwargs))
+            return _native(name, function(*args, **kwargs), args)
         except ValueError as exc:
             if "zero-size batches" not in str(exc):
                 raise
@@ -250,15 +251,26 @@ def _scipy(name):
     return theirs
 
 
-def _native(name, result):
+def _native(name, result, args=()):
     """SciPy's ``result`` as accelmath gives it, where they differ only in form: in native
     byte order (SciPy gives an empty big-endian matrix back as it is), a tuple (SciPy's
-    batches of empty matrices give a list, and cho_factor's ``lower`` as an array)."""
+    batches of empty matrices give a list, and cho_factor's ``lower`` as an array), and
+    empty results in the dtype SciPy computes ``args`` in (it gives them in the input's)."""
     if isinstance(result, list):
         result = tuple(result)
         if name == "cho_factor" and isinstance(result[1], np.ndarray):
             result = (result[0], bool(result[1].flat[0]) if result[1].size else result[1])
-    return _map_arrays(result, lambda x: x.astype(x.dtype.newbyteorder("=")))
+    inputs = []
+    _map_arrays(args, lambda x: inputs.append(x) if x.dtype != np.int32 else None)
+    computed = scipy.linalg.blas.find_best_blas_type(inputs)[1] if inputs else None
+
+    def native(x):
+        x = x.astype(x.dtype.newbyteorder("="))
+        if not x.size and computed is not None and x.dtype not in (np.int32, computed):
+            x = x.astype(computed)
+        return x
+
+    return _map_arrays(result, native)
 
 
 FINITE = st.one_of(MAYBE, flags())

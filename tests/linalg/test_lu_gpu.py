@@ -247,3 +247,19 @@ def test_lu_solve_refuses_bad_pivots_of_torch_and_jax(package):
                                 check_finite=False))
     assert np.isnan(x[1]).all()
     residual(a[::2], x[::2], b[::2], False, "float64")
+
+
+@pytest.mark.parametrize("dtype", ["int16", "float16", "uint8", "int64"])
+def test_scipy_functions_compute_in_scipys_dtypes(cp, dtype):
+    host = (2 * np.eye(4) + np.tri(4)).astype(dtype)
+    b = np.arange(1, 5).astype(dtype)
+    a_dev, b_dev = cp.asarray(host), cp.asarray(b)
+    pairs = [(la.lu_factor(a_dev)[0], scipy.linalg.lu_factor(host)[0]),
+             (la.cho_factor(a_dev)[0], scipy.linalg.cho_factor(host)[0]),
+             (la.solve_triangular(a_dev, b_dev, lower=True),
+              scipy.linalg.solve_triangular(host, b, lower=True)),
+             (la.lu_solve(la.lu_factor(a_dev), b_dev),
+              scipy.linalg.lu_solve(scipy.linalg.lu_factor(host), b))]
+    for ours, theirs in pairs:
+        assert isinstance(ours, cp.ndarray) and ours.dtype == theirs.dtype
+        np.testing.assert_allclose(cp.asnumpy(ours), theirs, rtol=1e-5, atol=1e-6)
