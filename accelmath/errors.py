@@ -16,6 +16,7 @@ __all__ = [
     "DeviceMismatchError",
     "GradientError",
     "InvalidArgumentError",
+    "InvalidArrayLikeError",
     "LibraryNotFoundError",
     "LinAlgError",
     "NoDeviceError",
@@ -47,6 +48,11 @@ class ArgumentTypeError(InvalidArgumentError, TypeError):
 
 class UnsupportedOperandError(AccelmathError, TypeError):
     """An object that is not an array accelmath can read."""
+
+
+class InvalidArrayLikeError(UnsupportedOperandError, ValueError):
+    """An array-like whose values NumPy cannot make an array of (ragged nesting, a string
+    where a number goes): a ``ValueError`` too, as NumPy raises for it."""
 
 
 class GradientError(UnsupportedOperandError):

@@ -3,7 +3,7 @@
 import array
 
 from accelmath._core.operand.numpy_arrays import NumpyAdapter
-from accelmath.errors import UnsupportedOperandError
+from accelmath.errors import InvalidArrayLikeError, UnsupportedOperandError
 
 __all__ = ["ArrayLikeAdapter", "is_array_like"]
 
@@ -45,8 +45,10 @@ class ArrayLikeAdapter(NumpyAdapter):
             a = self._np.asarray(x)
         except (ValueError, TypeError, OverflowError, RuntimeError) as exc:
             # ragged nesting, or elements NumPy cannot convert (device arrays, tensors that
-            # record gradients): NumPy's message says which
-            raise UnsupportedOperandError(
+            # record gradients): NumPy's message says which, and its kind ours
+            error = (InvalidArrayLikeError if isinstance(exc, ValueError)
+                     else UnsupportedOperandError)
+            raise error(
                 f"NumPy cannot make an array of this {type(x).__qualname__}: {exc}") from None
         return super().wrap(a)
 

@@ -5,7 +5,7 @@ import pytest
 
 from accelmath._core.operand import adapter_for, adapter_named, wrap_operand
 from accelmath._core.operand.array_likes import is_array_like
-from accelmath.errors import UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.errors import InvalidArrayLikeError, UnsupportedDTypeError, UnsupportedOperandError
 
 
 @pytest.mark.parametrize("x", [
@@ -71,9 +71,11 @@ def test_array_likes_of_unsupported_dtypes_name_the_dtype(x, dtype):
 
 
 def test_ragged_lists():
-    with pytest.raises(UnsupportedOperandError,
-                       match="NumPy cannot make an array of this list: .*inhomogeneous"):
+    # (a ValueError, as NumPy's, and still an operand error)
+    with pytest.raises(InvalidArrayLikeError,
+                       match="NumPy cannot make an array of this list: .*inhomogeneous") as info:
         wrap_operand([[1.0], [2.0, 3.0]])
+    assert isinstance(info.value, ValueError) and isinstance(info.value, UnsupportedOperandError)
 
 
 @pytest.mark.parametrize("cls, expected", [
