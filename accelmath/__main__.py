@@ -242,10 +242,13 @@ def cache_lines():
     if not store.enabled():
         state = f"off (ACCELMATH_CACHE={os.environ.get('ACCELMATH_CACHE')})"
     else:
-        problem = _store_problem(store)
+        problem = _store_problem(store, writing=False)
         if problem is None:
             entries, nbytes = upkeep.size()
             state = f"on, {entries} entr{'y' if entries == 1 else 'ies'}, {nbytes / 1e6:.1f} MB"
+            read_only = _store_problem(store)
+            if read_only is not None:  # (read, never written: no new entry is kept)
+                state += f"; read only: {read_only}"
         else:
             state = f"not usable: {problem}"
     return [f"Cache directory: {directory}", f"Store: {state}"]
@@ -261,14 +264,14 @@ def _cache_info(args):
     return 0
 
 
-def _store_problem(store):
-    """The problem that keeps the enabled ``store`` from being used, or None; the caller
-    prints it, so it is not warned about too."""
+def _store_problem(store, writing=True):
+    """The problem that keeps the enabled ``store`` from being used (read alone, where not
+    ``writing``), or None; the caller prints it, so it is not warned about too."""
     import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return store.problem()
+        return store.problem(writing)
 
 
 def _cache_clear(args):
@@ -278,7 +281,9 @@ def _cache_clear(args):
     if not store.enabled():
         print(cache_lines()[1].replace("Store: ", "Nothing to clear: the store is ", 1))
         return 0
-    problem = _store_problem(store)
+    # (a store this user may not write in is cleared as far as it can be: what it could not
+    # remove is said below)
+    problem = _store_problem(store, writing=False)
     if problem is not None:
         print(f"accelmath cache clear: the store is not usable: {problem}", file=sys.stderr)
         return 1

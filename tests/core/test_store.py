@@ -664,3 +664,13 @@ def test_a_blank_directory_setting_is_no_setting(value, monkeypatch):
     assert str(store.cache_dir()) == "/tmp/xdg-cache-test/accelmath"
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", f"{value}/tmp/am-cache{value}")
     assert str(store.cache_dir()) == "/tmp/am-cache"
+
+
+def test_a_directory_that_cannot_be_made_leaves_no_parents_behind(tmp_path):
+    # (a 5,000-character ACCELMATH_CACHE_DIR failed cleanly but left the folders it had made)
+    deep = tmp_path / "a" / "b" / ("x" * 300) / "store"  # (a name longer than NAME_MAX)
+    with pytest.raises(OSError):
+        private_files.make_directory(deep)
+    assert list(tmp_path.iterdir()) == []
+    private_files.make_directory(tmp_path / "c" / "d")  # (and a possible one is made)
+    assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "c").stat().st_mode & 0o777 == 0o700

@@ -85,12 +85,14 @@ def _foreign(path, status):
 
 def make_directory(path):
     """Make directory ``path`` and its missing parents, each ``0700`` whatever the umask;
-    a directory that exists is left as it is.
+    a directory that exists is left as it is. Where one cannot be made, the parents this
+    call made are removed again (while empty).
 
     Raises
     ------
     OSError
-        Where a directory cannot be made (a file in the way, no permission...).
+        Where a directory cannot be made (a file in the way, no permission, a name too
+        long...).
     """
     path = os.fspath(path)
     missing = []
@@ -100,12 +102,22 @@ def make_directory(path):
         if parent == path:
             break
         path = parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, DIRECTORY_MODE)
-        except FileExistsError:
-            continue  # made meanwhile by another process: not ours to change
-        os.chmod(directory, DIRECTORY_MODE)  # a umask such as 0o200 takes bits off
+    made = []
+    try:
+        for directory in reversed(missing):
+            try:
+                os.mkdir(directory, DIRECTORY_MODE)
+            except FileExistsError:
+                continue  # made meanwhile by another process: not ours to change
+            made.append(directory)
+            os.chmod(directory, DIRECTORY_MODE)  # a umask such as 0o200 takes bits off
+    except OSError:
+        for directory in reversed(made):
+            try:
+                os.rmdir(directory)  # (only where still empty: another process's files stay)
+            except OSError:
+                break
+        raise
 
 
 def read_file(path, limit, head=False):

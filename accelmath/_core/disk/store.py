@@ -191,10 +191,11 @@ def location():
     return None if root in _warned else root  # (a read-only store is read, not written)
 
 
-def problem():
+def problem(writing=True):
     """Why the store, switched on, cannot be used, as a sentence; ``None`` where it can be
     used (or will be, once its directory is made at the first save) or is switched off.
-    Creates nothing.
+    Creates nothing. ``writing=False`` asks about reading alone: a store this user may not
+    write in is still read.
 
     Examples
     --------
@@ -226,7 +227,7 @@ def problem():
         return f"cannot read '{root}': {_reason(exc)}"
     if why is not None:
         return _untrusted(why)
-    if not os.access(root, os.W_OK | os.X_OK):
+    if writing and not os.access(root, os.W_OK | os.X_OK):
         return f"cannot write in '{root}': no permission"
     return None
 
