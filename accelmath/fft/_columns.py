@@ -87,14 +87,20 @@ __device__ __forceinline__ float2 twiddle(int m, float s) {
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory"); }
 
-// *p in the shared memory of the cluster's block `rank`
-__device__ __forceinline__ float2 remote(const float2 *p, unsigned rank) {
+// The first half of a cluster barrier, with no memory ordering: the wait that completes it
+// (cluster_wait) returns once every block of the cluster has started
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_wait() {
+    asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+
+// v into the shared memory of the cluster's block `rank`, at the offset of p in this block's
+// (a store: the sender does not wait for it; a cluster barrier makes it seen)
+__device__ __forceinline__ void remote_store(float2 *p, unsigned rank, float2 v) {
     unsigned local = (unsigned)__cvta_generic_to_shared(p), at;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(local), "r"(rank));
-    float2 v;
-    asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];"
-                 : "=f"(v.x), "=f"(v.y) : "r"(at) : "memory");
-    return v; }
+    asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};"
+                 :: "r"(at), "f"(v.x), "f"(v.y) : "memory"); }
 
 // The output index of the value v[i][r] of inner's last pass (j = p + ROWS i)
 __device__ __forceinline__ int at(int j, int r) {
@@ -163,11 +169,12 @@ __device__ __forceinline__ void inner(float2 (&v)[PAIRS][8], float2 *A, int p, i
 
 // The first half of a cluster's transforms of its columns, read from `in` (row pitch `pitch`):
 // 8-point transforms over n1 of x[M n1 + n2], n2 = rank P + j, and their twiddles; each block
-// then gathers its k1 = rank of every block (v[i][r]: n2 = j + P r) for inner. Where x = y,
-// the output rows rank + 8 at(j, r).
+// then sends its output k1 to block k1, which so holds its k1 = rank of every block (v[i][r]:
+// n2 = j + P r) for inner. Where x = y, the output rows rank + 8 at(j, r).
 __device__ __forceinline__ void outer_first(const float2 *in, long long pitch, int col, bool live,
                                             float2 (&v)[PAIRS][8], float2 *A, unsigned rank,
                                             int p, int w, float s) {
+    cluster_arrive_relaxed();  // (no block stores into another before that one has started)
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int n2 = rank * P + p + ROWS * i;
@@ -178,53 +185,58 @@ __device__ __forceinline__ void outer_first(const float2 *in, long long pitch, i
     }
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i, n2 = rank * P + j;
+        const int n2 = rank * P + p + ROWS * i;
         dft8(v[i], s);
         #pragma unroll
         for (int k1 = 1; k1 < 8; ++k1) v[i][k1] = mul(v[i][k1], twiddle(n2 * k1, s));
-        #pragma unroll
-        for (int k1 = 0; k1 < 8; ++k1) A[(k1 * P + j) * W + w] = v[i][k1];
     }
-    cluster_sync();
+    cluster_wait();
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int j = p + ROWS * i;
         #pragma unroll
-        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + (rank * P + j) * W + w, r);
+        for (int k1 = 0; k1 < 8; ++k1) remote_store(A + (rank * P + j) * W + w, k1, v[i][k1]);
     }
-    cluster_sync();  // no block reads another's shared memory after this
+    cluster_sync();  // every block's stores seen
+    #pragma unroll
+    for (int i = 0; i < PAIRS; ++i) {
+        const int j = p + ROWS * i;
+        #pragma unroll
+        for (int r = 0; r < 8; ++r) v[i][r] = A[(r * P + j) * W + w];
+    }
+    __syncthreads();  // (inner writes A)
 }
 
 // The mirror of outer_first after inner: v[i][r] holds the block's inner transform at
-// n2 = at(j, r) of the rows rank + 8 k; twiddled by exp(2 pi i s n2 rank / L), gathered by
-// n2 = rank P + j from every block, 8-point transforms over the blocks give the rows
-// M n1 + n2 of `out`.
+// n2 = at(j, r) of the rows rank + 8 k; twiddled by exp(2 pi i s n2 rank / L) and sent to
+// block n2 / P, which so holds n2 = rank P + j of every block; 8-point transforms over the
+// blocks give the rows M n1 + n2 of `out`.
 __device__ __forceinline__ void outer_last(float2 (&v)[PAIRS][8], float2 *A, unsigned rank,
                                            int p, int w, float s, float2 *out, long long pitch,
                                            int col, bool live) {
-    __syncthreads();  // (inner's last reads of A)
+    cluster_sync();  // (every block's inner done with its A)
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
         const int j = p + ROWS * i;
         #pragma unroll
         for (int r = 0; r < 8; ++r) {
             const int n2 = at(j, r);
-            A[n2 * W + w] = mul(v[i][r], twiddle(n2 * (int)rank, s));
+            remote_store(A + (rank * P + n2 % P) * W + w, n2 / P,
+                         mul(v[i][r], twiddle(n2 * (int)rank, s)));
         }
     }
-    cluster_sync();
+    cluster_sync();  // every block's stores seen; none touches another's memory after this
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
-        const int n2 = rank * P + p + ROWS * i;
+        const int j = p + ROWS * i, n2 = rank * P + j;
         #pragma unroll
-        for (int r = 0; r < 8; ++r) v[i][r] = remote(A + n2 * W + w, r);
+        for (int r = 0; r < 8; ++r) v[i][r] = A[(r * P + j) * W + w];
         dft8(v[i], s);
         if (live) {
             #pragma unroll
             for (int n1 = 0; n1 < 8; ++n1) out[(long long)(M * n1 + n2) * pitch + col] = v[i][n1];
         }
     }
-    cluster_sync();  // no block leaves while another reads its shared memory
 }
 
 // The length-L transforms of columns [0, ncols) of `in` into `out`, both of row pitch `pitch`;
