@@ -5,10 +5,13 @@ only a few elements wide (4 columns, 32 bytes, for length 4096 on Hopper). This 
 each transform over a cluster of 8 thread blocks (compute capability 9.0 and later) and so
 reads and writes 16 columns (128 bytes) per row. For a length ``L = 8 M`` it runs a four-step
 FFT: block ``b`` loads the rows ``M n1 + n2`` of its 1/8 of the ``n2``, makes 8-point
-transforms over ``n1`` and scales them by their twiddles; each block then gathers one of
-their outputs from all 8 blocks through distributed shared memory and makes the ``M``-point
-transforms in its own shared memory (Stockham radix-8 passes and one last radix-2, -4 or -8
-pass), whose results are the output rows ``b + 8 k``.
+transforms over ``n1`` and scales them by their twiddles; each block then stores its output
+``k1`` into the shared memory of block ``k1`` (distributed shared memory), which so holds one
+output of every block, and makes the ``M``-point transforms in its own shared memory
+(Stockham radix-8 passes and one last radix-2, -4 or -8 pass), whose results are the output
+rows ``b + 8 k``. A thread holds 32 values; its registers are capped at 128 (``MIN_BLOCKS``)
+so that blocks of 512 threads in all share each multiprocessor, one block's memory traffic
+filling another's synchronizations.
 
 The executor offers it as one of a plan's timed candidates (see ``CudaExecutor``), so it runs
 only where it measures faster than cuFFT; where it is not compiled yet (a new machine's empty
