@@ -674,3 +674,9 @@ def test_a_directory_that_cannot_be_made_leaves_no_parents_behind(tmp_path):
     assert list(tmp_path.iterdir()) == []
     private_files.make_directory(tmp_path / "c" / "d")  # (and a possible one is made)
     assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "c").stat().st_mode & 0o777 == 0o700
+
+
+def test_a_relative_directory_is_made_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    private_files.make_directory("rel/store")  # (its last parent, "", is no directory to make)
+    assert (tmp_path / "rel" / "store").is_dir()

@@ -85,6 +85,18 @@ def test_bad_calls_are_refused_naming_what_is_wrong():
 
 # -- the fused pass's code ------------------------------------------------------------------
 
+
+def test_clear_cache_drops_the_c2r_plans_of_the_fused_passes():
+    # (they live with the traced functions, outside the plan cache that clear_cache empties)
+    from accelmath.fft._fusion import call  # (the fusion layer, as a first fused call loads it)
+
+    assert call.forget  # (clear_cache reaches the passes through it)
+    fused = object.__new__(_filter._Fused)
+    fused.inverse = {"type": "a c2r plan"}
+    _filter._made.add(fused)
+    F.clear_cache()
+    assert fused.inverse == {}
+
 def test_the_element_struct_matches_the_function_it_is_passed_to():
     expression = trace(_times, np.complex64, np.float32, 2.0)
     text = element_source(expression, 3, 1)

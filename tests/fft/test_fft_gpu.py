@@ -267,6 +267,7 @@ def test_c2r_plans_that_overwrite_their_input(xp, axes, last, norm):
     spectrum = np.fft.rfftn(host, axes=axes, norm=norm)
     with afft.FFT(to_dev(spectrum), axes=axes, kind="c2r", last_axis_size=last, norm=norm,
                   overwrite_input=True) as plan:
+        assert plan._executor.copy_in is None  # (the copy it spares)
         for _ in range(2):  # (new operands each time: the input's contents are spent)
             assert_close(to_host(plan.execute(to_dev(spectrum))), host, 1e-12)
 

@@ -99,7 +99,7 @@ def make_directory(path):
     while not os.path.lexists(path):
         missing.append(path)
         parent = os.path.dirname(path)
-        if parent == path:
+        if parent in (path, ""):  # (the root, or the working directory of a relative path)
             break
         path = parent
     made = []

@@ -17,6 +17,7 @@ of NVRTC) it is compiled in the background and the calls run the other way until
 """
 
 import math
+import weakref
 
 import numpy
 
@@ -86,7 +87,7 @@ class _Fused:
     one per spectrum type (``inverse``, made at the first run of each)."""
 
     __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
-                 "device_id", "template", "pitch", "batches", "inverse")
+                 "device_id", "template", "pitch", "batches", "inverse", "__weakref__")
 
     def __init__(self, expression, shape, axis, lengths, source, key, device_id):
         self.expression, self.shape, self.axis = expression, shape, axis
@@ -123,6 +124,14 @@ class _Fused:
 
 _MISSING = object()
 _LIMIT = 64  # problems a function remembers
+_made = weakref.WeakSet()  # every _Fused alive, whose c2r plans forget() drops
+
+
+def forget():
+    """Drop the c2r plans the fused passes keep (:func:`accelmath.fft.clear_cache`, through
+    the fusion layer's ``forget``): made again at their problems' next runs."""
+    for fused in list(_made):
+        fused.inverse = {}
 
 
 def _fused_pass(op, traced_fn, values, axes):
@@ -165,8 +174,10 @@ def _new_fused(op, traced_fn, values, axes, key):
     axis = ndim - k
     element = _cuda.element_source(expression, ndim, axis, "complex64", narrow=True)
     source = _columns.round_trip_source(element)
-    return _Fused(expression, shape, axis, lengths, source, key + (expression.key,),
-                  op.device_id)
+    fused = _Fused(expression, shape, axis, lengths, source, key + (expression.key,),
+                   op.device_id)
+    _made.add(fused)
+    return fused
 
 
 def _element(fused, values):
