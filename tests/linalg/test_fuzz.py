@@ -245,7 +245,7 @@ def _scipy(name):
         batches = []
         _map_arrays(args, lambda x: batches.append(_batch_of(x)))
         batch = np.broadcast_shapes(*batches)
-        one = _native(name, function(*_map_arrays(args, _one_matrix), **kwargs))
+        one = _native(name, function(*_map_arrays(args, _one_matrix), **kwargs), args)
         return _map_arrays(one, lambda r: np.empty(batch + r.shape, r.dtype))
 
     return theirs
