@@ -92,7 +92,8 @@ class FFT(Plan):
     overwrite_input : bool
         For ``"c2r"`` on the GPU: the transform may overwrite its operand, as cuFFT's c2r
         transforms do, so it makes no scratch copy of it (one pass over the input less); the
-        operand's contents are undefined after a call. Host plans never overwrite it.
+        operand's contents are undefined after a call. Host plans and plans of JAX arrays
+        (immutable) never overwrite it.
 
     Notes
     -----
@@ -216,7 +217,9 @@ class FFT(Plan):
                 scales = (None, None)
             self._executor = executor = CudaExecutor(
                 kind, axes, op.shape, op.strides, out_shape, out_strides, in_dtype, out_dtype,
-                scales, conjugate, op.device_id, op.package, overwrite_input=overwrite_input)
+                scales, conjugate, op.device_id, op.package,
+                # (a JAX array is immutable: other arrays may share its buffer)
+                overwrite_input=overwrite_input and not op.adapter.immutable)
             forward, inverse = (Call(executor.runner(i), executor.direct(i), i)
                                 for i in (False, True))
         else:

@@ -271,6 +271,20 @@ def test_c2r_plans_that_overwrite_their_input(xp, axes, last, norm):
         for _ in range(2):  # (new operands each time: the input's contents are spent)
             assert_close(to_host(plan.execute(to_dev(spectrum))), host, 1e-12)
 
+
+def test_a_jax_operand_is_never_overwritten(jax_gpu):
+    # (JAX arrays are immutable, and others may share their buffer: the plan copies)
+    import jax.numpy as jnp
+
+    host = np.random.default_rng().standard_normal((3, 64, 64))
+    spectrum = np.fft.rfftn(host, axes=(1, 2))
+    x = jnp.asarray(spectrum)
+    with afft.FFT(x, axes=(1, 2), kind="c2r", last_axis_size=64, overwrite_input=True) as plan:
+        assert plan._executor.copy_in is not None
+        assert_close(np.asarray(plan.execute(x)), host, 1e-12)
+    np.testing.assert_array_equal(np.asarray(x), spectrum)
+
+
 def test_jax_inputs(jax_gpu):
     jax = jax_gpu
     import jax.numpy as jnp
