@@ -272,6 +272,17 @@ def test_c2r_plans_that_overwrite_their_input(xp, axes, last, norm):
             assert_close(to_host(plan.execute(to_dev(spectrum))), host, 1e-12)
 
 
+def test_a_conjugating_c2r_plan_keeps_its_copy_and_its_input(xp):
+    # (the copy conjugates: overwrite_input does not spare it)
+    package, to_dev, to_host, _ = xp
+    half = np.fft.rfft(np.random.default_rng().standard_normal((6, 40)), axis=1)
+    x = to_dev(half)
+    with afft.FFT(x, axes=(1,), kind="c2r", last_axis_size=40, conjugate=True, norm="forward",
+                  overwrite_input=True) as plan:
+        assert plan._executor.copy_in is not None
+        assert_close(to_host(plan.execute(x)), np.fft.hfft(half, n=40, axis=1), 1e-12)
+    np.testing.assert_array_equal(to_host(x), half)
+
 def test_a_jax_operand_is_never_overwritten(jax_gpu):
     # (JAX arrays are immutable, and others may share their buffer: the plan copies)
     import jax.numpy as jnp
