@@ -439,3 +439,19 @@ def test_scipy_functions_compute_in_scipys_dtypes(dtype, b_dtype):
     for ours, theirs in pairs:
         assert ours.dtype == theirs.dtype
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+def test_an_operand_whose_dtype_is_no_dtype_is_refused_by_name():
+    # (an unhashable dtype attribute met the SciPy functions' long double lookup: a bare
+    # TypeError of a dict)
+    from accelmath.errors import UnsupportedDTypeError
+    from accelmath.linalg import lu_factor
+
+    class Odd:
+        dtype = []
+
+        def __array__(self, dtype=None, copy=None):
+            return np.zeros((2, 2), object)
+
+    with pytest.raises(UnsupportedDTypeError, match="^a: unsupported dtype 'object'"):
+        lu_factor(Odd())
