@@ -349,16 +349,19 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
             hdu.header[key] = (value, RECORDS[key])
     else:
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
-    _sweep(folder)
-    # (compressed as the name says: astropy compresses by the file's extension)
-    packed = os.path.splitext(name)[1].lower()
-    # (without overwrite, a link refuses a file made since the check above, as a rename would
-    # not)
+    # (compressed as the name says: astropy compresses by the file's extension; without
+    # overwrite, a link refuses a file made since the check above, as a rename would not)
     write_beside(name, lambda temporary: hdu.writeto(temporary, overwrite=True,
                                                      output_verify="silentfix"),
-                 ".fits" + (packed if packed in _COMPRESSED else ""),
-                 os.replace if overwrite else _publish_new)
+                 ".fits" + compressed_suffix(name), os.replace if overwrite else _publish_new)
     return name
+
+
+def compressed_suffix(name):
+    """The end of ``name`` by which astropy reads and writes it compressed (``".gz"``,
+    ``".bz2"``, ``".xz"``), or ``""``."""
+    suffix = os.path.splitext(name)[1].lower()
+    return suffix if suffix in _COMPRESSED else ""
 
 
 def write_beside(name, write, suffix, publish=os.replace):
@@ -366,8 +369,10 @@ def write_beside(name, write, suffix, publish=os.replace):
     (hidden, ``.accelmath-<process id>@<host>-<hex><suffix>``; made new, never through a link,
     with the permissions the umask gives any new file), then ``publish(temporary, name)``
     (a rename: a link at ``name`` is replaced, never followed). The temporary file goes
-    where either fails."""
+    where either fails; those of killed writes go at the first write into a folder
+    (:func:`_sweep`)."""
     folder = os.path.dirname(os.path.abspath(name))
+    _sweep(folder)
     temporary = os.path.join(folder,
                              f"{_TEMPORARY}{os.getpid()}@{_host()}-{uuid.uuid4().hex}{suffix}")
     os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
@@ -380,10 +385,12 @@ def write_beside(name, write, suffix, publish=os.replace):
         raise
 
 
-# A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex>.fits"
+# A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex><suffix>"
 _TEMPORARY = ".accelmath-"
-_LEFT = re.compile(r"\.accelmath-(\d+)@(.+)-[0-9a-f]{32}\.fits(\.gz|\.bz2|\.xz)?")
 _COMPRESSED = (".gz", ".bz2", ".xz")  # what astropy writes compressed, by the name's end
+# the suffixes of the writes: differences (maybe compressed) and the demo's figure
+_LEFT = re.compile(re.escape(_TEMPORARY) + r"(\d+)@(.+)-[0-9a-f]{32}(?:" + "|".join(
+    re.escape(suffix) for suffix in (".png", ".fits", *(".fits" + c for c in _COMPRESSED))) + ")")
 _swept = set()  # the folders whose left temporaries this process removed
 
 

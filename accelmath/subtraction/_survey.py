@@ -18,7 +18,6 @@ import warnings
 from typing import NamedTuple, Optional
 
 from accelmath.errors import InvalidArgumentError
-from accelmath.subtraction._fits import _COMPRESSED
 
 __all__ = ["Outcome", "SurveyPair", "is_complete", "read_manifest", "subtract_files"]
 
@@ -160,7 +159,9 @@ def _state(path):
         from astropy.io import fits
     except ImportError:
         return "foreign"
-    packed = os.path.splitext(path)[1].lower() in _COMPRESSED
+    from accelmath.subtraction._fits import compressed_suffix
+
+    packed = compressed_suffix(path) != ""
     try:
         size = os.path.getsize(path)
         with warnings.catch_warnings():
@@ -170,21 +171,26 @@ def _state(path):
                 # (a difference of this code is an image with its record)
                 if "AMVERS" not in header or header.get("NAXIS", 0) != 2:
                     return "foreign"
-                if packed:  # (its size says nothing: whole where its data decompress; a
-                    warnings.simplefilter("error")  # warning of a short one is an error)
-                    try:
-                        hdus[0].data
-                    except (OSError, EOFError, ValueError, Warning):
-                        return "cut"
-                    return "complete"
-        count = 1
-        for axis in range(1, header.get("NAXIS", 0) + 1):
-            count *= header.get(f"NAXIS{axis}", 0)
-        data = count * abs(header.get("BITPIX", 8)) // 8
+                if packed:  # (its size says nothing: whole where its data decompress)
+                    return "complete" if _decompresses(hdus[0]) else "cut"
+        pixels = header.get("NAXIS1", 0) * header.get("NAXIS2", 0)  # (NAXIS is 2 here)
+        data = pixels * abs(header.get("BITPIX", 8)) // 8
         needed = len(header.tostring()) + -(-data // 2880) * 2880
         return "complete" if size >= needed else "cut"
     except (OSError, ValueError, TypeError, KeyError):
         return "foreign"
+
+
+def _decompresses(hdu):
+    """Whether the data of a compressed file's ``hdu`` read whole (a warning of a short one
+    taken as an error)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            hdu.data
+        except (OSError, EOFError, ValueError, Warning):
+            return False
+    return True
 
 
 def _run_one(pair, configuration, overwrite, mask_excludes):

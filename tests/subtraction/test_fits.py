@@ -253,6 +253,17 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
                 and f.split("-")[1].split("@")[0] == str(os.getpid())]
 
 
+def test_a_figure_write_removes_what_a_killed_figure_write_left(tmp_path):
+    # (every write beside its target sweeps its folder, the demo's figure too)
+    from accelmath.subtraction import _fits
+
+    left = tmp_path / f".accelmath-{_dead_pid()}@{_fits._host()}-{'0123456789abcdef' * 2}.png"
+    left.write_bytes(b"partial")
+    _fits._swept.discard(str(tmp_path))
+    _fits.write_beside(str(tmp_path / "figure.png"), lambda t: open(t, "wb").close(), ".png")
+    assert not left.exists() and (tmp_path / "figure.png").exists()
+
+
 def test_outputs_replace_only_files_and_never_an_input(tmp_path, files):
     """With overwrite: a pipe or a folder is refused, and so is an input's own file (the
     command names its inputs); without, anything there is refused."""
