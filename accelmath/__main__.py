@@ -242,13 +242,13 @@ def cache_lines():
     if not store.enabled():
         state = f"off (ACCELMATH_CACHE={os.environ.get('ACCELMATH_CACHE')})"
     else:
-        problem = _store_problem(store, writing=False)
+        write_problem = _store_problem(store)
+        problem = None if write_problem is None else _store_problem(store, writing=False)
         if problem is None:
             entries, nbytes = upkeep.size()
             state = f"on, {entries} entr{'y' if entries == 1 else 'ies'}, {nbytes / 1e6:.1f} MB"
-            read_only = _store_problem(store)
-            if read_only is not None:  # (read, never written: no new entry is kept)
-                state += f"; read only: {read_only}"
+            if write_problem is not None:  # (read, never written: no new entry is kept)
+                state += f"; read only: {write_problem}"
         else:
             state = f"not usable: {problem}"
     return [f"Cache directory: {directory}", f"Store: {state}"]

@@ -209,6 +209,21 @@ def test_a_store_that_cannot_be_written_is_still_read_and_cleared(store_dir, cap
     assert main(["cache", "clear"]) == 0
     assert capsys.readouterr().out.endswith(f"Removed 3 entries (1.5 MB) from {store_dir}\n")
 
+
+def test_a_store_whose_save_failed_is_still_reported_read(store_dir, capsys, monkeypatch):
+    # (a failed save's report once made every later question say "not usable")
+    from accelmath._core.disk import store
+
+    monkeypatch.setattr(store, "_warned", {})
+    real_access = os.access
+    monkeypatch.setattr(store.os, "access", lambda path, mode: (
+        False if mode & os.W_OK else real_access(path, mode)))
+    reason = f"cannot write in '{store_dir}': no permission"
+    with pytest.warns(RuntimeWarning, match="store is not used"):
+        store._report(store_dir, reason)
+    assert main(["cache"]) == 0
+    assert capsys.readouterr().out.endswith(f"Store: on, 3 entries, 1.5 MB; read only: {reason}\n")
+
 def test_cache_creates_nothing(tmp_path, capsys, monkeypatch):
     directory = tmp_path / "new" / "store"
     monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(directory))

@@ -210,7 +210,7 @@ def problem(writing=True):
     root, reason = _named_root()
     if root is None:
         return reason
-    if root in _warned:
+    if writing and root in _warned:  # (a write that failed; reading asks the checks below)
         return _warned[root]
     try:
         why = private_files.distrust(root)
