@@ -46,17 +46,14 @@ def distrust(name, path, identity):
         return "not an absolute path"
     if not _named_like(name, os.path.basename(path)):
         return f"not a file of {name}"
-    try:
-        real = os.path.realpath(path)
-    except (OSError, ValueError) as exc:
-        return getattr(exc, "strerror", None) or str(exc)
+    real = os.path.realpath(path)  # (not strict: it raises for a NUL byte alone, refused above)
     if not any(os.path.commonpath([real, root]) == root for root in _search_roots()):
         return "not in a place that a lookup searches"
     try:
         status = os.stat(real)
         directory = os.stat(os.path.dirname(real))
-    except (OSError, ValueError) as exc:
-        return getattr(exc, "strerror", None) or str(exc)
+    except OSError as exc:
+        return store._reason(exc)
     if not stat.S_ISREG(status.st_mode):
         return "not a regular file"
     if os.name == "posix":
