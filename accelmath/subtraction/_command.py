@@ -7,6 +7,7 @@ header and the fit's record, printing a line per stage. Many pairs: ``accelmath 
 on every GPU of the machine or on a Dask scheduler, resumable, a line per pair.
 """
 
+import argparse
 import sys
 import time
 
@@ -132,10 +133,11 @@ def _refuse(options, belong, given):
 
 
 def _gpus(text):
-    return [int(g) for g in text.split(",") if g.strip()]
-
-
-_gpus.__name__ = "GPU list (ordinals, comma-separated)"  # (argparse's "invalid ... value")
+    try:
+        return [int(g) for g in text.split(",") if g.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid GPU list (ordinals, comma-separated): {text!r}") from None
 
 
 def add_subtract(commands):
