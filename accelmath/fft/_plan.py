@@ -199,11 +199,6 @@ class FFT(Plan):
                 'execution="cuda" needs a device operand here; the accelmath.fft functions '
                 "move host data for you")
         self._bind(op, operand, out_shape, out_strides, out_dtype, on_gpu, layout_only)
-        # a host result in the engine's own layout (C order), else in the plan's: made in
-        # this axis order, then transposed back
-        order = axis_order(self.out_strides)
-        self._host_order = (None if self.out_strides == contiguous_strides(out_shape)
-                            else (order, numpy.argsort(order)))
         if on_gpu:
             from accelmath.fft._cuda import CudaExecutor
 
@@ -227,6 +222,11 @@ class FFT(Plan):
             # prepared for the operand's NumPy dtype, byte order included: the transform
             # converts float16 and non-native byte orders to what the engine computes in
             self._host_dtype = _host_numpy_dtype(op, in_dtype)
+            # a result in the engine's own layout (C order), else in the plan's: made in this
+            # axis order, then transposed back
+            order = axis_order(self.out_strides)
+            self._host_order = (None if self.out_strides == contiguous_strides(out_shape)
+                                else (order, numpy.argsort(order)))
             host = host_transform(kind, tuple(op.shape), self._host_dtype, axes, s, norm,
                                   conjugate)
             # each direction's transform as a function of the input, and of it and out=
