@@ -96,20 +96,20 @@ def result_dtype(*operands):
 
 
 # SciPy's LAPACK type scores (scipy.linalg.blas.find_best_blas_type): the highest of the
-# operands' picks the routine's type; long double computes in double, as there
+# operands' picks the routine's type (long double data is read in double before: see
+# accelmath.linalg._operands.read)
 _SCIPY_SCORE = {**dict.fromkeys(("bool", "int8", "uint8", "int16", "uint16", "float16",
                                  "float32"), 1),
-                **dict.fromkeys(("int32", "uint32", "int64", "uint64", "float64", "longdouble"),
-                                2),
-                "complex64": 3, "complex128": 4, "clongdouble": 4}
+                **dict.fromkeys(("int32", "uint32", "int64", "uint64", "float64"), 2),
+                "complex64": 3, "complex128": 4}
 _SCIPY_TYPE = {1: "float32", 2: "float64", 3: "complex64", 4: "complex128"}
 
 
 def scipy_result_dtype(*operands):
     """The dtype of the results of a SciPy-style function of operands ``(name, dtype)``, as
     SciPy's LAPACK wrappers choose it: bool, integers of 8 and 16 bits, float16 and float32 in
-    single precision, wider integers, float64 and long double in double, complex64 with a
-    double-precision real operand in complex128; other dtypes refused.
+    single precision, wider integers and float64 in double, complex64 with a double-precision
+    real operand in complex128; other dtypes refused.
 
     Examples
     --------

@@ -316,7 +316,7 @@ def eigh(a, *, uplo, check, vectors=True):
         return tuple(_numpy.eigh(x, uplo)) if vectors else _numpy.eigvalsh(x, uplo)
 
     return _checked(decompose, checks.EIGENVALUES_DID_NOT_CONVERGE, check, (a,), (2,), ("a",),
-                    read="upper" if str(uplo).upper() == "U" else "lower")
+                    read="upper" if uplo == "U" else "lower")
 
 
 def svd(a, *, full_matrices, compute_uv, hermitian, check, name="a"):

@@ -62,12 +62,11 @@ def read(x, name, scipy=False):
         return wrap_operand(x)
     except UnsupportedDTypeError as exc:
         dtype = getattr(x, "dtype", None)
-        if not isinstance(dtype, numpy.dtype):
-            raise UnsupportedDTypeError(f"{name}: {exc}") from None
-        if scipy and dtype in _LONG_DOUBLES:
-            return read(numpy.asarray(x).astype(_LONG_DOUBLES[dtype]), name)
-        if dtype.kind in "fc":
-            raise checks.unsupported_dtype_error(name, dtype.name) from None
+        if isinstance(dtype, numpy.dtype):  # (another dtype attribute may not even hash)
+            if scipy and dtype in _LONG_DOUBLES:
+                return read(numpy.asarray(x).astype(_LONG_DOUBLES[dtype]), name)
+            if dtype.kind in "fc":
+                raise checks.unsupported_dtype_error(name, dtype.name) from None
         raise UnsupportedDTypeError(f"{name}: {exc}") from None
     except (UnsupportedOperandError, NoDeviceError) as exc:
         raise type(exc)(f"{name}: {exc}") from None
