@@ -113,10 +113,11 @@ def _roll(x, inverse, axes):
         # a NumPy dtype no transform takes (long double results, objects, dates...): a roll
         # reads no value, and NumPy's takes them
         op = None
-    shape = x.shape if op is None else op.shape
-    x = x if op is None else op.obj if op.package == "numpy" else x
+    package, shape = ("numpy", x.shape) if op is None else (op.package, op.shape)
+    if op is not None and package == "numpy":
+        x = op.obj  # (an array-like's array)
     ndim = len(shape)
-    if ndim == 0 and (op is None or op.package == "numpy"):  # (numpy.roll fails on 0-d)
+    if ndim == 0 and package == "numpy":  # (numpy.roll fails on 0-d)
         return numpy.array(x, copy=True)
     if axes is None:
         axes = tuple(range(ndim))
@@ -124,10 +125,8 @@ def _roll(x, inverse, axes):
         axes = (axes,)
     axes = tuple(normalize_axis(a, ndim) for a in axes)
     shifts = tuple(-(shape[a] // 2) if inverse else shape[a] // 2 for a in axes)
-    if op is None:
-        return numpy.roll(numpy.asarray(x), shifts, axes)
-    if op.package in _ROLL_MODULES:
-        return importlib.import_module(_ROLL_MODULES[op.package]).roll(x, shifts, axes)
+    if package in _ROLL_MODULES:
+        return importlib.import_module(_ROLL_MODULES[package]).roll(x, shifts, axes)
     if op.on_device:  # another producer: rolled by the package that allocates results
         return _roll(device_adapter().from_dlpack(x), inverse, axes)
     return numpy.roll(op.adapter.to_numpy(x), shifts, axes)
