@@ -1,9 +1,8 @@
 """The result files of ``benchmarks/`` read, summarized and plotted for ``accelmath bench``
 (:mod:`accelmath._benchmarks` runs the scripts that write them).
 
-The benchmarks are the scripts of a clone's ``benchmarks/`` folder (next to the package source,
-or given). Each runs in its own process and writes ``benchmarks/results/<name>-<device>.json``
-(and ``.md``) through ``benchmarks/_common.write``::
+Each benchmark script writes ``benchmarks/results/<name>-<device>.json`` (and ``.md``) through
+``benchmarks/_common.write``::
 
     {"environment": {"device": ..., "versions": {...}, "date": ..., ...},
      "rows": [{"case": "r2c f64 4088^2", "accelmath stateless": 0.95, "torch.fft": 0.99,
@@ -34,7 +33,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 __all__ = ["BENCHMARKS", "PEERS", "UNITS", "Benchmark", "Comparison", "Result", "SummaryRow",
-           "comparisons", "plot", "read_result", "summary_rows", "summary_table"]
+           "comparisons", "owner", "plot", "pyplot_or_none", "read_result", "summary_rows",
+           "summary_table"]
 
 #: The names a peer's column starts with (lower case).
 PEERS = ("scipy", "numpy", "cupy", "torch", "jax", "nvmath", "sfft", "published")
@@ -85,8 +85,9 @@ def _published(metric, value, unit, peer_values=()):
 
 
 #: The scripts of ``benchmarks/`` by name, and what the runner knows of them. A script not
-#: listed needs a GPU unless it says ``NEEDS_GPU = False`` (see :func:`needs_gpu`), and its
-#: result files are read by their column names.
+#: listed needs a GPU unless it says ``NEEDS_GPU = False`` (see
+#: :func:`accelmath._benchmarks.needs_gpu`), and its result files are read by their column
+#: names.
 BENCHMARKS = {
     "cpu": Benchmark(False, {"cpu": (
         Comparison(accelmath=("accelmath stateless",),
@@ -241,7 +242,7 @@ def summary_rows(result):
     Examples
     --------
     >>> from pathlib import Path
-    >>> from accelmath._benchmarks import Result, summary_rows
+    >>> from accelmath._bench_results import Result, summary_rows
     >>> rows = [{"case": "fft 64", "accelmath": 2.0, "torch": 4.0, "cupy": 5.0}]
     >>> row, = summary_rows(Result("toy", "cpu", {}, rows, [], Path("toy-cpu.json")))
     >>> row.case, row.peer_name, row.ratio
@@ -299,7 +300,7 @@ def summary_table(rows):
 
     Examples
     --------
-    >>> from accelmath._benchmarks import SummaryRow, summary_table
+    >>> from accelmath._bench_results import SummaryRow, summary_table
     >>> print(summary_table([SummaryRow("toy", "fft 64", "ms", 2.0, "accelmath", 4.0, "torch")]))
     | benchmark | case | unit | accelmath | best peer | accelmath / best peer |
     |---|---|---|---|---|---|
@@ -385,3 +386,28 @@ def plot(result, pyplot):
     figure.savefig(path, dpi=100)
     pyplot.close(figure)
     return path
+
+
+def owner(name, scripts):
+    """The script that writes result ``name``: the table's, else the one whose slug it
+    starts with (the longest)."""
+    for script in scripts:
+        if name in BENCHMARKS.get(script, Benchmark(True)).results:
+            return script
+    matches = [s for s in scripts for form in {s, _slug(s)}
+               if name == form or name.startswith(form + "-")]
+    return max(matches, key=len) if matches else None
+
+
+def pyplot_or_none(out):
+    """matplotlib's pyplot (its Agg back end), or None where matplotlib is missing, said on
+    ``out``."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as pyplot
+    except ImportError:
+        out.write("matplotlib is not installed (pip install \".[bench]\"): no plots\n")
+        return None
+    return pyplot

@@ -13,13 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-from accelmath._bench_results import (BENCHMARKS, PEERS, UNITS, Benchmark, Comparison, Result,
-                                      SummaryRow, _slug, comparisons, plot, read_result,
+from accelmath._bench_results import (BENCHMARKS, owner, plot, pyplot_or_none, read_result,
                                       summary_rows, summary_table)
 
-__all__ = ["BENCHMARKS", "PEERS", "UNITS", "Benchmark", "Comparison", "Result", "SummaryRow",
-           "bench", "comparisons", "discover", "find_benchmarks", "gpu_problem", "needs_gpu",
-           "plot", "read_result", "run", "summary_rows", "summary_table"]
+__all__ = ["bench", "discover", "find_benchmarks", "gpu_problem", "needs_gpu", "run"]
 
 
 def find_benchmarks(folder=None):
@@ -133,29 +130,6 @@ def run(scripts, stream=None):
     return statuses
 
 
-def _owner(name, scripts):
-    """The script that writes result ``name``: the table's, else the one whose slug it
-    starts with (the longest)."""
-    for script in scripts:
-        if name in BENCHMARKS.get(script, Benchmark(True)).results:
-            return script
-    matches = [s for s in scripts for form in {s, _slug(s)}
-               if name == form or name.startswith(form + "-")]
-    return max(matches, key=len) if matches else None
-
-
-def _pyplot(out):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as pyplot
-    except ImportError:
-        out.write("matplotlib is not installed (pip install \".[bench]\"): no plots\n")
-        return None
-    return pyplot
-
-
 def bench(folder=None, only=(), skip=(), list_only=False, run_scripts=True, out=None):
     """What ``accelmath bench`` does; returns its exit status.
 
@@ -216,11 +190,11 @@ def bench(folder=None, only=(), skip=(), list_only=False, run_scripts=True, out=
     statuses = run(runnable, out) if run_scripts else {}
     chosen = runnable if run_scripts else selected
     results = [r for r in map(read_result, sorted((path / "results").glob("*.json")))
-               if r is not None and _owner(r.name, scripts) in chosen
+               if r is not None and owner(r.name, scripts) in chosen
                and (not run_scripts or r.path.stat().st_mtime >= start - 1)]
     order = list(scripts)
-    results.sort(key=lambda r: (order.index(_owner(r.name, scripts)), r.name, r.device))
-    pyplot = _pyplot(out) if results else None
+    results.sort(key=lambda r: (order.index(owner(r.name, scripts)), r.name, r.device))
+    pyplot = pyplot_or_none(out) if results else None
     for result in results:
         if pyplot is not None:
             png = plot(result, pyplot)

@@ -665,7 +665,7 @@ def test_bench_copes_with_every_result_file_of_the_clone(tmp_path):
     import json
     import shutil
 
-    from accelmath._benchmarks import BENCHMARKS
+    from accelmath._bench_results import BENCHMARKS
 
     folder = tmp_path / "benchmarks"
     shutil.copytree(REPO / "benchmarks", folder,
@@ -692,7 +692,7 @@ def test_bench_copes_with_every_result_file_of_the_clone(tmp_path):
 
 
 def _result(name, rows, summary=()):
-    from accelmath._benchmarks import Result
+    from accelmath._bench_results import Result
 
     return Result(name, "Test GPU", {"date": "2026-01-02"}, rows, list(summary),
                   Path(f"/nonexistent/{name}-test-gpu.json"))
@@ -702,7 +702,7 @@ def test_the_summary_of_rows_per_contender():
     # image-subtraction's shape: a row per (size, code), several metrics per row
     import random
 
-    from accelmath._benchmarks import summary_rows
+    from accelmath._bench_results import summary_rows
 
     rows = []
     for size in (1024, 4088):
@@ -730,7 +730,7 @@ def test_the_summary_of_rows_per_contender():
 
 
 def test_the_summary_by_shared_metric_and_by_declaration():
-    from accelmath._benchmarks import summary_rows
+    from accelmath._bench_results import summary_rows
 
     rows = [{"case": "4088^2", "accelmath warm ms": 30.0, "sfft warm ms": 289.0,
              "torch warm ms": 120.0, "accelmath peak GB": 3.5, "sfft peak GB": 25.7,
@@ -746,12 +746,13 @@ def test_the_summary_by_shared_metric_and_by_declaration():
 
 
 def test_result_files_belong_to_their_scripts(tmp_path):
-    from accelmath._benchmarks import _owner, discover, read_result
+    from accelmath._bench_results import owner, read_result
+    from accelmath._benchmarks import discover
 
     for name in ("fft", "image_subtraction", "image_subtraction_many", "solvers", "toy_thing"):
         (tmp_path / f"{name}.py").write_text("")
     scripts = discover(tmp_path)
-    owners = {name: _owner(name, scripts) for name in (
+    owners = {name: owner(name, scripts) for name in (
         "fft-large", "image-subtraction", "image_subtraction_many", "solvers-crossover",
         "toy_thing", "toy-thing-extra", "unknown")}
     assert owners == {"fft-large": "fft", "image-subtraction": "image_subtraction",
@@ -829,7 +830,7 @@ def test_result_files_of_another_form_are_read_as_none_or_without_their_summary(
                                                                                  text):
     """A results file that is valid JSON but not of the form a benchmark writes: not a
     result (its rows are not tables' rows), or one whose summary is inferred again."""
-    from accelmath._benchmarks import comparisons, read_result, summary_rows
+    from accelmath._bench_results import comparisons, read_result, summary_rows
 
     path = tmp_path / "x-device.json"
     path.write_text(text)
