@@ -49,9 +49,12 @@ def size():
         ``(entries, bytes)``; ``(0, 0)`` where the store is off or unusable.
     """
     entries = total = 0
-    for _, path, status in _own_files():
+    unlisted = []
+    for _, path, status in _own_files(unlisted):
         if _ENTRY.fullmatch(path.name):
             entries, total = entries + 1, total + status.st_size
+    for directory, why in unlisted:
+        _log.warning("could not list the store directory %s: %s", directory, why)
     return Usage(entries, total)
 
 
@@ -64,7 +67,8 @@ def clear():
     Returns
     -------
     Cleared
-        The entries removed, their bytes, and every file removed.
+        The entries removed, their bytes, every file removed, and what could not be cleared
+        (``left``: path and why).
 
     Raises
     ------
@@ -114,10 +118,11 @@ def clear():
     return Cleared(entries, total, tuple(removed), tuple(left))
 
 
-def _own_files(unlisted=None):
+def _own_files(unlisted):
     """``(namespace, path, lstat)`` of each file in a private namespace directory of a
     private root whose name is an entry's or a temporary file's; no link is followed. A
-    directory that cannot be listed is appended to ``unlisted`` (where given) with why."""
+    directory that cannot be listed (but for one removed meanwhile) is appended to
+    ``unlisted`` with why."""
     root = _usable_root(create=False)
     if root is None:
         return
@@ -129,11 +134,8 @@ def _own_files(unlisted=None):
             with os.scandir(directory) as found:
                 items = [(item.name, item.stat(follow_symlinks=False)) for item in found
                          if _ENTRY.fullmatch(item.name) or _TEMPORARY.fullmatch(item.name)]
-        except OSError as exc:  # removed meanwhile, or not readable
-            if unlisted is None:
-                _log.warning("could not list the store directory %s: %s", directory,
-                             _reason(exc))
-            elif not isinstance(exc, FileNotFoundError):  # (said by the caller)
+        except OSError as exc:  # removed meanwhile, or not readable (said by the caller)
+            if not isinstance(exc, FileNotFoundError):
                 unlisted.append((directory, _reason(exc)))
             continue
         for name, status in items:
