@@ -13,9 +13,10 @@ A domain makes one :class:`Dispatcher` for its stateless functions. A call
 
 So a repeated call skips normalization altogether, and a call whose arguments were never
 validated never hits. A domain may put a *front* before the memo (:meth:`Dispatcher.front`):
-for its commonest calls, the last plan a call of that form ran, keyed without the operands'
-layout, tried first through a launcher that checks the operands itself (the call shim's
-readers) and answers :data:`MISS` where they do not fit; a miss goes on to the memo.
+for its commonest calls, the last plan a call of that form ran, keyed by the operands' type,
+shape and dtype (not their strides), tried first through a launcher that checks the operands
+itself (the call shim's readers) and answers :data:`MISS` where they do not fit; a miss goes
+on to the memo.
 
 Host data runs on the device (``execution="cuda"``) through :func:`to_device`, and comes
 back through :func:`to_host`.
@@ -82,6 +83,9 @@ class Dispatcher:
         # front key -> (run, the plan's cache entry, the cache's clock); emptied whenever a
         # cache drops a plan, so that it never keeps one alive or runs one the cache let go
         self._front = {}
+        #: The array types a front was kept for: a domain's calls try the front only on those
+        #: (a set read without a lock; types are only added)
+        self.front_types = set()
 
     def cache(self, device_id):
         """The plan cache of ``device_id`` (made on first use)."""
@@ -131,14 +135,16 @@ class Dispatcher:
             entry[1] = next(clock)
         return result
 
-    def remember_front(self, key, call, plan, run):
-        """Keep launcher ``run`` of ``plan`` for front key ``key`` (a call's form, without
-        its operands' layout) while ``plan`` stays the one its cache holds for call key
-        ``call``: ``run`` runs it and answers :data:`MISS` where its checks of the operands
-        fail."""
+    def remember_front(self, key, call, plan, run, array_type):
+        """Keep launcher ``run`` of ``plan`` for front key ``key`` (a call's form: its
+        arguments, its operands' type, shape and dtype, not their strides) while ``plan``
+        stays the one its cache holds for call key ``call``: ``run`` runs it and answers
+        :data:`MISS` where its checks of the operands fail. ``array_type`` joins
+        :attr:`front_types`."""
         entry = self._calls.get(call)
         if entry.__class__ is not CachedPlan:
             return
+        self.front_types.add(array_type)
         kept = self._front.get(key)
         if kept is not None and kept[0] is run:
             return  # (kept already: no lock taken)

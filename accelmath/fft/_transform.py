@@ -53,8 +53,8 @@ _drops_lock = threading.Lock()  # (plans are made on several threads at once)
 
 _DIRECTIONS = ("forward", "inverse")
 # the array types whose plans have front runs (a device package's, once one ran): only calls
-# on those read the shape and try the front
-_FRONT_TYPES = set()
+# on those read the shape and dtype and try the front
+_FRONT_TYPES = dispatcher.front_types
 
 
 def cache_info(device=None):
@@ -133,7 +133,7 @@ def transform(call, x, out, stream):
     if (axes is not None or s is None) and (s is None or plain(s)) and plain(axes):
         if out is None and stream is None and x.__class__ in _FRONT_TYPES:
             # the front: the last plan of this call on arrays of this shape, run in C
-            result = dispatcher.front((call, x.__class__, x.shape), x)
+            result = dispatcher.front((call, x.__class__, x.shape, x.dtype), x)
             if result is not MISS:
                 return result
         read = LAYOUT_READERS.get(x.__class__) or layout_reader(x)
@@ -156,9 +156,8 @@ def transform(call, x, out, stream):
                 if stream is None:  # (in C, where the plan's launcher takes x)
                     front = entry.front_runs[call.inverse] if out is None else None
                     if front is not None:
-                        _FRONT_TYPES.add(x.__class__)
-                        dispatcher.remember_front((call, x.__class__, x.shape), key, entry,
-                                                  front)
+                        dispatcher.remember_front((call, x.__class__, x.shape, x.dtype), key,
+                                                  entry, front, x.__class__)
                     return entry.direction_runs[call.inverse](x)
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:

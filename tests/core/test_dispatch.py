@@ -142,13 +142,14 @@ def test_the_front_runs_the_plan_it_was_given_and_counts_a_hit():
     d = Dispatcher()
     assert d.front("form", 1) is dispatch.MISS  # nothing kept yet
     a = d.plan(0, "a", Plan, call=("call", "a"))
-    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: x > 0))
+    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: x > 0), int)
     hits = d.cache_info()["hits"]
     assert d.front("form", 3) == (a, 3)
     assert d.cache_info()["hits"] == hits + 1
     assert d.front("form", -3) is dispatch.MISS  # its checks fail: no hit
     assert d.cache_info()["hits"] == hits + 1
     assert d.front("other form", 3) is dispatch.MISS
+    assert d.front_types == {int}
 
 
 def test_the_front_keeps_no_plan_its_cache_dropped():
@@ -160,7 +161,7 @@ def test_the_front_keeps_no_plan_its_cache_dropped():
                  lambda d: d.set_cache_limits(max_size=0)):
         d = Dispatcher(max_size=1)
         a = d.plan(0, "a", Plan, call=("call", "a"))
-        d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True))
+        d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True), int)
         assert d.front("form", 1) == (a, 1)
         drop(d)
         assert d.front("form", 1) is dispatch.MISS
@@ -169,12 +170,12 @@ def test_the_front_keeps_no_plan_its_cache_dropped():
 def test_the_front_takes_only_a_call_that_leads_to_a_cached_plan():
     d = Dispatcher(max_size=1)
     d.remember("host call", "a host value")
-    d.remember_front("form", "host call", None, lambda x: x)
-    d.remember_front("form", "unknown call", None, lambda x: x)
+    d.remember_front("form", "host call", None, lambda x: x, int)
+    d.remember_front("form", "unknown call", None, lambda x: x, int)
     assert d.front("form", 1) is dispatch.MISS
     a = d.plan(0, "a", Plan, call=("call", "a"))
     d.plan(0, "b", Plan)  # evicts "a"; the memo still names it
-    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True))
+    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True), int)
     assert d.front("form", 1) is dispatch.MISS
 
 
@@ -190,9 +191,9 @@ def test_the_front_keeps_no_plan_made_anew_since_its_call_recalled_one():
     a = d.plan(0, "key", Plan, call=("call",))
     d.drop_if(lambda plan: plan is a)
     b = d.plan(0, "key", Plan, call=("call",))
-    d.remember_front("form", ("call",), a, _front_run(a, lambda x: True))
+    d.remember_front("form", ("call",), a, _front_run(a, lambda x: True), int)
     assert d.front("form", 1) is dispatch.MISS
-    d.remember_front("form", ("call",), b, _front_run(b, lambda x: True))
+    d.remember_front("form", ("call",), b, _front_run(b, lambda x: True), int)
     assert d.front("form", 1) == (b, 1)
 
 

@@ -153,6 +153,25 @@ def test_a_repeated_product_runs_through_the_front(xp):
     assert_close(to_host(linalg.matmul(da, db)), a @ b, 1e-12)
 
 
+def test_alternating_dtypes_of_one_shape_each_keep_their_front(xp):
+    """The front key holds the dtype: two dtypes of one shape taking turns each run through
+    their own front (a key without it would trade one for the other on every call)."""
+    rng = np.random.default_rng()
+    afft.clear_cache()
+    linalg.clear_cache()
+    for _ in range(3):
+        for dtype, tol in ((np.complex64, 1e-5), (np.complex128, 1e-12)):
+            host = _complex(rng, (8, 64), dtype)
+            assert_close(to_host(afft.fft(on_device(xp, host))), np.fft.fft(host), tol)
+            real = host.real.copy()
+            product = linalg.matmul(on_device(xp, real), on_device(xp, real.T.copy()))
+            assert_close(to_host(product), real.astype(np.float64) @ real.T, tol)
+    assert len(_transform.dispatcher._front) == 2
+    assert len(_memo.dispatcher._front) == 2
+    fft_hits, product_hits = afft.cache_info()["hits"], linalg.cache_info()["hits"]
+    assert (fft_hits, product_hits) == (4, 4)
+
+
 def _outcome(call):
     try:
         return "result", to_host(call())

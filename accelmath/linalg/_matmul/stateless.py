@@ -89,8 +89,8 @@ def _run(plan, a, b, c, bias, aux, out, alpha, beta, stream):
 
 _NDARRAY = numpy.ndarray
 # the types of ``a`` whose plans have a front run (a device package's, once one ran): only
-# plain calls on those read the shapes and try the front
-_FRONT_TYPES = set()
+# plain calls on those read the shapes and dtypes and try the front
+_FRONT_TYPES = dispatcher.front_types
 # the defaults: a call that leaves them passes these very objects
 _ONE, _ZERO, _AUTO, _NO_ARGS = 1, 0, "auto", ()
 # NumPy's dtypes of native byte order are singletons: compared by identity, not hashed
@@ -196,7 +196,8 @@ def matmul(a, b, c=None, **options):
     elif (not options and c is None and a.__class__ in _FRONT_TYPES
           and b.__class__ in _FRONT_TYPES):
         # the front: the last plan of a plain product of operands of these shapes, in C
-        result = dispatcher.front((a.__class__, b.__class__, a.shape, b.shape), a, b)
+        result = dispatcher.front((a.__class__, b.__class__, a.shape, b.shape, a.dtype,
+                                   b.dtype), a, b)
         if result is not MISS:
             return result
     return _matmul(a, b, c, **options)
@@ -243,10 +244,10 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
                     and execution is _AUTO and allow_tf32 is False
                     and b.__class__ is a.__class__):  # (a plain call: the front's)
                 front = plan.front_run()
-                if front is not None:
-                    _FRONT_TYPES.add(a.__class__)  # (b's is the same)
-                    dispatcher.remember_front((a.__class__, b.__class__, a.shape, b.shape),
-                                              call.key, plan, front)
+                if front is not None:  # (b's type is a's)
+                    dispatcher.remember_front((a.__class__, b.__class__, a.shape, b.shape,
+                                               a.dtype, b.dtype), call.key, plan, front,
+                                              a.__class__)
             return _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
     problem = problems.prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution,
                                allow_tf32)
