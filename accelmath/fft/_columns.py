@@ -7,19 +7,22 @@ reads and writes 16 columns (128 bytes) per row. For a length ``L = 8 M`` it run
 FFT: block ``b`` loads the rows ``M n1 + n2`` of its 1/8 of the ``n2``, makes 8-point
 transforms over ``n1`` and scales them by their twiddles; each block then stores its output
 ``k1`` into the shared memory of block ``k1`` (distributed shared memory), which so holds one
-output of every block, and makes the ``M``-point transforms in its own shared memory
-(Stockham radix-8 passes and one last radix-2, -4 or -8 pass), whose results are the output
-rows ``b + 8 k``. A thread holds 32 values; its registers are capped at 128 (``MIN_BLOCKS``)
-so that blocks of 512 threads in all share each multiprocessor, one block's memory traffic
-filling another's synchronizations.
+output of every block, and makes the ``M``-point transforms (``M = 32 R``) in its own
+shared memory in two passes: a thread's 32-point transform in registers, then, after one
+exchange through shared memory, ``R``-point ones; their results are the output rows
+``b + 8 k``. The round trip's inverse runs the same steps in the reverse order, so it takes
+the forward's output where the forward left it. A thread holds 32 values; its registers are
+capped at 128 (``MIN_BLOCKS``) so that blocks of 512 threads in all share each
+multiprocessor, one block's memory traffic filling another's synchronizations.
 
 The executor offers it as one of a plan's timed candidates (see ``CudaExecutor``), so it runs
 only where it measures faster than cuFFT; where it is not compiled yet (a new machine's empty
 store), a plan goes without it and it compiles in the background for the plans made after.
-Lengths: powers of two from 512 to 16384.
+Lengths: powers of two from 512 to 8192 (``R`` at most 32).
 """
 
 import ctypes
+import math
 import threading
 
 from accelmath._core.gpu.device import compute_capability
@@ -31,17 +34,25 @@ from accelmath.bindings import driver
 __all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
            "options", "round_trip", "round_trip_source", "widths"]
 
-LENGTHS = tuple(1 << k for k in range(9, 15))
+LENGTHS = tuple(1 << k for k in range(9, 14))
 _CLUSTER = 8
 _SMEM_VALUES = 8192  # complex64 values of shared memory per block (64 KiB)
 
+# exp(2 pi i j / 32): constants of the 32-point transforms
+_ROOT32 = "__constant__ float2 ROOT32[32] = {%s};\n" % ", ".join(
+    f"{{{math.cos(2 * math.pi * j / 32)!r}f, {math.sin(2 * math.pi * j / 32)!r}f}}"
+    for j in range(32))
+
 SOURCE = r"""
-// L: the transform length (8 M); W: columns per cluster; THREADS: per block; MIDDLE: the
-// radix-8 Stockham passes between the first and the last; LAST: the last one's radix.
+// L: the transform length (8 M); W: columns per cluster; THREADS: per block. A thread holds
+// 32 values of a column (M = 32 ROWS), in PAIRS = 4 sets of 8.
 #define M (L / 8)
 #define P (M / 8)
 #define ROWS (THREADS / W)
 #define PAIRS (P / ROWS)
+#define U (32 / ROWS)
+// The round trip's element values read ahead of a group's pass (more would spill)
+#define AHEAD (ROWS < 16 ? ROWS : 16)
 // Blocks per multiprocessor the registers must leave room for: a cap of 128 registers a
 // thread (a block is idle through its own synchronizations; its neighbours' loads and
 // stores fill them)
@@ -87,13 +98,38 @@ extern "C" __global__ void init_table() {
 __device__ __forceinline__ float2 twiddle(int m, float s) {
     float2 w = __ldg(table + m); return make_float2(w.x, s * w.y); }
 
-// x[r] times exp(2 pi i s r m / L), r = 1..7 (7 m < L): three table reads and four products
-// (at most 2.3 ulp from the table's values, against 0.7; fewer reads in flight, 5% faster)
-__device__ __forceinline__ void twiddles(float2 *x, int m, float s) {
-    const float2 w1 = twiddle(m, s), w2 = twiddle(2 * m, s), w4 = twiddle(4 * m, s);
-    const float2 w3 = mul(w1, w2);
-    x[1] = mul(x[1], w1); x[2] = mul(x[2], w2); x[3] = mul(x[3], w3); x[4] = mul(x[4], w4);
-    x[5] = mul(x[5], mul(w1, w4)); x[6] = mul(x[6], mul(w2, w4)); x[7] = mul(x[7], mul(w3, w4)); }
+// exp(2 pi i s r m / L), r = 1..7, from three table reads and four products (at most 2.3
+// ulp from the table's values, against 0.7; fewer reads in flight are faster)
+struct Powers { float2 w[8]; };
+template <int N>
+__device__ __forceinline__ Powers powers(int m, float s) {
+    Powers q;
+    q.w[1] = twiddle(m, s);
+    q.w[2] = N > 2 ? twiddle(2 * m, s) : q.w[1];  // (only the powers below N: m N <= L)
+    q.w[4] = N > 4 ? twiddle(4 * m, s) : q.w[1];
+    q.w[3] = mul(q.w[1], q.w[2]); q.w[5] = mul(q.w[1], q.w[4]);
+    q.w[6] = mul(q.w[2], q.w[4]); q.w[7] = mul(q.w[3], q.w[4]);
+    return q; }
+
+// x[r] times exp(2 pi i s r m / L), r < N (N m <= L)
+template <int N>
+__device__ __forceinline__ void twiddle_run(float2 *x, int m, float s) {
+    const Powers q = powers<N>(m, s);
+    #pragma unroll
+    for (int h = 0; h < (N + 7) / 8; ++h) {
+        float2 *o = x + 8 * h;
+        #pragma unroll
+        for (int r = 1; r < (N < 8 ? N : 8); ++r) o[r] = mul(o[r], q.w[r]);
+        if (h) {
+            const float2 b = twiddle(8 * h * m, s);
+            #pragma unroll
+            for (int r = 0; r < 8; ++r) o[r] = mul(o[r], b);
+        }
+    }
+}
+
+// x[1..7] times exp(2 pi i s r m / L) (8 m <= L)
+__device__ __forceinline__ void twiddles(float2 *x, int m, float s) { twiddle_run<8>(x, m, s); }
 
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory"); }
@@ -113,70 +149,122 @@ __device__ __forceinline__ void remote_store(float2 *p, unsigned rank, float2 v)
     asm volatile("st.shared::cluster.v2.f32 [%0], {%1, %2};"
                  :: "r"(at), "f"(v.x), "f"(v.y) : "memory"); }
 
-// The M-point transforms of a block's W columns through its shared memory A (M rows of W
-// values): v[i][r] holds input j + P r (j = p + ROWS i); on return, output j + P r too (the
-// last pass's outputs j + P u + (M / R) q, r = u + (8 / R) q, are that index), so an inverse
-// takes a forward's output where it is. No thread may still read A when it starts.
-__device__ __forceinline__ void inner(float2 (&v)[PAIRS][8], float2 *A, int p, int w, float s) {
-    // The first Stockham pass (Ns = 1)
+""" + _ROOT32 + r"""
+// c times exp(2 pi i s j / 32)
+__device__ __forceinline__ float2 root32(float2 c, int j, float s) {
+    const float2 w = ROOT32[j & 31]; return mul(c, make_float2(w.x, s * w.y)); }
+
+// Transforms of N values in registers, in natural order in and out (N = 2, 4, 8, 16, 32)
+template <int N> struct DFT;
+template <> struct DFT<2> {
+    static __device__ __forceinline__ void run(float2 *c, float s) { dft2(c[0], c[1]); } };
+template <> struct DFT<4> {
+    static __device__ __forceinline__ void run(float2 *c, float s) {
+        dft4(c[0], c[1], c[2], c[3], s); } };
+template <> struct DFT<8> {
+    static __device__ __forceinline__ void run(float2 *c, float s) { dft8(c, s); } };
+// (n = a + 4 b, k = k1 + B k2 for N = 4 B: B-point transforms over b, twiddles, then 4-point
+// ones over a)
+template <int B>
+__device__ __forceinline__ void dft_4b(float2 *c, float s) {
+    float2 t[4][B];
     #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i;
+    for (int a = 0; a < 4; ++a) {
+        #pragma unroll
+        for (int b = 0; b < B; ++b) t[a][b] = c[a + 4 * b];
+        DFT<B>::run(t[a], s);
+        #pragma unroll
+        for (int k1 = 1; k1 < B; ++k1) if (a) t[a][k1] = root32(t[a][k1], (32 / (4 * B)) * a * k1, s);
+    }
+    #pragma unroll
+    for (int k1 = 0; k1 < B; ++k1) {
+        dft4(t[0][k1], t[1][k1], t[2][k1], t[3][k1], s);
+        #pragma unroll
+        for (int k2 = 0; k2 < 4; ++k2) c[k1 + B * k2] = t[k2][k1];
+    }
+}
+template <> struct DFT<16> {
+    static __device__ __forceinline__ void run(float2 *c, float s) { dft_4b<4>(c, s); } };
+template <> struct DFT<32> {
+    static __device__ __forceinline__ void run(float2 *c, float s) { dft_4b<8>(c, s); } };
+
+// The 32-point transform of v[i][r] = a[i + 4 r]: on return v[k2][k1] is its output k1 + 8 k2
+__device__ __forceinline__ void dft32_rows(float2 (&v)[PAIRS][8], float s) {
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
         dft8(v[i], s);
         #pragma unroll
-        for (int r = 0; r < 8; ++r) A[(j * 8 + r) * W + w] = v[i][r];
+        for (int k1 = 1; k1 < 8; ++k1) if (i) v[i][k1] = root32(v[i][k1], i * k1, s);
     }
-    // Radix-8 Stockham passes in place through registers, all but the last
     #pragma unroll
-    for (int pass = 0; pass < MIDDLE; ++pass) {
-        const int ns = 8 << (3 * pass);
-        __syncthreads();
+    for (int k1 = 0; k1 < 8; ++k1) dft4(v[0][k1], v[1][k1], v[2][k1], v[3][k1], s);
+}
+
+// Its mirror: v[k2][k1] holds input k1 + 8 k2; on return v[i][r] is the output i + 4 r
+__device__ __forceinline__ void dft32_cols(float2 (&v)[PAIRS][8], float s) {
+    #pragma unroll
+    for (int k1 = 0; k1 < 8; ++k1) dft4(v[0][k1], v[1][k1], v[2][k1], v[3][k1], s);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
         #pragma unroll
-        for (int i = 0; i < PAIRS; ++i) {
-            const int j = p + ROWS * i;
-            #pragma unroll
-            for (int r = 0; r < 8; ++r) v[i][r] = A[(j + P * r) * W + w];
-        }
-        __syncthreads();
-        #pragma unroll
-        for (int i = 0; i < PAIRS; ++i) {
-            const int j = p + ROWS * i, d = (j / ns) * ns * 8 + j % ns;
-            twiddles(v[i], (j % ns) * (L / (ns * 8)), s);
-            dft8(v[i], s);
-            #pragma unroll
-            for (int r = 0; r < 8; ++r) A[(d + ns * r) * W + w] = v[i][r];
-        }
+        for (int k1 = 1; k1 < 8; ++k1) if (i) v[i][k1] = root32(v[i][k1], i * k1, s);
+        dft8(v[i], s);
     }
+}
+
+// The row of output f (0..31, of &v[0][0]) of thread p's inner transforms
+__device__ __forceinline__ int out_row(int p, int f) { return p + ROWS * (f / ROWS) + 32 * (f % ROWS); }
+
+// The M-point transforms (M = 32 ROWS) of a block's W columns through its shared memory A (M
+// rows of W values), in two passes: v[i][r] holds input p + ROWS (i + 4 r) of the block's
+// column w; 32-point transforms over those (one a thread), twiddles, then ROWS-point ones over
+// p, in U = 32 / ROWS groups a thread. Group u of thread p is rows (p + ROWS u) ROWS + q of A
+// (q < ROWS), which no other thread touches between the passes: so a group can go forward,
+// through the element and back to A before the next one is read (the round trip).
+//
+// The first pass, into A: no thread may still read A when it starts.
+__device__ __forceinline__ void columns_pass(float2 (&v)[PAIRS][8], float2 *A, int p, int w,
+                                             float s) {
+    float2 *F = &v[0][0];
+    dft32_rows(v, s);  // F[K]: output K
+    twiddle_run<32>(F, 8 * p, s);  // times exp(2 pi i s p K / M)
+    #pragma unroll
+    for (int K = 0; K < 32; ++K) A[(K * ROWS + p) * W + w] = F[K];
     __syncthreads();
-    // The last pass, radix R = LAST: for each j, 8 / R transforms of the values j + P r,
-    // r = u + (8 / R) q; its outputs are j + P u + (M / R) q = j + P r
+}
+
+// The second pass of group u, into g[0..ROWS): g[q] is output out_row(p, u ROWS + q)
+__device__ __forceinline__ void rows_pass(float2 *g, const float2 *A, int p, int w, int u,
+                                          float s) {
     #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i;
-        #pragma unroll
-        for (int r = 0; r < 8; ++r) v[i][r] = A[(j + P * r) * W + w];
-        #pragma unroll
-        for (int u = 0; u < 8 / LAST; ++u) {
-            float2 *x = v[i];
-            const int jj = j + P * u;
-            if (LAST == 8) {
-                twiddles(x, jj * 8, s);
-            } else {
-                #pragma unroll
-                for (int q = 1; q < LAST; ++q)
-                    x[u + (8 / LAST) * q] = mul(x[u + (8 / LAST) * q], twiddle(jj * q * 8, s));
-            }
-        }
-        if (LAST == 8) {
-            dft8(v[i], s);
-        } else if (LAST == 4) {
-            dft4(v[i][0], v[i][2], v[i][4], v[i][6], s);
-            dft4(v[i][1], v[i][3], v[i][5], v[i][7], s);
-        } else {
-            #pragma unroll
-            for (int u = 0; u < 4; ++u) dft2(v[i][u], v[i][u + 4]);
-        }
-    }
+    for (int q = 0; q < ROWS; ++q) g[q] = A[((p + ROWS * u) * ROWS + q) * W + w];
+    DFT<ROWS>::run(g, s);
+}
+
+// Both passes: on return (&v[0][0])[f] is output out_row(p, f)
+__device__ __forceinline__ void inner(float2 (&v)[PAIRS][8], float2 *A, int p, int w, float s) {
+    columns_pass(v, A, p, w, s);
+    #pragma unroll
+    for (int u = 0; u < U; ++u) rows_pass(&v[0][0] + u * ROWS, A, p, w, u, s);
+}
+
+// The mirror of rows_pass: g[q] holds input out_row(p, u ROWS + q); transformed, twiddled and
+// stored back into group u's rows of A
+__device__ __forceinline__ void rows_back(float2 *g, float2 *A, int p, int w, int u, float s) {
+    DFT<ROWS>::run(g, s);
+    twiddle_run<ROWS>(g, 8 * (p + ROWS * u), s);  // exp(2 pi i s q K / M)
+    #pragma unroll
+    for (int q = 0; q < ROWS; ++q) A[((p + ROWS * u) * ROWS + q) * W + w] = g[q];
+}
+
+// The mirror of columns_pass, once every group is back (after a __syncthreads): on return
+// v[i][r] holds output p + ROWS (i + 4 r)
+__device__ __forceinline__ void columns_back(float2 (&v)[PAIRS][8], const float2 *A, int p,
+                                             int w, float s) {
+    float2 *F = &v[0][0];
+    #pragma unroll
+    for (int K = 0; K < 32; ++K) F[K] = A[(K * ROWS + p) * W + w];
+    dft32_cols(v, s);
 }
 
 // The first half of a cluster's transforms of its columns, read from `in` (row pitch `pitch`):
@@ -274,12 +362,9 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
     outer_first(in, pitch, col, live, v, A, rank, p, w, s);
     inner(v, A, p, w, s);
     if (live) {
+        const float2 *F = &v[0][0];
         #pragma unroll
-        for (int i = 0; i < PAIRS; ++i) {
-            const int j = p + ROWS * i;
-            #pragma unroll
-            for (int r = 0; r < 8; ++r) out[(long long)(rank + 8 * (j + P * r)) * pitch + col] = v[i][r];
-        }
+        for (int f = 0; f < 32; ++f) out[(long long)(rank + 8 * out_row(p, f)) * pitch + col] = F[f];
     }
 }
 
@@ -299,24 +384,35 @@ round_trip(float2 *data, long long pitch, int ncols, long long batch_stride, flo
     float2 *base = data + blockIdx.y * batch_stride;
     float2 v[PAIRS][8];
     outer_first(base, pitch, col, live, v, A, rank, p, w, -1.f);
-    inner(v, A, p, w, -1.f);
-    // (v[i][r]: output k = j + P r of the block's rows rank + 8 k, the inverse's input k)
+    columns_pass(v, A, p, w, -1.f);
+    // a group at a time: its forward outputs k = out_row(p, f) of the block's rows rank + 8 k,
+    // the element, and back (its registers free for the next group's loads)
     #pragma unroll
-    for (int i = 0; i < PAIRS; ++i) {
-        const int j = p + ROWS * i;
+    for (int u = 0; u < U; ++u) {
+        float2 *g = &v[0][0] + u * ROWS;
+        // the element's further values, the first AHEAD read before the pass (their reads'
+        // latency hidden by each other and by the pass), the others where they are used
+        Loaded l[AHEAD];
         #pragma unroll
-        for (int r = 0; r < 8; ++r) {
+        for (int q = 0; q < AHEAD; ++q)
+            if (live) l[q] = accelmath_load(blockIdx.y, rank + 8 * out_row(p, u * ROWS + q), col, e);
+        rows_pass(g, A, p, w, u, -1.f);
+        #pragma unroll
+        for (int q = 0; q < ROWS; ++q) {
             float2 y = make_float2(0.f, 0.f);
             if (live) {
-                const c64 z = accelmath_element(mk(v[i][r].x, v[i][r].y), blockIdx.y,
-                                                rank + 8 * (j + P * r), col, e);
+                const long long row = rank + 8 * out_row(p, u * ROWS + q);
+                const c64 z = accelmath_element(
+                    mk(g[q].x, g[q].y), q < AHEAD ? l[q] : accelmath_load(blockIdx.y, row, col, e),
+                    blockIdx.y, row, col, e);
                 y = make_float2(z.x * scale, z.y * scale);
             }
-            v[i][r] = y;
+            g[q] = y;
         }
+        rows_back(g, A, p, w, u, 1.f);
     }
-    __syncthreads();  // (the forward's last reads of A before the inverse writes it)
-    inner(v, A, p, w, 1.f);
+    __syncthreads();
+    columns_back(v, A, p, w, 1.f);
     outer_last(v, A, rank, p, w, 1.f, base, pitch, col, live);
 }
 #endif
@@ -324,24 +420,19 @@ round_trip(float2 *data, long long pitch, int ncols, long long batch_stride, flo
 
 
 def _config(length, width=None):
-    """``(columns per cluster, threads per block, radix-8 passes between the first and the
-    last, radix of the last pass)`` for a length: 16 columns (128-byte rows) where a block's
-    1/8 of them fits 64 KiB, fewer for longer ones (or ``width``); 4 transforms of 8 values
-    per thread."""
+    """``(columns per cluster, threads per block)`` for a length: 16 columns (128-byte rows)
+    where a block's 1/8 of them fits 64 KiB, fewer for longer ones (or ``width``); 32 values
+    of a column per thread."""
     m = length // _CLUSTER
     width = width or min(16, _SMEM_VALUES // m)
-    middle, ns = 0, 8
-    while ns * 8 < m:
-        middle, ns = middle + 1, ns * 8
-    return width, m // _CLUSTER * width // 4, middle, m // ns
+    return width, m // 32 * width
 
 
 def options(length, width=None):
     """The NVRTC options that specialize :data:`SOURCE` for a length (and a width other than
     the length's own, :func:`widths`)."""
-    width, threads, middle, last = _config(length, width)
-    return (f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}", f"-DMIDDLE={middle}",
-            f"-DLAST={last}")
+    width, threads = _config(length, width)
+    return f"-DL={length}", f"-DW={width}", f"-DTHREADS={threads}"
 
 
 def widths(length):
@@ -384,7 +475,7 @@ def _kernel(device_id, length, source=SOURCE, name="columns", width=None):
     """``(function, columns per cluster, threads, shared bytes)`` of the kernel ``name`` of
     ``source`` for a length, loaded on a device (its twiddle table made the first time)."""
     key = (device_id, length, source, width)
-    width, threads, _, _ = _config(length, width)
+    width, threads = _config(length, width)
     module = loaded(device_id, source, _NAME, options(length, key[3]))
     function, shared = module.function(name), length // _CLUSTER * width * 8
     if key not in _ready:

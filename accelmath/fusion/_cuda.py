@@ -23,11 +23,12 @@ import numpy
 from accelmath.errors import InvalidArgumentError
 from accelmath.fusion._graph import dtype_name, stand_in
 
-__all__ = ["ELEMENT", "KERNEL", "MAX_DIMS", "Layout", "dims_struct", "element_source",
+__all__ = ["ELEMENT", "KERNEL", "LOAD", "MAX_DIMS", "Layout", "dims_struct", "element_source",
            "element_struct", "scalar_argument", "source"]
 
 KERNEL = "accelmath_fused"
 ELEMENT = "accelmath_element"
+LOAD = "accelmath_load"  # (an element function's further values, read ahead: element_source)
 MAX_DIMS = 8
 
 _C_TYPES = {"bool": "bool", "int32": "int", "int64": "long long", "float16": "float",
@@ -370,10 +371,13 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
     axes' frequency periods. The element is the expression's first input (an array); the
     function returns ``result`` (default: the expression's dtype), converted as ``astype``.
 
-    With an ``axis`` (0 or 1): ``R accelmath_element(E element, long long b, long long row,
-    long long col, const Element &e)``, the element's coordinates ``row`` along ``axis``,
-    ``col`` the flat index over the axes after it, ``b`` along the one axis before it (where
-    there is one). Without: ``R accelmath_element(E element, long long i, const Element &e)``,
+    With an ``axis`` (0 or 1), two functions of the element's coordinates ``row`` along
+    ``axis``, ``col`` the flat index over the axes after it and ``b`` along the one axis
+    before it (where there is one): ``Loaded accelmath_load(long long b, long long row, long
+    long col, const Element &e)`` reads the further arrays' values there, and ``R
+    accelmath_element(E element, const Loaded &l, long long b, long long row, long long col,
+    const Element &e)`` computes from them (a kernel reads a batch of values before it needs
+    them, each read's latency hidden by the others and by the work between). Without: ``R accelmath_element(E element, long long i, const Element &e)``,
     ``i`` the element's flat index in C order. There, ``flat`` says that every further array
     is dense over the trailing axes it spans (broadcast along the others): array ``j``'s
     offset is ``i`` modulo ``e.d.strides[j][0]``, which holds its element count, and the
@@ -399,6 +403,12 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
               f"struct Element {{ {' '.join(fields)} Dims d; }};"]
     index = "unsigned int" if narrow else "long long"
     head = f"AM {_C_TYPES[dtype_name(result)]} {ELEMENT}({_C_TYPES[dtype_name(element)]} element, "
+    offsets = []
+    for j in range(1, len(arrays)):
+        terms = " + ".join(f"c[{a}] * e.d.strides[{j}][{a}]" for a in range(ndim))
+        if flat and axis is None:
+            terms = f"(long long)(i % ({index})e.d.strides[{j}][0])"
+        offsets.append(f"    const long long o{j} = {terms or '0'};")
     if axis is None:
         lines += [head + "long long flat_index, const Element &e) {",
                   f"    {index} i = ({index})flat_index;",
@@ -407,27 +417,35 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
             lines += [f"    {{ {index} r = i;",
                       f"      for (int a = {ndim} - 1; a >= 0; --a) {{ c[a] = r % ({index})"
                       f"e.d.shape[a]; r /= ({index})e.d.shape[a]; }} }}"]
+        lines += offsets
+
+        def load(k):
+            j = position[k]
+            return f"e.in{j}[o{j}]" if j else "element"
     else:
         # (the flat index over the axes after ``axis`` is below the first one's extent once
         # the others are divided out: no division for one such axis)
-        lines += [head + "long long b, long long row, long long col, const Element &e) {",
-                  f"    long long c[{ndim}];",
-                  f"    c[{axis}] = row;",
-                  f"    {{ {index} r = ({index})col;",
-                  f"      for (int a = {ndim} - 1; a > {axis} + 1; --a) {{ c[a] = r % ({index})"
-                  f"e.d.shape[a]; r /= ({index})e.d.shape[a]; }}",
-                  f"      c[{axis} + 1] = r; }}" if axis + 1 < ndim else "    }"]
+        coordinates = [f"    long long c[{ndim}];",
+                       f"    c[{axis}] = row;",
+                       f"    {{ {index} r = ({index})col;",
+                       f"      for (int a = {ndim} - 1; a > {axis} + 1; --a) {{ c[a] = r % "
+                       f"({index})e.d.shape[a]; r /= ({index})e.d.shape[a]; }}",
+                       f"      c[{axis} + 1] = r; }}" if axis + 1 < ndim else "    }"]
         if axis:
-            lines.append("    c[0] = b;")
-    for j in range(1, len(arrays)):
-        terms = " + ".join(f"c[{a}] * e.d.strides[{j}][{a}]" for a in range(ndim))
-        if flat and axis is None:
-            terms = f"(long long)(i % ({index})e.d.strides[{j}][0])"
-        lines.append(f"    const long long o{j} = {terms or '0'};")
+            coordinates.append("    c[0] = b;")
+        values = [f"{_STORED[dtype_name(expression.inputs[k].dtype)]} a{j};"
+                  for j, k in enumerate(arrays) if j]
+        parameters = "long long b, long long row, long long col, const Element &e"
+        lines += [f"struct Loaded {{ {' '.join(values) or 'char none;'} }};",
+                  f"AM Loaded {LOAD}({parameters}) {{", *coordinates, *offsets,
+                  "    Loaded l;", *(f"    l.a{j} = e.in{j}[o{j}];"
+                                     for j in range(1, len(arrays))),
+                  "    return l;", "}",
+                  head + f"const Loaded &l, {parameters}) {{", *coordinates]
 
-    def load(k):
-        j = position[k]
-        return f"e.in{j}[o{j}]" if j else "element"
+        def load(k):
+            j = position[k]
+            return f"l.a{j}" if j else "element"
 
     names = _statements(expression, ndim, load, "e.s", "e.d.", lines)
     lines.append(f"    return {_convert(names[-1], expression.dtype, result)};")

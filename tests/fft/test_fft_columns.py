@@ -20,13 +20,13 @@ H = N // 2 + 1
 
 @pytest.mark.parametrize("length", _columns.LENGTHS)
 def test_configurations_cover_the_transform(length):
-    width, threads, middle, last = _columns._config(length)
+    width, threads = _columns._config(length)
     m = length // 8
     rows = threads // width
     assert threads % 32 == 0 and (m // 8) % rows == 0 and (m // 8) // rows == 4
     assert m * width * 8 <= 64 * 1024 and width * 8 >= 32
-    # the gather pass, the middle radix-8 passes, then the last one
-    assert last in (2, 4, 8) and 8 * 8 ** middle * last == m
+    # a 32-point transform a thread, then ones of `rows` points, 32 / rows a thread
+    assert m == 32 * rows and rows in (2, 4, 8, 16, 32)
 
 
 @pytest.mark.parametrize("length", _columns.LENGTHS)

@@ -5,7 +5,7 @@ inverse with ``fn`` as its prologue (one element-wise pass). On a GPU with threa
 clusters (compute capability 9.0 and later) there is a second way for a float32 array
 transformed over its last two or three axes (and at most one axis before them), where the
 first transformed axis has a length of accelmath's column kernel (a power of two from 512 to
-16384): the r2c transforms of the other axes, then **one** pass of the column kernel that
+8192): the r2c transforms of the other axes, then **one** pass of the column kernel that
 transforms the columns forward, applies ``fn`` to each value and transforms them back, in
 shared memory, and the c2r transforms. It reads and writes the half spectrum once where the
 other way does three times.
