@@ -255,13 +255,25 @@ class FFT(Plan):
             if on_gpu and d in self._calls and self._fusion is None else
             functools.partial(type(self).execute, self, direction=d)
             for d in _DIRECTIONS)
-        # the same in C alone, answering MISS for any call it does not make: the stateless
-        # functions' front (Dispatcher.front); None where it would not be in C
-        fronts = (self._launcher(self._calls[d].direct, executor.resources.local,
-                                 executor.align_mask, slow=missed)
-                  if on_gpu and d in self._calls and self._fusion is None else missed
-                  for d in _DIRECTIONS)
-        self.front_runs = tuple(None if run is missed else run for run in fronts)
+        self._fronts = {}  # direction -> front_run's launcher, made on first use
+
+    def front_run(self, inverse):
+        """The execute of one direction (``inverse``: True for the inverse) made in C alone,
+        answering :data:`~accelmath._core.dispatch.MISS` for any call it does not make: the
+        stateless functions' front (:meth:`~accelmath._core.dispatch.Dispatcher.front`).
+        None where it would not be in C (a host or fused plan, a freed one, no call shim);
+        made on the first call."""
+        direction = "inverse" if inverse else "forward"
+        found = self._fronts.get(direction, False)
+        if found is False:
+            call, executor = self._calls.get(direction), self._executor
+            found = None
+            if call is not None and executor is not None and self._fusion is None:
+                run = self._launcher(call.direct, executor.resources.local,
+                                     executor.align_mask, slow=missed)
+                found = None if run is missed else run
+            self._fronts[direction] = found
+        return found
 
     @property
     def workers(self):

@@ -154,7 +154,7 @@ def transform(call, x, out, stream):
                         return entry.run(x)
                     return _run_host(entry, x, out)
                 if stream is None:  # (in C, where the plan's launcher takes x)
-                    front = entry.front_runs[call.inverse] if out is None else None
+                    front = entry.front_run(call.inverse) if out is None else None
                     if front is not None:
                         dispatcher.remember_front((call, x.__class__, x.shape, x.dtype), key,
                                                   entry, front, x.__class__)

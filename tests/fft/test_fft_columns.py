@@ -231,6 +231,11 @@ def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypa
     from accelmath.fft import _transform
 
     cp, device_id = _new_machine(monkeypatch, tmp_path)
+    # (the compile waits for the first checks: a compile that ends before the plan is made
+    # drops it at once)
+    gate, compile_quietly = threading.Event(), modules._compile_quietly
+    monkeypatch.setattr(modules, "_compile_quietly",
+                        lambda *args: gate.wait(60) and compile_quietly(*args))
     _transform.dispatcher.clear_cache()
     x = cp.zeros((N, N), np.float32)
     try:
@@ -241,6 +246,7 @@ def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypa
             return [plan for plan, _ in list(cache._entries.values())]
 
         assert any(_transform._without_columns(plan) for plan in plans())
+        gate.set()
         _columns.compile_soon(device_id, N).join()  # (the thread the plan started)
         deadline = time.monotonic() + 10
         while (any(_transform._without_columns(plan) for plan in plans())
@@ -252,4 +258,5 @@ def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypa
         assert any(step.engine == "columns" for plan in plans()
                    for step in plan._executor.steps)
     finally:
+        gate.set()
         _transform.dispatcher.clear_cache()

@@ -331,6 +331,40 @@ def test_direction_runs_on_the_gpu_run_in_c_and_are_right(package, request):
         plan.direction_runs[1](x)
 
 
+def test_a_host_plan_has_no_front_run():
+    plan = FFT(np.ones(8, complex))
+    assert plan.front_run(False) is None and plan.front_run(True) is None
+
+
+@pytest.mark.gpu
+def test_front_runs_are_made_on_first_use_and_kept(cp):
+    from accelmath._core import hostcall
+    from accelmath._core.dispatch import MISS
+
+    rng = np.random.default_rng()
+    host = (rng.standard_normal((4, 32)) + 1j * rng.standard_normal((4, 32))).astype(np.complex64)
+    x = cp.asarray(host)
+    plan = FFT(x, axes=(1,))
+    assert plan._fronts == {}  # (none made with the plan)
+    shim = hostcall.status().startswith("C call shim")
+    for direction in ("forward", "inverse"):  # (a front where the direction is one C call)
+        run = plan.front_run(direction == "inverse")
+        assert (run is not None) == (shim and plan._calls[direction].direct is not None)
+    run = plan.front_run(False)
+    if run is None:
+        return
+    assert plan.front_run(False) is run and set(plan._fronts) == {"forward", "inverse"}
+    assert run(x) is MISS  # (nothing set up on this thread yet: the plan's own execute's)
+    plan.forward(x)
+    assert_close(cp.asnumpy(run(x)), np.fft.fft(host.astype(np.complex128)), 1e-5)
+    assert run(x[:, :16]) is MISS  # (another layout: the memo's)
+    plan.free()
+    assert run(x) is MISS
+    fresh = FFT(x, axes=(1,))
+    fresh.free()
+    assert fresh.front_run(False) is None
+
+
 def test_a_plan_of_a_shape_no_memory_holds_is_refused_saying_so():
     from accelmath.errors import OutOfMemoryError
 
