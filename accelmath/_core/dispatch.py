@@ -83,8 +83,8 @@ class Dispatcher:
         # front key -> (run, the plan's cache entry, the cache's clock); emptied whenever a
         # cache drops a plan, so that it never keeps one alive or runs one the cache let go
         self._front = {}
-        #: The array types a front was kept for: a domain's calls try the front only on those
-        #: (a set read without a lock; types are only added)
+        #: The array types a front was offered for: a domain's calls try the front only on
+        #: those (a set read without a lock; types are only added)
         self.front_types = set()
 
     def cache(self, device_id):

@@ -51,8 +51,6 @@ SOURCE = r"""
 #define ROWS (THREADS / W)
 #define PAIRS (P / ROWS)
 #define U (32 / ROWS)
-// The round trip's element values read ahead of a group's pass (more would spill)
-#define AHEAD (ROWS < 16 ? ROWS : 16)
 // Blocks per multiprocessor the registers must leave room for: a cap of 128 registers a
 // thread (a block is idle through its own synchronizations; its neighbours' loads and
 // stores fill them)
@@ -212,7 +210,7 @@ __device__ __forceinline__ void dft32_cols(float2 (&v)[PAIRS][8], float s) {
     }
 }
 
-// The row of output f (0..31, of &v[0][0]) of thread p's inner transforms
+// The index k (the block's row rank + 8 k) of inner's output f (0..31, of &v[0][0]) in thread p
 __device__ __forceinline__ int out_row(int p, int f) { return p + ROWS * (f / ROWS) + 32 * (f % ROWS); }
 
 // The M-point transforms (M = 32 ROWS) of a block's W columns through its shared memory A (M
@@ -270,7 +268,7 @@ __device__ __forceinline__ void columns_back(float2 (&v)[PAIRS][8], const float2
 // The first half of a cluster's transforms of its columns, read from `in` (row pitch `pitch`):
 // 8-point transforms over n1 of x[M n1 + n2], n2 = rank P + j, and their twiddles; each block
 // then sends its output k1 to block k1, which so holds its k1 = rank of every block (v[i][r]:
-// n2 = j + P r) for inner. Where x = y, the output rows rank + 8 (j + P r).
+// n2 = j + P r) for inner.
 __device__ __forceinline__ void outer_first(const float2 *in, long long pitch, int col, bool live,
                                             float2 (&v)[PAIRS][8], float2 *A, unsigned rank,
                                             int p, int w, float s) {
@@ -369,6 +367,10 @@ columns(const float2 *in, float2 *out, long long pitch, int ncols,
 }
 
 #ifdef ACCELMATH_ELEMENT
+// The element's further values a thread reads ahead of a group's pass: 128 bytes of them (16
+// complex64 values, measured the fastest at length 4096; more spill), at most a group
+#define AHEAD_VALUES (128 / sizeof(Loaded) > 0 ? 128 / sizeof(Loaded) : 1)
+#define AHEAD (ROWS < AHEAD_VALUES ? ROWS : AHEAD_VALUES)
 // One fused pass over the spectrum: the forward transforms of the columns of matrix
 // blockIdx.y of `data` (its first element at blockIdx.y * batch_stride), accelmath_element
 // on each value (row k, column col, then times `scale`), the inverse transforms, in place.

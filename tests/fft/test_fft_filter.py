@@ -278,6 +278,28 @@ def test_a_float64_image_or_other_axes_take_the_separate_passes(fused_only, cp):
     assert_close(got.get(), x, 1e-5)
 
 
+def _two_arrays(y, k, h):
+    return y * k + h
+
+
+@pytest.mark.parametrize("length", [1024, 4096, _columns.LENGTHS[-1]])
+def test_a_round_trip_reading_two_arrays_ahead_compiles(length, monkeypatch, nvrtc):
+    """An element of two further arrays (one float16) read ahead of each group's pass: the
+    ``Loaded`` values, their loads and the element of them compile at every width."""
+    from accelmath._core.gpu.modules import CompileOptions, compile_cuda
+
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    expression = trace(_two_arrays, np.complex64, np.complex64, np.float16)
+    element = element_source(expression, 2, 0)
+    assert "struct Loaded { c64 a1; unsigned short a2; };" in element
+    assert "AM Loaded accelmath_load(long long b, long long row, long long col" in element
+    assert "h2f(l.a2)" in element
+    source = _columns.round_trip_source(element)
+    for width in _columns.widths(length):
+        options = CompileOptions(arch=(9, 0), extra=_columns.options(length, width))
+        assert compile_cuda(source, options, "round_trip.cu")[:4] == b"\x7fELF"
+
+
 @pytest.mark.parametrize("length", [2048, 4096])
 def test_the_narrow_round_trip_compiles(length, monkeypatch, nvrtc):
     from accelmath._core.gpu.modules import CompileOptions, compile_cuda
