@@ -126,9 +126,6 @@ __device__ __forceinline__ void twiddle_run(float2 *x, int m, float s) {
     }
 }
 
-// x[1..7] times exp(2 pi i s r m / L) (8 m <= L)
-__device__ __forceinline__ void twiddles(float2 *x, int m, float s) { twiddle_run<8>(x, m, s); }
-
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;" ::: "memory"); }
 
@@ -285,7 +282,7 @@ __device__ __forceinline__ void outer_first(const float2 *in, long long pitch, i
     for (int i = 0; i < PAIRS; ++i) {
         const int n2 = rank * P + p + ROWS * i;
         dft8(v[i], s);
-        twiddles(v[i], n2, s);
+        twiddle_run<8>(v[i], n2, s);
     }
     cluster_wait();
     #pragma unroll
@@ -318,7 +315,7 @@ __device__ __forceinline__ void outer_last(float2 (&v)[PAIRS][8], float2 *A, uns
         const float2 b = twiddle(j * (int)rank, s);
         #pragma unroll
         for (int r = 0; r < 8; ++r) v[i][r] = mul(v[i][r], b);
-        twiddles(v[i], P * (int)rank, s);
+        twiddle_run<8>(v[i], P * (int)rank, s);
     }
     #pragma unroll
     for (int i = 0; i < PAIRS; ++i) {
