@@ -25,7 +25,6 @@ from accelmath.errors import CudaLibraryError, LibraryNotFoundError
 __all__ = ["Function", "Library", "library_file", "load_library", "remember_paths"]
 
 _lock = threading.Lock()
-_binding = threading.Lock()  # (apart from _lock: a binding loads its library)
 _loaded = {}
 _memo = None  # (recall, keep): recall(name) -> path or None; keep(name, path)
 
@@ -206,11 +205,11 @@ class Library:
         """Resolve ``name`` to a ctypes function with its types and status check set."""
         entry = self.functions[name]
         c_name = self.c_name(name)
-        # a function object of its own: the one ``getattr(cdll, c_name)`` caches is shared,
-        # and setting the types of a function another thread is calling frees its errcheck
-        # under it (an interpreter crash when two threads bind a function at once)
-        cdll = self.cdll
-        func = cdll._FuncPtr((c_name, cdll))
+        # a function object of its own (``cdll[c_name]`` makes a new one each time): the one
+        # ``getattr(cdll, c_name)`` caches is shared, and setting the types of a function
+        # another thread is calling frees its errcheck under it (an interpreter crash when two
+        # threads bind a function at once)
+        func = self.cdll[c_name]
         func.argtypes = entry.argtypes
         if entry.restype is None:
             func.restype = self.status_type
@@ -247,11 +246,8 @@ class Library:
     def __getattr__(self, name):
         if name not in self.__dict__.get("functions", ()):
             raise AttributeError(f"{self.name} binding has no function {name!r}")
-        with _binding:  # (one binding per name, however many threads ask at once)
-            func = self.__dict__.get(name)
-            if func is None:
-                func = self.bind(name)
-                setattr(self, name, func)
+        func = self.bind(name)  # (threads that race here each get a binding of their own)
+        setattr(self, name, func)
         return func
 
     def __dir__(self):
