@@ -192,7 +192,6 @@ def test_an_unusable_store_is_explained(tmp_path, capsys, monkeypatch, recwarn):
     assert not [w for w in recwarn if "store" in str(w.message)]  # printed, not warned
 
 
-
 def test_a_store_that_cannot_be_written_is_still_read_and_cleared(store_dir, capsys,
                                                                   monkeypatch):
     # (reported "not usable" and left uncleared before, though every load still read it;
@@ -223,6 +222,7 @@ def test_a_store_whose_save_failed_is_still_reported_read(store_dir, capsys, mon
         store._report(store_dir, reason)
     assert main(["cache"]) == 0
     assert capsys.readouterr().out.endswith(f"Store: on, 3 entries, 1.5 MB; read only: {reason}\n")
+
 
 def test_cache_creates_nothing(tmp_path, capsys, monkeypatch):
     directory = tmp_path / "new" / "store"

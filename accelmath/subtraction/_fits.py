@@ -323,7 +323,7 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
     if dtype not in ("float32", "float64"):
         raise InvalidArgumentError(f"dtype={dtype!r}: a difference is written as float32 or "
                                    "float64")
-    name, folder = check_output(path, overwrite)
+    name, _ = check_output(path, overwrite)
     difference = from_numba(difference)  # (a Numba array: read through a CuPy or torch view)
     data = numpy.asarray(kind_of(difference).to_numpy(difference), dtype=dtype)
     if data.ndim != 2:
