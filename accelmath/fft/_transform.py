@@ -92,9 +92,12 @@ def clear_cache():
     0
     """
     dispatcher.clear_cache()
-    fused = sys.modules.get("accelmath.fft._fusion.call")  # (loaded with the first fused call)
-    if fused is not None:
-        fused.forget()
+    # the fused calls' plans and spectral_filter's c2r plans, where their modules are loaded
+    # (each with its first call; either without the other)
+    for name in ("call", "filter"):
+        fused = sys.modules.get(f"accelmath.fft._fusion.{name}")
+        if fused is not None:
+            fused.forget()
 
 
 def set_cache_limits(max_size=None, max_bytes=None):

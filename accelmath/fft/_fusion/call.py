@@ -10,7 +10,6 @@ made.
 """
 
 import math
-import sys
 from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
@@ -71,15 +70,12 @@ def _geometry(call, shape):
 
 
 def forget():
-    """Drop the fused calls remembered, free the cuFFT callback plans and drop the c2r plans
-    of ``spectral_filter``'s fused passes (:func:`accelmath.fft.clear_cache` calls it)."""
+    """Drop the fused calls remembered and free the cuFFT callback plans
+    (:func:`accelmath.fft.clear_cache` calls it)."""
     _remembered.clear()
     _geometries.clear()
     _allocations.clear()
     _callback.forget()
-    spectral = sys.modules.get("accelmath.fft._fusion.filter")  # (loaded with its first call)
-    if spectral is not None:
-        spectral.forget()
 
 
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
