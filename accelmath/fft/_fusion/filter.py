@@ -83,11 +83,13 @@ class _Fused:
     first transformed ``axis``, the kernel's source, the widths whose kernels are ``ready``
     (and those still compiling, ``pending``: width -> thread), the problem's key for the timed
     choice; and, made once, the ``Element`` struct with the extents and frequency periods filled in
-    (``template``), the matrices' row pitch and count; and the c2r plans of the other axes,
+    (``template``), the matrices' row pitch and count, the other axes (``others``) and the
+    round trip's ``scale`` (the whole transform's 1 / n); and the c2r plans of the other axes,
     one per spectrum type (``inverse``, made at the first run of each)."""
 
     __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
-                 "device_id", "template", "pitch", "batches", "inverse", "__weakref__")
+                 "device_id", "template", "pitch", "batches", "others", "scale", "inverse",
+                 "__weakref__")
 
     def __init__(self, expression, shape, axis, lengths, source, key, device_id):
         self.expression, self.shape, self.axis = expression, shape, axis
@@ -95,6 +97,7 @@ class _Fused:
         self.key, self.device_id = key, device_id
         self.inverse = {}  # spectrum type -> the c2r plan of the other axes
         self.pitch, self.batches = math.prod(shape[axis + 1:]), math.prod(shape[:axis])
+        self.others, self.scale = tuple(range(axis + 1, len(shape))), 1.0 / math.prod(lengths)
         context = output_context("r2c", shape, tuple(range(axis, len(shape))), lengths)
         self.template = _cuda.element_struct(expression, len(shape))()
         self.template.d.shape[:] = shape
@@ -199,19 +202,20 @@ def _run(fused, width, x, values, stream, handle, like):
     """The fused way: the other axes' r2c transforms, the column kernel's pass (``width``
     columns per cluster, scaling by the whole transform's ``1 / n``), their c2r (unscaled,
     overwriting the spectrum, a temporary of this call's)."""
-    others = tuple(range(fused.axis + 1, len(fused.shape)))
-    y = rfftn(x, axes=others, stream=stream)
+    y = rfftn(x, axes=fused.others, stream=stream)
     spectrum = wrap_named(y, "the spectrum")
     for v in values:
         if hasattr(v, "adapter"):
             v.wait_ready(handle)
     length = fused.lengths[0]
     _columns.round_trip(spectrum.device_id, length, width, fused.source, spectrum.ptr,
-                        fused.pitch, fused.pitch, fused.batches, 1.0 / math.prod(fused.lengths),
+                        fused.pitch, fused.pitch, fused.batches, fused.scale,
                         _element(fused, values), handle)
     inverse = fused.inverse.get(type(y))
     if inverse is None:
-        inverse = fused.inverse[type(y)] = FFT(y, axes=others, kind="c2r", norm="forward",
+        inverse = fused.inverse[type(y)] = FFT(y, axes=fused.others, kind="c2r",
+                                               norm="forward",
                                                last_axis_size=fused.lengths[-1],
                                                overwrite_input=True)
+        inverse._unbind()  # (kept: it holds no call's spectrum)
     return inverse.execute(y, stream=stream, like=like)
