@@ -144,6 +144,19 @@ _numpy_layout = layout_reader(numpy.empty(0))
 _NO_CALL = (None, None)
 
 
+def given_dtypes(key):
+    """The dtypes of the operands of :func:`host_call`'s ``key``, as the caller gave them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from accelmath.linalg._memo import given_dtypes, host_call
+    >>> given_dtypes(host_call("solve", (np.eye(2), np.ones(2, np.float32)), (), None)[0])
+    (dtype('float64'), dtype('float32'))
+    """
+    return tuple(layout[1] for layout in key[3::2])
+
+
 class HostCall(NamedTuple):
     """What the call memo holds for a call that ran on the host on NumPy arrays."""
 

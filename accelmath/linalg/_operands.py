@@ -22,7 +22,7 @@ from accelmath._core.operand import (Operand, adapter_for, adapter_named, array_
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.linalg import _checks as checks
-from accelmath.linalg._memo import HostCall, dispatcher
+from accelmath.linalg._memo import HostCall, dispatcher, given_dtypes
 
 __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_device",
            "column", "device_call", "hermitian_svd", "run_host"]
@@ -30,14 +30,16 @@ __all__ = ["read", "read_stack", "runs_on_host", "host_array", "to_caller", "on_
 def run_host(key, function, operands, dtypes, **options):
     """``function`` (of :mod:`accelmath.linalg._cpu`) with ``options`` on host operands
     ``operands`` as NumPy arrays of ``dtypes``: its result in the package of the last
-    operand. Remembered under ``key`` (:func:`host_call`'s, or None) once it returned: an
-    identical call converts its arrays as these were converted (NumPy's results need no
+    operand. Remembered under ``key`` (:func:`host_call`'s of these operands, in this order,
+    or None) once it returned: an identical call converts its arrays as these were converted
+    from the caller's (when read, as long double is, or here; NumPy's results need no
     conversion back) and runs ``function``, its checks of the values included."""
     arrays = [host_array(op, dtype) for op, dtype in zip(operands, dtypes)]
     result = function(*arrays, **options)
     if key is not None:
         run = functools.partial(function, **options)
-        if any(array is not op.obj for array, op in zip(arrays, operands)):
+        if any(array is not op.obj or array.dtype != given
+               for array, op, given in zip(arrays, operands, given_dtypes(key))):
             run = functools.partial(_converted, run, tuple(array.dtype for array in arrays))
         dispatcher.remember(key, HostCall(run))
     return to_caller(result, operands[-1])

@@ -431,14 +431,19 @@ def test_scipy_functions_compute_in_scipys_dtypes(dtype, b_dtype):
 
     a = (2 * np.eye(3) + np.tri(3)).astype(dtype)
     b = np.arange(1, 4).astype(b_dtype)
-    pairs = [(lu_factor(a)[0], scipy.linalg.lu_factor(a)[0]),
-             (cho_factor(a)[0], scipy.linalg.cho_factor(a)[0]),
-             (solve_triangular(a, b, lower=True), scipy.linalg.solve_triangular(a, b, lower=True)),
-             (cho_solve(cho_factor(a), b), scipy.linalg.cho_solve(scipy.linalg.cho_factor(a), b)),
-             (lu_solve(lu_factor(a), b), scipy.linalg.lu_solve(scipy.linalg.lu_factor(a), b))]
-    for ours, theirs in pairs:
-        assert ours.dtype == theirs.dtype
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+    for _ in range(3):  # (the calls the memo remembers too, batched ones included)
+        for x, y in ((a, b), (np.stack([a, a]), np.stack([b, b])[..., None])):
+            pairs = [(lu_factor(x)[0], scipy.linalg.lu_factor(x)[0]),
+                     (cho_factor(x)[0], scipy.linalg.cho_factor(x)[0]),
+                     (solve_triangular(x, y, lower=True),
+                      scipy.linalg.solve_triangular(x, y, lower=True)),
+                     (cho_solve(cho_factor(x), y),
+                      scipy.linalg.cho_solve(scipy.linalg.cho_factor(x), y)),
+                     (lu_solve(lu_factor(x), y),
+                      scipy.linalg.lu_solve(scipy.linalg.lu_factor(x), y))]
+            for ours, theirs in pairs:
+                assert ours.dtype == theirs.dtype
+                np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
 def test_an_operand_whose_dtype_is_no_dtype_is_refused_by_name():
