@@ -523,7 +523,7 @@ def first_nonfinite(array, core_ndim):
     ``core_ndim`` axes a matrix or vector) that holds a NaN or an infinity, or None."""
     if all_finite(array):
         return None
-    finite = numpy.isfinite(array)
+    finite = numpy.isfinite(array, subok=False)  # (of a numpy.matrix too: an ndarray)
     if finite.all():
         return None
     batch_ndim = array.ndim - core_ndim

@@ -183,13 +183,10 @@ def _nonfinite(arrays, cores, names, check, read=None):
     for k, (x, core, name) in enumerate(zip(arrays, cores, names)):
         if not x.size:
             continue
-        finite = numpy.isfinite(x)
-        if k == 0 and read is not None:  # (the triangle the function does not read)
-            rows, cols = x.shape[-2:]
-            unread = (numpy.triu if read == "lower" else numpy.tril)(
-                numpy.ones((rows, cols), bool), 1 if read == "lower" else -1)
-            finite |= unread
-        finite = finite.all(axis=tuple(range(x.ndim - core, x.ndim)))
+        if k == 0 and read is not None:  # (the triangle the function does not read: zeros)
+            x = (numpy.tril if read == "lower" else numpy.triu)(x)
+        # (of a numpy.matrix too: an ndarray)
+        finite = numpy.isfinite(x, subok=False).all(axis=tuple(range(x.ndim - core, x.ndim)))
         if finite.all():
             continue
         if check:

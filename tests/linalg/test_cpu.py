@@ -278,7 +278,6 @@ def test_a_large_batched_solve_checked_meanwhile_locates_a_singular_matrix():
     assert np.isnan(x[777]).all() and np.isfinite(np.delete(x, 777, axis=0)).all()
 
 
-
 @pytest.mark.parametrize("failing", [[(0, 0)], [(1, 17), (2, 39)], [(2, 0), (2, 1), (2, 2)],
                                      [(i, j) for i in range(3) for j in range(40)]])
 def test_failing_matrices_of_a_batch_are_all_found_in_order(failing):
@@ -295,6 +294,7 @@ def test_failing_matrices_of_a_batch_are_all_found_in_order(failing):
     assert [tuple(i) for i in np.argwhere(np.isnan(x).all(axis=(2, 3)))] == failing
     assert np.isfinite(x).all(axis=(2, 3)).sum() == 120 - len(failing)
 
+
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy.matrix's own)
 @pytest.mark.parametrize("check", [True, False])
 def test_numpy_matrices_are_read(check):
@@ -309,8 +309,7 @@ def test_numpy_matrices_are_read(check):
              (linalg.solve(m, b, check=check), np.linalg.solve(a, np.asarray(b))),
              (linalg.cholesky(m, check=check), np.linalg.cholesky(a)),
              (linalg.eigvalsh(m, check=check), np.linalg.eigvalsh(a)),
-             (linalg.svdvals(m, check=check) if hasattr(linalg, "svdvals") else
-              np.linalg.svd(a, compute_uv=False), np.linalg.svd(a, compute_uv=False)),
+             (linalg.svdvals(m, check=check), np.linalg.svd(a, compute_uv=False)),
              (linalg.lstsq(m, b)[0], np.linalg.lstsq(a, np.asarray(b))[0]),
              (linalg.cho_solve(linalg.cho_factor(m), b), scipy.linalg.cho_solve(
                  scipy.linalg.cho_factor(a), np.asarray(b))),
@@ -320,11 +319,24 @@ def test_numpy_matrices_are_read(check):
                  a, np.asarray(b), lower=True))]
     for ours, theirs in pairs:
         np.testing.assert_allclose(np.asarray(ours), theirs, rtol=1e-12, atol=1e-12)
-    for cls in ("Cholesky", "LU", "QR"):
-        if hasattr(linalg, cls):
-            factored = getattr(linalg, cls)(m)
-            np.testing.assert_allclose(np.asarray(factored.solve(b)),
-                                       np.linalg.solve(a, np.asarray(b)), rtol=1e-12)
+    for factored in (linalg.Cholesky(m), linalg.LU(m), linalg.QR(m)):
+        np.testing.assert_allclose(np.asarray(factored.solve(b)),
+                                   np.linalg.solve(a, np.asarray(b)), rtol=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy.matrix's own)
+def test_a_numpy_matrix_holding_a_nan_is_named_or_gives_nan():
+    """The finite checks read a ``numpy.matrix`` as one matrix (batch index ()), and a
+    function that does not check gives NaN where it did not run."""
+    from accelmath import linalg
+
+    m = np.matrix(4 * np.eye(3))
+    m[1, 1] = np.nan
+    for call in (lambda: linalg.lu_factor(m), lambda: linalg.cholesky(m)):
+        with pytest.raises(LinAlgError, match=r"batch index \(\)"):
+            call()
+    for result in (linalg.cholesky(m, check=False), linalg.eigvalsh(m, check=False)):
+        assert np.isnan(np.asarray(result)).all()
 
 
 def test_a_cholesky_factor_is_a_new_array_of_the_matrixs_package():
@@ -353,7 +365,6 @@ def test_a_nan_in_the_triangle_not_read_is_not_seen(check):
     in the other is junk they never read (np.empty's, say), neither refused nor spread;
     one in the triangle read still is, matrix by matrix."""
     from accelmath import linalg
-    from accelmath.errors import LinAlgError
 
     good = np.array([[4.0, 2.0], [2.0, 3.0]])
     lower, upper = good.copy(), good.copy()
