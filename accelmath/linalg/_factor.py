@@ -490,9 +490,8 @@ class QR(_Factorization):
         try:
             x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
                                       check_finite=False)
-        except LinAlgError:  # (a zero on R's diagonal, let through by check=False: inf and
-            if self.check:    # NaN there, as the LU's and Cholesky's solves give)
-                raise
+        except LinAlgError:  # (a zero on R's diagonal, which only check=False lets through
+            # (_check_rank): inf and NaN there, as the LU's and Cholesky's solves give)
             x = _cpu.solve_triangular(r, qhb, trans=0, lower=False, unit_diagonal=False,
                                       check_finite=False, singular=False)
         return x[..., 0] if vector else x
