@@ -1,7 +1,8 @@
 /* accelmath._core._hostcall: call status-returning C functions of word-sized arguments
  * (integers and pointers, up to 16) for a fraction of what a ctypes call costs, alone
  * (Function, _function.c) or after the checks of a plan's execute (Launch, here); Reader
- * (_reader.c) reads an array's pointer after the checks of its layout. It knows no library:
+ * (_reader.c) reads an array's pointer after the checks of its layout; Front (_front.c) makes
+ * a public function's commonest calls from a table of launchers. It knows no library:
  * a plan describes its library call as data (the function, its error raiser and its argument
  * slots). Built when accelmath is installed (setup.py, an optional extension); where it is
  * missing, accelmath/_core/hostcall.py calls through ctypes instead. */
@@ -419,7 +420,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0 ||
-        PyType_Ready(&ReaderType) < 0) {
+        PyType_Ready(&ReaderType) < 0 || front_ready() < 0) {
         return NULL;
     }
     for (int k = 0; k < SLOT_NAMES; k++) {
@@ -440,6 +441,7 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyModule_AddObjectRef(m, "Function", (PyObject *)&FunctionType) < 0 ||
         PyModule_AddObjectRef(m, "Launch", (PyObject *)&LaunchType) < 0 ||
         PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
+        PyModule_AddObjectRef(m, "Front", (PyObject *)&FrontType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0 ||
         PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {
         Py_DECREF(m);

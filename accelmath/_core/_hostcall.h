@@ -1,5 +1,5 @@
 /* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c, _function.c
- * and _reader.c): one machine word per argument, Function (a C function of word arguments,
+ * _reader.c and _front.c): one machine word per argument, Function (a C function of word arguments,
  * _function.c) and the types the module registers. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
@@ -12,7 +12,7 @@
 #define MAX_ARGS 16
 /* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
  * what a type takes or does, so that a build older than the Python code is not used. */
-#define INTERFACE 2
+#define INTERFACE 3
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
@@ -43,5 +43,9 @@ int call_words(void *f, Py_ssize_t n, const W *a);
 
 extern PyTypeObject FunctionType; /* _function.c */
 extern PyTypeObject ReaderType;   /* _reader.c */
+extern PyTypeObject FrontType;    /* _front.c */
+
+/* Ready FrontType and its strings (0, -1 on an error). */
+int front_ready(void);
 
 #endif

@@ -16,7 +16,7 @@ ticks less those.
 
 A cache calls its ``on_drop`` (where set) after it dropped entries (evicted, dropped or
 cleared), with the lock held: a front memo that holds entries of its own
-(:meth:`~accelmath._core.dispatch.Dispatcher.front`) forgets them there.
+(:meth:`~accelmath._core.dispatch.Dispatcher.fronted`) forgets them there.
 """
 
 import itertools

@@ -12,11 +12,13 @@ A domain makes one :class:`Dispatcher` for its stateless functions. A call
    the device's :class:`~accelmath._core.cache.PlanCache`), and remembers the call.
 
 So a repeated call skips normalization altogether, and a call whose arguments were never
-validated never hits. A domain may put a *front* before the memo (:meth:`Dispatcher.front`):
-for its commonest calls, the last plan a call of that form ran, keyed by the operands' type,
-shape and dtype (not their strides), tried first through a launcher that checks the operands
-itself (the call shim's readers) and answers :data:`MISS` where they do not fit; a miss goes
-on to the memo.
+validated never hits. A domain puts a *front* before its public functions
+(:meth:`Dispatcher.fronted`): their commonest calls (arrays and plain values, no option)
+keyed in C by the arguments as given and the arrays' type, shape and dtype (not their
+strides), each leading to the launcher of the last plan a call of that key ran, which checks
+the operands itself (the call shim's readers) and answers :data:`MISS` where they do not fit;
+a miss goes on to the function, told its key (:meth:`Dispatcher.taken`) so that the memo can
+put it in the front.
 
 Host data runs on the device (``execution="cuda"``) through :func:`to_device`, and comes
 back through :func:`to_host`.
@@ -25,12 +27,13 @@ back through :func:`to_host`.
 import threading
 from typing import Hashable, NamedTuple
 
+from accelmath._core import hostcall
 from accelmath._core.arguments import count
 from accelmath._core.cache import PlanCache
 
 __all__ = ["Dispatcher", "CachedPlan", "MISS", "missed", "to_device", "to_host"]
 
-#: What a front's launcher returns where its checks do not hold (see :meth:`Dispatcher.front`).
+#: What a front's launcher returns where its checks do not hold (see :meth:`Dispatcher.fronted`).
 MISS = object()
 
 
@@ -38,6 +41,12 @@ def missed(*args, **kwargs):
     """The ``slow`` of a front's launcher (:func:`accelmath._core.hostcall.launcher`): every
     call it does not make in C is a :data:`MISS`."""
     return MISS
+
+
+class _Pending(threading.local):
+    """The front key of the call this thread is making, until the memo takes it."""
+
+    key = None
 
 
 class CachedPlan(NamedTuple):
@@ -83,9 +92,10 @@ class Dispatcher:
         # front key -> (run, the plan's cache entry, the cache's clock); emptied whenever a
         # cache drops a plan, so that it never keeps one alive or runs one the cache let go
         self._front = {}
-        #: The array types a front was offered for: a domain's calls try the front only on
-        #: those (a set read without a lock; types are only added)
+        #: The array types a front was offered for: the fronts key calls on those alone (a
+        #: set read without a lock; types are only added)
         self.front_types = set()
+        self._pending = _Pending()
 
     def cache(self, device_id):
         """The plan cache of ``device_id`` (made on first use)."""
@@ -119,32 +129,47 @@ class Dispatcher:
             return entry.cache.get(entry.key)
         return entry
 
-    def front(self, key, *operands):
-        """Run the launcher :meth:`remember_front` keeps for front key ``key`` on
-        ``operands``: its result (a hit of the plan's cache), or :data:`MISS` where there is
-        none or its checks do not hold."""
-        try:
-            found = self._front.get(key)
-        except TypeError:  # (an unhashable argument: the memo's path refuses it)
-            return MISS
-        if found is None:
-            return MISS
-        run, entry, clock = found
-        result = run(*operands)
-        if result is not MISS:
-            entry[1] = next(clock)
-        return result
+    def fronted(self, function, home, arrays=1, names=()):
+        """Public function ``function`` with the front before it (see the module docstring
+        and :func:`accelmath._core.hostcall.front`): its calls of ``arrays`` leading arrays
+        and further plain arguments among ``names`` are keyed, and a key that is not in the
+        front yet reaches the function through :meth:`taken`; ``home`` is the module the
+        function is public in. ``function`` itself where the call shim is not used."""
+        pending = self._pending
+
+        def learn(key, *args, **kwargs):
+            pending.key = key
+            try:
+                return function(*args, **kwargs)
+            finally:
+                pending.key = None
+
+        return hostcall.front(function, learn, self._front, self.front_types, arrays, names,
+                              MISS, home)
+
+    def taken(self):
+        """The front key of the call this thread is making (None: none), taken: a call
+        made within it (one function calling another) has none. The function calls this
+        first, and passes the key to :meth:`remember_front`."""
+        pending = self._pending
+        key = pending.key
+        if key is not None:
+            pending.key = None
+        return key
 
     def remember_front(self, key, call, plan, run, array_type):
-        """Keep launcher ``run`` of ``plan`` for front key ``key`` (a call's form: its
-        arguments, its operands' type, shape and dtype, not their strides) while ``plan``
-        stays the one its cache holds for call key ``call``: ``run`` runs it and answers
-        :data:`MISS` where its checks of the operands fail. ``array_type`` joins
-        :attr:`front_types`."""
+        """Keep launcher ``run`` of ``plan`` for front key ``key`` (what :meth:`taken`
+        gave) while ``plan`` stays the one its cache holds for call key ``call``: ``run``
+        runs it and answers :data:`MISS` where its checks of the operands fail.
+        ``array_type`` joins :attr:`front_types` (a key of None keeps no launcher but does
+        that: the fronts then key calls on arrays of that type)."""
+        if array_type not in self.front_types:
+            self.front_types.add(array_type)
+        if key is None:
+            return
         entry = self._calls.get(call)
         if entry.__class__ is not CachedPlan:
             return
-        self.front_types.add(array_type)
         kept = self._front.get(key)
         if kept is not None and kept[0] is run:
             return  # (kept already: no lock taken)

@@ -2,11 +2,12 @@
 
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
 a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small
-CPython extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``) when
-accelmath is installed, calls status-returning C functions of up to 16 integer and pointer
-arguments for a tenth of that. It is an optional
-extension: where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
-:func:`fast` returns the ctypes function itself and :func:`launcher` the Python execute: the
+CPython extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``,
+``_front.c``) when accelmath is installed, calls status-returning C functions of up to 16
+integer and pointer arguments for a tenth of that; :func:`front` puts a table of such calls
+before a public function. It is an optional extension: where it was not built (no C compiler
+at install time) or ``ACCELMATH_HOSTCALL=0``, :func:`fast` returns the ctypes function itself,
+:func:`launcher` the Python execute and :func:`front` the function: the
 results are the same, only slower. :func:`status` says which is used, and why.
 """
 
@@ -18,11 +19,11 @@ from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "fast", "launcher", "reader", "status"]
+__all__ = ["BoundCall", "fast", "front", "launcher", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
-_INTERFACE = 2  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
+_INTERFACE = 3  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
@@ -176,6 +177,71 @@ def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, 
         return slow
     return module.Launch(slow, calls, tuple(inputs), out_readers, allocate, current_stream,
                          local, mask)
+
+
+def front(function, learn, table, types, arrays, names, miss, home):
+    """``function`` with its commonest calls made from ``table`` in C, else ``function``.
+
+    The returned callable does what ``function`` does. A call ``f(x0, ..., v...)`` whose first
+    ``arrays`` arguments are positional arrays of a type in ``types``, and whose further
+    arguments (positional, or keywords named in ``names``; positionally at most
+    ``len(names)``) are each an exact int, an exact str, None or a tuple of exact ints (a
+    bool or a float would equal an int in a dict), has a *key*: ``(f, type(x0), x0.shape,
+    x0.dtype, ..., v..., the keywords' names or None)``. Where ``table[key]`` is ``(run,
+    entry, clock)``, it returns ``run(x0, ...)`` (setting ``entry[1] = next(clock)``: the
+    plan cache's recency stamp) unless that is ``miss``; a key not in the table, or a run
+    that answers ``miss``, goes to ``learn(key, *args, **kwargs)``, which calls ``function``
+    and may put the key in the table; any other call goes to ``function``. Exceptions of
+    ``run``, ``learn`` and ``function`` propagate.
+
+    Parameters
+    ----------
+    function : callable
+        The public function, in Python.
+    learn : callable
+        ``learn(key, *args, **kwargs)``: ``function(*args, **kwargs)``, told the key.
+    table : dict
+        ``{key: (run, entry, clock)}``, read at each call (changes take effect at once).
+    types : set
+        The array types that have keys (read at each call).
+    arrays : int
+        How many leading positional arguments are arrays (1 to 15).
+    names : tuple of str
+        The further parameters a key may hold, in their positional order.
+    miss : object
+        What a ``run`` returns for a call it does not make.
+    home : str
+        The module the function is public in: its ``__module__``, where pickling finds it
+        by name.
+
+    Returns
+    -------
+    callable
+        Its ``__wrapped__``, ``__doc__``, ``__name__`` and ``__qualname__`` are
+        ``function``'s; ``function`` itself where the call shim is not used (see
+        :func:`status`).
+
+    Examples
+    --------
+    >>> import itertools, numpy as np
+    >>> from accelmath._core import hostcall
+    >>> def scaled(x, n=2):
+    ...     return x * n
+    >>> table = {}
+    >>> def learn(key, *args, **kwargs):  # (a domain keeps runs of plans; here, a lambda)
+    ...     table[key] = (lambda x: "from the table", [None, 0], itertools.count())
+    ...     return scaled(*args, **kwargs)
+    >>> f = hostcall.front(scaled, learn, table, {np.ndarray}, 1, ("n",), None, "__main__")
+    >>> f(np.ones(2), n=3)  # (learnt)
+    array([3., 3.])
+    >>> second = f(np.ones(2), n=3)  # (from the table, where the call shim is used)
+    >>> f is scaled or second == "from the table"
+    True
+    """
+    module = _extension()
+    if module is None:
+        return function
+    return module.Front(function, learn, table, types, arrays, tuple(names), miss, home)
 
 
 def reader(checks, pointer):

@@ -213,6 +213,7 @@ class Plan(Resource):
         self._key = (tuple(op.shape), op.strides, op.dtype, op.device_id)
         self._on_device = on_device
         self._read = None  # reads the pointer of operands of the plan's layout
+        self._front_read = None  # the same, for a front's (adapter.reader's keyed)
         self._read_out = {}  # out type -> reader of outputs of a layout already checked
         self._launched = []  # the calls of the plan's launchers in C (see _launcher)
         self._freed = False
@@ -225,6 +226,7 @@ class Plan(Resource):
             key = op.adapter.layout_key(given) if op.obj is given else None
             if key is not None:
                 self._read = op.adapter.reader(key)
+                self._front_read = op.adapter.reader(key, keyed=True)
         # host operands: NumPy arrays of the layout are taken as they are
         self._host_key = None
         if not on_device and op.package == "numpy" and op.obj is given:
@@ -393,7 +395,7 @@ class Plan(Resource):
             calls.clear()
         self.__dict__.pop("execute", None)
         super().free()
-        self._operand = self._read = self._host_key = None
+        self._operand = self._read = self._front_read = self._host_key = None
 
 
 def _host_array_like(x):

@@ -15,7 +15,7 @@ from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
-from accelmath.fft._transform import transform
+from accelmath.fft._transform import front, transform
 
 __all__ = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
 
@@ -364,3 +364,9 @@ def ihfft(a, n=None, axis=-1, norm=None, *, out=None, stream=None, execution="au
         result = fused_call(call, a, out, stream, prologue, prologue_args, epilogue,
                             epilogue_args)
     return result if like is None else returned_as(result, like)
+
+
+# the public functions: their plain calls (the array, n, axis, norm as
+# plain values) made in C from the memo's front (accelmath._core.dispatch)
+fft, ifft, rfft, irfft, hfft, ihfft = (front(f, ("n", "axis", "norm")) for f in (
+    fft, ifft, rfft, irfft, hfft, ihfft))

@@ -4,7 +4,7 @@
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._records import Transform, record
-from accelmath.fft._transform import transform
+from accelmath.fft._transform import front, transform
 
 __all__ = ["fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn", "irfftn"]
 
@@ -468,3 +468,9 @@ def irfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
                             epilogue_args)
     return result if like is None else returned_as(result, like)
 
+
+# the public functions: their plain calls (the array, s, axes, norm as
+# plain values) made in C from the memo's front (accelmath._core.dispatch)
+fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn = (
+    front(f, ("s", "axes", "norm"))
+    for f in (fft2, ifft2, rfft2, irfft2, fftn, ifftn, rfftn, irfftn))

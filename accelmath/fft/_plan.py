@@ -260,9 +260,10 @@ class FFT(Plan):
     def front_run(self, inverse):
         """The execute of one direction (``inverse``: True for the inverse) made in C alone,
         answering :data:`~accelmath._core.dispatch.MISS` for any call it does not make: the
-        stateless functions' front (:meth:`~accelmath._core.dispatch.Dispatcher.front`).
-        None where it would not be in C (a host or fused plan, a freed one, no call shim);
-        made on the first call."""
+        stateless functions' front (:meth:`~accelmath._core.dispatch.Dispatcher.fronted`),
+        whose key found the operand's shape and dtype to be the plan's already (its reader
+        leaves those out). None where it would not be in C (a host or fused plan, a freed
+        one, no call shim); made on the first call."""
         direction = "inverse" if inverse else "forward"
         found = self._fronts.get(direction, False)
         if found is False:
@@ -270,7 +271,8 @@ class FFT(Plan):
             found = None
             if call is not None and executor is not None and self._fusion is None:
                 run = self._launcher(call.direct, executor.resources.local,
-                                     executor.align_mask, slow=missed)
+                                     executor.align_mask, slow=missed,
+                                     inputs=((self._type, self._front_read, None),))
                 found = None if run is missed else run
             self._fronts[direction] = found
         return found

@@ -13,7 +13,7 @@ from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.fft._fusion import fused_call, plain_call
 from accelmath.fft._normalize import swap_norm
 from accelmath.fft._records import Transform, record
-from accelmath.fft._transform import transform
+from accelmath.fft._transform import front, transform
 
 __all__ = ["hfft2", "ihfft2", "hfftn", "ihfftn"]
 
@@ -249,3 +249,8 @@ def ihfftn(a, s=None, axes=None, norm=None, *, out=None, stream=None,
                             epilogue_args)
     return result if like is None else returned_as(result, like)
 
+
+# the public functions: their plain calls (the array, s, axes, norm as
+# plain values) made in C from the memo's front (accelmath._core.dispatch)
+hfft2, ihfft2, hfftn, ihfftn = (front(f, ("s", "axes", "norm")) for f in (
+    hfft2, ihfft2, hfftn, ihfftn))

@@ -29,7 +29,7 @@ import numpy
 from accelmath._core.arguments import check_execution, check_workers
 from accelmath._core.call import stream_of
 from accelmath._core.call_key import LAYOUT_READERS, layout_reader, plain
-from accelmath._core.dispatch import MISS, Dispatcher, to_device, to_host
+from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.gpu.stream import resolve_stream, stream_handle
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
@@ -43,7 +43,7 @@ from accelmath.fft._package_layouts import package_fft_strides
 from accelmath.fft._plan import FFT
 from accelmath.fft._records import CallKey, Checked, PlanKey, record
 
-__all__ = ["transform", "recalled", "read_operand", "dispatcher", "HostCall", "cache_info",
+__all__ = ["transform", "front", "recalled", "read_operand", "dispatcher", "HostCall", "cache_info",
            "clear_cache", "set_cache_limits", "wait_for_drops"]
 
 #: The plan caches and call memo of the FFT functions.
@@ -52,9 +52,6 @@ _drops = []  # the threads of _drop_when_compiled, until wait_for_drops joins th
 _drops_lock = threading.Lock()  # (plans are made on several threads at once)
 
 _DIRECTIONS = ("forward", "inverse")
-# the array types whose plans have front runs (a device package's, once one ran): only calls
-# on those read the shape and dtype and try the front
-_FRONT_TYPES = dispatcher.front_types
 
 
 def cache_info(device=None):
@@ -126,19 +123,23 @@ class HostCall(NamedTuple):
     run: object  # ``transform.runner(inverse, workers)``: the call without out=
 
 
+def front(function, names):
+    """Public function ``function`` of :mod:`accelmath.fft` (whose calls end in
+    :func:`transform`) with the memo's front before it: calls of an array and plain values of
+    the parameters ``names`` (length, axes, norm) run the plan an identical call ran, in C
+    (:meth:`~accelmath._core.dispatch.Dispatcher.fronted`)."""
+    return dispatcher.fronted(function, "accelmath.fft", 1, names)
+
+
 def transform(call, x, out, stream):
     """Compute the transform ``call`` (a :class:`~accelmath.fft._records.Transform`, as the
     caller gave it) of ``x``: every function ends here. See the module docstring."""
+    front_key = dispatcher.taken()  # (the front's key of a public function's call)
     if call.workers is not None:  # (a key holds it checked: 2.0 must not find 2's call)
         call = call._replace(workers=check_workers(call.workers))
     s, axes = call.s, call.axes
     key = None
     if (axes is not None or s is None) and (s is None or plain(s)) and plain(axes):
-        if out is None and stream is None and x.__class__ in _FRONT_TYPES:
-            # the front: the last plan of this call on arrays of this shape, run in C
-            result = dispatcher.front((call, x.__class__, x.shape, x.dtype), x)
-            if result is not MISS:
-                return result
         read = LAYOUT_READERS.get(x.__class__) or layout_reader(x)
         layout = None if read is None else read(x)
         if layout is not None:
@@ -159,8 +160,7 @@ def transform(call, x, out, stream):
                 if stream is None:  # (in C, where the plan's launcher takes x)
                     front = entry.front_run(call.inverse) if out is None else None
                     if front is not None:
-                        dispatcher.remember_front((call, x.__class__, x.shape, x.dtype), key,
-                                                  entry, front, x.__class__)
+                        dispatcher.remember_front(front_key, key, entry, front, x.__class__)
                     return entry.direction_runs[call.inverse](x)
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import accelmath._core.dispatch as dispatch
+from accelmath._core import hostcall
 from accelmath._core.dispatch import CachedPlan, Dispatcher, to_device, to_host
 from accelmath._core.operand import wrap_operand
 from accelmath.errors import InvalidArgumentError, NoDeviceError
@@ -133,25 +134,104 @@ def test_drop_if_sends_the_memo_to_plan_again():
     assert d.plan(1, "b", Plan, call=("call", "b")) is not b
 
 
+needs_front = pytest.mark.skipif(not hostcall.status().startswith("C call shim"),
+                                 reason="the fronts are made by the call shim")
+
+
 def _front_run(plan, accepts):
     """A front launcher of ``plan``: the plan on an accepted operand, else a MISS."""
     return lambda x: (plan, x) if accepts(x) else dispatch.MISS
 
 
+class _Public:
+    """A public function of dispatcher ``d`` with its front: ``f(x, n=None)`` returns
+    ``("slow", x)`` and offers the front launcher ``_front_run(plan, accepts)`` for call key
+    ``call`` (set :attr:`offer` to ``(call, plan, accepts)``; None offers nothing); its
+    :attr:`keys` are the front keys it was told."""
+
+    def __init__(self, d):
+        self.d, self.offer, self.keys = d, None, []
+        self.f = d.fronted(self._function, __name__, 1, ("n",))
+
+    def _function(self, x, n=None):
+        key = self.d.taken()
+        self.keys.append(key)
+        if self.offer is not None:
+            call, plan, accepts = self.offer
+            self.d.remember_front(key, call, plan, _front_run(plan, accepts), np.ndarray)
+        return ("slow", x)
+
+
+@needs_front
 def test_the_front_runs_the_plan_it_was_given_and_counts_a_hit():
     d = Dispatcher()
-    assert d.front("form", 1) is dispatch.MISS  # nothing kept yet
+    public = _Public(d)
     a = d.plan(0, "a", Plan, call=("call", "a"))
-    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: x > 0), int)
+    public.offer = (("call", "a"), a, lambda x: x.sum() > 0)
+    x = np.ones(2)
+    assert public.f(x)[0] == "slow" and public.keys == [None]  # no type keyed yet
+    assert d.front_types == {np.ndarray}
+    assert public.f(x)[0] == "slow" and public.keys[-1] is not None  # keyed: kept
     hits = d.cache_info()["hits"]
-    assert d.front("form", 3) == (a, 3)
+    result = public.f(x)
+    assert result[0] is a and result[1] is x and len(public.keys) == 2
     assert d.cache_info()["hits"] == hits + 1
-    assert d.front("form", -3) is dispatch.MISS  # its checks fail: no hit
-    assert d.cache_info()["hits"] == hits + 1
-    assert d.front("other form", 3) is dispatch.MISS
-    assert d.front_types == {int}
+    assert public.f(-x)[0] == "slow"  # its checks fail: the function, told the key
+    assert d.cache_info()["hits"] == hits + 1 and public.keys[-1] == public.keys[1]
+    public.offer = None
+    assert public.f(np.ones(3))[0] == "slow"  # another shape: another key
+    assert public.keys[-1] != public.keys[1]
 
 
+@needs_front
+def test_the_front_keys_plain_arguments_as_given():
+    d = Dispatcher()
+    public = _Public(d)
+    a = d.plan(0, "a", Plan, call=("call", "a"))
+    public.offer = (("call", "a"), a, lambda x: True)
+    x = np.ones(2)
+    public.f(x)  # (the type joins the front's)
+    for call in (lambda: public.f(x, 2), lambda: public.f(x, n=2), lambda: public.f(x)):
+        public.keys.clear()
+        assert call()[0] == "slow" and public.keys[0] is not None
+        assert call()[0] is a and len(public.keys) == 1
+    keys_before = len(public.keys)
+    # a bool, a float, a list, an array or an unknown keyword: no key, the function itself
+    for call in (lambda: public.f(x, True), lambda: public.f(x, 2.0), lambda: public.f(x, [2]),
+                 lambda: public.f(x, x), lambda: public.f(x, m=2), lambda: public.f(x, 2, 3),
+                 lambda: public.f([1.0])):
+        public.keys.clear()
+        try:
+            call()
+        except TypeError:  # (the function's own: too many arguments)
+            continue
+        assert public.keys == [None]
+    assert keys_before == 1
+
+
+@needs_front
+def test_a_key_told_goes_to_one_call_alone():
+    """The key reaches the call the front made, once: a call made within it (a public
+    function calling another) and the calls after it have none."""
+    d = Dispatcher()
+    seen = []
+
+    def inner(x):
+        seen.append(("inner", d.taken()))
+
+    def outer(x):
+        seen.append(("outer", d.taken()))
+        inner(x)
+        return x
+
+    f = d.fronted(outer, __name__)
+    d.front_types.add(np.ndarray)
+    f(np.ones(2))
+    assert seen[0][0] == "outer" and seen[0][1] is not None and seen[1] == ("inner", None)
+    assert d.taken() is None
+
+
+@needs_front
 def test_the_front_keeps_no_plan_its_cache_dropped():
     """Evicted, dropped or cleared: the front forgets every plan (and so never keeps one
     alive, nor runs one that its cache let go)."""
@@ -160,23 +240,32 @@ def test_the_front_keeps_no_plan_its_cache_dropped():
                  lambda d: d.clear_cache(),
                  lambda d: d.set_cache_limits(max_size=0)):
         d = Dispatcher(max_size=1)
+        public = _Public(d)
         a = d.plan(0, "a", Plan, call=("call", "a"))
-        d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True), int)
-        assert d.front("form", 1) == (a, 1)
+        public.offer = (("call", "a"), a, lambda x: True)
+        x = np.ones(2)
+        public.f(x), public.f(x)
+        assert public.f(x)[0] is a
         drop(d)
-        assert d.front("form", 1) is dispatch.MISS
+        public.offer = None
+        assert public.f(x)[0] == "slow"
 
 
+@needs_front
 def test_the_front_takes_only_a_call_that_leads_to_a_cached_plan():
     d = Dispatcher(max_size=1)
+    public = _Public(d)
+    x = np.ones(2)
     d.remember("host call", "a host value")
-    d.remember_front("form", "host call", None, lambda x: x, int)
-    d.remember_front("form", "unknown call", None, lambda x: x, int)
-    assert d.front("form", 1) is dispatch.MISS
+    for offer in (("host call", None, lambda x: True), ("unknown call", None, lambda x: True)):
+        public.offer = offer
+        public.f(x), public.f(x)
+        assert public.f(x)[0] == "slow"
     a = d.plan(0, "a", Plan, call=("call", "a"))
     d.plan(0, "b", Plan)  # evicts "a"; the memo still names it
-    d.remember_front("form", ("call", "a"), a, _front_run(a, lambda x: True), int)
-    assert d.front("form", 1) is dispatch.MISS
+    public.offer = (("call", "a"), a, lambda x: True)
+    public.f(x)
+    assert public.f(x)[0] == "slow"
 
 
 def test_missed_answers_miss_to_any_call():
@@ -184,19 +273,34 @@ def test_missed_answers_miss_to_any_call():
     assert dispatch.missed(1, out=2) is dispatch.MISS
 
 
+@needs_front
 def test_the_front_keeps_no_plan_made_anew_since_its_call_recalled_one():
     """A call recalled plan a; meanwhile a was dropped and the same call planned b under the
     same key: the launcher of a is not kept beside b's entry."""
     d = Dispatcher()
+    public = _Public(d)
+    x = np.ones(2)
     a = d.plan(0, "key", Plan, call=("call",))
     d.drop_if(lambda plan: plan is a)
     b = d.plan(0, "key", Plan, call=("call",))
-    d.remember_front("form", ("call",), a, _front_run(a, lambda x: True), int)
-    assert d.front("form", 1) is dispatch.MISS
-    d.remember_front("form", ("call",), b, _front_run(b, lambda x: True), int)
-    assert d.front("form", 1) == (b, 1)
+    public.offer = (("call",), a, lambda x: True)
+    public.f(x), public.f(x)
+    assert public.f(x)[0] == "slow"
+    public.offer = (("call",), b, lambda x: True)
+    public.f(x)
+    assert public.f(x)[0] is b
 
 
-def test_an_unhashable_front_key_is_a_miss():
-    d = Dispatcher()
-    assert d.front(("form", ["unhashable"]), 1) is dispatch.MISS
+@needs_front
+def test_a_fronted_function_is_the_function_to_its_readers():
+    """help(), inspect, the documentation and pickle see the function behind the front."""
+    import inspect
+    import pickle
+
+    import accelmath.fft
+
+    f = accelmath.fft.fft
+    assert f.__wrapped__.__name__ == f.__name__ == "fft" and f.__module__ == "accelmath.fft"
+    assert f.__doc__ == f.__wrapped__.__doc__ and "Parameters" in f.__doc__
+    assert str(inspect.signature(f)).startswith("(a, n=None, axis=-1, norm=None, *")
+    assert inspect.isroutine(f) and pickle.loads(pickle.dumps(f)) is f

@@ -89,7 +89,7 @@ class FakeAdapter:
     def layout_key(self, x):
         return x.shape
 
-    def reader(self, key):
+    def reader(self, key, keyed=False):
         return lambda x: x.ptr if x.shape == key else None
 
     @contextlib.contextmanager

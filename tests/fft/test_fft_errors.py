@@ -598,18 +598,30 @@ def test_a_malformed_array_interface_names_the_argument():
         accelmath.fft.fft(_FakeDeviceArray(shape=(-4,)))
 
 
-def test_unhashable_arguments_are_refused_with_the_front_in_place(monkeypatch):
-    """The memo's front (tried first for array types whose plans have one) hashes the call:
-    an unhashable norm or execution still gets the checked path's error, not a TypeError."""
+def test_unhashable_arguments_are_refused_with_the_front_in_place():
+    """The memo's front (keying calls on array types whose plans have one) keys plain
+    values alone: an unhashable norm or execution still gets the checked path's error, not a
+    TypeError, and a bool or float length its own."""
     from accelmath.fft import _transform
 
-    monkeypatch.setattr(_transform, "_FRONT_TYPES", {np.ndarray})
-    x = np.ones(8, complex)
-    with pytest.raises(InvalidArgumentError, match="norm"):
-        accelmath.fft.fft(x, norm=["ortho"])
-    with pytest.raises(InvalidArgumentError, match="execution"):
-        accelmath.fft.fft(x, execution=["cuda"])
-    np.testing.assert_allclose(accelmath.fft.fft(x), np.fft.fft(x))
+    types = _transform.dispatcher.front_types
+    added = np.ndarray not in types
+    types.add(np.ndarray)
+    try:
+        x = np.ones(8, complex)
+        for _ in range(3):  # (keyed, remembered where it may be, then recalled)
+            np.testing.assert_allclose(accelmath.fft.fft(x), np.fft.fft(x))
+        with pytest.raises(InvalidArgumentError, match="norm"):
+            accelmath.fft.fft(x, norm=["ortho"])
+        with pytest.raises(InvalidArgumentError, match="execution"):
+            accelmath.fft.fft(x, execution=["cuda"])
+        for n in (8.0, True):  # (equal to 8 and 1 in a dict: never keyed)
+            accelmath.fft.fft(x, int(n)), accelmath.fft.fft(x, int(n))
+            with pytest.raises(TypeError, match="n must be an integer"):
+                accelmath.fft.fft(x, n)
+    finally:
+        if added:
+            types.discard(np.ndarray)
 
 
 def test_numpys_exception_kinds_catch_ours():

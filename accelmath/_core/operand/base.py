@@ -98,10 +98,11 @@ class Adapter:
         """The address of ``x``'s first element (for arrays whose :meth:`layout_key` matched)."""
         return self.wrap(x).ptr
 
-    def reader(self, key):
+    def reader(self, key, keyed=False):
         """A function that returns the address of an array's first element when its
         :meth:`layout_key` is ``key``, else None: the check and the read in one call, for
-        loops."""
+        loops. ``keyed``: a reader for arrays whose shape and dtype were found equal to the
+        key's already (by a front key that holds them), which may leave those out."""
         layout_key, data_ptr = self.layout_key, self.data_ptr
         return lambda x: data_ptr(x) if layout_key(x) == key else None
 

@@ -47,7 +47,7 @@ class CupyAdapter(Adapter):
     def data_ptr(self, x):
         return x.data.ptr
 
-    def reader(self, key):
+    def reader(self, key, keyed=False):
         shape, strides, dtype, device_id = key
         if strides == tuple(s * dtype.itemsize for s in contiguous_strides(shape)) and \
                 hasattr(self._cp.ndarray, "_c_contiguous"):

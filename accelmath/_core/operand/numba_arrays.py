@@ -63,7 +63,7 @@ class NumbaAdapter(Adapter):
     def data_ptr(self, x):
         return x.device_ctypes_pointer.value or 0
 
-    def reader(self, key):
+    def reader(self, key, keyed=False):
         shape, strides, dtype, device_id = key
         array_type, device_of = self._array_type, self._device_of
 

@@ -75,7 +75,7 @@ class TorchAdapter(Adapter):
     def data_ptr(self, x):
         return x.data_ptr()
 
-    def reader(self, key):
+    def reader(self, key, keyed=False):
         shape, strides, dtype, device, conj, neg = key
         if conj or neg:
             return super().reader(key)
@@ -90,9 +90,10 @@ class TorchAdapter(Adapter):
         # theirs alike, so a key also asks is_cpu or is_cuda. A key comes from a tensor
         # without requires_grad (layout_key), so a tensor with it is turned away whatever the
         # grad mode: no need to ask torch.is_grad_enabled() here.
+        # keyed: the dtype and shape were found equal already, 0.1-0.2 us a tensor less
         contiguous = strides == contiguous_strides(shape)
         return hostcall.reader(
-            [(tensor.dtype, dtype), (tensor.shape, shape),
+            [*([] if keyed else [(tensor.dtype, dtype), (tensor.shape, shape)]),
              (tensor.is_contiguous, True) if contiguous else (tensor.stride, strides),
              (tensor.get_device, device),
              (tensor.is_conj if dtype.is_complex else tensor.is_neg, False),

@@ -171,11 +171,13 @@ class Matmul(Plan):
         if product.k == 0:
             check_zero_k(problem)
         self._empty = not (product.m and product.n and all(product.batch))
-        self._readers = tuple(
-            None if op is None or op.obj is not x else (
-                None if op.adapter.layout_key(x) is None
-                else op.adapter.reader(op.adapter.layout_key(x)))
-            for op, x in zip(problem.ops, given))
+        keys = [None if op is None or op.obj is not x else op.adapter.layout_key(x)
+                for op, x in zip(problem.ops, given)]
+        self._readers = tuple(None if key is None else op.adapter.reader(key)
+                              for op, key in zip(problem.ops, keys))
+        # the front's, whose key found the operands' shapes and dtypes the plan's already
+        self._front_readers = tuple(None if key is None else op.adapter.reader(key, keyed=True)
+                                    for op, key in zip(problem.ops, keys))
         if self._empty or product.k == 0:
             return
         if alignment is None:
@@ -203,9 +205,11 @@ class Matmul(Plan):
         which the call shim makes."""
         return self._direct and self._layouts[3] is None and self._layouts[4] is None
 
-    def _inputs(self):
-        """The call shim's operands: a, b and, where the product reads it, c."""
-        return [(self._types[i], self._readers[i], self._bound[i])
+    def _inputs(self, readers=None):
+        """The call shim's operands: a, b and, where the product reads it, c (read by
+        ``readers``, by default the plan's own)."""
+        readers = self._readers if readers is None else readers
+        return [(self._types[i], readers[i], self._bound[i])
                 for i in range(3 if self._uses_c else 2)]
 
     @property
@@ -253,8 +257,9 @@ class Matmul(Plan):
         """``a @ b`` (alpha 1, beta 0, no c) made in C alone for operands of the plan's
         layout, answering :data:`~accelmath._core.dispatch.MISS` for any call it does not
         make: the stateless function's front (:meth:`~accelmath._core.dispatch.Dispatcher.
-        front`); None where the call shim does not make this product, or the plan was made for
-        addresses aligned to fewer than 256 bytes."""
+        front`), whose key found the operands' shapes and dtypes the plan's already (its
+        readers leave those out); None where the call shim does not make this product, or
+        the plan was made for addresses aligned to fewer than 256 bytes."""
         if self._front is None:
             run = None
             # (made for addresses of 256 bytes alone: its launcher's mask then admits just the
@@ -263,8 +268,8 @@ class Matmul(Plan):
                     and self._alignment == 256 and "execute" in self.__dict__):
                 values, (alpha_ptr, beta_ptr) = problems.host_scalars(self.dtype, 1, 0)
                 run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, False),
-                                     self._lt.resources.local, self._lt.mask, self._inputs(),
-                                     slow=missed)
+                                     self._lt.resources.local, self._lt.mask,
+                                     self._inputs(self._front_readers), slow=missed)
                 run = None if run is missed else (run, values)
             self._front = run or (None,)
         return self._front[0]

@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 import numpy
 
-from accelmath._core.dispatch import MISS, to_device, to_host
+from accelmath._core.dispatch import to_device, to_host
 from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
@@ -88,9 +88,6 @@ def _run(plan, a, b, c, bias, aux, out, alpha, beta, stream):
 
 
 _NDARRAY = numpy.ndarray
-# the types of ``a`` whose plans have a front run (a device package's, once one ran): only
-# plain calls on those read the shapes and dtypes and try the front
-_FRONT_TYPES = dispatcher.front_types
 # the defaults: a call that leaves them passes these very objects
 _ONE, _ZERO, _AUTO, _NO_ARGS = 1, 0, "auto", ()
 # NumPy's dtypes of native byte order are singletons: compared by identity, not hashed
@@ -193,13 +190,6 @@ def matmul(a, b, c=None, **options):
                 return a @ b
             except ValueError:
                 pass
-    elif (not options and c is None and a.__class__ in _FRONT_TYPES
-          and b.__class__ in _FRONT_TYPES):
-        # the front: the last plan of a plain product of operands of these shapes, in C
-        result = dispatcher.front((a.__class__, b.__class__, a.shape, b.shape, a.dtype,
-                                   b.dtype), a, b)
-        if result is not MISS:
-            return result
     return _matmul(a, b, c, **options)
 
 
@@ -207,6 +197,7 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
            out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS,
            like=None):
     """The body of :func:`matmul` (see there), its options as keyword-only parameters."""
+    front_key = dispatcher.taken()  # (the front's key of a call matmul(a, b))
     if like is not None:
         like = target_of(like)
         return returned_as(_matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
@@ -239,15 +230,10 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
     if call is not None:
         plan = dispatcher.recall(call.key)
         if plan is not None:
-            if (alpha is _ONE and beta is _ZERO and c is None and epilogue is None
-                    and bias is None and aux is None and out is None and stream is None
-                    and execution is _AUTO and allow_tf32 is False
-                    and b.__class__ is a.__class__):  # (a plain call: the front's)
+            if b.__class__ is a.__class__:  # (a key: a plain call; else the type alone)
                 front = plan.front_run()
-                if front is not None:  # (b's type is a's)
-                    dispatcher.remember_front((a.__class__, b.__class__, a.shape, b.shape,
-                                               a.dtype, b.dtype), call.key, plan, front,
-                                              a.__class__)
+                if front is not None:
+                    dispatcher.remember_front(front_key, call.key, plan, front, a.__class__)
             return _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
     problem = problems.prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution,
                                allow_tf32)
@@ -275,3 +261,7 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
 
 _matmul.__name__ = _matmul.__qualname__ = "matmul"  # (as its errors name it)
 matmul.__signature__ = inspect.signature(_matmul)  # (what help() and the docs show)
+
+# the public function: its plain calls matmul(a, b) made in C from the memo's front
+# (accelmath._core.dispatch)
+matmul = dispatcher.fronted(matmul, "accelmath.linalg", 2)

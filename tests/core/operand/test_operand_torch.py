@@ -95,6 +95,23 @@ def test_reader_reads_only_tensors_of_its_key(adapter, make, dtype, other):
     assert read(lazy) is None
 
 
+@pytest.mark.parametrize("make", [
+    lambda dtype: torch.zeros(4, 6, dtype=dtype),
+    lambda dtype: torch.zeros(6, 4, dtype=dtype).T,
+])
+def test_a_keyed_reader_checks_all_but_the_shape_and_dtype(adapter, make):
+    """A front's reader (its key found the shape and dtype equal already) leaves those out
+    and checks the rest: strides, the lazy bits, gradients."""
+    x = make(torch.complex64)
+    read = adapter.reader(adapter.layout_key(x), keyed=True)
+    assert read(x) == x.data_ptr()
+    other_order = x.contiguous() if not x.is_contiguous() else x.T.contiguous().T
+    for turned_away in (other_order, x.conj(), x.clone().requires_grad_()):
+        assert read(turned_away) is None
+    double = make(torch.complex128)  # (left out: the caller's key holds the dtype)
+    assert read(double) == double.data_ptr()
+
+
 def test_cpu_tensors_never_match_cuda_keys(adapter):
     """get_device is -1 for CPU tensors: a key of cuda:0 (or any CUDA device) turns them
     away, and a CPU key is not one of a CUDA device."""

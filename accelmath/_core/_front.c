@@ -1,0 +1,340 @@
+/* Front(function, learn, table, types, arrays, names, miss, home), part of
+ * accelmath._core._hostcall: a public function's commonest calls made from a table of C
+ * launchers without entering the interpreter; every other call goes to function.
+ *
+ * A call f(x0, ..., x{arrays-1}, v...) whose first `arrays` arguments are positional arrays of
+ * a type in the set `types`, and whose further arguments (positional, or keywords named in
+ * the tuple `names`; positionally at most len(names)) are each an exact int, an exact str,
+ * None, or a tuple of exact ints (a bool or a float would equal an int in a dict), has a key:
+ *   (self, type(x0), x0.shape, x0.dtype, ..., v..., kwnames or None).
+ * Where table[key] is (run, entry, clock), run(x0, ...) is called: its result is returned
+ * (entry[1] = next(clock) first: the plan cache's recency stamp) unless it is `miss`. A key
+ * not in the table, or a run that answers `miss`, goes to learn(key, *args, **kwargs),
+ * which calls function and may put the key in the table; any other call goes to function
+ * itself. Errors of run, learn and function propagate. */
+#include "_hostcall.h"
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    PyObject *function, *learn, *table, *types, *names, *miss, *home;
+    Py_ssize_t arrays;
+} Front;
+
+static PyObject *str_shape, *str_dtype;
+
+/* Whether obj may be part of a key: an exact int or str, None, or a tuple of exact ints. */
+static int plain(PyObject *obj) {
+    if (obj == Py_None || PyLong_CheckExact(obj) || PyUnicode_CheckExact(obj)) {
+        return 1;
+    }
+    if (!PyTuple_CheckExact(obj)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
+        if (!PyLong_CheckExact(PyTuple_GET_ITEM(obj, i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether name (a keyword's name) is one of self->names. */
+static int admitted(Front *self, PyObject *name) {
+    Py_ssize_t n = PyTuple_GET_SIZE(self->names);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyTuple_GET_ITEM(self->names, i) == name) { /* interned, as a rule */
+            return 1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(self->names, i), name) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The call's key (a new reference), NULL with no error where the call has none, NULL with
+ * an error where reading an array's shape or dtype raised. */
+static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    if (nargs < self->arrays || nargs - self->arrays > PyTuple_GET_SIZE(self->names)) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < self->arrays; i++) {
+        int found = PySet_Contains(self->types, (PyObject *)Py_TYPE(args[i]));
+        if (found != 1) {
+            return NULL; /* (a type is hashable: no error) */
+        }
+    }
+    for (Py_ssize_t i = self->arrays; i < nargs + nkw; i++) {
+        if (!plain(args[i])) {
+            return NULL;
+        }
+    }
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        if (!admitted(self, PyTuple_GET_ITEM(kwnames, i))) {
+            return NULL;
+        }
+    }
+    Py_ssize_t size = 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1;
+    PyObject *key = PyTuple_New(size);
+    if (key == NULL) {
+        return NULL;
+    }
+    Py_ssize_t k = 0;
+    PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)self));
+    for (Py_ssize_t i = 0; i < self->arrays; i++) {
+        PyObject *shape = PyObject_GetAttr(args[i], str_shape);
+        PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(args[i], str_dtype);
+        if (dtype == NULL) {
+            Py_XDECREF(shape);
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)Py_TYPE(args[i])));
+        PyTuple_SET_ITEM(key, k++, shape);
+        PyTuple_SET_ITEM(key, k++, dtype);
+    }
+    for (Py_ssize_t i = self->arrays; i < nargs + nkw; i++) {
+        PyTuple_SET_ITEM(key, k++, Py_NewRef(args[i]));
+    }
+    PyTuple_SET_ITEM(key, k++, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
+    return key;
+}
+
+/* run(x0, ...) of the table's entry for key: a new reference, NULL with no error where
+ * there is none or it answered miss, NULL with an error where it raised. */
+static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args) {
+    PyObject *found = PyDict_GetItemWithError(self->table, key);
+    if (found == NULL) {
+        return NULL; /* (an error only where a shape or dtype compares with one) */
+    }
+    if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3 ||
+        !PyList_CheckExact(PyTuple_GET_ITEM(found, 1)) ||
+        PyList_GET_SIZE(PyTuple_GET_ITEM(found, 1)) < 2) {
+        PyErr_SetString(PyExc_TypeError, "Front: a table entry should be (run, [plan, stamp], "
+                                         "clock)");
+        return NULL;
+    }
+    Py_INCREF(found); /* (another thread may empty the table meanwhile) */
+    PyObject *result = PyObject_Vectorcall(PyTuple_GET_ITEM(found, 0), args,
+                                           (size_t)self->arrays, NULL);
+    if (result == self->miss) {
+        Py_CLEAR(result);
+    } else if (result != NULL) {
+        PyObject *stamp = PyIter_Next(PyTuple_GET_ITEM(found, 2));
+        if (stamp == NULL) {
+            Py_CLEAR(result);
+            if (!PyErr_Occurred()) {
+                PyErr_SetString(PyExc_RuntimeError, "Front: the clock ran out");
+            }
+        } else {
+            PyList_SetItem(PyTuple_GET_ITEM(found, 1), 1, stamp); /* (steals stamp) */
+        }
+    }
+    Py_DECREF(found);
+    return result;
+}
+
+/* learn(key, *args, **kwargs). */
+static PyObject *call_learn(Front *self, PyObject *key, PyObject *const *args,
+                            Py_ssize_t nargs, PyObject *kwnames) {
+    Py_ssize_t total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *small[1 + MAX_ARGS];
+    PyObject **all = total < MAX_ARGS ? small : PyMem_New(PyObject *, total + 1);
+    if (all == NULL) {
+        return PyErr_NoMemory();
+    }
+    all[0] = key;
+    for (Py_ssize_t i = 0; i < total; i++) {
+        all[i + 1] = args[i];
+    }
+    PyObject *result = PyObject_Vectorcall(self->learn, all, (size_t)(nargs + 1), kwnames);
+    if (all != small) {
+        PyMem_Free(all);
+    }
+    return result;
+}
+
+static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    Front *self = (Front *)self_;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *key = key_of(self, args, nargs, kwnames);
+    if (key == NULL) {
+        if (PyErr_Occurred()) {
+            return NULL;
+        }
+        return PyObject_Vectorcall(self->function, args, nargsf, kwnames);
+    }
+    PyObject *result = run_entry(self, key, args);
+    if (result == NULL && !PyErr_Occurred()) {
+        result = call_learn(self, key, args, nargs, kwnames);
+    }
+    Py_DECREF(key);
+    return result;
+}
+
+static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    static char *keywords[] = {"function", "learn", "table", "types", "arrays", "names", "miss",
+                               "home", NULL};
+    PyObject *function, *learn, *table, *types, *names, *miss, *home;
+    Py_ssize_t arrays;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!nO!OU:Front", keywords, &function,
+                                     &learn, &PyDict_Type, &table, &PySet_Type, &types,
+                                     &arrays, &PyTuple_Type, &names, &miss, &home)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(function) || !PyCallable_Check(learn)) {
+        PyErr_SetString(PyExc_TypeError, "Front: function and learn should be callable");
+        return NULL;
+    }
+    if (arrays < 1 || arrays > MAX_ARGS) {
+        PyErr_Format(PyExc_ValueError, "Front: arrays=%zd, should be 1 to %d", arrays,
+                     MAX_ARGS);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "Front: names should be a tuple of str");
+            return NULL;
+        }
+    }
+    if (arrays + PyTuple_GET_SIZE(names) >= MAX_ARGS) {
+        PyErr_Format(PyExc_ValueError, "Front: at most %d arguments in a key", MAX_ARGS - 1);
+        return NULL;
+    }
+    Front *self = (Front *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->vectorcall = front_vectorcall;
+    self->function = Py_NewRef(function);
+    self->learn = Py_NewRef(learn);
+    self->table = Py_NewRef(table);
+    self->types = Py_NewRef(types);
+    self->names = Py_NewRef(names);
+    self->miss = Py_NewRef(miss);
+    self->home = Py_NewRef(home);
+    self->arrays = arrays;
+    return (PyObject *)self;
+}
+
+static int front_traverse(PyObject *self_, visitproc visit, void *arg) {
+    Front *self = (Front *)self_;
+    Py_VISIT(self->function);
+    Py_VISIT(self->learn);
+    Py_VISIT(self->table);
+    Py_VISIT(self->types);
+    Py_VISIT(self->names);
+    Py_VISIT(self->miss);
+    Py_VISIT(self->home);
+    return 0;
+}
+
+static int front_clear(PyObject *self_) {
+    Front *self = (Front *)self_;
+    Py_CLEAR(self->function);
+    Py_CLEAR(self->learn);
+    Py_CLEAR(self->table);
+    Py_CLEAR(self->types);
+    Py_CLEAR(self->names);
+    Py_CLEAR(self->miss);
+    Py_CLEAR(self->home);
+    return 0;
+}
+
+static void front_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    front_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+/* The function's own attribute (what help(), inspect and the documentation read). */
+static PyObject *function_attr(PyObject *self, const char *name) {
+    PyObject *function = ((Front *)self)->function;
+    if (function == NULL) {
+        Py_RETURN_NONE;
+    }
+    return PyObject_GetAttrString(function, name);
+}
+
+static PyObject *front_wrapped(PyObject *self, void *closure) {
+    PyObject *function = ((Front *)self)->function;
+    return Py_NewRef(function == NULL ? Py_None : function);
+}
+
+static PyObject *front_doc(PyObject *self, void *closure) {
+    return function_attr(self, "__doc__");
+}
+
+static PyObject *front_name(PyObject *self, void *closure) {
+    return function_attr(self, "__name__");
+}
+
+static PyObject *front_qualname(PyObject *self, void *closure) {
+    return function_attr(self, "__qualname__");
+}
+
+static PyObject *front_module(PyObject *self, void *closure) {
+    PyObject *home = ((Front *)self)->home;
+    return Py_NewRef(home == NULL ? Py_None : home);
+}
+
+static PyGetSetDef front_getset[] = {
+    {"__wrapped__", front_wrapped, NULL, "The Python function behind the front.", NULL},
+    {"__doc__", front_doc, NULL, NULL, NULL},
+    {"__name__", front_name, NULL, NULL, NULL},
+    {"__qualname__", front_qualname, NULL, NULL, NULL},
+    {"__module__", front_module, NULL, NULL, NULL},
+    {NULL},
+};
+
+/* Pickled by name, as functions are: found again as home.<the function's name>. */
+static PyObject *front_reduce(PyObject *self, PyObject *unused) {
+    return function_attr(self, "__qualname__");
+}
+
+static PyMethodDef front_methods[] = {
+    {"__reduce__", front_reduce, METH_NOARGS, NULL},
+    {NULL},
+};
+
+/* A front is a function: found on a class, it stays itself (as a staticmethod), which also
+ * makes inspect.isroutine, and so the documentation tools, take it for one. */
+static PyObject *front_get(PyObject *self, PyObject *obj, PyObject *type) {
+    return Py_NewRef(self);
+}
+
+static PyObject *front_repr(PyObject *self_) {
+    Front *self = (Front *)self_;
+    return PyUnicode_FromFormat("<front of %R>", self->function);
+}
+
+PyTypeObject FrontType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "accelmath._core._hostcall.Front",
+    .tp_basicsize = sizeof(Front),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_vectorcall_offset = offsetof(Front, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = front_new,
+    .tp_traverse = front_traverse,
+    .tp_clear = front_clear,
+    .tp_dealloc = front_dealloc,
+    .tp_repr = front_repr,
+    .tp_getset = front_getset,
+    .tp_methods = front_methods,
+    .tp_descr_get = front_get,
+};
+
+int front_ready(void) {
+    if ((str_shape = PyUnicode_InternFromString("shape")) == NULL ||
+        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL) {
+        return -1;
+    }
+    return PyType_Ready(&FrontType);
+}
