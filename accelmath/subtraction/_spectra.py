@@ -294,9 +294,10 @@ class Spectra:
         if not self.direct:
             return False
         w, device = self.configuration.half_width, self.kind.ordinal
-        if _direct.ready(device, w, self.kernel_terms):
+        shape = self.configuration.shape
+        if _direct.ready(device, w, self.kernel_terms, shape):
             return True
-        _direct.prepare(device, w, self.kernel_terms)  # (started once)
+        _direct.prepare(device, w, self.kernel_terms, shape)  # (started once)
         return False
 
     def direct_difference(self, convolved, other, kernels, background, flip):

@@ -14,7 +14,8 @@ from accelmath.subtraction._model import terms
 
 @pytest.mark.parametrize("half_width, order", [(9, 2), (4, 1), (12, 2), (6, 3)])
 def test_the_source_compiles_without_a_gpu(nvrtc, half_width, order):
-    kernel = _direct._kernel(half_width, terms(order))
+    kernel = _direct._kernel(half_width, terms(order),
+                             _direct.rows_per_thread(half_width, (4088, 4088)))
     image = compile_cuda(kernel.source, CompileOptions(arch=(9, 0), extra=kernel.options),
                          "direct.cu")
     assert len(image) > 0
@@ -38,6 +39,11 @@ def test_the_configurations_it_takes():
     assert not _direct.applies(9, terms(2), (60, 4088))  # (a tile and its halo wrap twice)
     assert not _direct.applies(9, terms(6), (4088, 4088))  # (coefficients over 32 KB)
     assert not _direct.applies(40, terms(0), (4088, 4088))  # (the halo over shared memory)
+    # the most rows per thread whose tile fits: shared memory, then the image
+    assert _direct.rows_per_thread(9, (4088, 4088)) == 48
+    assert _direct.rows_per_thread(12, (4088, 4088)) == 40
+    assert _direct.rows_per_thread(9, (90, 4088)) == 40
+    assert _direct.rows_per_thread(9, (80, 80)) == 32
 
 
 @pytest.fixture(params=["cp", "torch_cuda"])
@@ -56,7 +62,7 @@ def test_the_direct_difference_equals_the_fourier_form(package, shape, options, 
                                 for a in (made.reference, made.science, made.mask))
     subtractor = Subtractor(shape, like=reference, **options)
     configuration = subtractor.configuration
-    _direct.prepare(0, configuration.half_width, configuration.kernel_terms, wait=True)
+    _direct.prepare(0, configuration.half_width, configuration.kernel_terms, shape, wait=True)
     runs = []
     direct = _direct.direct_difference
     monkeypatch.setattr(_direct, "direct_difference", lambda *a, **k: runs.append(1) or
