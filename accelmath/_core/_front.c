@@ -18,6 +18,7 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *function, *learn, *table, *types, *names, *miss, *home;
+    PyObject *weakrefs; /* (a function may be referred to weakly) */
     Py_ssize_t arrays;
 } Front;
 
@@ -114,7 +115,8 @@ static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args) {
     }
     if (!PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) != 3 ||
         !PyList_CheckExact(PyTuple_GET_ITEM(found, 1)) ||
-        PyList_GET_SIZE(PyTuple_GET_ITEM(found, 1)) < 2) {
+        PyList_GET_SIZE(PyTuple_GET_ITEM(found, 1)) < 2 ||
+        !PyIter_Check(PyTuple_GET_ITEM(found, 2))) {
         PyErr_SetString(PyExc_TypeError, "Front: a table entry should be (run, [plan, stamp], "
                                          "clock)");
         return NULL;
@@ -131,8 +133,8 @@ static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args) {
             if (!PyErr_Occurred()) {
                 PyErr_SetString(PyExc_RuntimeError, "Front: the clock ran out");
             }
-        } else {
-            PyList_SetItem(PyTuple_GET_ITEM(found, 1), 1, stamp); /* (steals stamp) */
+        } else if (PyList_SetItem(PyTuple_GET_ITEM(found, 1), 1, stamp) < 0) {
+            Py_CLEAR(result); /* (the run emptied the list; stamp was stolen all the same) */
         }
     }
     Py_DECREF(found);
@@ -162,6 +164,10 @@ static PyObject *call_learn(Front *self, PyObject *key, PyObject *const *args,
 static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
                                   PyObject *kwnames) {
     Front *self = (Front *)self_;
+    if (self->function == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Front: called after it was cleared");
+        return NULL;
+    }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *key = key_of(self, args, nargs, kwnames);
     if (key == NULL) {
@@ -249,6 +255,9 @@ static int front_clear(PyObject *self_) {
 
 static void front_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
+    if (((Front *)self)->weakrefs != NULL) {
+        PyObject_ClearWeakRefs(self);
+    }
     front_clear(self);
     Py_TYPE(self)->tp_free(self);
 }
@@ -279,6 +288,10 @@ static PyObject *front_qualname(PyObject *self, void *closure) {
     return function_attr(self, "__qualname__");
 }
 
+static PyObject *front_annotations(PyObject *self, void *closure) {
+    return function_attr(self, "__annotations__");
+}
+
 static PyObject *front_module(PyObject *self, void *closure) {
     PyObject *home = ((Front *)self)->home;
     return Py_NewRef(home == NULL ? Py_None : home);
@@ -290,6 +303,7 @@ static PyGetSetDef front_getset[] = {
     {"__name__", front_name, NULL, NULL, NULL},
     {"__qualname__", front_qualname, NULL, NULL, NULL},
     {"__module__", front_module, NULL, NULL, NULL},
+    {"__annotations__", front_annotations, NULL, NULL, NULL},
     {NULL},
 };
 
@@ -320,6 +334,7 @@ PyTypeObject FrontType = {
     .tp_basicsize = sizeof(Front),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
     .tp_vectorcall_offset = offsetof(Front, vectorcall),
+    .tp_weaklistoffset = offsetof(Front, weakrefs),
     .tp_call = PyVectorcall_Call,
     .tp_new = front_new,
     .tp_traverse = front_traverse,

@@ -44,9 +44,11 @@ def missed(*args, **kwargs):
 
 
 class _Pending(threading.local):
-    """The front key of the call this thread is making, until the memo takes it."""
+    """The front key of the call this thread is making, until the memo takes it, and the
+    launcher the memo offers for it."""
 
     key = None
+    offer = None  # (key, result, call key, plan, run)
 
 
 class CachedPlan(NamedTuple):
@@ -138,11 +140,18 @@ class Dispatcher:
         pending = self._pending
 
         def learn(key, *args, **kwargs):
-            pending.key = key
+            pending.key, pending.offer = key, None
             try:
-                return function(*args, **kwargs)
+                result = function(*args, **kwargs)
             finally:
                 pending.key = None
+            offer, pending.offer = pending.offer, None
+            # kept only where the call told the key made the very result returned: a call
+            # made meanwhile on this thread (a __del__ the collector ran, a signal handler)
+            # that took the key before it offers another result
+            if offer is not None and offer[0] is key and offer[1] is result:
+                self._keep(key, *offer[2:])
+            return result
 
         return hostcall.front(function, learn, self._front, self.front_types, arrays, names,
                               MISS, home)
@@ -157,16 +166,19 @@ class Dispatcher:
             pending.key = None
         return key
 
-    def remember_front(self, key, call, plan, run, array_type):
-        """Keep launcher ``run`` of ``plan`` for front key ``key`` (what :meth:`taken`
-        gave) while ``plan`` stays the one its cache holds for call key ``call``: ``run``
-        runs it and answers :data:`MISS` where its checks of the operands fail.
-        ``array_type`` joins :attr:`front_types` (a key of None keeps no launcher but does
-        that: the fronts then key calls on arrays of that type)."""
+    def remember_front(self, key, result, call, plan, run, array_type):
+        """Offer launcher ``run`` of ``plan`` to the front for key ``key`` (what
+        :meth:`taken` gave; None: none), ``result`` the call's: it is kept once the public
+        function returns that very result, while ``plan`` stays the one its cache holds for
+        call key ``call``; ``run`` runs it and answers :data:`MISS` where its checks of the
+        operands fail. ``array_type`` joins :attr:`front_types` (so that the fronts key calls
+        on arrays of that type), with a key or without."""
         if array_type not in self.front_types:
             self.front_types.add(array_type)
-        if key is None:
-            return
+        if key is not None:
+            self._pending.offer = (key, result, call, plan, run)
+
+    def _keep(self, key, call, plan, run):
         entry = self._calls.get(call)
         if entry.__class__ is not CachedPlan:
             return

@@ -13,6 +13,7 @@ import warnings
 import numpy
 
 from accelmath._core.arguments import index, normalize_axis
+from accelmath._core.callers import outside_stacklevel
 from accelmath.errors import InvalidArgumentError, OutOfMemoryError, UnsupportedDTypeError
 
 __all__ = ["NORMS", "check_norm", "scale_factor", "scale_exponent", "swap_norm",
@@ -200,15 +201,15 @@ def _count(s):
     return 1 if isinstance(s, int) or not hasattr(s, "__len__") else len(s)
 
 
-def warn_deprecated(s, axes, stacklevel):
+def warn_deprecated(s, axes):
     """Warn, as NumPy 2 does, of ``s`` given without ``axes`` and of None values in ``s``
-    (DeprecationWarning; ``stacklevel`` points at the caller's line)."""
+    (DeprecationWarning, pointing at the first caller outside accelmath)."""
     if s is None:
         return
     if axes is None:
-        warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=stacklevel + 1)
+        warnings.warn(_AXES_NONE, DeprecationWarning, stacklevel=outside_stacklevel())
     if hasattr(s, "__len__") and any(v is None for v in s):
-        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=stacklevel + 1)
+        warnings.warn(_S_NONE, DeprecationWarning, stacklevel=outside_stacklevel())
 
 
 def axis_groups(axes):

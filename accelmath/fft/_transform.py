@@ -158,17 +158,19 @@ def transform(call, x, out, stream):
                         return entry.run(x)
                     return _run_host(entry, x, out)
                 if stream is None:  # (in C, where the plan's launcher takes x)
+                    result = entry.direction_runs[call.inverse](x)
                     front = entry.front_run(call.inverse) if out is None else None
                     if front is not None:
-                        dispatcher.remember_front(front_key, key, entry, front, x.__class__)
-                    return entry.direction_runs[call.inverse](x)
+                        dispatcher.remember_front(front_key, result, key, entry, front,
+                                                  x.__class__)
+                    return result
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:
         key = record(CallKey, key)
     kind = call.kind
     norm = norms.check_norm(call.norm)
     check_execution(call.execution)
-    norms.warn_deprecated(s, axes, stacklevel=3)  # (the caller of the public function)
+    norms.warn_deprecated(s, axes)
     op = read_operand(x)
     axes, s = norms.normalize_axes(op.shape, s, axes, unique=False)
     if not axes and kind != "c2c":

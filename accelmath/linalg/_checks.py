@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy
 
 from accelmath._core.arguments import check_execution, check_flag
+from accelmath._core.callers import outside_stacklevel
 from accelmath.errors import InvalidArgumentError, LinAlgError, UnsupportedDTypeError
 
 __all__ = ["SINGULAR", "NOT_POSITIVE_DEFINITE", "EIGENVALUES_DID_NOT_CONVERGE",
@@ -390,7 +391,7 @@ QR_DEPRECATED = {
 QR_DEPRECATED["f"], QR_DEPRECATED["e"] = QR_DEPRECATED["full"], QR_DEPRECATED["economic"]
 
 
-def deprecated_qr_mode(mode, stacklevel=3):
+def deprecated_qr_mode(mode):
     """The mode that NumPy's deprecated qr ``mode`` (a key of :data:`QR_DEPRECATED`) stands
     for, after NumPy's DeprecationWarning.
 
@@ -406,7 +407,7 @@ def deprecated_qr_mode(mode, stacklevel=3):
     'DeprecationWarning'
     """
     now, message = QR_DEPRECATED[mode]
-    warnings.warn(message, DeprecationWarning, stacklevel=stacklevel)
+    warnings.warn(message, DeprecationWarning, stacklevel=outside_stacklevel())
     return now
 
 

@@ -156,10 +156,12 @@ class _Public:
     def _function(self, x, n=None):
         key = self.d.taken()
         self.keys.append(key)
+        result = ("slow", x)
         if self.offer is not None:
             call, plan, accepts = self.offer
-            self.d.remember_front(key, call, plan, _front_run(plan, accepts), np.ndarray)
-        return ("slow", x)
+            self.d.remember_front(key, result, call, plan, _front_run(plan, accepts),
+                                  np.ndarray)
+        return result
 
 
 @needs_front
@@ -229,6 +231,37 @@ def test_a_key_told_goes_to_one_call_alone():
     f(np.ones(2))
     assert seen[0][0] == "outer" and seen[0][1] is not None and seen[1] == ("inner", None)
     assert d.taken() is None
+
+
+@needs_front
+def test_a_key_another_call_took_keeps_nothing():
+    """A call made on the thread before the function takes its key (a __del__ the collector
+    runs, a signal handler) takes the key and offers its own launcher: the front keeps it
+    for no key, since the result the function returns is not that call's."""
+    d = Dispatcher()
+    a = d.plan(0, "a", Plan, call=("call", "a"))
+    b = d.plan(0, "b", Plan, call=("call", "b"))
+    d.front_types.add(np.ndarray)
+
+    def thief(y):  # (a call on another array, of another plan)
+        key = d.taken()
+        result = ("thief", y)
+        d.remember_front(key, result, ("call", "b"), b, _front_run(b, lambda x: True),
+                         np.ndarray)
+        return result
+
+    def outer(x):
+        thief(np.ones(5))  # (before its own taken())
+        key = d.taken()
+        assert key is None  # (taken already)
+        return ("outer", x)
+
+    f = d.fronted(outer, __name__)
+    x = np.ones(2)
+    for _ in range(3):
+        assert f(x)[0] == "outer"
+    assert not d._front
+    del a
 
 
 @needs_front

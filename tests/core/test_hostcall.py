@@ -573,3 +573,46 @@ def test_a_c_reader_refuses_bad_checks_and_calls():
     with pytest.raises(TypeError, match="one argument"):
         read(x=slice(0, 8))
     assert "C reader" in repr(read)
+
+
+@needs_shim
+def test_a_front_refuses_a_malformed_table_entry_and_bad_construction():
+    """The table is the dispatcher's, but a wrong entry raises rather than crashing: a clock
+    that is no iterator, a recency list too short, or one its run emptied."""
+    import itertools
+    import weakref
+
+    import numpy as np
+
+    miss = object()
+
+    def function(x):
+        return ("function", x)
+
+    def learn(key, *args, **kwargs):
+        return function(*args, **kwargs)
+
+    x = np.ones(2)
+    entry = [None, 0]
+
+    def emptying(x):
+        entry.clear()
+        return "run"
+
+    for bad in ((lambda x: 1, [None, 0], [1, 2]), (lambda x: 1, [None, 0], None),
+                (lambda x: 1, [None], itertools.count()), (lambda x: 1, [None, 0]),
+                (emptying, entry, itertools.count())):
+        table = {}
+        front = _hostcall.Front(function, learn, table, {np.ndarray}, 1, (), miss, "m")
+        table[(front, np.ndarray, x.shape, x.dtype, None)] = bad
+        with pytest.raises((TypeError, IndexError)):
+            front(x)
+    for arrays in (0, -1, 16):
+        with pytest.raises(ValueError):
+            _hostcall.Front(function, learn, {}, set(), arrays, (), miss, "m")
+    with pytest.raises(TypeError):
+        _hostcall.Front(function, learn, {}, set(), 1, ("n", 2), miss, "m")
+    with pytest.raises(TypeError):
+        _hostcall.Front(function, learn, [], set(), 1, (), miss, "m")
+    front = _hostcall.Front(function, learn, {}, set(), 1, (), miss, "m")
+    assert weakref.ref(front)() is front and front(x)[0] == "function"

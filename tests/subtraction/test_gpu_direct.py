@@ -1,7 +1,8 @@
 """The subtract stage done directly on the GPU (:mod:`accelmath.subtraction._direct`): its
 source compiles without a GPU for every configuration it takes, and on the GPU the difference
-image equals the Fourier form's on fresh pairs, for both convolution directions, several
-kernel and background orders, and images that do not divide into its tiles."""
+image equals the Fourier form's on fresh pairs, with a mask and without, for both
+convolution directions, several kernel and background orders, and images that do not divide
+into its tiles."""
 
 import pytest
 from closeness import assert_close
@@ -56,10 +57,13 @@ def package(request):
     ((256, 240), dict(half_width=9, kernel_order=2, background_order=0)),
     ((200, 333), dict(half_width=4, kernel_order=1, background_order=2, constant_ratio=False)),
     ((130, 97), dict(half_width=6, kernel_order=3, background_order=1, convolve="science"))])
-def test_the_direct_difference_equals_the_fourier_form(package, shape, options, monkeypatch):
+@pytest.mark.parametrize("masked", [True, False])
+def test_the_direct_difference_equals_the_fourier_form(package, shape, options, masked,
+                                                      monkeypatch):
     made = synthetic_pair(shape, stars=200)
     reference, science, mask = (on_device(package, a)
                                 for a in (made.reference, made.science, made.mask))
+    mask = mask if masked else None  # (without one, the Fourier form reuses the spectra)
     subtractor = Subtractor(shape, like=reference, **options)
     configuration = subtractor.configuration
     _direct.prepare(0, configuration.half_width, configuration.kernel_terms, shape, wait=True)

@@ -61,6 +61,7 @@ import threading
 import warnings
 from pathlib import Path
 
+from accelmath._core.callers import outside_stacklevel
 from accelmath._core.disk import private_files, store_format
 from accelmath._core.disk.private_files import Unreadable
 from accelmath._core.disk.store_format import FORMAT, BadEntry
@@ -470,18 +471,7 @@ def _report(directory, reason):
     message = (f"accelmath's on-disk store is not used ({reason}): compiled code and "
                f"autotune decisions are not kept across processes. {_FIX}")
     _log.warning(message)
-    warnings.warn(message, RuntimeWarning, stacklevel=_outside())
-
-
-def _outside():
-    """The ``stacklevel`` that points a warning of :func:`_report`'s at the first caller
-    outside the package (whichever of its functions reached the store)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    frame, level = sys._getframe(2), 2
-    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(
-            package + os.sep):
-        frame, level = frame.f_back, level + 1
-    return level
+    warnings.warn(message, RuntimeWarning, stacklevel=outside_stacklevel())
 
 
 # A relative ACCELMATH_CACHE_DIR names the directory it names now, at import, for good.

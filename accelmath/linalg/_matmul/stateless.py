@@ -230,11 +230,13 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
     if call is not None:
         plan = dispatcher.recall(call.key)
         if plan is not None:
+            result = _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
             if b.__class__ is a.__class__:  # (a key: a plain call; else the type alone)
                 front = plan.front_run()
                 if front is not None:
-                    dispatcher.remember_front(front_key, call.key, plan, front, a.__class__)
-            return _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
+                    dispatcher.remember_front(front_key, result, call.key, plan, front,
+                                              a.__class__)
+            return result
     problem = problems.prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution,
                                allow_tf32)
     like = problem.ops[0]
