@@ -78,9 +78,11 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False, re
         finite = pending.result()
         if finite and results is not None:
             return results
+    given = arrays[0]
     bad = [] if finite else _nonfinite(arrays, cores, names, check, read)
     if bad:  # (the others computed with identities in their place)
-        arrays = (_identities(_over_batch(arrays, cores)[1][0], bad),) + tuple(arrays[1:])
+        arrays = (_identities(_over_batch(arrays, cores)[1][0], bad, given),) + tuple(
+            arrays[1:])
     try:
         if finite:  # (finite arrays whose call failed above: not called again, searched)
             raise numpy.linalg.LinAlgError
@@ -95,7 +97,7 @@ def _checked(function, message, check, arrays, cores, names, meanwhile=False, re
             raise LinAlgError(message, failed[0]) from None
         if not failed:  # (a failure of the stack that no single matrix repeats)
             raise LinAlgError(message)
-        results = function(_identities(each[0], failed), *arrays[1:])
+        results = function(_identities(each[0], failed, given), *arrays[1:])
         bad = bad + failed
     if not bad:
         return results
@@ -161,11 +163,15 @@ def _failing(function, arrays, axes, first, known=True):
     return found
 
 
-def _identities(a, indices):
-    """A copy of matrices ``a`` with identities at the batch ``indices``."""
+def _identities(a, indices, like):
+    """A copy of matrices ``a`` with identities at the batch ``indices``, of the type of the
+    caller's array ``like`` where it is a subclass of its shape (a ``numpy.matrix``: NumPy's
+    functions then wrap their results as they would ``like``'s)."""
     patched = numpy.array(a)
     for index in indices:
         patched[index] = numpy.eye(*patched.shape[-2:], dtype=patched.dtype)
+    if type(like) is not numpy.ndarray and patched.shape == like.shape:
+        patched = patched.view(type(like))
     return patched
 
 

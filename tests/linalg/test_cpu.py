@@ -327,7 +327,8 @@ def test_numpy_matrices_are_read(check):
 @pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # (numpy.matrix's own)
 def test_a_numpy_matrix_holding_a_nan_is_named_or_gives_nan():
     """The finite checks read a ``numpy.matrix`` as one matrix (batch index ()), and a
-    function that does not check gives NaN where it did not run."""
+    function that does not check gives NaN where it did not run, of the type NumPy's gives
+    (a matrix where NumPy wraps its result as one, as for a finite matrix)."""
     from accelmath import linalg
 
     m = np.matrix(4 * np.eye(3))
@@ -335,8 +336,12 @@ def test_a_numpy_matrix_holding_a_nan_is_named_or_gives_nan():
     for call in (lambda: linalg.lu_factor(m), lambda: linalg.cholesky(m)):
         with pytest.raises(LinAlgError, match=r"batch index \(\)"):
             call()
-    for result in (linalg.cholesky(m, check=False), linalg.eigvalsh(m, check=False)):
-        assert np.isnan(np.asarray(result)).all()
+    for name in ("cholesky", "eigvalsh", "eigh"):
+        got = getattr(linalg, name)(m, check=False)
+        kinds = getattr(np.linalg, name)(np.matrix(4 * np.eye(3)))  # (NumPy's types)
+        got, kinds = (got, kinds) if isinstance(got, tuple) else ((got,), (kinds,))
+        for value, kind in zip(got, kinds):
+            assert np.isnan(np.asarray(value)).all() and type(value) is type(kind), name
 
 
 def test_a_cholesky_factor_is_a_new_array_of_the_matrixs_package():
