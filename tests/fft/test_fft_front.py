@@ -3,6 +3,9 @@
 real functions, the memo, the C front and its table run as they do on a GPU."""
 
 import itertools
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -92,3 +95,30 @@ def test_a_key_taken_by_another_call_keeps_nothing(stand_in, monkeypatch):
     monkeypatch.undo()
     accelmath.fft.fft(x)
     assert len(_transform.dispatcher._front) == 1
+
+
+def test_every_public_function_is_its_front_and_stays_a_function_to_its_readers():
+    import inspect
+    import pickle
+
+    from accelmath import linalg
+
+    names = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2",
+             "irfft2", "fftn", "ifftn", "rfftn", "irfftn", "hfft2", "ihfft2", "hfftn", "ihfftn"]
+    functions = [(getattr(accelmath.fft, n), n, "accelmath.fft") for n in names]
+    functions.append((linalg.matmul, "matmul", "accelmath.linalg"))
+    for f, name, module in functions:
+        assert type(f).__name__ == "Front" and f.__name__ == name and f.__module__ == module
+        assert inspect.isroutine(f) and f.__doc__ == f.__wrapped__.__doc__
+        assert inspect.signature(f) == inspect.signature(f.__wrapped__)
+        assert pickle.loads(pickle.dumps(f)) is f
+
+
+def test_without_the_call_shim_the_functions_are_plain_functions():
+    code = ("import types, numpy as np, accelmath.fft as f; from accelmath import linalg; "
+            "assert isinstance(f.fft, types.FunctionType), f.fft; "
+            "assert isinstance(linalg.matmul, types.FunctionType); "
+            "assert np.allclose(f.fft(np.arange(4.0)), np.fft.fft(np.arange(4.0)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "ACCELMATH_HOSTCALL": "0"})
+    assert done.returncode == 0, done.stderr
