@@ -17,8 +17,9 @@ validated never hits. A domain puts a *front* before its public functions
 keyed in C by the arguments as given and the arrays' type, shape and dtype (not their
 strides), each leading to the launcher of the last plan a call of that key ran, which checks
 the operands itself (the call shim's readers) and answers :data:`MISS` where they do not fit;
-a miss goes on to the function, told its key (:meth:`Dispatcher.taken`) so that the memo can
-put it in the front.
+a miss goes on to the function, told its key (:meth:`Dispatcher.taken`): the memo offers its
+plan's launcher with the call's result (:meth:`Dispatcher.remember_front`), and the front
+keeps it once the function returns that very result.
 
 Host data runs on the device (``execution="cuda"``) through :func:`to_device`, and comes
 back through :func:`to_host`.

@@ -263,13 +263,15 @@ class FFT(Plan):
         stateless functions' front (:meth:`~accelmath._core.dispatch.Dispatcher.fronted`),
         whose key found the operand's shape and dtype to be the plan's already (its reader
         leaves those out). None where it would not be in C (a host or fused plan, a freed
-        one, no call shim); made on the first call."""
+        one, no call shim, results of an immutable kind, JAX's, which the call shim does not
+        allocate); made on the first call."""
         direction = "inverse" if inverse else "forward"
         found = self._fronts.get(direction, False)
         if found is False:
             call, executor = self._calls.get(direction), self._executor
             found = None
-            if call is not None and executor is not None and self._fusion is None:
+            if (call is not None and executor is not None and self._fusion is None
+                    and not self._adapter.immutable):
                 run = self._launcher(call.direct, executor.resources.local,
                                      executor.align_mask, slow=missed,
                                      inputs=((self._type, self._front_read, None),))
