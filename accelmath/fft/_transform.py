@@ -43,8 +43,8 @@ from accelmath.fft._package_layouts import package_fft_strides
 from accelmath.fft._plan import FFT
 from accelmath.fft._records import CallKey, Checked, PlanKey, record
 
-__all__ = ["transform", "front", "recalled", "read_operand", "dispatcher", "HostCall", "cache_info",
-           "clear_cache", "set_cache_limits", "wait_for_drops"]
+__all__ = ["transform", "front", "recalled", "read_operand", "dispatcher", "HostCall",
+           "cache_info", "clear_cache", "set_cache_limits", "wait_for_drops"]
 
 #: The plan caches and call memo of the FFT functions.
 dispatcher = Dispatcher()
@@ -159,10 +159,13 @@ def transform(call, x, out, stream):
                     return _run_host(entry, x, out)
                 if stream is None:  # (in C, where the plan's launcher takes x)
                     result = entry.direction_runs[call.inverse](x)
-                    front = entry.front_run(call.inverse) if out is None else None
-                    if front is not None:
-                        dispatcher.remember_front(front_key, result, key, entry, front,
-                                                  x.__class__)
+                    # (a keyed call offers its plan's launcher; any other, once, its type)
+                    if out is None and (front_key is not None
+                                        or x.__class__ not in dispatcher.front_types):
+                        front = entry.front_run(call.inverse)
+                        if front is not None:
+                            dispatcher.remember_front(front_key, result, key, entry, front,
+                                                      x.__class__)
                     return result
                 return entry.execute(x, direction=_DIRECTIONS[call.inverse], stream=stream)
     if key is not None:

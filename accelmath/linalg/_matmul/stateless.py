@@ -231,7 +231,9 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, a
         plan = dispatcher.recall(call.key)
         if plan is not None:
             result = _run(plan, a, b, c, bias, aux, out, alpha, beta, stream)
-            if b.__class__ is a.__class__:  # (a key: a plain call; else the type alone)
+            # (a keyed call, a plain one, offers its plan's launcher; any other, once, its type)
+            if b.__class__ is a.__class__ and (front_key is not None
+                                               or a.__class__ not in dispatcher.front_types):
                 front = plan.front_run()
                 if front is not None:
                     dispatcher.remember_front(front_key, result, call.key, plan, front,
