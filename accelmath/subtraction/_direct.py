@@ -131,6 +131,7 @@ extern "C" __global__ void __launch_bounds__(THREADS) sfft_direct(
 """
 
 
+@functools.lru_cache(maxsize=16)
 def _groups(terms):
     """The order in which the kernel reads the terms (by power of x, then of y) and its
     ``GROUPS``: ``G(i, first, j...)`` per power ``i`` of x."""
