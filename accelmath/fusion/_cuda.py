@@ -372,19 +372,19 @@ def element_source(expression, ndim, axis=None, result=None, flat=False, narrow=
     function returns ``result`` (default: the expression's dtype), converted as ``astype``.
 
     With an ``axis`` (0 or 1), two functions of the element's coordinates ``row`` along
-    ``axis``, ``col`` the flat index over the axes after it and ``b`` along the one axis
-    before it (where there is one): ``Loaded accelmath_load(long long b, long long row, long
-    long col, const Element &e)`` reads the further arrays' values there, and ``R
-    accelmath_element(E element, const Loaded &l, long long b, long long row, long long col,
-    const Element &e)`` computes from them (a kernel reads a batch of values before it needs
-    them, each read's latency hidden by the others and by the work between). Without: ``R accelmath_element(E element, long long i, const Element &e)``,
-    ``i`` the element's flat index in C order. There, ``flat`` says that every further array
-    is dense over the trailing axes it spans (broadcast along the others): array ``j``'s
-    offset is ``i`` modulo ``e.d.strides[j][0]``, which holds its element count, and the
-    coordinates are found only where ``index`` or ``frequency`` ask; ``narrow`` that ``i``
-    (or ``col``) is below 2^32 (32-bit division, several times faster). ``internal`` puts the function and its
-    structs in an unnamed namespace, so that two such sources linked together (a plan's load
-    and store callbacks) keep their own."""
+    ``axis``, ``col`` the flat index over the axes after it and ``b`` along the one axis before
+    it (where there is one): ``Loaded accelmath_load(long long b, long long row, long long col,
+    const Element &e)`` reads the further arrays' values there, and ``R accelmath_element(E
+    element, const Loaded &l, long long b, long long row, long long col, const Element &e)``
+    computes from them (a kernel reads a batch of values before it needs them, each read's
+    latency hidden by the others and by the work between). Without: ``R accelmath_element(E
+    element, long long i, const Element &e)``, ``i`` the element's flat index in C order. There,
+    ``flat`` says that every further array is dense over the trailing axes it spans (broadcast
+    along the others): array ``j``'s offset is ``i`` modulo ``e.d.strides[j][0]``, which holds
+    its element count, and the coordinates are found only where ``index`` or ``frequency`` ask;
+    ``narrow`` that ``i`` (or ``col``) is below 2^32 (32-bit division, several times faster).
+    ``internal`` puts the function and its structs in an unnamed namespace, so that two such
+    sources linked together (a plan's load and store callbacks) keep their own."""
     if ndim > MAX_DIMS or (axis is not None and axis > 1):
         raise InvalidArgumentError(f"a fused pass takes at most {MAX_DIMS} dimensions and one "
                                    "axis before its own")
