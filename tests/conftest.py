@@ -17,6 +17,9 @@ _STORES = []  # the stores made for a run, removed at its end
 
 
 def pytest_configure(config):
+    # JAX takes 75% of the GPU's memory when first imported unless told not to; a test module
+    # imports it at collection, in every worker of a parallel run
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     # the tests' own on-disk store (choices and compiled code), not the user's
     if not os.environ.get("ACCELMATH_CACHE_DIR"):
         os.environ["ACCELMATH_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelmath-tests-")
@@ -116,7 +119,6 @@ def torch_cuda():
 @pytest.fixture
 def jax_gpu():
     """The jax module, with a GPU and 64-bit types (skips without either)."""
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     jax = pytest.importorskip("jax")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("JAX without a GPU")

@@ -1,8 +1,6 @@
 """Operands of device arrays (CuPy, CUDA torch, JAX on a GPU): zero copy, streams, the
 fast-path readers, and gradients refused on the GPU paths of accelmath.fft."""
 
-import os
-
 import numpy as np
 import pytest
 
@@ -148,7 +146,6 @@ def test_cuda_core_stream():
 
 
 def test_jax_operand():
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     jax = pytest.importorskip("jax")
     if not any(d.platform == "gpu" for d in jax.devices()):
         pytest.skip("JAX without a GPU")
