@@ -1,13 +1,22 @@
-/* Front(function, learn, table, types, arrays, names, miss, home), part of
- * accelmath._core._hostcall: a public function's commonest calls made from a table of C
- * launchers without entering the interpreter; every other call goes to function.
+/* Front(function, learn, table, types, arrays, names, miss, home, functions, codes,
+ * operands), part of accelmath._core._hostcall: a public function's commonest calls made from
+ * a table of C launchers without entering the interpreter; every other call goes to function.
  *
  * A call f(x0, ..., x{arrays-1}, v...) whose first `arrays` arguments are positional arrays of
  * a type in the set `types`, and whose further arguments (positional, or keywords named in
  * the tuple `names`; positionally at most len(names)) are each an exact int, an exact str,
  * None, or a tuple of exact ints (a bool or a float would equal an int in a dict), has a key:
  *   (self, type(x0), x0.shape, x0.dtype, ..., v..., kwnames or None).
- * Where table[key] is (run, entry, clock), run(x0, ...) is called: its result is returned
+ * Two kinds of keywords hold other values:
+ * - one named in the tuple `functions`: a Python function (no defaults) whose code is in the
+ *   dict `codes`, `codes[code]` the tuple of global names it reads; its part of the key is
+ *   (code, id(w)..., w...), w the values it reads (its closure's cells, then those globals,
+ *   `miss` for one absent): keyed by identity, each held by the key;
+ * - one named in the tuple `operands`: a tuple of arrays of a type in `types` and exact
+ *   ints, floats and complex numbers, or None; its part is the tuple of (type, shape, dtype)
+ *   of each array and the type of each number, and the tuple itself is passed on to run.
+ * Where table[key] is (run, entry, clock), run(x0, ..., t...) is called (t the operand
+ * tuples, in the keywords' order): its result is returned
  * (entry[1] = next(clock) first: the plan cache's recency stamp) unless it is `miss`. A key
  * not in the table, or a run that answers `miss`, goes to learn(key, *args, **kwargs),
  * which calls function and may put the key in the table; any other call goes to function
@@ -18,6 +27,7 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     PyObject *function, *learn, *table, *types, *names, *miss, *home;
+    PyObject *functions, *codes, *operands;
     PyObject *weakrefs; /* (a function may be referred to weakly) */
     Py_ssize_t arrays;
 } Front;
@@ -40,27 +50,114 @@ static int plain(PyObject *obj) {
     return 1;
 }
 
-/* Whether name (a keyword's name) is one of self->names. */
-static int admitted(Front *self, PyObject *name) {
-    Py_ssize_t n = PyTuple_GET_SIZE(self->names);
+/* Whether name (a keyword's name) is one of the tuple names. */
+static int named(PyObject *names, PyObject *name) {
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyTuple_GET_ITEM(self->names, i) == name) { /* interned, as a rule */
+        if (PyTuple_GET_ITEM(names, i) == name) { /* interned, as a rule */
             return 1;
         }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (PyUnicode_Compare(PyTuple_GET_ITEM(self->names, i), name) == 0) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(names, i), name) == 0) {
             return 1;
         }
     }
     return 0;
 }
 
+/* A function's part of a key (see the top; a new reference), NULL with no error where it has
+ * none. */
+static PyObject *function_part(Front *self, PyObject *fn) {
+    if (!PyFunction_Check(fn) || PyFunction_GET_DEFAULTS(fn) != NULL ||
+        PyFunction_GET_KW_DEFAULTS(fn) != NULL) {
+        return NULL;
+    }
+    PyObject *code = PyFunction_GET_CODE(fn);
+    PyObject *names = PyDict_GetItemWithError(self->codes, code);
+    if (names == NULL || !PyTuple_CheckExact(names)) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyObject *closure = PyFunction_GET_CLOSURE(fn);
+    PyObject *globals = PyFunction_GET_GLOBALS(fn);
+    Py_ssize_t cells = closure == NULL ? 0 : PyTuple_GET_SIZE(closure);
+    Py_ssize_t n = cells + PyTuple_GET_SIZE(names);
+    PyObject *part = PyTuple_New(1 + 2 * n);
+    if (part == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    PyTuple_SET_ITEM(part, 0, Py_NewRef(code));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value;
+        if (i < cells) {
+            value = PyCell_GET(PyTuple_GET_ITEM(closure, i));
+            if (value == NULL) { /* (an empty cell) */
+                Py_DECREF(part);
+                return NULL;
+            }
+        } else {
+            value = PyDict_GetItemWithError(globals, PyTuple_GET_ITEM(names, i - cells));
+            if (value == NULL) {
+                if (PyErr_Occurred()) {
+                    PyErr_Clear();
+                    Py_DECREF(part);
+                    return NULL;
+                }
+                value = self->miss;
+            }
+        }
+        PyObject *id = PyLong_FromVoidPtr(value);
+        if (id == NULL) {
+            PyErr_Clear();
+            Py_DECREF(part);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(part, 1 + i, id);
+        PyTuple_SET_ITEM(part, 1 + n + i, Py_NewRef(value));
+    }
+    return part;
+}
+
+/* An operand tuple's part of a key (see the top; a new reference), NULL with no error where
+ * it has none, NULL with an error where reading an array's shape or dtype raised. */
+static PyObject *operands_part(Front *self, PyObject *values) {
+    Py_ssize_t n = PyTuple_GET_SIZE(values);
+    PyObject *part = PyTuple_New(n);
+    if (part == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyTuple_GET_ITEM(values, i), *item;
+        if (PyFloat_CheckExact(v) || PyLong_CheckExact(v) || PyComplex_CheckExact(v)) {
+            item = Py_NewRef((PyObject *)Py_TYPE(v));
+        } else if (PySet_Contains(self->types, (PyObject *)Py_TYPE(v)) == 1) {
+            PyObject *shape = PyObject_GetAttr(v, str_shape);
+            PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(v, str_dtype);
+            item = dtype == NULL ? NULL : PyTuple_Pack(3, (PyObject *)Py_TYPE(v), shape, dtype);
+            Py_XDECREF(shape);
+            Py_XDECREF(dtype);
+            if (item == NULL) {
+                Py_DECREF(part);
+                return NULL;
+            }
+        } else {
+            Py_DECREF(part);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(part, i, item);
+    }
+    return part;
+}
+
 /* The call's key (a new reference), NULL with no error where the call has none, NULL with
- * an error where reading an array's shape or dtype raised. */
+ * an error where reading an array's shape or dtype raised. The operand tuples, borrowed from
+ * the call, go to passed[0...] and their count to *npassed. */
 static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
+                        PyObject *kwnames, PyObject **passed, Py_ssize_t *npassed) {
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    *npassed = 0;
     if (nargs < self->arrays || nargs - self->arrays > PyTuple_GET_SIZE(self->names)) {
         return NULL;
     }
@@ -70,14 +167,30 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL; /* (a type is hashable: no error) */
         }
     }
-    for (Py_ssize_t i = self->arrays; i < nargs + nkw; i++) {
+    for (Py_ssize_t i = self->arrays; i < nargs; i++) {
         if (!plain(args[i])) {
             return NULL;
         }
     }
+    int hashed = 0; /* (whether the key holds values of any type: hashed here, once) */
+    char kinds[MAX_ARGS]; /* per keyword: 0 named, 1 a function, 2 an operand tuple */
     for (Py_ssize_t i = 0; i < nkw; i++) {
-        if (!admitted(self, PyTuple_GET_ITEM(kwnames, i))) {
-            return NULL;
+        PyObject *name = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
+        if (named(self->names, name)) {
+            kinds[i] = 0;
+            if (!plain(v)) {
+                return NULL;
+            }
+        } else if (named(self->functions, name)) {
+            kinds[i] = 1;
+            hashed |= v != Py_None;
+        } else if (named(self->operands, name)) {
+            kinds[i] = 2;
+            if (v != Py_None && !PyTuple_CheckExact(v)) {
+                return NULL;
+            }
+        } else {
+            return NULL; /* (distinct admitted names are fewer than MAX_ARGS) */
         }
     }
     Py_ssize_t size = 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1;
@@ -100,15 +213,38 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         PyTuple_SET_ITEM(key, k++, dtype);
     }
     for (Py_ssize_t i = self->arrays; i < nargs + nkw; i++) {
-        PyTuple_SET_ITEM(key, k++, Py_NewRef(args[i]));
+        PyObject *v = args[i], *part;
+        int kind = i < nargs || v == Py_None ? 0 : kinds[i - nargs];
+        if (kind == 0) {
+            part = Py_NewRef(v);
+        } else if (kind == 2) {
+            part = operands_part(self, v);
+            passed[(*npassed)++] = v;
+        } else {
+            part = function_part(self, v);
+        }
+        if (part == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(key, k++, part);
     }
     PyTuple_SET_ITEM(key, k++, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
+    if (hashed && PyObject_Hash(key) == -1) { /* (a value read that is not hashable) */
+        Py_DECREF(key);
+        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+        }
+        return NULL;
+    }
     return key;
 }
 
-/* run(x0, ...) of the table's entry for key: a new reference, NULL with no error where
- * there is none or it answered miss, NULL with an error where it raised. */
-static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args) {
+/* run(x0, ..., t...) of the table's entry for key (t: the npassed operand tuples): a new
+ * reference, NULL with no error where there is none or it answered miss, NULL with an error
+ * where it raised. */
+static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args,
+                           PyObject *const *passed, Py_ssize_t npassed) {
     PyObject *found = PyDict_GetItemWithError(self->table, key);
     if (found == NULL) {
         return NULL; /* (an error only where a shape or dtype compares with one) */
@@ -122,8 +258,15 @@ static PyObject *run_entry(Front *self, PyObject *key, PyObject *const *args) {
         return NULL;
     }
     Py_INCREF(found); /* (another thread may empty the table meanwhile) */
-    PyObject *result = PyObject_Vectorcall(PyTuple_GET_ITEM(found, 0), args,
-                                           (size_t)self->arrays, NULL);
+    PyObject *all[2 * MAX_ARGS];
+    for (Py_ssize_t i = 0; i < self->arrays; i++) {
+        all[i] = args[i];
+    }
+    for (Py_ssize_t i = 0; i < npassed; i++) {
+        all[self->arrays + i] = passed[i];
+    }
+    PyObject *result = PyObject_Vectorcall(PyTuple_GET_ITEM(found, 0), all,
+                                           (size_t)(self->arrays + npassed), NULL);
     if (result == self->miss) {
         Py_CLEAR(result);
     } else if (result != NULL) {
@@ -168,15 +311,16 @@ static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t
         PyErr_SetString(PyExc_RuntimeError, "Front: called after it was cleared");
         return NULL;
     }
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    PyObject *key = key_of(self, args, nargs, kwnames);
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf), npassed;
+    PyObject *passed[MAX_ARGS];
+    PyObject *key = key_of(self, args, nargs, kwnames, passed, &npassed);
     if (key == NULL) {
         if (PyErr_Occurred()) {
             return NULL;
         }
         return PyObject_Vectorcall(self->function, args, nargsf, kwnames);
     }
-    PyObject *result = run_entry(self, key, args);
+    PyObject *result = run_entry(self, key, args, passed, npassed);
     if (result == NULL && !PyErr_Occurred()) {
         result = call_learn(self, key, args, nargs, kwnames);
     }
@@ -186,12 +330,15 @@ static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t
 
 static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
     static char *keywords[] = {"function", "learn", "table", "types", "arrays", "names", "miss",
-                               "home", NULL};
-    PyObject *function, *learn, *table, *types, *names, *miss, *home;
+                               "home", "functions", "codes", "operands", NULL};
+    PyObject *function, *learn, *table, *types, *names, *miss, *home, *functions = NULL,
+        *codes = NULL, *operands = NULL;
     Py_ssize_t arrays;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!nO!OU:Front", keywords, &function,
-                                     &learn, &PyDict_Type, &table, &PySet_Type, &types,
-                                     &arrays, &PyTuple_Type, &names, &miss, &home)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO!O!nO!OU|O!O!O!:Front", keywords,
+                                     &function, &learn, &PyDict_Type, &table, &PySet_Type,
+                                     &types, &arrays, &PyTuple_Type, &names, &miss, &home,
+                                     &PyTuple_Type, &functions, &PyDict_Type, &codes,
+                                     &PyTuple_Type, &operands)) {
         return NULL;
     }
     if (!PyCallable_Check(function) || !PyCallable_Check(learn)) {
@@ -203,18 +350,36 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                      MAX_ARGS);
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
-        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(names, i))) {
-            PyErr_SetString(PyExc_TypeError, "Front: names should be a tuple of str");
-            return NULL;
+    PyObject *empty = PyTuple_New(0), *lists[3];
+    if (empty == NULL) {
+        return NULL;
+    }
+    functions = functions == NULL ? empty : functions;
+    operands = operands == NULL ? empty : operands;
+    lists[0] = names, lists[1] = functions, lists[2] = operands;
+    for (int j = 0; j < 3; j++) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(lists[j]); i++) {
+            if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(lists[j], i))) {
+                PyErr_SetString(PyExc_TypeError,
+                                "Front: names, functions and operands should be tuples of str");
+                Py_DECREF(empty);
+                return NULL;
+            }
         }
     }
-    if (arrays + PyTuple_GET_SIZE(names) >= MAX_ARGS) {
+    if (arrays + PyTuple_GET_SIZE(names) + PyTuple_GET_SIZE(functions) +
+            PyTuple_GET_SIZE(operands) >= MAX_ARGS) {
         PyErr_Format(PyExc_ValueError, "Front: at most %d arguments in a key", MAX_ARGS - 1);
+        Py_DECREF(empty);
         return NULL;
     }
     Front *self = (Front *)type->tp_alloc(type, 0);
-    if (self == NULL) {
+    if (self != NULL) {
+        self->codes = codes == NULL ? PyDict_New() : Py_NewRef(codes);
+    }
+    if (self == NULL || self->codes == NULL) {
+        Py_XDECREF(self);
+        Py_DECREF(empty);
         return NULL;
     }
     self->vectorcall = front_vectorcall;
@@ -225,6 +390,9 @@ static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
     self->names = Py_NewRef(names);
     self->miss = Py_NewRef(miss);
     self->home = Py_NewRef(home);
+    self->functions = Py_NewRef(functions);
+    self->operands = Py_NewRef(operands);
+    Py_DECREF(empty);
     self->arrays = arrays;
     return (PyObject *)self;
 }
@@ -238,6 +406,9 @@ static int front_traverse(PyObject *self_, visitproc visit, void *arg) {
     Py_VISIT(self->names);
     Py_VISIT(self->miss);
     Py_VISIT(self->home);
+    Py_VISIT(self->functions);
+    Py_VISIT(self->codes);
+    Py_VISIT(self->operands);
     return 0;
 }
 
@@ -250,6 +421,9 @@ static int front_clear(PyObject *self_) {
     Py_CLEAR(self->names);
     Py_CLEAR(self->miss);
     Py_CLEAR(self->home);
+    Py_CLEAR(self->functions);
+    Py_CLEAR(self->codes);
+    Py_CLEAR(self->operands);
     return 0;
 }
 

@@ -420,7 +420,8 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0 ||
-        PyType_Ready(&ReaderType) < 0 || front_ready() < 0) {
+        PyType_Ready(&ReaderType) < 0 || PyType_Ready(&ChainType) < 0 ||
+        front_ready() < 0) {
         return NULL;
     }
     for (int k = 0; k < SLOT_NAMES; k++) {
@@ -442,6 +443,7 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
         PyModule_AddObjectRef(m, "Launch", (PyObject *)&LaunchType) < 0 ||
         PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
         PyModule_AddObjectRef(m, "Front", (PyObject *)&FrontType) < 0 ||
+        PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0 ||
         PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {
         Py_DECREF(m);

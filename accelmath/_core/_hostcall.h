@@ -1,6 +1,6 @@
-/* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c, _function.c
- * _reader.c and _front.c): one machine word per argument, Function (a C function of word arguments,
- * _function.c) and the types the module registers. */
+/* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
+ * _function.c, _reader.c, _front.c and _chain.c): one machine word per argument, Function (a C
+ * function of word arguments, _function.c) and the types the module registers. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
 #define PY_SSIZE_T_CLEAN
@@ -12,7 +12,7 @@
 #define MAX_ARGS 16
 /* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
  * what a type takes or does, so that a build older than the Python code is not used. */
-#define INTERFACE 3
+#define INTERFACE 4
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
@@ -44,6 +44,7 @@ int call_words(void *f, Py_ssize_t n, const W *a);
 extern PyTypeObject FunctionType; /* _function.c */
 extern PyTypeObject ReaderType;   /* _reader.c */
 extern PyTypeObject FrontType;    /* _front.c */
+extern PyTypeObject ChainType;    /* _chain.c */
 
 /* Ready FrontType and its strings (0, -1 on an error). */
 int front_ready(void);

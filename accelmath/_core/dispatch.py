@@ -98,6 +98,9 @@ class Dispatcher:
         #: The array types a front was offered for: the fronts key calls on those alone (a
         #: set read without a lock; types are only added)
         self.front_types = set()
+        #: ``{code: global names}``: the code of the fused functions the fronts may key (see
+        #: :func:`accelmath._core.hostcall.front`; at most ``max_calls``)
+        self.codes = {}
         self._pending = _Pending()
 
     def cache(self, device_id):
@@ -132,12 +135,14 @@ class Dispatcher:
             return entry.cache.get(entry.key)
         return entry
 
-    def fronted(self, function, home, arrays=1, names=()):
+    def fronted(self, function, home, arrays=1, names=(), functions=(), operands=()):
         """Public function ``function`` with the front before it (see the module docstring
         and :func:`accelmath._core.hostcall.front`): its calls of ``arrays`` leading arrays
-        and further plain arguments among ``names`` are keyed, and a key that is not in the
-        front yet reaches the function through :meth:`taken`; ``home`` is the module the
-        function is public in. ``function`` itself where the call shim is not used."""
+        and further plain arguments among ``names`` (and fused functions among the keywords
+        ``functions``, of code in :attr:`codes`, with operand tuples among ``operands``) are
+        keyed, and a key that is not in the front yet reaches the function through
+        :meth:`taken`; ``home`` is the module the function is public in. ``function`` itself
+        where the call shim is not used."""
         pending = self._pending
 
         def learn(key, *args, **kwargs):
@@ -155,7 +160,7 @@ class Dispatcher:
             return result
 
         return hostcall.front(function, learn, self._front, self.front_types, arrays, names,
-                              MISS, home)
+                              MISS, home, functions, self.codes, operands)
 
     def taken(self):
         """The front key of the call this thread is making (None: none), taken: a call
@@ -178,6 +183,15 @@ class Dispatcher:
             self.front_types.add(array_type)
         if key is not None:
             self._pending.offer = (key, result, call, plan, run)
+
+    def key_code(self, code, names):
+        """Let the fronts key fused functions of ``code``, which reads the globals ``names``
+        (see :attr:`codes`)."""
+        codes = self.codes
+        if code not in codes:
+            if len(codes) >= self._max_calls:
+                codes.clear()
+            codes[code] = names
 
     def _keep(self, key, call, plan, run):
         entry = self._calls.get(call)

@@ -3,7 +3,7 @@
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
 a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small
 CPython extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``,
-``_front.c``) when accelmath is installed, calls status-returning C functions of up to 16
+``_front.c``, ``_chain.c``) when accelmath is installed, calls status-returning C functions of up to 16
 integer and pointer arguments for a tenth of that; :func:`front` puts a table of such calls
 before a public function. It is an optional extension: where it was not built (no C compiler
 at install time) or ``ACCELMATH_HOSTCALL=0``, :func:`fast` returns the ctypes function itself,
@@ -19,11 +19,11 @@ from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "fast", "front", "launcher", "reader", "status"]
+__all__ = ["BoundCall", "chain", "fast", "front", "launcher", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
-_INTERFACE = 3  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
+_INTERFACE = 4  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
@@ -179,7 +179,8 @@ def launcher(slow, calls, inputs, out_readers, allocate, current_stream, local, 
                          local, mask)
 
 
-def front(function, learn, table, types, arrays, names, miss, home):
+def front(function, learn, table, types, arrays, names, miss, home, functions=(), codes=None,
+          operands=()):
     """``function`` with its commonest calls made from ``table`` in C, else ``function``.
 
     The returned callable does what ``function`` does. A call ``f(x0, ..., v...)`` whose first
@@ -193,6 +194,17 @@ def front(function, learn, table, types, arrays, names, miss, home):
     that answers ``miss``, goes to ``learn(key, *args, **kwargs)``, which calls ``function``
     and may put the key in the table; any other call goes to ``function``. Exceptions of
     ``run``, ``learn`` and ``function`` propagate.
+
+    Two kinds of keywords hold other values (a fused function and its operands):
+
+    - one named in ``functions``: a Python function without defaults whose code is in
+      ``codes`` (``codes[code]``: the global names it reads, a tuple); its part of the key is
+      ``(code, id(w)..., w...)``, ``w`` the values it reads (its closure's cells, then those
+      globals, ``miss`` for one that is absent), so it is keyed by what it reads, by identity;
+    - one named in ``operands``: None, or a tuple of arrays of a type in ``types`` and exact
+      ints, floats and complex numbers; its part of the key is the tuple of each array's
+      ``(type, shape, dtype)`` and each number's type, and the tuple itself is passed on to
+      ``run`` after the arrays (``run(x0, ..., t...)``, in the keywords' order).
 
     Parameters
     ----------
@@ -213,6 +225,10 @@ def front(function, learn, table, types, arrays, names, miss, home):
     home : str
         The module the function is public in: its ``__module__``, where pickling finds it
         by name.
+    functions, operands : tuple of str, optional
+        The keywords that hold a function and operand tuples (see above).
+    codes : dict, optional
+        ``{code: global names}``: the functions' code that may be keyed (read at each call).
 
     Returns
     -------
@@ -241,7 +257,57 @@ def front(function, learn, table, types, arrays, names, miss, home):
     module = _extension()
     if module is None:
         return function
-    return module.Front(function, learn, table, types, arrays, tuple(names), miss, home)
+    return module.Front(function, learn, table, types, arrays, tuple(names), miss, home,
+                        tuple(functions), {} if codes is None else codes, tuple(operands))
+
+
+def chain(first, pointer, elements, words, nwords, launch, head, parameters, stream, fail,
+          context_get, context, miss, keep):
+    """A launcher's call followed by one kernel over its result, in C: a front's ``run`` for
+    a transform and its fused epilogue; None where the call shim is not used.
+
+    ``chain(x, values=())`` reads ``values`` first: ``elements[k]`` describes ``values[k]``,
+    ``("a", read, align, word)`` for an array (``read(v)`` its address where it has the layout
+    the kernel was made for, else None; a multiple of ``align``; written to word ``word``) or
+    ``(code, address)`` for a number, written at ``address`` (16 bytes there) as ``code``
+    says (``"q"`` an exact int as a long long, ``"d"`` an exact float as a double, ``"D"`` an
+    exact complex as two doubles). Then ``y = first(x)``, its address ``pointer(y)`` written to
+    words 0 and ``nwords - 1`` (the kernel's first input and its result), and the kernel
+    launched: ``cuLaunchKernel(*head, stream(), parameters, NULL)``, no other thread writing
+    the words between. It returns ``y``; ``miss`` where ``first`` answers ``miss``, a value
+    does not fit (another count, type or layout, or an int beyond 64 bits) or the current
+    context (``context_get``: the address of ``cuCtxGetCurrent``) is not ``context``, before
+    anything ran; a failed launch goes to ``fail(status)``, which raises.
+
+    Parameters
+    ----------
+    first, pointer, stream, fail : callable
+    elements : tuple
+    words, launch, parameters, context_get, context : int
+        Addresses: of the word array, of ``cuLaunchKernel``, of the kernel's parameter array,
+        of ``cuCtxGetCurrent``, and the ``CUcontext`` the kernel was loaded in.
+    nwords : int
+    head : tuple of 8 ints
+        The function, the grid's and the block's dimensions, the dynamic shared memory.
+    miss : object
+    keep : object
+        Held by the chain: what the addresses point into.
+
+    Returns
+    -------
+    callable or None
+
+    Examples
+    --------
+    >>> from accelmath._core import hostcall
+    >>> hostcall.chain is not None
+    True
+    """
+    module = _extension()
+    if module is None:
+        return None
+    return module.Chain(first, pointer, tuple(elements), words, nwords, launch, tuple(head),
+                        parameters, stream, fail, context_get, context, miss, keep)
 
 
 def reader(checks, pointer):

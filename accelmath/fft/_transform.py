@@ -126,9 +126,11 @@ class HostCall(NamedTuple):
 def front(function, names):
     """Public function ``function`` of :mod:`accelmath.fft` (whose calls end in
     :func:`transform`) with the memo's front before it: calls of an array and plain values of
-    the parameters ``names`` (length, axes, norm) run the plan an identical call ran, in C
+    the parameters ``names`` (length, axes, norm), with or without an epilogue and its
+    ``epilogue_args``, run what an identical call ran, in C
     (:meth:`~accelmath._core.dispatch.Dispatcher.fronted`)."""
-    return dispatcher.fronted(function, "accelmath.fft", 1, names)
+    return dispatcher.fronted(function, "accelmath.fft", 1, names, ("epilogue",),
+                              ("epilogue_args",))
 
 
 def transform(call, x, out, stream):

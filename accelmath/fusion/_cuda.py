@@ -24,7 +24,7 @@ from accelmath.errors import InvalidArgumentError
 from accelmath.fusion._graph import dtype_name, stand_in
 
 __all__ = ["ELEMENT", "KERNEL", "LOAD", "MAX_DIMS", "Layout", "dims_struct", "element_source",
-           "element_struct", "scalar_argument", "source"]
+           "element_struct", "scalar_argument", "scalar_code", "source"]
 
 KERNEL = "accelmath_fused"
 ELEMENT = "accelmath_element"
@@ -491,6 +491,14 @@ class _Complex128(ctypes.Structure):
 
 class _Complex64(ctypes.Structure):
     _fields_ = [("x", ctypes.c_float), ("y", ctypes.c_float)]
+
+
+def scalar_code(spec):
+    """How :func:`accelmath._core.hostcall.chain` writes a scalar input of ``spec`` that a
+    front keyed (a Python int, float or complex): ``"q"``, ``"d"`` or ``"D"``; None for any
+    other (a bool, a NumPy scalar)."""
+    return {"long long": "q", "double": "d", "c128": "D"}.get(_scalar_parameter(spec)) \
+        if spec.weak else None
 
 
 def scalar_argument(value, spec):

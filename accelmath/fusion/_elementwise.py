@@ -22,7 +22,8 @@ from accelmath.fusion._launch import run
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "arrays_fit", "check_out",
-           "elementwise", "compute", "dtype_of", "function_key", "scalar_signature", "scaled",
+           "elementwise", "compute", "dtype_of", "front_names", "function_key",
+           "scalar_signature", "scaled",
            "traced", "types_of", "value_signature"]
 
 _traced = {}  # (function, with a scale) -> Traced, at most _TRACED_LIMIT
@@ -180,6 +181,16 @@ def function_key(fn):
     except TypeError:
         return fn
     return (code, keys)
+
+
+def front_names(fn):
+    """The global names ``fn`` reads where a front may key it by its code and what it reads
+    (:func:`accelmath._core.hostcall.front`): a plain function without defaults whose
+    :func:`function_key` is not itself; else None."""
+    if (fn.__class__ is not types.FunctionType or fn.__defaults__ is not None
+            or fn.__kwdefaults__ is not None or function_key(fn) is fn):
+        return None
+    return _names(fn.__code__)
 
 
 def _broadcast(shapes, names):

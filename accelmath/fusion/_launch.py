@@ -11,9 +11,11 @@ import threading
 
 import numpy
 
+from accelmath._core import hostcall
 from accelmath._core.gpu import launch, modules
 from accelmath._core.gpu.device import devices, ensure_context
 from accelmath._core.layout import axis_order, contiguous_strides
+from accelmath.bindings import driver
 from accelmath.errors import InvalidArgumentError
 from accelmath.fusion import _cuda
 from accelmath.fusion._evaluate import Axes, normalize_axes
@@ -133,13 +135,14 @@ class KeptLaunch:
     launch); the leading scalars given here, the element count and the ``Dims`` stay."""
 
     __slots__ = ("_function", "_config", "_words", "_parameters", "_slots", "_kept", "_run",
-                 "_lock")
+                 "_lock", "_arrays")
 
     def __init__(self, found, arrays, fixed, free):
         """``found``: :func:`prepared`'s ``(launch, function, config)``; ``arrays`` the array
         inputs' count; ``fixed`` the leading scalars (ctypes values), ``free`` the count of the
         scalars each call gives."""
         launch_, self._function, self._config = found
+        self._arrays = arrays
         self._words = (_cuda.ctypes.c_void_p * (arrays + 1))()  # the inputs', the result's
         base = _cuda.ctypes.addressof(self._words)
         size = _cuda.ctypes.sizeof(_cuda.ctypes.c_void_p)
@@ -151,6 +154,43 @@ class KeptLaunch:
         self._parameters = (_cuda.ctypes.c_void_p * len(words))(*words)
         self._run = launch.kept_launch(self._function, self._config, self._parameters)
         self._lock = threading.Lock()
+
+    def chain(self, first, pointer, readers, codes, stream, device_id, miss):
+        """This kernel in place over the result of launcher ``first``, in C
+        (:func:`accelmath._core.hostcall.chain`), its parameters then written by that alone
+        (a chain takes a launch of its own); None where it would not be in C (no call shim,
+        a launch with attributes, a scalar of a type the chain does not write).
+
+        ``readers``: per further value, ``(read, align)`` for an array (``read`` a keyed
+        reader of its layout), ``(None, 1)`` for a scalar; ``codes``: each scalar's
+        :func:`~accelmath.fusion._cuda.scalar_code`; ``stream`` the current stream's getter,
+        ``pointer`` the result's address."""
+        if self._config._attributes is not None or None in codes:
+            return None
+        numbers = (_cuda.ctypes.c_double * (2 * len(codes)))()
+        base = _cuda.ctypes.addressof(numbers)
+        elements, word, scalar = [], 1, 0
+        for read, align in readers:
+            if read is None:
+                address = base + 16 * scalar
+                self._parameters[self._slots[scalar]] = address
+                elements.append((codes[scalar], address))
+                scalar += 1
+            else:
+                elements.append(("a", read, align, word))
+                word += 1
+        if word != self._arrays or scalar != len(self._slots):
+            return None
+        call, c_name = driver.lib.raw("launch_kernel")
+        context_get, _ = driver.lib.raw("ctx_get_current")
+        ctypes = _cuda.ctypes
+        return hostcall.chain(
+            first, pointer, elements, ctypes.addressof(self._words), len(self._words),
+            ctypes.cast(call, ctypes.c_void_p).value, (self._function.value, *self._config._dims),
+            ctypes.addressof(self._parameters), stream,
+            lambda status: driver.lib.raise_status(c_name, status),
+            ctypes.cast(context_get, ctypes.c_void_p).value, ensure_context(device_id), miss,
+            (self, numbers))
 
     def launch(self, addresses, scalars, stream, device_id):
         """Launch on ``stream`` with the array inputs' and the result's ``addresses`` (ints,

@@ -6,13 +6,18 @@ on the current stream and without ``out=``, that ran as separate passes is remem
 (:class:`_Remembered`): a later call of the same transform, function and argument layouts
 runs the transform's own remembered call and the function's kernel with the new addresses and
 scalars (the prologue's into a new array), without the checks and the tracing its first call
-made.
+made. An epilogue's call that the public function's front keyed (see
+:func:`~accelmath.fft._transform.front`: a function that reads plain values, arrays and
+Python numbers as its arguments) is offered to the front as well: the transform's launcher
+chained with the kernel's launch in C (:meth:`~accelmath.fusion._launch.KeptLaunch.chain`),
+so that a later such call enters no Python.
 """
 
 import math
 from typing import NamedTuple
 
 from accelmath._core.call_key import device_reader, plain
+from accelmath._core.dispatch import MISS
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import wrap_named
@@ -21,15 +26,16 @@ from accelmath.fft import _normalize as norms
 from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fft._fusion.fused import (check_unused, input_context, lengths_of, output_context,
                                          run_epilogue)
-from accelmath.fft._transform import read_operand, recalled, transform
+from accelmath.fft._transform import dispatcher, read_operand, recalled, transform
 from accelmath.fusion import _cuda
-from accelmath.fusion._elementwise import (apply, arguments, function_key, scalar_signature, traced,
-                                           types_of)
+from accelmath.fusion._elementwise import (apply, arguments, front_names, function_key,
+                                           scalar_signature, traced, types_of)
 from accelmath.fusion._graph import is_scalar
 from accelmath.fusion._launch import KeptLaunch, alignment, prepared
 
 __all__ = ["forget", "fused_call"]
 
+_FUNCTION = type(lambda: None)
 
 class _Geometry(NamedTuple):
     """What a fused call of one transform record on inputs of one shape needs besides its
@@ -81,9 +87,15 @@ def forget():
 def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue_args):
     """A stateless transform ``call`` of ``x`` with a prologue and/or an epilogue (see the
     module docstring)."""
-    key = None
+    # (taken first, always: the transform within must not take a fused call's key)
+    front_key, key = dispatcher.taken(), None
     fn, args, unused = ((epilogue, epilogue_args, prologue_args) if prologue is None
                         else (prologue, prologue_args, epilogue_args))
+    if prologue is None and epilogue.__class__ is _FUNCTION and \
+            epilogue.__code__ not in dispatcher.codes:
+        names = front_names(epilogue)  # (so that the front keys the next such call)
+        if names is not None:
+            dispatcher.key_code(epilogue.__code__, names)
     if ((prologue is None or epilogue is None) and fn is not None and out is None
             and stream is None and (unused is None or unused.__class__ is tuple and not unused)):
         key = _key(call, x, fn, args, prologue is not None)
@@ -91,7 +103,9 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
             found = None if key is None else _remembered.get(key)
         except TypeError:  # (an unhashable norm or execution: refused by the checked path)
             found = key = None
-        if found is not None:
+        # (a call the front keyed, where it may be chained for it, is made anew below: the
+        # memo holds no plan, which its cache alone keeps alive)
+        if found is not None and (front_key is None or not found.chained):
             result = found.run(x, key[2], args)  # (key[2]: x's layout key)
             if result is not None:
                 return result
@@ -118,13 +132,14 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
                                     lambda: _with_callbacks(prepared, problem, op, handle),
                                     op.device_id, handle, lambda: separate(key))
     return _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
-                     epilogue_args, key)
+                     epilogue_args, key, front_key)
 
 
 def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilogue,
-              epilogue_args, key):
+              epilogue_args, key, front_key=None):
     """The transform with the prologue and the epilogue as passes of their own; remembered
-    under ``key`` (see :class:`_Remembered`) where that is not None."""
+    under ``key`` (see :class:`_Remembered`) where that is not None, and offered to the front
+    under ``front_key`` where that is not None."""
     if prologue is not None:
         args = arguments(prologue_args, "prologue_args")
         made = apply(prologue, op, (), args, geometry.input_context, stream, name="prologue")
@@ -149,7 +164,9 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
     args = arguments(epilogue_args, "epilogue_args")
     result = run_epilogue(epilogue, y, geometry.scale, args, context, out, stream, in_place=own)
     if key is not None and own and result is y.obj and op.obj is x and y.on_device:
-        _remember(key, geometry, epilogue, y, args, context, epilogue_args)
+        front = _remember(key, geometry, epilogue, y, args, context, epilogue_args)
+        if front is not None:  # (without a key, x's type joins the fronts' for the next call)
+            dispatcher.remember_front(front_key, result, front[1], front[2], front[0], key[1])
     return result
 
 
@@ -262,16 +279,17 @@ class _Remembered:
     arrays and the specs of the scalars each call gives."""
 
     __slots__ = ("transform", "pointer", "readers", "kernel", "specs", "current_stream",
-                 "device_id", "made")
+                 "device_id", "made", "chained")
 
     def __init__(self, transform, pointer, readers, kernel, specs, current_stream, device_id,
-                 made=None):
+                 made=None, chained=False):
         self.transform = transform  # the transform's record (unscaled after an epilogue)
         self.pointer = pointer  # data_ptr of x's kind
         self.readers = readers  # per argument: (data_ptr, alignment) of an array, (None, 1)
         self.kernel, self.specs = kernel, specs
         self.current_stream, self.device_id = current_stream, device_id
         self.made = made  # a prologue's: (make, layout key of what it makes, x's alignment)
+        self.chained = chained  # whether its call was chained in C for the front (_chained)
 
     def run(self, x, layout, args):
         """The call of ``x`` (of layout key ``layout``) and further arguments ``args``: a new
@@ -334,13 +352,43 @@ def _keep(key, remembered):
 
 
 def _remember(key, geometry, fn, y, args, context, given):
-    """Keep what a later call like this one (an epilogue's) needs (see :class:`_Remembered`)."""
+    """Keep what a later call like this one (an epilogue's) needs (see :class:`_Remembered`);
+    what the front may keep for such a call (see :func:`_chained`), or None."""
     readers = _readers(args, given)
     found = None if readers is None else _kernel(fn, [y, geometry.scale, *args], y, context,
                                                  [geometry.scale])
-    if found is not None:
-        _keep(key, _Remembered(geometry.unscaled, y.adapter.data_ptr, readers, *found,
-                               y.adapter.stream_getter(y.device_id), y.device_id))
+    if found is None:
+        return None
+    front = _chained(key, geometry, fn, y, args, context, found[1])
+    _keep(key, _Remembered(geometry.unscaled, y.adapter.data_ptr, readers, *found,
+                           y.adapter.stream_getter(y.device_id), y.device_id,
+                           chained=front is not None))
+    return front
+
+
+def _chained(key, geometry, fn, y, args, context, specs):
+    """``(run, plan key, plan)``: the call remembered under ``key`` chained in C for the
+    front (the transform plan's launcher, then the epilogue's kernel from a launch of its own:
+    :meth:`~accelmath.fusion._launch.KeptLaunch.chain`), with the transform's call key and
+    plan; None where it is not made in C."""
+    plan_key = (geometry.unscaled, False, key[1], key[2])  # (the transform's call key)
+    plan = dispatcher.recall(plan_key)
+    first = getattr(plan, "front_run", None)
+    first = None if first is None else first(geometry.unscaled.inverse)
+    if first is None:
+        return None
+    readers = []
+    for a in args:
+        layout = None if is_scalar(a) else a.adapter.layout_key(a.obj)
+        if layout is None and not is_scalar(a):
+            return None
+        readers.append((None, 1) if layout is None else
+                       (a.adapter.reader(layout, keyed=True), alignment(a)))
+    kept, _ = _kernel(fn, [y, geometry.scale, *args], y, context, [geometry.scale])
+    run = kept.chain(first, y.adapter.data_ptr, readers,
+                     [_cuda.scalar_code(spec) for spec in specs],
+                     y.adapter.stream_getter(y.device_id), y.device_id, MISS)
+    return None if run is None else (run, plan_key, plan)
 
 
 def _remember_prologue(key, call, geometry, fn, op, made, args, given):

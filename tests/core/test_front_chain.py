@@ -1,0 +1,223 @@
+"""The call shim's fronts of fused calls and its Chain, on the CPU: a front keys a fused
+function by its code and what it reads (by identity) and passes operand tuples on to its run;
+a Chain reads the operands, runs its first launcher, writes the kernel's parameter words and
+launches it (here through stand-ins of cuLaunchKernel and cuCtxGetCurrent made by ctypes)."""
+
+import ctypes
+import itertools
+
+import numpy as np
+import pytest
+
+_hostcall = pytest.importorskip("accelmath._core._hostcall")
+
+MISS = object()
+SCALE = 2.0
+
+
+def _front(table, codes):
+    calls = []
+
+    def function(x, *, epilogue=None, epilogue_args=()):
+        calls.append("function")
+        return "function"
+
+    def learn(key, *args, **kwargs):
+        calls.append(key)
+        return function(*args, **kwargs)
+
+    front = _hostcall.Front(function, learn, table, {np.ndarray}, 1, (), MISS, "m",
+                            ("epilogue",), codes, ("epilogue_args",))
+    return front, calls
+
+
+def scaled(y, k):
+    return y * k * SCALE
+
+
+def test_a_fused_function_is_keyed_by_its_code_and_what_it_reads():
+    global SCALE
+    table, codes = {}, {}
+    front, calls = _front(table, codes)
+    x, k = np.ones(3), np.ones(3)
+    assert front(x, epilogue=scaled, epilogue_args=(k,)) == "function"
+    assert calls == ["function"]  # (its code not known to the front: no key)
+    codes[scaled.__code__] = ("SCALE",)
+    calls.clear()
+    front(x, epilogue=scaled, epilogue_args=(k, 2.0))
+    key = calls[0]
+    code, ident, value = key[4]
+    assert (code, ident, value) == (scaled.__code__, id(SCALE), SCALE)
+    assert key[5] == ((np.ndarray, (3,), np.dtype("float64")), float)
+    ran = []
+    table[key] = (lambda *a: ran.append(a) or "run", [None, 0], itertools.count())
+    assert front(x, epilogue=scaled, epilogue_args=(k, 3.0)) == "run"
+    assert ran[0][0] is x and ran[0][1] == (k, 3.0)  # (the operand tuple passed on)
+    # another value read: another key
+    old, SCALE = SCALE, 3.0
+    try:
+        calls.clear()
+        assert front(x, epilogue=scaled, epilogue_args=(k, 3.0)) == "function"
+        assert calls[0] != key
+    finally:
+        SCALE = old
+    # an equal function of the same code finds the same entry; another code has no key
+    same = type(scaled)(scaled.__code__, scaled.__globals__)
+    assert front(x, epilogue=same, epilogue_args=(k, 3.0)) == "run"
+    calls.clear()
+    assert front(x, epilogue=lambda y, k: y, epilogue_args=(k, 3.0)) == "function"
+    assert calls == ["function"]
+
+
+def test_what_a_fused_function_reads_decides_whether_it_is_keyed():
+    codes = {}
+    front, calls = _front({}, codes)
+    x = np.ones(2)
+
+    def closure(v):
+        return lambda y: y * v
+
+    def with_default(y, k=2):
+        return y * k
+
+    for fn, keyed in ((closure(2), True), (with_default, False), (print, False)):
+        if hasattr(fn, "__code__"):
+            codes[fn.__code__] = ()
+        calls.clear()
+        front(x, epilogue=fn)
+        assert (calls[0] != "function") is keyed
+    unhashable = closure([1])  # (a value read that is not hashable: no key, no error)
+    codes[unhashable.__code__] = ()
+    calls.clear()
+    front(x, epilogue=unhashable)
+    assert calls == ["function"]
+    empty = closure(1)
+    empty.__closure__[0].cell_contents = 1
+    del empty.__closure__[0].cell_contents  # (an empty cell: no key)
+    calls.clear()
+    front(x, epilogue=empty)
+    assert calls == ["function"]
+
+
+@pytest.mark.parametrize("args, keyed", [
+    ((), True), ((1, 2.0, 3j), True), (None, True), ([np.ones(2)], False),
+    ((True,), False), ((np.float64(1.0),), False), (("a",), False), ((np.ones(2), [1]), False)])
+def test_operand_tuples(args, keyed):
+    front, calls = _front({}, {})
+    front(np.ones(2), epilogue_args=args)
+    assert (calls[0] != "function") is keyed
+
+
+def test_other_keywords_are_not_keyed():
+    front, calls = _front({}, {})
+    with pytest.raises(TypeError):
+        front(np.ones(2), other=1)  # (the function's own error)
+    assert calls == []
+
+
+# cuLaunchKernel and cuCtxGetCurrent stand-ins: C function pointers that ctypes makes
+_LAUNCH = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p,
+                           ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
+_CONTEXT = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))
+
+
+class _Kernel:
+    """A kernel of parameters (words: x's, one array's, the result's; then a long long, a
+    double and a complex) whose launches are recorded."""
+
+    def __init__(self, status=0, context=77):
+        self.words = (ctypes.c_void_p * 3)()
+        self.numbers = (ctypes.c_double * 6)()
+        base = ctypes.addressof(self.numbers)
+        self.parameters = (ctypes.c_void_p * 6)(
+            *[ctypes.addressof(self.words) + 8 * k for k in range(3)],
+            base, base + 16, base + 32)
+        self.launches = []
+
+        def launch(function, gx, gy, gz, bx, by, bz, shared, stream, parameters, extra):
+            words = [self.words[k] for k in range(3)]
+            raw = bytes(self.numbers)
+            self.launches.append((function, (gx, gy, gz, bx, by, bz, shared), stream, words,
+                                  np.frombuffer(raw[:8], np.int64)[0],
+                                  np.frombuffer(raw[16:24], np.float64)[0],
+                                  complex(*np.frombuffer(raw[32:48], np.float64))))
+            return status
+
+        def current(pointer):
+            pointer[0] = context
+            return 0
+
+        self.launch, self.current = _LAUNCH(launch), _CONTEXT(current)
+
+    def address(self, function):
+        return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def _chain(kernel, first, read=lambda v: v.ctypes.data, context=77, fail=None):
+    elements = (("a", read, 8, 1), ("q", ctypes.addressof(kernel.numbers)),
+                ("d", ctypes.addressof(kernel.numbers) + 16),
+                ("D", ctypes.addressof(kernel.numbers) + 32))
+    return _hostcall.Chain(
+        first, lambda y: y.ctypes.data, elements, ctypes.addressof(kernel.words), 3,
+        kernel.address(kernel.launch), (5, 1, 2, 3, 4, 5, 6, 7),
+        ctypes.addressof(kernel.parameters),
+        lambda: 99, fail or (lambda status: (_ for _ in ()).throw(RuntimeError(status))),
+        kernel.address(kernel.current), context, MISS, kernel)
+
+
+def test_a_chain_runs_first_then_launches_with_the_words_written():
+    kernel = _Kernel()
+    y, k = np.zeros(4), np.ones(4)
+    chain = _chain(kernel, lambda x: y)
+    assert chain(np.ones(4), (k, 7, 0.5, 1 + 2j)) is y
+    (function, dims, stream, words, q, d, z), = kernel.launches
+    assert (function, dims, stream) == (5, (1, 2, 3, 4, 5, 6, 7), 99)
+    assert words == [y.ctypes.data, k.ctypes.data, y.ctypes.data]
+    assert (q, d, z) == (7, 0.5, 1 + 2j)
+
+
+@pytest.mark.parametrize("values", [
+    (np.ones(4), 7, 0.5), (np.ones(4), 7.0, 0.5, 1j), (np.ones(4), 7, 1, 1j),
+    (np.ones(4), 2 ** 63, 0.5, 1j), (np.ones(4)[1:], 7, 0.5, 1j), ("a", 7, 0.5, 1j)])
+def test_a_chain_misses_before_anything_runs(values):
+    kernel, ran = _Kernel(), []
+
+    def read(v):
+        return None if not isinstance(v, np.ndarray) or v.base is not None else v.ctypes.data
+
+    chain = _chain(kernel, lambda x: ran.append(x) or np.zeros(4), read=read)
+    assert chain(np.ones(4), values) is MISS
+    assert ran == [] and kernel.launches == []
+
+
+def test_a_chain_misses_in_another_context_and_passes_on_first_misses_and_errors():
+    kernel = _Kernel(context=5)
+    assert _chain(kernel, lambda x: np.zeros(4))(np.ones(4), (np.ones(4), 1, 1.0, 1j)) is MISS
+    kernel = _Kernel()
+    assert _chain(kernel, lambda x: MISS)(np.ones(4), (np.ones(4), 1, 1.0, 1j)) is MISS
+    with pytest.raises(ZeroDivisionError):
+        _chain(kernel, lambda x: 1 / 0)(np.ones(4), (np.ones(4), 1, 1.0, 1j))
+    assert kernel.launches == []
+    with pytest.raises(TypeError):
+        _chain(kernel, lambda x: x)(np.ones(4), [np.ones(4), 1, 1.0, 1j])
+    assert _chain(kernel, lambda x: x)(np.ones(4), (np.ones(4),)) is MISS
+
+
+def test_a_failed_launch_goes_to_fail():
+    kernel = _Kernel(status=700)
+    with pytest.raises(RuntimeError, match="700"):
+        _chain(kernel, lambda x: np.zeros(4))(np.ones(4), (np.ones(4), 1, 1.0, 1j))
+
+
+def test_a_chain_refuses_bad_construction():
+    kernel = _Kernel()
+    good = dict(first=len, pointer=len, elements=(), words=1, nwords=3, launch=1,
+                head=(0,) * 8, parameters=1, stream=len, fail=len, context_get=1, context=0,
+                miss=MISS, keep=None)
+    assert _hostcall.Chain(**good) is not None
+    for bad in (dict(first=1), dict(head=(0,) * 7), dict(nwords=1), dict(words=0),
+                dict(elements=(("x", 1),)), dict(elements=(("a", len, 8, 2),)),
+                dict(elements=(("q", 0),))):
+        with pytest.raises((TypeError, ValueError)):
+            _hostcall.Chain(**{**good, **bad})
+    del kernel
