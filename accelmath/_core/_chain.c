@@ -23,9 +23,19 @@ typedef int (*launch_fn)(W, unsigned, unsigned, unsigned, unsigned, unsigned, un
                          unsigned, W, void **, void **);
 typedef int (*context_fn)(void **);
 
+/* An element, read from its tuple once, when the chain is made. */
+typedef struct {
+    char code;           /* 'a' an array, else the number's code */
+    PyObject *read;      /* an array's reader (borrowed from the elements tuple) */
+    uintptr_t align;     /* an array's */
+    Py_ssize_t word;     /* an array's */
+    void *address;       /* a number's */
+} Element;
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
+    Element parsed[MAX_ARGS];
     PyObject *first, *pointer, *elements, *stream, *fail, *miss, *keep;
     W *words;
     Py_ssize_t nwords;
@@ -65,7 +75,7 @@ static int number_of(char code, PyObject *v, Number *number) {
 
 /* The address read(v) returns, in *address: 0, 1 where it is None or not a multiple of
  * align, -1 on an error. */
-static int read_address(PyObject *read, PyObject *v, Py_ssize_t align, W *address) {
+static int read_address(PyObject *read, PyObject *v, uintptr_t align, W *address) {
     PyObject *found = PyObject_CallOneArg(read, v);
     if (found == NULL) {
         return -1;
@@ -79,7 +89,7 @@ static int read_address(PyObject *read, PyObject *v, Py_ssize_t align, W *addres
     if (failed) {
         return -1;
     }
-    return align > 1 && (uintptr_t)*address % (uintptr_t)align ? 1 : 0;
+    return (uintptr_t)*address % align ? 1 : 0;
 }
 
 static PyObject *chain_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
@@ -105,18 +115,18 @@ static PyObject *chain_vectorcall(PyObject *self_, PyObject *const *args, size_t
     }
     W addresses[MAX_ARGS];
     Number numbers[MAX_ARGS];
+    /* (the elements tuple holds the readers, and self holds it: a reader that clears the
+     * chain meanwhile is met by the check after each call) */
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *element = PyTuple_GET_ITEM(self->elements, k);
+        Element *e = &self->parsed[k];
         PyObject *v = PyTuple_GET_ITEM(args[1], k);
-        int failed;
-        if (PyTuple_GET_SIZE(element) == 4) { /* ("a", read, align, word) */
-            Py_ssize_t align = PyLong_AsSsize_t(PyTuple_GET_ITEM(element, 2));
-            failed = read_address(PyTuple_GET_ITEM(element, 1), v, align, &addresses[k]);
-        } else { /* (code, address) */
-            const char *code = PyUnicode_AsUTF8(PyTuple_GET_ITEM(element, 0));
-            failed = code == NULL ? -1 : number_of(code[0], v, &numbers[k]);
-        }
-        if (failed) {
+        int failed = e->code == 'a' ? read_address(e->read, v, e->align, &addresses[k])
+                                    : number_of(e->code, v, &numbers[k]);
+        if (failed || self->first == NULL) {
+            if (failed >= 0 && self->first == NULL) {
+                PyErr_SetString(PyExc_RuntimeError, "Chain: cleared while it ran");
+                failed = -1;
+            }
             return failed < 0 ? NULL : Py_NewRef(self->miss);
         }
     }
@@ -137,11 +147,11 @@ static PyObject *chain_vectorcall(PyObject *self_, PyObject *const *args, size_t
     }
     /* from here to the launch, no Python code runs: the GIL stays held */
     for (Py_ssize_t k = 0; k < n; k++) {
-        PyObject *element = PyTuple_GET_ITEM(self->elements, k);
-        if (PyTuple_GET_SIZE(element) == 4) {
-            self->words[PyLong_AsSsize_t(PyTuple_GET_ITEM(element, 3))] = addresses[k];
+        Element *e = &self->parsed[k];
+        if (e->code == 'a') {
+            self->words[e->word] = addresses[k];
         } else {
-            memcpy(PyLong_AsVoidPtr(PyTuple_GET_ITEM(element, 1)), &numbers[k], sizeof(Number));
+            memcpy(e->address, &numbers[k], sizeof(Number));
         }
     }
     self->words[0] = address;
@@ -189,20 +199,29 @@ static PyObject *chain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
                                           "of 8");
         return NULL;
     }
+    Element parsed[MAX_ARGS];
     for (Py_ssize_t k = 0; k < n; k++) {
         PyObject *e = PyTuple_GET_ITEM(elements, k);
-        int ok = PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) >= 2 &&
-                 PyUnicode_Check(PyTuple_GET_ITEM(e, 0));
-        if (ok && PyTuple_GET_SIZE(e) == 4) {
-            Py_ssize_t word = PyLong_Check(PyTuple_GET_ITEM(e, 3)) ?
-                PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 3)) : -1;
-            ok = PyCallable_Check(PyTuple_GET_ITEM(e, 1)) &&
-                 PyLong_Check(PyTuple_GET_ITEM(e, 2)) && word > 0 && word < nwords - 1;
+        const char *code = PyTuple_CheckExact(e) && PyTuple_GET_SIZE(e) >= 2 &&
+                           PyUnicode_Check(PyTuple_GET_ITEM(e, 0)) ?
+                           PyUnicode_AsUTF8(PyTuple_GET_ITEM(e, 0)) : NULL;
+        int ok = code != NULL && strlen(code) == 1;
+        memset(&parsed[k], 0, sizeof(Element));
+        if (ok && code[0] == 'a') {
+            Py_ssize_t align = -1, word = -1;
+            if (PyTuple_GET_SIZE(e) == 4 && PyLong_Check(PyTuple_GET_ITEM(e, 2)) &&
+                PyLong_Check(PyTuple_GET_ITEM(e, 3))) {
+                align = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 2));
+                word = PyLong_AsSsize_t(PyTuple_GET_ITEM(e, 3));
+            }
+            ok = PyCallable_Check(PyTuple_GET_ITEM(e, 1)) && align >= 1 && word > 0 &&
+                 word < nwords - 1;
+            parsed[k] = (Element){'a', PyTuple_GET_ITEM(e, 1), (uintptr_t)align, word, NULL};
         } else if (ok) {
-            const char *code = PyUnicode_AsUTF8(PyTuple_GET_ITEM(e, 0));
-            ok = PyTuple_GET_SIZE(e) == 2 && code != NULL && strlen(code) == 1 &&
-                 strchr("qdD", code[0]) != NULL && PyLong_Check(PyTuple_GET_ITEM(e, 1)) &&
-                 PyLong_AsVoidPtr(PyTuple_GET_ITEM(e, 1)) != NULL;
+            void *address = PyTuple_GET_SIZE(e) == 2 && PyLong_Check(PyTuple_GET_ITEM(e, 1)) ?
+                            PyLong_AsVoidPtr(PyTuple_GET_ITEM(e, 1)) : NULL;
+            ok = strchr("qdD", code[0]) != NULL && address != NULL;
+            parsed[k] = (Element){code[0], NULL, 0, 0, address};
         }
         if (!ok) {
             PyErr_Clear();
@@ -216,6 +235,7 @@ static PyObject *chain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     self->vectorcall = chain_vectorcall;
+    memcpy(self->parsed, parsed, sizeof parsed);
     for (int k = 0; k < 8; k++) {
         if (to_word(PyTuple_GET_ITEM(head, k), &self->head[k]) < 0) {
             Py_DECREF(self);

@@ -66,27 +66,76 @@ static int named(PyObject *names, PyObject *name) {
     return 0;
 }
 
+/* Where reading a value for a key raised: 1 with the error cleared where it is an Exception
+ * other than MemoryError (the call has no key, and its function meets what it meets), else 0
+ * (the error propagates: KeyboardInterrupt, MemoryError...). */
+static int unkeyed_error(void) {
+    if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
+        PyErr_Clear();
+        return 1;
+    }
+    return 0;
+}
+
+/* Whether type is one of self->types, by identity (a metaclass of its own hash or comparison
+ * is not asked): 1, 0, -1 with an error. */
+static int front_type(Front *self, PyObject *type) {
+    PyTypeObject *meta = Py_TYPE(type);
+    if (meta->tp_hash != PyType_Type.tp_hash ||
+        meta->tp_richcompare != PyType_Type.tp_richcompare) {
+        return 0;
+    }
+    int found = PySet_Contains(self->types, type);
+    return found < 0 && unkeyed_error() ? 0 : found;
+}
+
+/* A value read by a fused function, as its key holds it (a new reference): an exact int, str
+ * or bool, or None, as (type, value); an exact float or complex as (type, its bits...), so
+ * that 0.0 and -0.0 differ; anything else by identity, (type, id, value). */
+static PyObject *read_value(PyObject *v) {
+    PyObject *type = (PyObject *)Py_TYPE(v);
+    if (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v) || v == Py_None) {
+        return PyTuple_Pack(2, type, v);
+    }
+    if (PyFloat_CheckExact(v) || PyComplex_CheckExact(v)) {
+        double parts[2] = {0.0, 0.0};
+        if (PyFloat_CheckExact(v)) {
+            parts[0] = PyFloat_AS_DOUBLE(v);
+        } else {
+            parts[0] = PyComplex_RealAsDouble(v);
+            parts[1] = PyComplex_ImagAsDouble(v);
+        }
+        unsigned long long bits[2];
+        memcpy(bits, parts, sizeof bits);
+        return Py_BuildValue("(OKK)", type, bits[0], bits[1]);
+    }
+    PyObject *id = PyLong_FromVoidPtr(v);
+    PyObject *item = id == NULL ? NULL : PyTuple_Pack(3, type, id, v);
+    Py_XDECREF(id);
+    return item;
+}
+
 /* A function's part of a key (see the top; a new reference), NULL with no error where it has
- * none. */
+ * none, NULL with an error where reading it raised an error that propagates. */
 static PyObject *function_part(Front *self, PyObject *fn) {
     if (!PyFunction_Check(fn) || PyFunction_GET_DEFAULTS(fn) != NULL ||
         PyFunction_GET_KW_DEFAULTS(fn) != NULL) {
         return NULL;
     }
-    PyObject *code = PyFunction_GET_CODE(fn);
-    PyObject *names = PyDict_GetItemWithError(self->codes, code);
+    /* (held: hashing the code, or comparing a global's name, may run Python that replaces
+     * the function's code or empties the table of codes) */
+    PyObject *code = Py_NewRef(PyFunction_GET_CODE(fn)), *names, *part = NULL;
+    names = Py_XNewRef(PyDict_GetItemWithError(self->codes, code));
     if (names == NULL || !PyTuple_CheckExact(names)) {
-        PyErr_Clear();
-        return NULL;
+        goto unkeyed;
     }
-    PyObject *closure = PyFunction_GET_CLOSURE(fn);
+    PyObject *closure = PyFunction_GET_CLOSURE(fn); /* (fn holds these two: it is an argument) */
     PyObject *globals = PyFunction_GET_GLOBALS(fn);
     Py_ssize_t cells = closure == NULL ? 0 : PyTuple_GET_SIZE(closure);
     Py_ssize_t n = cells + PyTuple_GET_SIZE(names);
-    PyObject *part = PyTuple_New(1 + 2 * n);
+    part = PyTuple_New(1 + n);
     if (part == NULL) {
-        PyErr_Clear();
-        return NULL;
+        goto unkeyed;
     }
     PyTuple_SET_ITEM(part, 0, Py_NewRef(code));
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -94,30 +143,32 @@ static PyObject *function_part(Front *self, PyObject *fn) {
         if (i < cells) {
             value = PyCell_GET(PyTuple_GET_ITEM(closure, i));
             if (value == NULL) { /* (an empty cell) */
-                Py_DECREF(part);
-                return NULL;
+                goto unkeyed;
             }
         } else {
             value = PyDict_GetItemWithError(globals, PyTuple_GET_ITEM(names, i - cells));
-            if (value == NULL) {
-                if (PyErr_Occurred()) {
-                    PyErr_Clear();
-                    Py_DECREF(part);
-                    return NULL;
-                }
-                value = self->miss;
+            if (value == NULL && PyErr_Occurred()) {
+                goto unkeyed;
             }
+            value = value == NULL ? self->miss : value;
         }
-        PyObject *id = PyLong_FromVoidPtr(value);
-        if (id == NULL) {
-            PyErr_Clear();
-            Py_DECREF(part);
-            return NULL;
+        PyObject *item = read_value(value);
+        if (item == NULL) {
+            goto unkeyed;
         }
-        PyTuple_SET_ITEM(part, 1 + i, id);
-        PyTuple_SET_ITEM(part, 1 + n + i, Py_NewRef(value));
+        PyTuple_SET_ITEM(part, 1 + i, item);
     }
+    Py_DECREF(code);
+    Py_DECREF(names);
     return part;
+unkeyed:
+    Py_DECREF(code);
+    Py_XDECREF(names);
+    Py_XDECREF(part);
+    if (PyErr_Occurred()) {
+        unkeyed_error(); /* (cleared, or left to propagate) */
+    }
+    return NULL;
 }
 
 /* An operand tuple's part of a key (see the top; a new reference), NULL with no error where
@@ -132,7 +183,7 @@ static PyObject *operands_part(Front *self, PyObject *values) {
         PyObject *v = PyTuple_GET_ITEM(values, i), *item;
         if (PyFloat_CheckExact(v) || PyLong_CheckExact(v) || PyComplex_CheckExact(v)) {
             item = Py_NewRef((PyObject *)Py_TYPE(v));
-        } else if (PySet_Contains(self->types, (PyObject *)Py_TYPE(v)) == 1) {
+        } else if (front_type(self, (PyObject *)Py_TYPE(v)) == 1) {
             PyObject *shape = PyObject_GetAttr(v, str_shape);
             PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(v, str_dtype);
             item = dtype == NULL ? NULL : PyTuple_Pack(3, (PyObject *)Py_TYPE(v), shape, dtype);
@@ -162,9 +213,8 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     for (Py_ssize_t i = 0; i < self->arrays; i++) {
-        int found = PySet_Contains(self->types, (PyObject *)Py_TYPE(args[i]));
-        if (found != 1) {
-            return NULL; /* (a type is hashable: no error) */
+        if (front_type(self, (PyObject *)Py_TYPE(args[i])) != 1) {
+            return NULL; /* (an error only where one propagates) */
         }
     }
     for (Py_ssize_t i = self->arrays; i < nargs; i++) {
@@ -174,8 +224,14 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
     }
     int hashed = 0; /* (whether the key holds values of any type: hashed here, once) */
     char kinds[MAX_ARGS]; /* per keyword: 0 named, 1 a function, 2 an operand tuple */
+    if (nkw >= MAX_ARGS) {
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < nkw; i++) {
         PyObject *name = PyTuple_GET_ITEM(kwnames, i), *v = args[nargs + i];
+        if (!PyUnicode_CheckExact(name)) {
+            return NULL; /* (a str subclass's names may repeat: the function says so) */
+        }
         if (named(self->names, name)) {
             kinds[i] = 0;
             if (!plain(v)) {
@@ -190,7 +246,7 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
                 return NULL;
             }
         } else {
-            return NULL; /* (distinct admitted names are fewer than MAX_ARGS) */
+            return NULL;
         }
     }
     Py_ssize_t size = 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1;
@@ -225,16 +281,14 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         }
         if (part == NULL) {
             Py_DECREF(key);
-            return NULL;
+            return NULL; /* (an error where one propagates) */
         }
         PyTuple_SET_ITEM(key, k++, part);
     }
     PyTuple_SET_ITEM(key, k++, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
     if (hashed && PyObject_Hash(key) == -1) { /* (a value read that is not hashable) */
         Py_DECREF(key);
-        if (PyErr_ExceptionMatches(PyExc_TypeError)) {
-            PyErr_Clear();
-        }
+        unkeyed_error();
         return NULL;
     }
     return key;

@@ -184,6 +184,10 @@ class Dispatcher:
         if key is not None:
             self._pending.offer = (key, result, call, plan, run)
 
+    def in_front(self, key):
+        """Whether the fronts hold a launcher for front key ``key``."""
+        return key in self._front
+
     def key_code(self, code, names):
         """Let the fronts key fused functions of ``code``, which reads the globals ``names``
         (see :attr:`codes`)."""

@@ -135,14 +135,14 @@ class KeptLaunch:
     launch); the leading scalars given here, the element count and the ``Dims`` stay."""
 
     __slots__ = ("_function", "_config", "_words", "_parameters", "_slots", "_kept", "_run",
-                 "_lock", "_arrays")
+                 "_lock", "_arrays", "_numbers")
 
     def __init__(self, found, arrays, fixed, free):
         """``found``: :func:`prepared`'s ``(launch, function, config)``; ``arrays`` the array
         inputs' count; ``fixed`` the leading scalars (ctypes values), ``free`` the count of the
         scalars each call gives."""
         launch_, self._function, self._config = found
-        self._arrays = arrays
+        self._arrays, self._numbers = arrays, None  # (_numbers: see chain)
         self._words = (_cuda.ctypes.c_void_p * (arrays + 1))()  # the inputs', the result's
         base = _cuda.ctypes.addressof(self._words)
         size = _cuda.ctypes.sizeof(_cuda.ctypes.c_void_p)
@@ -157,40 +157,43 @@ class KeptLaunch:
 
     def chain(self, first, pointer, readers, codes, stream, device_id, miss):
         """This kernel in place over the result of launcher ``first``, in C
-        (:func:`accelmath._core.hostcall.chain`), its parameters then written by that alone
-        (a chain takes a launch of its own); None where it would not be in C (no call shim,
-        a launch with attributes, a scalar of a type the chain does not write).
+        (:func:`accelmath._core.hostcall.chain`); None where it would not be in C (no call
+        shim, a launch with attributes, a scalar of a type the chain does not write).
 
+        A launch that makes chains makes nothing else: its parameters point at the numbers
+        its chains write (one place, shared by all of them: each writes and launches under
+        the interpreter lock, between the launcher's return and the kernel's launch).
         ``readers``: per further value, ``(read, align)`` for an array (``read`` a keyed
         reader of its layout), ``(None, 1)`` for a scalar; ``codes``: each scalar's
         :func:`~accelmath.fusion._cuda.scalar_code`; ``stream`` the current stream's getter,
         ``pointer`` the result's address."""
-        if self._config._attributes is not None or None in codes:
+        arrays = 1 + sum(read is not None for read, _ in readers)
+        if (self._config._attributes is not None or None in codes
+                or arrays != self._arrays or len(codes) != len(self._slots)):
             return None
-        numbers = (_cuda.ctypes.c_double * (2 * len(codes)))()
-        base = _cuda.ctypes.addressof(numbers)
+        ctypes = _cuda.ctypes
+        if self._numbers is None:
+            self._numbers = (ctypes.c_double * (2 * len(codes) or 1))()
+            for k, slot in enumerate(self._slots):
+                self._parameters[slot] = ctypes.addressof(self._numbers) + 16 * k
+        base = ctypes.addressof(self._numbers)
         elements, word, scalar = [], 1, 0
         for read, align in readers:
             if read is None:
-                address = base + 16 * scalar
-                self._parameters[self._slots[scalar]] = address
-                elements.append((codes[scalar], address))
+                elements.append((codes[scalar], base + 16 * scalar))
                 scalar += 1
             else:
                 elements.append(("a", read, align, word))
                 word += 1
-        if word != self._arrays or scalar != len(self._slots):
-            return None
         call, c_name = driver.lib.raw("launch_kernel")
         context_get, _ = driver.lib.raw("ctx_get_current")
-        ctypes = _cuda.ctypes
         return hostcall.chain(
             first, pointer, elements, ctypes.addressof(self._words), len(self._words),
             ctypes.cast(call, ctypes.c_void_p).value, (self._function.value, *self._config._dims),
             ctypes.addressof(self._parameters), stream,
             lambda status: driver.lib.raise_status(c_name, status),
             ctypes.cast(context_get, ctypes.c_void_p).value, ensure_context(device_id), miss,
-            (self, numbers))
+            self)
 
     def launch(self, addresses, scalars, stream, device_id):
         """Launch on ``stream`` with the array inputs' and the result's ``addresses`` (ints,

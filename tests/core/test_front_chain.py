@@ -46,19 +46,22 @@ def test_a_fused_function_is_keyed_by_its_code_and_what_it_reads():
     calls.clear()
     front(x, epilogue=scaled, epilogue_args=(k, 2.0))
     key = calls[0]
-    code, ident, value = key[4]
-    assert (code, ident, value) == (scaled.__code__, id(SCALE), SCALE)
+    code, (kind, *bits) = key[4]  # (a float read by its bits: -0.0 is not 0.0)
+    assert (code, kind, bits) == (scaled.__code__, float, [np.float64(SCALE).view(np.uint64), 0])
     assert key[5] == ((np.ndarray, (3,), np.dtype("float64")), float)
     ran = []
     table[key] = (lambda *a: ran.append(a) or "run", [None, 0], itertools.count())
     assert front(x, epilogue=scaled, epilogue_args=(k, 3.0)) == "run"
     assert ran[0][0] is x and ran[0][1] == (k, 3.0)  # (the operand tuple passed on)
-    # another value read: another key
-    old, SCALE = SCALE, 3.0
+    # another value read: another key; the same value made anew: the same key
+    old = SCALE
     try:
-        calls.clear()
-        assert front(x, epilogue=scaled, epilogue_args=(k, 3.0)) == "function"
-        assert calls[0] != key
+        for value, same in ((3.0, False), (-0.0, False), (float("2.0"), True)):
+            SCALE = value
+            calls.clear()
+            assert front(x, epilogue=scaled, epilogue_args=(k, 3.0)) == ("run" if same
+                                                                        else "function")
+            assert same or calls[0] != key
     finally:
         SCALE = old
     # an equal function of the same code finds the same entry; another code has no key
@@ -113,6 +116,77 @@ def test_other_keywords_are_not_keyed():
     with pytest.raises(TypeError):
         front(np.ones(2), other=1)  # (the function's own error)
     assert calls == []
+
+
+class _Name(str):
+    """A keyword's name that a dict holds many times (each of another hash)."""
+
+    count = 0
+
+    def __hash__(self):
+        _Name.count += 1
+        return _Name.count
+
+    def __eq__(self, other):
+        return self is other
+
+
+@pytest.mark.parametrize("repeats", [2, 20, 2000])
+def test_repeated_keyword_names_are_not_keyed(repeats):
+    front, calls = _front({}, {})
+    names = {_Name("epilogue_args"): () for _ in range(repeats)}
+    with pytest.raises(TypeError):  # (the function's own error: no key was made)
+        front(np.ones(2), **names)
+    assert calls == []
+
+
+class _Unhashable:
+    def __hash__(self):
+        raise ValueError("no hash")
+
+
+class _Meta(type):
+    def __hash__(cls):
+        return hash(np.ndarray)
+
+    def __eq__(cls, other):
+        return other is np.ndarray or type.__eq__(cls, other)
+
+
+def test_what_cannot_be_keyed_goes_to_the_function():
+    global SCALE
+    codes = {scaled.__code__: ("SCALE",)}
+    front, calls = _front({}, codes)
+    x = np.ones(2)
+    old, SCALE = SCALE, _Unhashable()  # (its hash raises: no key, and no error)
+    try:
+        assert front(x, epilogue=scaled) == "function" and calls == ["function"]
+    finally:
+        SCALE = old
+    impostor = _Meta("impostor", (), {"shape": (2,), "dtype": np.dtype("float64")})
+    calls.clear()  # (a type equal to a front's type by its metaclass is not that type)
+    assert front(impostor(), epilogue_args=()) == "function" and calls == ["function"]
+    calls.clear()
+    assert front(x, epilogue_args=(impostor(),)) == "function" and calls == ["function"]
+
+
+def test_a_function_whose_code_changes_while_keyed_is_keyed_safely():
+    class Const:
+        def __hash__(self):
+            fn.__code__ = (lambda y: y).__code__  # (drops the code being hashed)
+            return 1
+
+        def __eq__(self, other):
+            return isinstance(other, Const)
+
+    fn = lambda y: y  # noqa: E731
+    code = fn.__code__.replace(co_consts=(*fn.__code__.co_consts, Const()))
+    fn.__code__ = code
+    codes = {code: ()}
+    del code
+    front, calls = _front({}, codes)
+    front(np.ones(2), epilogue=fn)  # (no crash; keyed or not)
+    assert calls
 
 
 # cuLaunchKernel and cuCtxGetCurrent stand-ins: C function pointers that ctypes makes
@@ -217,7 +291,9 @@ def test_a_chain_refuses_bad_construction():
     assert _hostcall.Chain(**good) is not None
     for bad in (dict(first=1), dict(head=(0,) * 7), dict(nwords=1), dict(words=0),
                 dict(elements=(("x", 1),)), dict(elements=(("a", len, 8, 2),)),
-                dict(elements=(("q", 0),))):
+                dict(elements=(("q", 0),)), dict(elements=(("a", len, 2 ** 80, 1),)),
+                dict(elements=(("a", len, 0, 1),)), dict(elements=(("a", len, 8, 2 ** 80),)),
+                dict(elements=(("dd", 8),)), dict(elements=(("a", 1, 8, 1),))):
         with pytest.raises((TypeError, ValueError)):
             _hostcall.Chain(**{**good, **bad})
     del kernel

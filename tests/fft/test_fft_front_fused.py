@@ -89,3 +89,29 @@ def test_a_fused_call_from_the_front_follows_the_current_stream(package, cp, tor
         stream.synchronize()
     np.testing.assert_allclose(host(got), np.fft.fft(x.astype(np.complex128)) * k, rtol=1e-4,
                                atol=1e-3)
+
+
+def factor(y, k):
+    return y * k * FACTOR
+
+
+FACTOR = np.float64(1.0)
+
+
+def test_a_function_whose_key_changes_at_each_call_stops_being_offered(cp):
+    # (a NumPy scalar it reads is keyed by identity: made anew each call, a new key each call)
+    global FACTOR
+    rng = np.random.default_rng()
+    F.clear_cache()
+    x = (rng.standard_normal((4, 64)) + 1j * rng.standard_normal((4, 64))).astype(np.complex64)
+    k = (rng.standard_normal(64) + 1j * rng.standard_normal(64)).astype(np.complex64)
+    dx, dk = cp.asarray(x), cp.asarray(k)
+    try:
+        for call in range(20):
+            FACTOR = np.float64(call % 3 + 1)
+            got = F.fft(dx, epilogue=factor, epilogue_args=(dk,))
+            np.testing.assert_allclose(got.get(), np.fft.fft(x.astype(np.complex128)) * k
+                                       * (call % 3 + 1), rtol=1e-4, atol=1e-3)
+    finally:
+        FACTOR = np.float64(1.0)
+    assert 1 <= _chains() <= 8

@@ -53,6 +53,7 @@ class _Geometry(NamedTuple):
 _geometries = {}  # (call, input shape) -> _Geometry, at most _LIMIT
 _remembered = {}  # _key(...) -> _Remembered, at most _LIMIT
 _LIMIT = 1024
+_OFFERS = 8  # front keys a remembered call is offered for, at most
 
 
 def _geometry(call, shape):
@@ -103,11 +104,11 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
             found = None if key is None else _remembered.get(key)
         except TypeError:  # (an unhashable norm or execution: refused by the checked path)
             found = key = None
-        # (a call the front keyed, where it may be chained for it, is made anew below: the
-        # memo holds no plan, which its cache alone keeps alive)
-        if found is not None and (front_key is None or not found.chained):
+        if found is not None:
             result = found.run(x, key[2], args)  # (key[2]: x's layout key)
             if result is not None:
+                if front_key is not None and found.chain is not None:
+                    found.offer(front_key, result)
                 return result
     check_unused(prologue, prologue_args, epilogue, epilogue_args)
     op = read_operand(x)
@@ -164,9 +165,9 @@ def _separate(call, x, op, out, stream, geometry, prologue, prologue_args, epilo
     args = arguments(epilogue_args, "epilogue_args")
     result = run_epilogue(epilogue, y, geometry.scale, args, context, out, stream, in_place=own)
     if key is not None and own and result is y.obj and op.obj is x and y.on_device:
-        front = _remember(key, geometry, epilogue, y, args, context, epilogue_args)
-        if front is not None:  # (without a key, x's type joins the fronts' for the next call)
-            dispatcher.remember_front(front_key, result, front[1], front[2], front[0], key[1])
+        remembered = _remember(key, geometry, epilogue, y, args, context, epilogue_args)
+        if remembered is not None and remembered.chain is not None:
+            remembered.offer(front_key, result)
     return result
 
 
@@ -279,17 +280,45 @@ class _Remembered:
     arrays and the specs of the scalars each call gives."""
 
     __slots__ = ("transform", "pointer", "readers", "kernel", "specs", "current_stream",
-                 "device_id", "made", "chained")
+                 "device_id", "made", "chain", "offered")
 
     def __init__(self, transform, pointer, readers, kernel, specs, current_stream, device_id,
-                 made=None, chained=False):
+                 made=None, chain=None):
         self.transform = transform  # the transform's record (unscaled after an epilogue)
         self.pointer = pointer  # data_ptr of x's kind
         self.readers = readers  # per argument: (data_ptr, alignment) of an array, (None, 1)
         self.kernel, self.specs = kernel, specs
         self.current_stream, self.device_id = current_stream, device_id
         self.made = made  # a prologue's: (make, layout key of what it makes, x's alignment)
-        self.chained = chained  # whether its call was chained in C for the front (_chained)
+        self.chain = chain  # an epilogue's: what offer() chains it from (_chain_parts), or None
+        self.offered = []  # the front keys it was offered for (at most _OFFERS)
+
+    def offer(self, front_key, result):
+        """Offer the front, for ``front_key`` (a call whose result is ``result``), this call
+        chained in C: the transform plan's launcher (the plan its cache holds now: the memo
+        holds none, which the cache alone keeps alive), then the epilogue's kernel; without a
+        key, x's type joins the types the fronts key. At most :data:`_OFFERS` keys a call: a
+        function whose key changes at each call (a global it reads made anew each time)
+        stops being offered rather than filling the front; a key offered before is offered
+        again only where the front dropped it."""
+        kept, readers, codes, pointer, stream, device_id, plan_key, inverse, x_type = self.chain
+        if front_key is None:
+            dispatcher.remember_front(None, result, None, None, None, x_type)
+            return
+        if front_key in self.offered:
+            if dispatcher.in_front(front_key):
+                return  # (its chain missed this call, made by the memo: a new one would too)
+        elif len(self.offered) >= _OFFERS:
+            return
+        else:
+            self.offered.append(front_key)
+        plan = dispatcher.recall(plan_key)
+        first = getattr(plan, "front_run", None)
+        first = None if first is None else first(inverse)
+        run = None if first is None else kept.chain(first, pointer, readers, codes, stream,
+                                                    device_id, MISS)
+        if run is not None:
+            dispatcher.remember_front(front_key, result, plan_key, plan, run, x_type)
 
     def run(self, x, layout, args):
         """The call of ``x`` (of layout key ``layout``) and further arguments ``args``: a new
@@ -353,30 +382,25 @@ def _keep(key, remembered):
 
 def _remember(key, geometry, fn, y, args, context, given):
     """Keep what a later call like this one (an epilogue's) needs (see :class:`_Remembered`);
-    what the front may keep for such a call (see :func:`_chained`), or None."""
+    the entry kept, or None."""
     readers = _readers(args, given)
     found = None if readers is None else _kernel(fn, [y, geometry.scale, *args], y, context,
                                                  [geometry.scale])
     if found is None:
         return None
-    front = _chained(key, geometry, fn, y, args, context, found[1])
-    _keep(key, _Remembered(geometry.unscaled, y.adapter.data_ptr, readers, *found,
-                           y.adapter.stream_getter(y.device_id), y.device_id,
-                           chained=front is not None))
-    return front
+    remembered = _Remembered(geometry.unscaled, y.adapter.data_ptr, readers, *found,
+                             y.adapter.stream_getter(y.device_id), y.device_id,
+                             chain=_chain_parts(key, geometry, fn, y, args, context, found[1]))
+    _keep(key, remembered)
+    return remembered
 
 
-def _chained(key, geometry, fn, y, args, context, specs):
-    """``(run, plan key, plan)``: the call remembered under ``key`` chained in C for the
-    front (the transform plan's launcher, then the epilogue's kernel from a launch of its own:
-    :meth:`~accelmath.fusion._launch.KeptLaunch.chain`), with the transform's call key and
-    plan; None where it is not made in C."""
-    plan_key = (geometry.unscaled, False, key[1], key[2])  # (the transform's call key)
-    plan = dispatcher.recall(plan_key)
-    first = getattr(plan, "front_run", None)
-    first = None if first is None else first(geometry.unscaled.inverse)
-    if first is None:
-        return None
+def _chain_parts(key, geometry, fn, y, args, context, specs):
+    """What :meth:`_Remembered.offer` chains the call remembered under ``key`` from, for the
+    front: the epilogue's kernel from a launch of its own (its chains' alone), the readers of
+    the further arrays, the scalars' codes, the result's pointer and stream getters, the
+    device, the transform's call key and direction and x's type; None where a part has no
+    fast reader."""
     readers = []
     for a in args:
         layout = None if is_scalar(a) else a.adapter.layout_key(a.obj)
@@ -384,11 +408,13 @@ def _chained(key, geometry, fn, y, args, context, specs):
             return None
         readers.append((None, 1) if layout is None else
                        (a.adapter.reader(layout, keyed=True), alignment(a)))
+    codes = [_cuda.scalar_code(spec) for spec in specs]
+    if None in codes:
+        return None
     kept, _ = _kernel(fn, [y, geometry.scale, *args], y, context, [geometry.scale])
-    run = kept.chain(first, y.adapter.data_ptr, readers,
-                     [_cuda.scalar_code(spec) for spec in specs],
-                     y.adapter.stream_getter(y.device_id), y.device_id, MISS)
-    return None if run is None else (run, plan_key, plan)
+    return (kept, tuple(readers), codes, y.adapter.data_ptr,
+            y.adapter.stream_getter(y.device_id), y.device_id,
+            (geometry.unscaled, False, key[1], key[2]), geometry.unscaled.inverse, key[1])
 
 
 def _remember_prologue(key, call, geometry, fn, op, made, args, given):
