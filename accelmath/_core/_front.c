@@ -10,8 +10,9 @@
  * Two kinds of keywords hold other values:
  * - one named in the tuple `functions`: a Python function (no defaults) whose code is in the
  *   dict `codes`, `codes[code]` the tuple of global names it reads; its part of the key is
- *   (code, id(w)..., w...), w the values it reads (its closure's cells, then those globals,
- *   `miss` for one absent): keyed by identity, each held by the key;
+ *   (code, w...), w each value it reads (its closure's cells, then those globals, `miss` for
+ *   one absent) as read_value keeps it: numbers, strings, tuples of those and NumPy scalars
+ *   by value, anything else by identity (held by the key);
  * - one named in the tuple `operands`: a tuple of arrays of a type in `types` and exact
  *   ints, floats and complex numbers, or None; its part is the tuple of (type, shape, dtype)
  *   of each array and the type of each number, and the tuple itself is passed on to run.
@@ -91,8 +92,10 @@ static int front_type(Front *self, PyObject *type) {
 
 /* A value read by a fused function, as its key holds it (a new reference): an exact int, str
  * or bool, or None, as (type, value); an exact float or complex as (type, its bits...), so
- * that 0.0 and -0.0 differ; anything else by identity, (type, id, value). */
-static PyObject *read_value(PyObject *v) {
+ * that 0.0 and -0.0 differ; an exact tuple as (tuple, its items so read...) (4 deep at most);
+ * another object of at most 16 bytes through the buffer protocol (a NumPy scalar) as (type,
+ * those bytes); anything else by identity, (type, id, value). */
+static PyObject *read_value(PyObject *v, int depth) {
     PyObject *type = (PyObject *)Py_TYPE(v);
     if (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v) || v == Py_None) {
         return PyTuple_Pack(2, type, v);
@@ -108,6 +111,37 @@ static PyObject *read_value(PyObject *v) {
         unsigned long long bits[2];
         memcpy(bits, parts, sizeof bits);
         return Py_BuildValue("(OKK)", type, bits[0], bits[1]);
+    }
+    if (PyTuple_CheckExact(v) && depth < 4) {
+        Py_ssize_t n = PyTuple_GET_SIZE(v);
+        PyObject *item = PyTuple_New(n + 1);
+        if (item == NULL) {
+            return NULL;
+        }
+        PyTuple_SET_ITEM(item, 0, Py_NewRef(type));
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *part = read_value(PyTuple_GET_ITEM(v, i), depth + 1);
+            if (part == NULL) {
+                Py_DECREF(item);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(item, i + 1, part);
+        }
+        return item;
+    }
+    if (PyObject_CheckBuffer(v)) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) == 0) {
+            PyObject *item = view.len <= 16 ?
+                Py_BuildValue("(Oy#)", type, (const char *)view.buf, view.len) : NULL;
+            int small = view.len <= 16;
+            PyBuffer_Release(&view);
+            if (small) {
+                return item;
+            }
+        } else if (!unkeyed_error()) { /* (else not a simple buffer: read by identity) */
+            return NULL;
+        }
     }
     PyObject *id = PyLong_FromVoidPtr(v);
     PyObject *item = id == NULL ? NULL : PyTuple_Pack(3, type, id, v);
@@ -152,7 +186,7 @@ static PyObject *function_part(Front *self, PyObject *fn) {
             }
             value = value == NULL ? self->miss : value;
         }
-        PyObject *item = read_value(value);
+        PyObject *item = read_value(value, 0);
         if (item == NULL) {
             goto unkeyed;
         }

@@ -199,8 +199,9 @@ def front(function, learn, table, types, arrays, names, miss, home, functions=()
 
     - one named in ``functions``: a Python function without defaults whose code is in
       ``codes`` (``codes[code]``: the global names it reads, a tuple); its part of the key is
-      ``(code, id(w)..., w...)``, ``w`` the values it reads (its closure's cells, then those
-      globals, ``miss`` for one that is absent), so it is keyed by what it reads, by identity;
+      its code and each value it reads (its closure's cells, then those globals, ``miss``
+      for one that is absent): numbers (a float by its bits), strings, tuples of those and
+      NumPy scalars by value, anything else by identity;
     - one named in ``operands``: None, or a tuple of arrays of a type in ``types`` and exact
       ints, floats and complex numbers; its part of the key is the tuple of each array's
       ``(type, shape, dtype)`` and each number's type, and the tuple itself is passed on to

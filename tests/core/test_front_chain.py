@@ -72,6 +72,26 @@ def test_a_fused_function_is_keyed_by_its_code_and_what_it_reads():
     assert calls == ["function"]
 
 
+def test_numbers_tuples_and_numpy_scalars_read_are_keyed_by_value():
+    global SCALE
+    codes = {scaled.__code__: ("SCALE",)}
+    front, calls = _front({}, codes)
+    x, k = np.ones(2), np.ones(2)
+    old = SCALE
+    keys = []
+    try:
+        for value in (np.float64(2.0), np.float64(2.0), np.float32(2.0), (1, 2.0), (1, 2.0),
+                      (1, 2), 2, True, 1):
+            SCALE = value
+            calls.clear()
+            front(x, epilogue=scaled, epilogue_args=(k,))
+            keys.append(calls[0])
+    finally:
+        SCALE = old
+    assert keys[0] == keys[1] and keys[3] == keys[4]  # (equal values made anew)
+    assert len({keys[i] for i in (0, 2, 3, 5, 6, 7, 8)}) == 7  # (True is not 1; 2 not 2.0)
+
+
 def test_what_a_fused_function_reads_decides_whether_it_is_keyed():
     codes = {}
     front, calls = _front({}, codes)
