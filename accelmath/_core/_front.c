@@ -11,11 +11,12 @@
  * - one named in the tuple `functions`: a Python function (no defaults) whose code is in the
  *   dict `codes`, `codes[code]` the tuple of global names it reads; its part of the key is
  *   (code, w...), w each value it reads (its closure's cells, then those globals, `miss` for
- *   one absent) as read_value keeps it: numbers, strings, tuples of those and NumPy scalars
- *   by value, anything else by identity (held by the key);
+ *   one absent) as read_value keeps it: numbers, strings and tuples of those by value,
+ *   anything else by identity (held by the key);
  * - one named in the tuple `operands`: a tuple of arrays of a type in `types` and exact
- *   ints, floats and complex numbers, or None; its part is the tuple of (type, shape, dtype)
- *   of each array and the type of each number, and the tuple itself is passed on to run.
+ *   ints, floats and complex numbers (fewer than MAX_ARGS), or None, keyed only beside a
+ *   function; its part is the tuple of (type, shape, dtype) of each array and the type of
+ *   each number, and the tuple itself is passed on to run.
  * Where table[key] is (run, entry, clock), run(x0, ..., t...) is called (t the operand
  * tuples, in the keywords' order): its result is returned
  * (entry[1] = next(clock) first: the plan cache's recency stamp) unless it is `miss`. A key
@@ -93,8 +94,7 @@ static int front_type(Front *self, PyObject *type) {
 /* A value read by a fused function, as its key holds it (a new reference): an exact int, str
  * or bool, or None, as (type, value); an exact float or complex as (type, its bits...), so
  * that 0.0 and -0.0 differ; an exact tuple as (tuple, its items so read...) (4 deep at most);
- * another object of at most 16 bytes through the buffer protocol (a NumPy scalar) as (type,
- * those bytes); anything else by identity, (type, id, value). */
+ * anything else by identity, (type, id, value). */
 static PyObject *read_value(PyObject *v, int depth) {
     PyObject *type = (PyObject *)Py_TYPE(v);
     if (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v) || v == Py_None) {
@@ -128,20 +128,6 @@ static PyObject *read_value(PyObject *v, int depth) {
             PyTuple_SET_ITEM(item, i + 1, part);
         }
         return item;
-    }
-    if (PyObject_CheckBuffer(v)) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(v, &view, PyBUF_SIMPLE) == 0) {
-            PyObject *item = view.len <= 16 ?
-                Py_BuildValue("(Oy#)", type, (const char *)view.buf, view.len) : NULL;
-            int small = view.len <= 16;
-            PyBuffer_Release(&view);
-            if (small) {
-                return item;
-            }
-        } else if (!unkeyed_error()) { /* (else not a simple buffer: read by identity) */
-            return NULL;
-        }
     }
     PyObject *id = PyLong_FromVoidPtr(v);
     PyObject *item = id == NULL ? NULL : PyTuple_Pack(3, type, id, v);
@@ -186,7 +172,9 @@ static PyObject *function_part(Front *self, PyObject *fn) {
             }
             value = value == NULL ? self->miss : value;
         }
+        Py_INCREF(value); /* (reading it allocates: a collection's __del__ may rebind it) */
         PyObject *item = read_value(value, 0);
+        Py_DECREF(value);
         if (item == NULL) {
             goto unkeyed;
         }
@@ -256,7 +244,8 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
             return NULL;
         }
     }
-    int hashed = 0; /* (whether the key holds values of any type: hashed here, once) */
+    int hashed = 0; /* (a function given: the key holds values of any type, hashed here) */
+    int operands = 0; /* (an operand tuple given: keyed only beside a function) */
     char kinds[MAX_ARGS]; /* per keyword: 0 named, 1 a function, 2 an operand tuple */
     if (nkw >= MAX_ARGS) {
         return NULL;
@@ -276,12 +265,16 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
             hashed |= v != Py_None;
         } else if (named(self->operands, name)) {
             kinds[i] = 2;
-            if (v != Py_None && !PyTuple_CheckExact(v)) {
+            if (v != Py_None && (!PyTuple_CheckExact(v) || PyTuple_GET_SIZE(v) >= MAX_ARGS)) {
                 return NULL;
             }
+            operands |= v != Py_None;
         } else {
             return NULL;
         }
+    }
+    if (operands && !hashed) {
+        return NULL; /* (its launcher takes the arrays alone) */
     }
     Py_ssize_t size = 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1;
     PyObject *key = PyTuple_New(size);

@@ -19,10 +19,12 @@ from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "chain", "fast", "front", "launcher", "reader", "status"]
+__all__ = ["BoundCall", "MAX_CHAIN", "chain", "fast", "front", "launcher", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
+#: The most values a chain (:func:`chain`) takes after its array
+MAX_CHAIN = _MAX_ARGS
 _INTERFACE = 4  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
@@ -200,12 +202,13 @@ def front(function, learn, table, types, arrays, names, miss, home, functions=()
     - one named in ``functions``: a Python function without defaults whose code is in
       ``codes`` (``codes[code]``: the global names it reads, a tuple); its part of the key is
       its code and each value it reads (its closure's cells, then those globals, ``miss``
-      for one that is absent): numbers (a float by its bits), strings, tuples of those and
-      NumPy scalars by value, anything else by identity;
+      for one that is absent): numbers (a float by its bits), strings and tuples of those
+      by value, anything else by identity;
     - one named in ``operands``: None, or a tuple of arrays of a type in ``types`` and exact
-      ints, floats and complex numbers; its part of the key is the tuple of each array's
-      ``(type, shape, dtype)`` and each number's type, and the tuple itself is passed on to
-      ``run`` after the arrays (``run(x0, ..., t...)``, in the keywords' order).
+      ints, floats and complex numbers (fewer than 16), keyed only beside a function; its
+      part of the key is the tuple of each array's ``(type, shape, dtype)`` and each
+      number's type, and the tuple itself is passed on to ``run`` after the arrays
+      (``run(x0, ..., t...)``, in the keywords' order).
 
     Parameters
     ----------
@@ -284,6 +287,7 @@ def chain(first, pointer, elements, words, nwords, launch, head, parameters, str
     ----------
     first, pointer, stream, fail : callable
     elements : tuple
+        At most :data:`MAX_CHAIN`.
     words, launch, parameters, context_get, context : int
         Addresses: of the word array, of ``cuLaunchKernel``, of the kernel's parameter array,
         of ``cuCtxGetCurrent``, and the ``CUcontext`` the kernel was loaded in.

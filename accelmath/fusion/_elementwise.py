@@ -22,7 +22,7 @@ from accelmath.fusion._launch import run
 from accelmath.fusion._trace import trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "arrays_fit", "check_out",
-           "elementwise", "compute", "dtype_of", "front_names", "function_key",
+           "elementwise", "compute", "dtype_of", "front_names", "function_key", "reads_key",
            "scalar_signature", "scaled",
            "traced", "types_of", "value_signature"]
 
@@ -184,13 +184,20 @@ def function_key(fn):
 
 
 def front_names(fn):
-    """The global names ``fn`` reads where a front may key it by its code and what it reads
-    (:func:`accelmath._core.hostcall.front`): a plain function without defaults whose
-    :func:`function_key` is not itself; else None."""
+    """The global names ``fn``'s code reads, where a front may key it by its code and what it
+    reads (:func:`accelmath._core.hostcall.front`): a plain function without defaults (the
+    caller found its :func:`function_key` plain); else None."""
     if (fn.__class__ is not types.FunctionType or fn.__defaults__ is not None
-            or fn.__kwdefaults__ is not None or function_key(fn) is fn):
+            or fn.__kwdefaults__ is not None):
         return None
     return _names(fn.__code__)
+
+
+def reads_key(values, missing):
+    """The part of a :func:`function_key` that ``values`` make, the values a function reads
+    in its order (its closure's cells, then its globals; ``missing`` for one that is absent):
+    equal to its ``function_key(fn)[1]`` where they are what it reads now."""
+    return tuple(_value_key(_MISSING if v is missing else v) for v in values)
 
 
 def _broadcast(shapes, names):

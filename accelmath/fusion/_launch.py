@@ -169,13 +169,16 @@ class KeptLaunch:
         ``pointer`` the result's address."""
         arrays = 1 + sum(read is not None for read, _ in readers)
         if (self._config._attributes is not None or None in codes
-                or arrays != self._arrays or len(codes) != len(self._slots)):
+                or arrays != self._arrays or len(codes) != len(self._slots)
+                or len(readers) > hostcall.MAX_CHAIN):
             return None
         ctypes = _cuda.ctypes
-        if self._numbers is None:
-            self._numbers = (ctypes.c_double * (2 * len(codes) or 1))()
-            for k, slot in enumerate(self._slots):
-                self._parameters[slot] = ctypes.addressof(self._numbers) + 16 * k
+        with self._lock:  # (made once: every chain of this launch writes there)
+            if self._numbers is None:
+                numbers = (ctypes.c_double * (2 * len(codes) or 1))()
+                for k, slot in enumerate(self._slots):
+                    self._parameters[slot] = ctypes.addressof(numbers) + 16 * k
+                self._numbers = numbers
         base = ctypes.addressof(self._numbers)
         elements, word, scalar = [], 1, 0
         for read, align in readers:

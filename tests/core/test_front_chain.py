@@ -72,7 +72,7 @@ def test_a_fused_function_is_keyed_by_its_code_and_what_it_reads():
     assert calls == ["function"]
 
 
-def test_numbers_tuples_and_numpy_scalars_read_are_keyed_by_value():
+def test_numbers_and_tuples_read_are_keyed_by_value_anything_else_by_identity():
     global SCALE
     codes = {scaled.__code__: ("SCALE",)}
     front, calls = _front({}, codes)
@@ -80,16 +80,57 @@ def test_numbers_tuples_and_numpy_scalars_read_are_keyed_by_value():
     old = SCALE
     keys = []
     try:
-        for value in (np.float64(2.0), np.float64(2.0), np.float32(2.0), (1, 2.0), (1, 2.0),
-                      (1, 2), 2, True, 1):
+        for value in ((1, 2.0), (1, 2.0), (1, 2), 2, True, 1, np.float64(2.0),
+                      np.float64(2.0)):
             SCALE = value
             calls.clear()
             front(x, epilogue=scaled, epilogue_args=(k,))
             keys.append(calls[0])
     finally:
         SCALE = old
-    assert keys[0] == keys[1] and keys[3] == keys[4]  # (equal values made anew)
-    assert len({keys[i] for i in (0, 2, 3, 5, 6, 7, 8)}) == 7  # (True is not 1; 2 not 2.0)
+    assert keys[0] == keys[1]  # (an equal tuple made anew)
+    assert len({keys[i] for i in (0, 2, 3, 4, 5, 6, 7)}) == 7  # (True is not 1; 2 not 2.0;
+    # a NumPy scalar by identity: its bytes do not say its unit, a timedelta64's)
+
+
+def test_the_values_a_key_holds_read_back_as_the_trace_read_them():
+    from accelmath._core.dispatch import MISS as DISPATCH_MISS
+    from accelmath.fft._fusion.call import _reads_as_traced
+    from accelmath.fusion._elementwise import function_key
+
+    global SCALE
+    codes = {scaled.__code__: ("SCALE",)}
+    calls = []
+
+    def learn(key, *args, **kwargs):
+        calls.append(key)
+        return "learn"
+
+    front = _hostcall.Front(lambda x, **kw: None, learn, {}, {np.ndarray}, 1, (),
+                            DISPATCH_MISS, "m", ("epilogue",), codes, ("epilogue_args",))
+    old = SCALE
+    try:
+        for value in (2.0, -0.0, 3, "a", (1, (2.5, 1j)), None, np.float32(2), 1 + 2j):
+            SCALE = value
+            calls.clear()
+            front(np.ones(2), epilogue=scaled, epilogue_args=())
+            key = calls[0]
+            assert _reads_as_traced(key, function_key(scaled))
+            SCALE = 7.0  # (changed after the key was made: the trace would read another)
+            assert not _reads_as_traced(key, function_key(scaled))
+        del globals()["SCALE"]  # (absent: the front's sentinel read back as absent)
+        calls.clear()
+        front(np.ones(2), epilogue=scaled, epilogue_args=())
+        assert _reads_as_traced(calls[0], function_key(scaled))
+    finally:
+        SCALE = old
+
+
+def test_more_values_than_a_chain_takes_are_not_keyed():
+    codes = {scaled.__code__: ("SCALE",)}
+    front, calls = _front({}, codes)
+    front(np.ones(2), epilogue=scaled, epilogue_args=(1.0,) * 16)
+    assert calls == ["function"]
 
 
 def test_what_a_fused_function_reads_decides_whether_it_is_keyed():
@@ -126,9 +167,12 @@ def test_what_a_fused_function_reads_decides_whether_it_is_keyed():
     ((), True), ((1, 2.0, 3j), True), (None, True), ([np.ones(2)], False),
     ((True,), False), ((np.float64(1.0),), False), (("a",), False), ((np.ones(2), [1]), False)])
 def test_operand_tuples(args, keyed):
-    front, calls = _front({}, {})
-    front(np.ones(2), epilogue_args=args)
+    front, calls = _front({}, {scaled.__code__: ("SCALE",)})
+    front(np.ones(2), epilogue=scaled, epilogue_args=args)
     assert (calls[0] != "function") is keyed
+    calls.clear()  # (without a function, an operand tuple is not keyed)
+    front(np.ones(2), epilogue_args=args)
+    assert calls[0] == "function" or args is None
 
 
 def test_other_keywords_are_not_keyed():

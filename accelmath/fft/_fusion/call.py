@@ -14,8 +14,10 @@ so that a later such call enters no Python.
 """
 
 import math
+import struct
 from typing import NamedTuple
 
+from accelmath._core import hostcall
 from accelmath._core.call_key import device_reader, plain
 from accelmath._core.dispatch import MISS
 from accelmath._core.gpu.stream import resolve_stream
@@ -29,7 +31,7 @@ from accelmath.fft._fusion.fused import (check_unused, input_context, lengths_of
 from accelmath.fft._transform import dispatcher, read_operand, recalled, transform
 from accelmath.fusion import _cuda
 from accelmath.fusion._elementwise import (apply, arguments, front_names, function_key,
-                                           scalar_signature, traced, types_of)
+                                           reads_key, scalar_signature, traced, types_of)
 from accelmath.fusion._graph import is_scalar
 from accelmath.fusion._launch import KeptLaunch, alignment, prepared
 
@@ -92,14 +94,14 @@ def fused_call(call, x, out, stream, prologue, prologue_args, epilogue, epilogue
     front_key, key = dispatcher.taken(), None
     fn, args, unused = ((epilogue, epilogue_args, prologue_args) if prologue is None
                         else (prologue, prologue_args, epilogue_args))
-    if prologue is None and epilogue.__class__ is _FUNCTION and \
-            epilogue.__code__ not in dispatcher.codes:
-        names = front_names(epilogue)  # (so that the front keys the next such call)
-        if names is not None:
-            dispatcher.key_code(epilogue.__code__, names)
     if ((prologue is None or epilogue is None) and fn is not None and out is None
             and stream is None and (unused is None or unused.__class__ is tuple and not unused)):
         key = _key(call, x, fn, args, prologue is not None)
+        if key is not None and prologue is None and epilogue.__class__ is _FUNCTION \
+                and epilogue.__code__ not in dispatcher.codes:
+            names = front_names(epilogue)  # (so that the front keys the next such call)
+            if names is not None:
+                dispatcher.key_code(epilogue.__code__, names)
         try:
             found = None if key is None else _remembered.get(key)
         except TypeError:  # (an unhashable norm or execution: refused by the checked path)
@@ -301,10 +303,13 @@ class _Remembered:
         function whose key changes at each call (a global it reads made anew each time)
         stops being offered rather than filling the front; a key offered before is offered
         again only where the front dropped it."""
-        kept, readers, codes, pointer, stream, device_id, plan_key, inverse, x_type = self.chain
+        (kept, readers, codes, pointer, stream, device_id, plan_key, inverse, x_type,
+         function) = self.chain
         if front_key is None:
             dispatcher.remember_front(None, result, None, None, None, x_type)
             return
+        if not _reads_as_traced(front_key, function):
+            return  # (a value it reads changed between the front's key and the trace)
         if front_key in self.offered:
             if dispatcher.in_front(front_key):
                 return  # (its chain missed this call, made by the memo: a new one would too)
@@ -348,6 +353,33 @@ class _Remembered:
         self.kernel.launch([address, *addresses, self.pointer(made)], scalars,
                            self.current_stream(), self.device_id)
         return recalled(self.transform, made, made_layout)
+
+
+def _reads_as_traced(front_key, function):
+    """Whether the values the front's key ``front_key`` holds for the epilogue (see
+    :func:`accelmath._core.hostcall.front`) are those its trace read (``function``: its
+    :func:`~accelmath.fusion._elementwise.function_key`): another thread may have changed one
+    between the two."""
+    names = front_key[-1]
+    part = front_key[len(front_key) - 1 - len(names) + names.index("epilogue")]
+    try:
+        return reads_key([_read(item) for item in part[1:]], MISS) == function[1]
+    except (TypeError, ValueError, IndexError):
+        return False
+
+
+def _read(item):
+    """A value as the front's key holds it, read back: ``(type, value)``, ``(float or
+    complex, bits...)``, ``(tuple, items...)`` or, by identity, ``(type, id, value)``."""
+    kind = item[0]
+    if len(item) == 3 and item[1].__class__ is int and kind not in (float, complex):
+        return item[2]  # (by identity)
+    if kind is tuple:
+        return tuple(_read(i) for i in item[1:])
+    if kind is float or kind is complex:
+        parts = struct.unpack("<2d", struct.pack("<2Q", item[1], item[2]))
+        return parts[0] if kind is float else complex(*parts)
+    return item[1]
 
 
 def _kernel(fn, values, target, context, fixed):
@@ -400,7 +432,9 @@ def _chain_parts(key, geometry, fn, y, args, context, specs):
     front: the epilogue's kernel from a launch of its own (its chains' alone), the readers of
     the further arrays, the scalars' codes, the result's pointer and stream getters, the
     device, the transform's call key and direction and x's type; None where a part has no
-    fast reader."""
+    fast reader, or more values than a chain takes."""
+    if len(args) > hostcall.MAX_CHAIN:
+        return None
     readers = []
     for a in args:
         layout = None if is_scalar(a) else a.adapter.layout_key(a.obj)
@@ -414,7 +448,8 @@ def _chain_parts(key, geometry, fn, y, args, context, specs):
     kept, _ = _kernel(fn, [y, geometry.scale, *args], y, context, [geometry.scale])
     return (kept, tuple(readers), codes, y.adapter.data_ptr,
             y.adapter.stream_getter(y.device_id), y.device_id,
-            (geometry.unscaled, False, key[1], key[2]), geometry.unscaled.inverse, key[1])
+            (geometry.unscaled, False, key[1], key[2]), geometry.unscaled.inverse, key[1],
+            key[3])
 
 
 def _remember_prologue(key, call, geometry, fn, op, made, args, given):
