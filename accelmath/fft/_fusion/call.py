@@ -39,6 +39,7 @@ __all__ = ["forget", "fused_call"]
 
 _FUNCTION = type(lambda: None)
 
+
 class _Geometry(NamedTuple):
     """What a fused call of one transform record on inputs of one shape needs besides its
     arrays, made once: the unscaled record, the norm's factor, the prologue's index and
