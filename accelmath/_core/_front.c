@@ -11,7 +11,7 @@
  * - one named in the tuple `functions`: a Python function (no defaults) whose code is in the
  *   dict `codes`, `codes[code]` the tuple of global names it reads; its part of the key is
  *   (code, w...), w each value it reads (its closure's cells, then those globals, `miss` for
- *   one absent) as read_value keeps it: numbers, strings and tuples of those by value,
+ *   one absent) as _front_parts.c keeps it: numbers, strings and tuples of those by value,
  *   anything else by identity (held by the key);
  * - one named in the tuple `operands`: a tuple of arrays of a type in `types` and exact
  *   ints, floats and complex numbers (fewer than MAX_ARGS), or None, keyed only beside a
@@ -34,24 +34,6 @@ typedef struct {
     Py_ssize_t arrays;
 } Front;
 
-static PyObject *str_shape, *str_dtype;
-
-/* Whether obj may be part of a key: an exact int or str, None, or a tuple of exact ints. */
-static int plain(PyObject *obj) {
-    if (obj == Py_None || PyLong_CheckExact(obj) || PyUnicode_CheckExact(obj)) {
-        return 1;
-    }
-    if (!PyTuple_CheckExact(obj)) {
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(obj); i++) {
-        if (!PyLong_CheckExact(PyTuple_GET_ITEM(obj, i))) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* Whether name (a keyword's name) is one of the tuple names. */
 static int named(PyObject *names, PyObject *name) {
     Py_ssize_t n = PyTuple_GET_SIZE(names);
@@ -68,162 +50,6 @@ static int named(PyObject *names, PyObject *name) {
     return 0;
 }
 
-/* Where reading a value for a key raised: 1 with the error cleared where it is an Exception
- * other than MemoryError (the call has no key, and its function meets what it meets), else 0
- * (the error propagates: KeyboardInterrupt, MemoryError...). */
-static int unkeyed_error(void) {
-    if (PyErr_ExceptionMatches(PyExc_Exception) && !PyErr_ExceptionMatches(PyExc_MemoryError)) {
-        PyErr_Clear();
-        return 1;
-    }
-    return 0;
-}
-
-/* Whether type is one of self->types, by identity (a metaclass of its own hash or comparison
- * is not asked): 1, 0, -1 with an error. */
-static int front_type(Front *self, PyObject *type) {
-    PyTypeObject *meta = Py_TYPE(type);
-    if (meta->tp_hash != PyType_Type.tp_hash ||
-        meta->tp_richcompare != PyType_Type.tp_richcompare) {
-        return 0;
-    }
-    int found = PySet_Contains(self->types, type);
-    return found < 0 && unkeyed_error() ? 0 : found;
-}
-
-/* A value read by a fused function, as its key holds it (a new reference): an exact int, str
- * or bool, or None, as (type, value); an exact float or complex as (type, its bits...), so
- * that 0.0 and -0.0 differ; an exact tuple as (tuple, its items so read...) (4 deep at most);
- * anything else by identity, (type, id, value). */
-static PyObject *read_value(PyObject *v, int depth) {
-    PyObject *type = (PyObject *)Py_TYPE(v);
-    if (PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyBool_Check(v) || v == Py_None) {
-        return PyTuple_Pack(2, type, v);
-    }
-    if (PyFloat_CheckExact(v) || PyComplex_CheckExact(v)) {
-        double parts[2] = {0.0, 0.0};
-        if (PyFloat_CheckExact(v)) {
-            parts[0] = PyFloat_AS_DOUBLE(v);
-        } else {
-            parts[0] = PyComplex_RealAsDouble(v);
-            parts[1] = PyComplex_ImagAsDouble(v);
-        }
-        unsigned long long bits[2];
-        memcpy(bits, parts, sizeof bits);
-        return Py_BuildValue("(OKK)", type, bits[0], bits[1]);
-    }
-    if (PyTuple_CheckExact(v) && depth < 4) {
-        Py_ssize_t n = PyTuple_GET_SIZE(v);
-        PyObject *item = PyTuple_New(n + 1);
-        if (item == NULL) {
-            return NULL;
-        }
-        PyTuple_SET_ITEM(item, 0, Py_NewRef(type));
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *part = read_value(PyTuple_GET_ITEM(v, i), depth + 1);
-            if (part == NULL) {
-                Py_DECREF(item);
-                return NULL;
-            }
-            PyTuple_SET_ITEM(item, i + 1, part);
-        }
-        return item;
-    }
-    PyObject *id = PyLong_FromVoidPtr(v);
-    PyObject *item = id == NULL ? NULL : PyTuple_Pack(3, type, id, v);
-    Py_XDECREF(id);
-    return item;
-}
-
-/* A function's part of a key (see the top; a new reference), NULL with no error where it has
- * none, NULL with an error where reading it raised an error that propagates. */
-static PyObject *function_part(Front *self, PyObject *fn) {
-    if (!PyFunction_Check(fn) || PyFunction_GET_DEFAULTS(fn) != NULL ||
-        PyFunction_GET_KW_DEFAULTS(fn) != NULL) {
-        return NULL;
-    }
-    /* (held: hashing the code, or comparing a global's name, may run Python that replaces
-     * the function's code or empties the table of codes) */
-    PyObject *code = Py_NewRef(PyFunction_GET_CODE(fn)), *names, *part = NULL;
-    names = Py_XNewRef(PyDict_GetItemWithError(self->codes, code));
-    if (names == NULL || !PyTuple_CheckExact(names)) {
-        goto unkeyed;
-    }
-    PyObject *closure = PyFunction_GET_CLOSURE(fn); /* (fn holds these two: it is an argument) */
-    PyObject *globals = PyFunction_GET_GLOBALS(fn);
-    Py_ssize_t cells = closure == NULL ? 0 : PyTuple_GET_SIZE(closure);
-    Py_ssize_t n = cells + PyTuple_GET_SIZE(names);
-    part = PyTuple_New(1 + n);
-    if (part == NULL) {
-        goto unkeyed;
-    }
-    PyTuple_SET_ITEM(part, 0, Py_NewRef(code));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *value;
-        if (i < cells) {
-            value = PyCell_GET(PyTuple_GET_ITEM(closure, i));
-            if (value == NULL) { /* (an empty cell) */
-                goto unkeyed;
-            }
-        } else {
-            value = PyDict_GetItemWithError(globals, PyTuple_GET_ITEM(names, i - cells));
-            if (value == NULL && PyErr_Occurred()) {
-                goto unkeyed;
-            }
-            value = value == NULL ? self->miss : value;
-        }
-        Py_INCREF(value); /* (reading it allocates: a collection's __del__ may rebind it) */
-        PyObject *item = read_value(value, 0);
-        Py_DECREF(value);
-        if (item == NULL) {
-            goto unkeyed;
-        }
-        PyTuple_SET_ITEM(part, 1 + i, item);
-    }
-    Py_DECREF(code);
-    Py_DECREF(names);
-    return part;
-unkeyed:
-    Py_DECREF(code);
-    Py_XDECREF(names);
-    Py_XDECREF(part);
-    if (PyErr_Occurred()) {
-        unkeyed_error(); /* (cleared, or left to propagate) */
-    }
-    return NULL;
-}
-
-/* An operand tuple's part of a key (see the top; a new reference), NULL with no error where
- * it has none, NULL with an error where reading an array's shape or dtype raised. */
-static PyObject *operands_part(Front *self, PyObject *values) {
-    Py_ssize_t n = PyTuple_GET_SIZE(values);
-    PyObject *part = PyTuple_New(n);
-    if (part == NULL) {
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyTuple_GET_ITEM(values, i), *item;
-        if (PyFloat_CheckExact(v) || PyLong_CheckExact(v) || PyComplex_CheckExact(v)) {
-            item = Py_NewRef((PyObject *)Py_TYPE(v));
-        } else if (front_type(self, (PyObject *)Py_TYPE(v)) == 1) {
-            PyObject *shape = PyObject_GetAttr(v, str_shape);
-            PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(v, str_dtype);
-            item = dtype == NULL ? NULL : PyTuple_Pack(3, (PyObject *)Py_TYPE(v), shape, dtype);
-            Py_XDECREF(shape);
-            Py_XDECREF(dtype);
-            if (item == NULL) {
-                Py_DECREF(part);
-                return NULL;
-            }
-        } else {
-            Py_DECREF(part);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(part, i, item);
-    }
-    return part;
-}
-
 /* The call's key (a new reference), NULL with no error where the call has none, NULL with
  * an error where reading an array's shape or dtype raised. The operand tuples, borrowed from
  * the call, go to passed[0...] and their count to *npassed. */
@@ -235,12 +61,12 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         return NULL;
     }
     for (Py_ssize_t i = 0; i < self->arrays; i++) {
-        if (front_type(self, (PyObject *)Py_TYPE(args[i])) != 1) {
+        if (front_type(self->types, (PyObject *)Py_TYPE(args[i])) != 1) {
             return NULL; /* (an error only where one propagates) */
         }
     }
     for (Py_ssize_t i = self->arrays; i < nargs; i++) {
-        if (!plain(args[i])) {
+        if (!front_plain(args[i])) {
             return NULL;
         }
     }
@@ -257,7 +83,7 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         }
         if (named(self->names, name)) {
             kinds[i] = 0;
-            if (!plain(v)) {
+            if (!front_plain(v)) {
                 return NULL;
             }
         } else if (named(self->functions, name)) {
@@ -284,8 +110,8 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
     Py_ssize_t k = 0;
     PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)self));
     for (Py_ssize_t i = 0; i < self->arrays; i++) {
-        PyObject *shape = PyObject_GetAttr(args[i], str_shape);
-        PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(args[i], str_dtype);
+        PyObject *shape = PyObject_GetAttr(args[i], front_shape);
+        PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(args[i], front_dtype);
         if (dtype == NULL) {
             Py_XDECREF(shape);
             Py_DECREF(key);
@@ -301,10 +127,10 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
         if (kind == 0) {
             part = Py_NewRef(v);
         } else if (kind == 2) {
-            part = operands_part(self, v);
+            part = front_operands_part(self->types, v);
             passed[(*npassed)++] = v;
         } else {
-            part = function_part(self, v);
+            part = front_function_part(self->codes, self->miss, v);
         }
         if (part == NULL) {
             Py_DECREF(key);
@@ -315,7 +141,7 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
     PyTuple_SET_ITEM(key, k++, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
     if (hashed && PyObject_Hash(key) == -1) { /* (a value read that is not hashable) */
         Py_DECREF(key);
-        unkeyed_error();
+        front_unkeyed_error();
         return NULL;
     }
     return key;
@@ -602,9 +428,5 @@ PyTypeObject FrontType = {
 };
 
 int front_ready(void) {
-    if ((str_shape = PyUnicode_InternFromString("shape")) == NULL ||
-        (str_dtype = PyUnicode_InternFromString("dtype")) == NULL) {
-        return -1;
-    }
-    return PyType_Ready(&FrontType);
+    return front_parts_ready() < 0 ? -1 : PyType_Ready(&FrontType);
 }

@@ -1,6 +1,7 @@
 /* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
- * _function.c, _reader.c, _front.c and _chain.c): one machine word per argument, Function (a C
- * function of word arguments, _function.c) and the types the module registers. */
+ * _function.c, _reader.c, _front.c, _front_parts.c and _chain.c): one machine word per
+ * argument, Function (a C function of word arguments, _function.c) and the types and
+ * functions the files share. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
 #define PY_SSIZE_T_CLEAN
@@ -48,5 +49,18 @@ extern PyTypeObject ChainType;    /* _chain.c */
 
 /* Ready FrontType and its strings (0, -1 on an error). */
 int front_ready(void);
+
+/* The parts of a front's key (_front_parts.c): "shape" and "dtype", interned; whether a value
+ * is plain (an exact int or str, None, a tuple of exact ints); an error cleared where a
+ * call goes unkeyed for it (1) or left to propagate (0); whether a type is one of a set, by
+ * identity; a fused function's part and an operand tuple's part (new references, NULL with
+ * no error where there is none). */
+extern PyObject *front_shape, *front_dtype;
+int front_parts_ready(void);
+int front_plain(PyObject *obj);
+int front_unkeyed_error(void);
+int front_type(PyObject *types, PyObject *type);
+PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn);
+PyObject *front_operands_part(PyObject *types, PyObject *values);
 
 #endif
