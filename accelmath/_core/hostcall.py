@@ -15,12 +15,14 @@ is used, and why.
 import ctypes
 import importlib
 import os
+import struct
 import types
 from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "MAX_CHAIN", "chain", "fast", "front", "launcher", "reader", "status"]
+__all__ = ["BoundCall", "MAX_CHAIN", "chain", "fast", "front", "keyword_part", "launcher",
+           "read_values", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
@@ -264,6 +266,45 @@ def front(function, learn, table, types, arrays, names, miss, home, functions=()
         return function
     return module.Front(function, learn, table, types, arrays, tuple(names), miss, home,
                         tuple(functions), {} if codes is None else codes, tuple(operands))
+
+
+def keyword_part(key, name):
+    """The part of front key ``key`` (see :func:`front`) that keyword ``name`` holds.
+
+    Examples
+    --------
+    >>> from accelmath._core.hostcall import keyword_part
+    >>> keyword_part(("front", int, (2,), "f8", 3, "ortho", ("norm",)), "norm")
+    'ortho'
+    """
+    names = key[-1]
+    return key[len(key) - 1 - len(names) + names.index(name)]
+
+
+def read_values(part):
+    """The values a fused function's part of a front key holds (see :func:`front`), read back
+    in its order: a number, a string or a tuple of those as the value it was, anything else
+    (held by identity) as itself; the front's ``miss`` for a global that was absent.
+
+    Examples
+    --------
+    >>> from accelmath._core.hostcall import read_values
+    >>> read_values((None, (int, 3), (float, 4611686018427387904, 0), (tuple, (str, "a"))))
+    [3, 2.0, ('a',)]
+    """
+    return [_read_value(item) for item in part[1:]]
+
+
+def _read_value(item):
+    kind = item[0]
+    if len(item) == 3 and item[1].__class__ is int and kind not in (float, complex):
+        return item[2]  # (type, id, value): by identity
+    if kind is tuple:
+        return tuple(_read_value(i) for i in item[1:])
+    if kind is float or kind is complex:  # (type, bits of the real part, of the imaginary)
+        parts = struct.unpack("<2d", struct.pack("<2Q", item[1], item[2]))
+        return parts[0] if kind is float else complex(*parts)
+    return item[1]
 
 
 def chain(first, pointer, elements, words, nwords, launch, head, parameters, stream, fail,

@@ -14,7 +14,6 @@ so that a later such call enters no Python.
 """
 
 import math
-import struct
 from typing import NamedTuple
 
 from accelmath._core import hostcall
@@ -357,30 +356,14 @@ class _Remembered:
 
 
 def _reads_as_traced(front_key, function):
-    """Whether the values the front's key ``front_key`` holds for the epilogue (see
-    :func:`accelmath._core.hostcall.front`) are those its trace read (``function``: its
-    :func:`~accelmath.fusion._elementwise.function_key`): another thread may have changed one
-    between the two."""
-    names = front_key[-1]
-    part = front_key[len(front_key) - 1 - len(names) + names.index("epilogue")]
+    """Whether the values the front's key ``front_key`` holds for the epilogue are those its
+    trace read (``function``: its :func:`~accelmath.fusion._elementwise.function_key`):
+    another thread may have changed one between the two."""
     try:
-        return reads_key([_read(item) for item in part[1:]], MISS) == function[1]
+        values = hostcall.read_values(hostcall.keyword_part(front_key, "epilogue"))
+        return reads_key(values, MISS) == function[1]
     except (TypeError, ValueError, IndexError):
         return False
-
-
-def _read(item):
-    """A value as the front's key holds it, read back: ``(type, value)``, ``(float or
-    complex, bits...)``, ``(tuple, items...)`` or, by identity, ``(type, id, value)``."""
-    kind = item[0]
-    if len(item) == 3 and item[1].__class__ is int and kind not in (float, complex):
-        return item[2]  # (by identity)
-    if kind is tuple:
-        return tuple(_read(i) for i in item[1:])
-    if kind is float or kind is complex:
-        parts = struct.unpack("<2d", struct.pack("<2Q", item[1], item[2]))
-        return parts[0] if kind is float else complex(*parts)
-    return item[1]
 
 
 def _kernel(fn, values, target, context, fixed):
