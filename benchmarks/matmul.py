@@ -11,7 +11,10 @@ marked "ok" or "WRONG"; a case that fails leaves "-" in its cells and its error 
 Cases: 4096^3 in fp16, bf16, fp32, TF32 (``allow_tf32=True``, beside torch with
 ``torch.backends.cuda.matmul.allow_tf32`` and CuPy's and nvmath-python's TF32 compute types),
 fp64 and complex64; 8192^3 bf16; a batch of 64 x 512^3 fp16; the skinny complex128 product of
-image subtraction, a stack of 21 matrices 4088 x 2045 against one 2045 x 37 (broadcast); fp16
+image subtraction, a stack of 21 matrices 4088 x 2045 against one 2045 x 37 (broadcast); the
+small products 64^3 fp32 and a batch of 8 x 32^3 fp64 (accelmath's small-product kernel,
+compiled first with ``accelmath.linalg.prepare``, as a warm store has it; a sleep kernel
+before each timed run gives the host a head start, so that the device's time alone counts); fp16
 4096^3 with the native epilogues ``relu_bias`` (beside ``torch._addmm_activation`` and
 nvmath-python's RELU_BIAS) and ``gelu_bias`` (``use_gelu=True``, GELU_BIAS), and
 ``relu(a @ b + bias) * 0.5`` (one ``relu_bias`` product with ``alpha=0.5`` and the bias
@@ -57,7 +60,13 @@ PLAIN = [(f"{N}^3 fp16", (N, N), (N, N), "float16", False),
          ("8192^3 bf16", (8192, 8192), (8192, 8192), "bfloat16", False),
          ("batched 64 x 512^3 fp16", (64, 512, 512), (64, 512, 512), "float16", False),
          ("skinny complex128 (21 x 4088 x 2045) @ (2045 x 37)", (21, 4088, 2045), (2045, 37),
-          "complex128", False)]
+          "complex128", False),
+         ("64^3 fp32", (64, 64), (64, 64), "float32", False),
+         ("batched 8 x 32^3 fp64", (8, 32, 32), (8, 32, 32), "float64", False)]
+# GPU clock cycles of a sleep enqueued before each timed run of a case whose calls take the
+# host about as long as the device (about 2 ms): the device's time alone is timed
+_HEAD_START = 4_000_000
+_SMALL = 128  # products of no side longer than this: accelmath's small-product kernel
 EPILOGUES = [(f"{N}^3 fp16 bias+relu", "relu"), (f"{N}^3 fp16 bias+gelu", "gelu"),
              (f"{N}^3 fp16 relu(a @ b + bias) * 0.5", "scaled")]
 HOST = "host time per call: 64^3 fp32"
@@ -255,6 +264,9 @@ def plain_case(name, a_shape, b_shape, dtype, tf32):
         spec = {"check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), dtype,
                                      TOLERANCE["tf32" if tf32 else dtype]),
                 "cleanup": []}
+        if max(a_shape + b_shape) <= _SMALL:
+            ALG.prepare(dtype, wait=True)  # (the kernel of its dtype, as a warm store has it)
+            spec["head start"] = lambda: torch.cuda._sleep(_HEAD_START)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, allow_tf32=tf32),
                         **_stateful_pair(spec, a, b, allow_tf32=tf32)}
         torch.backends.cuda.matmul.allow_tf32 = tf32
@@ -345,6 +357,7 @@ def host_case(package):
             out = ctx.cp.empty((64, 64), dtype=ctx.cp.float32)
         else:
             out = torch.empty((64, 64), dtype=torch.float32, device=DEVICE)
+        ALG.prepare("float32", wait=True)  # (its small-product kernel, as a warm store has it)
         plan = _accelmath_plan(spec, a, b)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b),
                         "accelmath Matmul": lambda: plan.execute(),
@@ -365,14 +378,14 @@ def all_cases():
 
 # --- running a case ------------------------------------------------------------------------
 
-def measure_together(ctx, fns):
+def measure_together(ctx, fns, head_start=None):
     """Device ms per call of each of ``fns`` ({label: fn}, each called once before), timed
-    in turn round after round (``device_times_ms``)."""
+    in turn round after round (``device_times_ms``, given ``head_start``)."""
     calls, rounds = {}, 1
     for label, fn in fns.items():
         calls[label], wanted = run_sizes(first_call_ms(fn, lambda: ctx.event(label), ctx.sync))
         rounds = max(rounds, wanted)
-    return device_times_ms(fns, ctx.event, rounds, calls)
+    return device_times_ms(fns, ctx.event, rounds, calls, head_start)
 
 
 def warm_up(ctx, seconds=1.0):
@@ -444,7 +457,7 @@ def _run_spec(ctx, name, spec, row, notes):
         row.update(host_times_us(working, calls=2000, repeats=7, sync=ctx.sync))
     else:
         try:
-            row.update(measure_together(ctx, working))
+            row.update(measure_together(ctx, working, spec.get("head start")))
         except Exception as exc:
             notes.append(f"{name}: timing: {error_text(exc)}")
     row["error"] = max(errors) if errors else None
@@ -583,7 +596,9 @@ def measure_all(args, cases):
         "choice': the candidate kept, of the heuristic's, 0 its first); "
         "'accelmath plain' the product without the epilogue ('epilogue / plain'). In the "
         "device rows accelmath and nvmath-python on torch tensors, CuPy on arrays viewing the "
-        "same memory. The "
+        "same memory. The small products (64^3 fp32, 8 x 32^3 fp64) run on accelmath's "
+        "small-product kernel, compiled first (linalg.prepare), and each timed run follows a "
+        "sleep kernel that gives the host a head start (the device's time alone). The "
         "ratios divide by the faster of torch and CuPy (for the epilogues, torch's fused "
         "_addmm_activation: the eager columns are for reference). 'error': the largest "
         "relative Frobenius error of the accelmath results against float64 (complex128) on "

@@ -449,5 +449,12 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
         Py_DECREF(m);
         return NULL;
     }
+    PyObject *address = PyLong_FromVoidPtr((void *)kernel_call);
+    int added = address == NULL ? -1 : PyModule_AddObjectRef(m, "KERNEL_CALL", address);
+    Py_XDECREF(address);
+    if (added < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
     return m;
 }

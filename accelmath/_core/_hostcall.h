@@ -1,7 +1,7 @@
 /* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
- * _function.c, _reader.c, _front.c, _front_parts.c and _chain.c): one machine word per
- * argument, Function (a C function of word arguments, _function.c) and the types and
- * functions the files share. */
+ * _function.c, _reader.c, _front.c, _front_parts.c, _chain.c and _kernel_call.c): one
+ * machine word per argument, Function (a C function of word arguments, _function.c) and the
+ * types and functions the files share. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
 #define PY_SSIZE_T_CLEAN
@@ -13,7 +13,7 @@
 #define MAX_ARGS 16
 /* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
  * what a type takes or does, so that a build older than the Python code is not used. */
-#define INTERFACE 4
+#define INTERFACE 5
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
@@ -46,6 +46,11 @@ extern PyTypeObject FunctionType; /* _function.c */
 extern PyTypeObject ReaderType;   /* _reader.c */
 extern PyTypeObject FrontType;    /* _front.c */
 extern PyTypeObject ChainType;    /* _chain.c */
+
+/* A kernel launch of word arguments (_kernel_call.c): its driver (a KernelDriver's address),
+ * the CUfunction, the packed grid and block, the stream, then 11 parameter words. */
+int kernel_call(W driver, W function, W grid, W block, W stream, W p0, W p1, W p2, W p3, W p4,
+                W p5, W p6, W p7, W p8, W p9, W p10);
 
 /* Ready FrontType and its strings (0, -1 on an error). */
 int front_ready(void);

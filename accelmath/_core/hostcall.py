@@ -3,8 +3,8 @@
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
 a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small
 CPython extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``,
-``_front.c``, ``_front_parts.c``, ``_chain.c``) when accelmath is installed, calls
-status-returning C functions of up to 16 integer and pointer arguments for a tenth of that;
+``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when accelmath is
+installed, calls status-returning C functions of up to 16 integer and pointer arguments for a tenth of that;
 :func:`front` puts a table of such calls before a public function. It is an optional
 extension: where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
 :func:`fast` returns the ctypes function itself, :func:`launcher` the Python execute and
@@ -21,14 +21,16 @@ from typing import Any, Callable, NamedTuple
 
 from accelmath._core.switches import switched_off
 
-__all__ = ["BoundCall", "MAX_CHAIN", "chain", "fast", "front", "keyword_part", "launcher",
-           "read_values", "reader", "status"]
+__all__ = ["BoundCall", "KERNEL_WORDS", "MAX_CHAIN", "chain", "fast", "front", "kernel_call",
+           "kernel_head", "keyword_part", "launcher", "read_values", "reader", "status"]
 
 _SWITCH = "ACCELMATH_HOSTCALL"
 _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
 #: The most values a chain (:func:`chain`) takes after its array
 MAX_CHAIN = _MAX_ARGS
-_INTERFACE = 4  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
+#: The most parameters (8-byte words) of a kernel that :func:`kernel_call` launches
+KERNEL_WORDS = 11
+_INTERFACE = 5  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
@@ -355,6 +357,56 @@ def chain(first, pointer, elements, words, nwords, launch, head, parameters, str
         return None
     return module.Chain(first, pointer, tuple(elements), words, nwords, launch, tuple(head),
                         parameters, stream, fail, context_get, context, miss, keep)
+
+
+def kernel_call(launch, get, push, pop, context):
+    """A kernel launch as a C function of word arguments, for a :class:`BoundCall`:
+    ``(call, driver)``, ``call`` a ``Function`` of the call shim, ``call(driver_address,
+    function, grid, block, stream, p0, ..., p10)``, that launches CUfunction ``function`` with
+    ``grid`` and ``block`` as :func:`kernel_head` packs them, on ``stream``, its parameters
+    the 11 words ``p0`` to ``p10`` (a kernel whose parameters are 8-byte values: pointers,
+    64-bit integers, doubles; it reads those it declares), and returns the driver's status.
+    ``driver``, which the caller keeps as long as it calls ``call`` with its address
+    (``ctypes.addressof(driver)``), holds the driver's functions and ``context``, which is
+    pushed for the launch where the calling thread's current context is another (and popped
+    after). Threads launch at once without sharing the words. None where the call shim is
+    not used (see :func:`status`).
+
+    Parameters
+    ----------
+    launch, get, push, pop : int
+        The addresses of the driver's ``cuLaunchKernel``, ``cuCtxGetCurrent``,
+        ``cuCtxPushCurrent`` and ``cuCtxPopCurrent``.
+    context : int
+        The ``CUcontext`` the kernels launched were loaded in.
+
+    Examples
+    --------
+    >>> from accelmath._core import hostcall
+    >>> made = hostcall.kernel_call(1, 2, 3, 4, 5)  # (nothing is called here)
+    >>> made is None or made[0].nargs
+    16
+    """
+    module = _extension()
+    if module is None:
+        return None
+    driver = (ctypes.c_void_p * 5)(launch, get, push, pop, context)
+    return module.Function(module.KERNEL_CALL, 5 + KERNEL_WORDS), driver
+
+
+def kernel_head(grid, block, shared_bytes=0):
+    """The ``grid`` and ``block`` words of :func:`kernel_call`: ``(x, y, z)`` each, as the
+    launch takes them (checked by :class:`~accelmath._core.gpu.launch.LaunchConfig`), with
+    ``shared_bytes`` of dynamic shared memory.
+
+    Examples
+    --------
+    >>> from accelmath._core.hostcall import kernel_head
+    >>> [hex(w) for w in kernel_head((4, 4, 2), (16, 16, 1))]
+    ['0x2000400000004', '0x408010']
+    """
+    (gx, gy, gz), (bx, by, bz) = grid, block
+    return gx | gy << 32 | gz << 48, bx | by << 11 | bz << 22 | shared_bytes << 32
 
 
 def reader(checks, pointer):

@@ -85,6 +85,10 @@ FUNCTIONS = (
     Function("ctx_get_current", ("cuCtxGetCurrent",), (POINTER(_p),)),
     # CUresult cuCtxSetCurrent(CUcontext ctx);
     Function("ctx_set_current", ("cuCtxSetCurrent",), (_p,)),
+    # CUresult cuCtxPushCurrent(CUcontext ctx);
+    Function("ctx_push_current", ("cuCtxPushCurrent_v2",), (_p,)),
+    # CUresult cuCtxPopCurrent(CUcontext *pctx);
+    Function("ctx_pop_current", ("cuCtxPopCurrent_v2",), (POINTER(_p),)),
     # CUresult cuCtxGetDevice(CUdevice *device);
     Function("ctx_get_device", ("cuCtxGetDevice",), (POINTER(c_int),)),
     # CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);

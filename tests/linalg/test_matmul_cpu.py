@@ -405,6 +405,7 @@ def fake_device(monkeypatch):
     monkeypatch.setattr(call_key, "_ADDRESSED", ("fake",))
     monkeypatch.setattr(call_key, "_DEVICE", {})
     monkeypatch.setattr(plan, "LtPlan", _FakeLt)
+    monkeypatch.setenv("ACCELMATH_SMALL_PRODUCTS", "0")  # (every product on the fake cuBLASLt)
     prepared = []
     prepare = problems.prepare
 

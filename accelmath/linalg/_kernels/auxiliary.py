@@ -25,6 +25,7 @@ from accelmath._core.gpu.modules import SourceModules
 from accelmath._core.operand import ITEMSIZE
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.linalg._kernels.source import SOURCE
+from accelmath.linalg._matmul import small
 
 __all__ = ["DTYPES", "MAX_BATCH_DIMS", "PIVOT_DTYPES", "SOURCE", "copy_matrices", "det",
            "fail_to_nan", "flag_nonfinite", "nonfinite_blocks", "identity", "log_det",
@@ -68,9 +69,11 @@ def _blocks(count, most):
 
 def prepare(*dtypes, device=0, wait=False):
     """Compile the linear-algebra device path's auxiliary kernels (copies, determinants,
-    diagonals) for ``dtypes`` on ``device``, or load them from the on-disk store, so that
-    the first solve of a process does not wait for their compiler (about a second per dtype
-    when the store is empty). The kernels of small matrices (``method="small"``, and the
+    diagonals) and its small-product kernel (float32 and float64) for ``dtypes`` on
+    ``device``, or load them from the on-disk store, so that the first solve of a process
+    does not wait for their compiler (about a second per dtype when the store is empty), and
+    its first small products run on the kernel (a product planned while the kernel compiles
+    runs on cuBLASLt). The kernels of small matrices (``method="small"``, and the
     orders ``method="auto"`` gives them: ``_context.small_fits``) are compiled per order
     when first used, not here.
 
@@ -103,6 +106,7 @@ def prepare(*dtypes, device=0, wait=False):
             _module(device, name)
         else:
             _module.compile_soon(device, name)
+        small.prepare(device, name, wait)
 
 
 def _launch_flat(name, count, args, stream, device_id, dtype=None):

@@ -15,6 +15,7 @@ from accelmath._core.plan import Plan, mismatch, template_operand
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
+from accelmath.linalg._matmul import small
 from accelmath.linalg._matmul.cublaslt import LtPlan
 from accelmath.linalg._matmul.epilogue import (aux_shape, check_zero_k, epilogue_named, finish,
                                                outputs)
@@ -42,7 +43,11 @@ class Matmul(Plan):
     algorithms (up to 8); it runs the first, or, after :meth:`autotune`, the fastest, a
     choice kept in the on-disk store so that a later plan of the same product (in this
     process or another) starts with it. :meth:`execute` reads the operands' addresses,
-    resolves the stream and makes the cuBLASLt call.
+    resolves the stream and makes the cuBLASLt call. Small products (float32 or float64, at
+    most 128 a side, no ``c``, no epilogue) run on accelmath's own kernel instead, whose
+    launch costs the host about half of a cuBLASLt call; a plan made while that kernel
+    compiles (once per machine, in the background; :func:`~accelmath.linalg.prepare`
+    starts it) runs on cuBLASLt, as does every plan where ``ACCELMATH_SMALL_PRODUCTS=0``.
 
     Parameters
     ----------
@@ -82,6 +87,7 @@ class Matmul(Plan):
 
     what = "matrix product plan"
     _fused = None  # a Python epilogue's pass after the product (see _execute_fused)
+    _small = None  # the small-product kernel, where it runs the product (see small)
 
     def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
                  aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
@@ -192,13 +198,27 @@ class Matmul(Plan):
         self._scalars, (self._alpha_ptr, self._beta_ptr) = problems.host_scalars(
             problem.dtype, problem.alpha, problem.beta)
         self._uses_c = spec.c is not None
+        function = small.kernel(a.device_id, spec.dtype) if small.takes(spec, 1) else None
+        if function is not None:
+            self._small = small.SmallProduct(spec, function, a.device_id)
         # the result is the array allocated or given, with nothing beside it: execute calls
         # cuBLASLt itself, or the call shim does (on operands a, b and c of the plan's types)
         self._direct = problem.epilogue.returns == 1 and not self._adapter.immutable
         if self._shim_takes_it() and self._fused is None:
-            self._install_shim(self._lt.direct_call(self._alpha_ptr, self._beta_ptr,
-                                                    self._uses_c),
-                               self._lt.resources.local, self._lt.mask, self._inputs())
+            self._install_shim(*self._direct_call(self._alpha_ptr, self._beta_ptr),
+                               self._inputs())
+
+    def _direct_call(self, alpha, beta):
+        """``(call, local, mask)`` of the product with the host scalars at addresses
+        ``alpha`` and ``beta``, as one call for the call shim's launcher (see
+        :meth:`_launcher`): on the small-product kernel where it takes the product, else on
+        cuBLASLt (``call`` None where the product is more than one call)."""
+        if self._small is not None and self._small.takes_alpha(alpha):
+            call = self._small.direct_call(alpha)
+            if call is not None:
+                return call, self._small.local, 0
+        return (self._lt.direct_call(alpha, beta, self._uses_c), self._lt.resources.local,
+                self._lt.mask)
 
     def _shim_takes_it(self):
         """Whether the product is one cuBLASLt call on the operands (a, b and c) alone,
@@ -244,8 +264,7 @@ class Matmul(Plan):
         slow = functools.partial(self._execute_scaled, values, alpha_ptr, beta_ptr)
         run = slow
         if self._lt is not None and self._shim_takes_it() and "execute" in self.__dict__:
-            run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, self._uses_c),
-                                 self._lt.resources.local, self._lt.mask, self._inputs(),
+            run = self._launcher(*self._direct_call(alpha_ptr, beta_ptr), self._inputs(),
                                  slow=slow)
         if alpha != 0:  # (0.0 and -0.0 are one key; the sign shows in the zeros made)
             if len(self._scaled_runs) >= _SCALED_RUNS:
@@ -267,8 +286,7 @@ class Matmul(Plan):
             if (self._lt is not None and not self._uses_c and self._shim_takes_it()
                     and self._alignment == 256 and "execute" in self.__dict__):
                 values, (alpha_ptr, beta_ptr) = problems.host_scalars(self.dtype, 1, 0)
-                run = self._launcher(self._lt.direct_call(alpha_ptr, beta_ptr, False),
-                                     self._lt.resources.local, self._lt.mask,
+                run = self._launcher(*self._direct_call(alpha_ptr, beta_ptr),
                                      self._inputs(self._front_readers), slow=missed)
                 run = None if run is missed else (run, values)
             self._front = run or (None,)
@@ -415,8 +433,11 @@ class Matmul(Plan):
                 pd = self._first_out(out, handle)
             d = out
         if self._direct:
-            self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, alpha, beta,
-                         handle)
+            if self._small is not None and self._small.takes_alpha(alpha):
+                self._small.run(pa, pb, pd, alpha, handle)
+            else:
+                self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, alpha, beta,
+                             handle)
             return d
         return self._enqueue(d, pa, pb, pc, pd, pbias, paux, handle, explicit, None, alpha,
                              beta)
@@ -462,12 +483,13 @@ class Matmul(Plan):
         Returns
         -------
         accelmath._core.gpu.timing.Choice or None
-            The choice (its ``times`` in ms where they were measured now); None on the CPU
-            or where there is nothing to time.
+            The choice (its ``times`` in ms where they were measured now); None on the CPU,
+            for a product on the small-product kernel (see :class:`Matmul`) or where there is
+            nothing to time.
         """
         self._check_live()
         iterations = length(iterations, "iterations")
-        if self._lt is None:
+        if self._lt is None or self._small is not None:
             return None
         stream = self.stream if stream is None else stream
         handle, explicit = stream_of(stream, self._current_stream)
@@ -481,8 +503,7 @@ class Matmul(Plan):
 
         choice = self._lt.autotune(enqueue, handle, iterations)
         if "execute" in self.__dict__:  # the call shim's call names the algorithm
-            self._shim_calls[None] = self._lt.direct_call(self._alpha_ptr, self._beta_ptr,
-                                                          self._uses_c)
+            self._shim_calls[None] = self._direct_call(self._alpha_ptr, self._beta_ptr)[0]
         self._scaled_runs.clear()  # (their calls name the algorithm too)
         return choice
 
