@@ -1,15 +1,15 @@
 """Fast calls of C functions from Python, for the hot paths.
 
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
-a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small
-CPython extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``,
-``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when accelmath is
-installed, calls status-returning C functions of up to 16 integer and pointer arguments for a tenth of that;
-:func:`front` puts a table of such calls before a public function. It is an optional
-extension: where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
+a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small CPython
+extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``, ``_front.c``,
+``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when accelmath is installed, calls
+status-returning C functions of up to 16 integer and pointer arguments for a tenth of that;
+:func:`front` puts a table of such calls before a public function. It is an optional extension:
+where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
 :func:`fast` returns the ctypes function itself, :func:`launcher` the Python execute and
-:func:`front` the function: the results are the same, only slower. :func:`status` says which
-is used, and why.
+:func:`front` the function: the results are the same, only slower. :func:`status` says which is
+used, and why.
 """
 
 import ctypes

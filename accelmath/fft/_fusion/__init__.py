@@ -6,7 +6,8 @@ load :mod:`accelmath.fusion` (tracing, code generation, kernels: about 30 ms).
   and frequency mean around a transform;
 - :mod:`.call`: the stateless functions' calls with a prologue or an epilogue, remembered;
 - :mod:`.callbacks`: the same as cuFFT LTO callbacks, timed against the separate passes;
-- :mod:`.filter`: :func:`spectral_filter` and its fused pass of the column kernel.
+- :mod:`.filter`: :func:`spectral_filter` and its fused passes (the column kernel's, the
+  mixed-radix kernels').
 """
 
 import importlib
@@ -70,7 +71,9 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
     further ``args``), traced once (:mod:`accelmath.fusion`): a product with a transfer
     function, a Gaussian of :func:`accelmath.fusion.frequency`, a derivative... On a GPU the
     forward transform of the first transformed axis, ``fn`` and the inverse transform run as
-    one pass where that measures faster (see :mod:`accelmath.fft._fusion.filter`).
+    one pass where that measures faster: accelmath's column kernel for float32 lengths that
+    are powers of two, its mixed-radix kernels for matrices whose lengths have a prime
+    factor above 7, such as 4088 (see :mod:`accelmath.fft._fusion.filter`).
 
     Parameters
     ----------

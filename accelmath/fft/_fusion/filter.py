@@ -10,7 +10,12 @@ transforms the columns forward, applies ``fn`` to each value and transforms them
 shared memory, and the c2r transforms. It reads and writes the half spectrum once where the
 other way does three times.
 
-The first call of a problem (shape, expression, device) times both ways and keeps the faster
+A C-ordered float32 or float64 matrix whose lengths have a prime factor above 7 (4088 = 8 x 7 x
+73, say), where cuFFT is slow, has a third way: accelmath's own mixed-radix kernels
+(:mod:`accelmath.fft._mixed`), the rows' r2c transforms, one pass down the columns (forward,
+``fn``, inverse) and the rows' c2r transforms.
+
+The first call of a problem (shape, expression, device) times the ways and keeps the fastest
 (:mod:`accelmath.fusion._strategy`, the choice kept in the store). Where the fused pass's
 kernel is not compiled yet (a new expression on a machine whose store lacks it: about a second
 of NVRTC) it is compiled in the background and the calls run the other way until it is ready.
@@ -21,10 +26,12 @@ import weakref
 
 import numpy
 
+from accelmath._core.call import Context
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
+from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft import _columns
+from accelmath.fft import _columns, _mixed
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._plan import FFT
@@ -72,8 +79,10 @@ def spectral_filter(x, fn, args=(), *, axes=None, stream=None, like=None):
     handle = resolve_stream(stream, op)
     ways = {f"fused column pass, {w} columns per cluster":
             (lambda w=w: _run(fused, w, x, values, stream, handle, like)) for w in fused.ready}
+    if fused.mixed is not None and fused.mixed.ready:
+        ways["mixed-radix passes"] = lambda: _run_mixed(fused, op, values, stream, like)
     ways["separate passes"] = separate
-    chosen = fastest(fused.key + (fused.ready,), fused.describe, ways, op.device_id, handle,
+    chosen = fastest(fused.key + tuple(ways), fused.describe, ways, op.device_id, handle,
                      ("cufft",))
     return list(ways.values())[chosen]()
 
@@ -89,9 +98,9 @@ class _Fused:
 
     __slots__ = ("expression", "shape", "axis", "lengths", "source", "ready", "pending", "key",
                  "device_id", "template", "pitch", "batches", "others", "scale", "inverse",
-                 "__weakref__")
+                 "mixed", "__weakref__")
 
-    def __init__(self, expression, shape, axis, lengths, source, key, device_id):
+    def __init__(self, expression, shape, axis, lengths, source, key, device_id, mixed=None):
         self.expression, self.shape, self.axis = expression, shape, axis
         self.lengths, self.source = lengths, source
         self.key, self.device_id = key, device_id
@@ -103,7 +112,8 @@ class _Fused:
         self.template.d.shape[:] = shape
         self.template.d.period[:] = context.periods
         self.template.d.half[:] = [int(a in context.half) for a in range(len(shape))]
-        widths = _columns.widths(lengths[0])
+        self.mixed = mixed  # the mixed-radix way's kernels (_mixed.Filter), where it applies
+        widths = _columns.widths(lengths[0]) if source is not None else ()
         self.ready = tuple(w for w in widths
                            if _columns.compiled(device_id, lengths[0], source, w))
         # where none is compiled yet, every width compiles in the background: width -> its
@@ -153,32 +163,44 @@ def _fused_pass(op, traced_fn, values, axes):
         return None
     if found.pending:
         found.poll()
-    return found if found.ready else None
+    return found if found.ready or (found.mixed is not None and found.mixed.ready) else None
 
 
 def _new_fused(op, traced_fn, values, axes, key):
-    """A new :class:`_Fused`, or None where the fused pass does not apply."""
+    """A new :class:`_Fused`, or None where no fused pass applies: the column kernel's (a
+    float32 array whose first transformed length is one of its lengths) or else the
+    mixed-radix kernels' (a C-ordered float32 or float64 matrix, both axes, of lengths they
+    take, one of them with a prime factor above 7)."""
     ndim = len(op.shape)
     k = len(axes)
     lengths = tuple(op.shape[a] for a in axes)
-    if (op.dtype != "float32" or op.adapter.immutable or k not in (2, 3) or ndim - k > 1
-            or axes != tuple(range(ndim - k, ndim)) or lengths[0] not in _columns.LENGTHS
-            or not _columns.available(op.device_id)):
+    if (op.dtype not in ("float32", "float64") or op.adapter.immutable or k not in (2, 3)
+            or ndim - k > 1 or axes != tuple(range(ndim - k, ndim))):
+        return None
+    columns = (op.dtype == "float32" and lengths[0] in _columns.LENGTHS
+               and _columns.available(op.device_id))
+    spectrum_dtype = "complex64" if op.dtype == "float32" else "complex128"
+    itemsize = 8 if op.dtype == "float32" else 16
+    mixed = (not columns and ndim == 2 and tuple(op.strides) == (op.shape[1], 1)
+             and min(lengths) >= 8 and any(_mixed.awkward(n) for n in lengths)
+             and all(_mixed.fits(n, itemsize) for n in lengths))
+    if not (columns or mixed):
         return None
     shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
     if not arrays_fit(values, shape, op.device_id):
         return None
     if math.prod(shape[ndim - k + 1:]) >= 2 ** 31:  # (the kernel's column count: an int)
         return None
-    expression = traced_fn.expression([numpy.dtype("complex64"), *types_of(values)])
-    if expression.dtype != numpy.dtype("complex64") or any(
+    expression = traced_fn.expression([numpy.dtype(spectrum_dtype), *types_of(values)])
+    if expression.dtype != numpy.dtype(spectrum_dtype) or any(
             not -ndim <= a < ndim for a in expression.axes()):
         return None
     axis = ndim - k
-    element = _cuda.element_source(expression, ndim, axis, "complex64", narrow=True)
-    source = _columns.round_trip_source(element)
+    element = _cuda.element_source(expression, ndim, axis, spectrum_dtype, narrow=True)
+    source = _columns.round_trip_source(element) if columns else None
+    kernels = (_mixed.Filter(*lengths, op.dtype, element, op.device_id) if mixed else None)
     fused = _Fused(expression, shape, axis, lengths, source, key + (expression.key,),
-                   op.device_id)
+                   op.device_id, kernels)
     _made.add(fused)
     return fused
 
@@ -219,3 +241,21 @@ def _run(fused, width, x, values, stream, handle, like):
                                                overwrite_input=True)
         inverse._unbind()  # (kept: it holds no call's spectrum)
     return inverse.execute(y, stream=stream, like=like)
+
+
+def _run_mixed(fused, op, values, stream, like):
+    """The mixed-radix way: the rows' r2c transforms, one pass down the columns (forward,
+    the element, ``1 / n``, inverse) and the rows' c2r, each a kernel of accelmath's
+    (:mod:`accelmath.fft._mixed`), through a spectrum of this call's."""
+    ctx = Context(op, stream)
+    for v in values:
+        if hasattr(v, "adapter"):
+            v.wait_ready(ctx.stream)
+    spectrum_dtype = "complex64" if op.dtype == "float32" else "complex128"
+    spectrum, spectrum_ptr = ctx.empty(fused.shape, spectrum_dtype)
+    out, out_ptr = ctx.empty(op.shape, op.dtype)
+    fused.mixed.run(op.ptr, spectrum_ptr, out_ptr, fused.scale, _element(fused, values),
+                    ctx.stream)
+    del spectrum  # (its memory goes back to the package's pool in the stream's order)
+    out = ctx.finish(out)
+    return out if like is None else returned_as(out, target_of(like))

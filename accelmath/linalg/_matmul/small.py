@@ -2,14 +2,14 @@
 matrices of at most :data:`MAX_SIDE` a side, where the library call's own cost is most of the
 call.
 
-A cuBLASLt call costs the host several microseconds before the GPU sees any work, more than
-the GPU takes for a 64 x 64 product; a kernel launch costs about 2 us. On an H200, a 64^3
-float32 ``Matmul.execute(out=)`` on torch tensors took 10.5 us of host time on cuBLASLt and
-6.1 on this kernel, and the GPU 3.8 and 3.4 us. This kernel computes a 16 x 16 tile of ``d`` per block of
-16 x 16 threads, the operands' tiles staged through shared memory, for operands of any
-strides (transposed views too) and a batch along the grid's z; one compiled kernel per dtype
-serves every shape, the sizes and strides given as parameters. It accumulates in the
-operands' precision, as cuBLASLt does without TF32.
+A cuBLASLt call costs the host several microseconds before the GPU sees any work, more than the
+GPU takes for a 64 x 64 product; a kernel launch costs about 2 us. On an H200, a 64^3 float32
+``Matmul.execute(out=)`` on torch tensors took 10.5 us of host time on cuBLASLt and 6.1 on this
+kernel, and the GPU 3.8 and 3.4 us. This kernel computes a 16 x 16 tile of ``d`` per block of
+16 x 16 threads, the operands' tiles staged through shared memory, for operands of any strides
+(transposed views too) and a batch along the grid's z; one compiled kernel per dtype serves
+every shape, the sizes and strides given as parameters. It accumulates in the operands'
+precision, as cuBLASLt does without TF32.
 
 :func:`takes` is the rule: which products run here (the plain product of two real float32 or
 float64 operands, no ``c``, no epilogue, no conjugated view, no TF32, a nonzero ``alpha``, at
