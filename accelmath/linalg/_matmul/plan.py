@@ -198,12 +198,13 @@ class Matmul(Plan):
         self._scalars, (self._alpha_ptr, self._beta_ptr) = problems.host_scalars(
             problem.dtype, problem.alpha, problem.beta)
         self._uses_c = spec.c is not None
-        function = small.kernel(a.device_id, spec.dtype) if small.takes(spec, 1) else None
-        if function is not None:
-            self._small = small.SmallProduct(spec, function, a.device_id)
         # the result is the array allocated or given, with nothing beside it: execute calls
         # cuBLASLt itself, or the call shim does (on operands a, b and c of the plan's types)
         self._direct = problem.epilogue.returns == 1 and not self._adapter.immutable
+        function = (small.kernel(a.device_id, spec.dtype)
+                    if self._direct and small.takes(spec, 1) else None)
+        if function is not None:
+            self._small = small.SmallProduct(spec, function, a.device_id)
         if self._shim_takes_it() and self._fused is None:
             self._install_shim(*self._direct_call(self._alpha_ptr, self._beta_ptr),
                                self._inputs())

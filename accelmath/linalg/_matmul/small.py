@@ -240,8 +240,9 @@ class SmallProduct:
                           *hostcall.kernel_head(self._config.grid, self._config.block))
 
     def takes_alpha(self, alpha):
-        """Whether the host scalar at address ``alpha`` is one this kernel takes (not 0:
-        cuBLASLt reads no operand then, and writes zeros whatever they hold)."""
+        """Whether the host scalar at address ``alpha`` is one this kernel takes: not 0, whose
+        products stay on cuBLASLt as they were (the signs of its zeros, its NaN of 0 times
+        an infinity)."""
         return _SCALE[self.dtype].from_address(alpha).value != 0
 
     def _alpha_word(self, alpha):
