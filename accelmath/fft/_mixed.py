@@ -94,9 +94,11 @@ def stages(n):
     return out
 
 
-def fits(n, itemsize):
-    """Whether an ``n``-point transform of complex values of ``itemsize`` bytes runs here."""
-    return 8 <= n <= MAX_LENGTH and radices(n) is not None
+def fits(n, itemsize, shared=None):
+    """Whether an ``n``-point transform of complex values of ``itemsize`` bytes runs here
+    (``shared``: the bytes of shared memory a block may have, where known)."""
+    return (8 <= n <= MAX_LENGTH and radices(n) is not None
+            and (shared is None or shared_bytes(n, itemsize) <= shared))
 
 
 def awkward(n):

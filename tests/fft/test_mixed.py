@@ -28,6 +28,7 @@ def test_radices_and_fits():
     assert _mixed.radices(2 * 131) is None and _mixed.radices(0) is None
     assert np.prod(_mixed.radices(6144)) == 6144
     assert _mixed.fits(4088, 16) and not _mixed.fits(8192, 16) and _mixed.fits(8192, 8) is False
+    assert _mixed.fits(4088, 16, 227 * 1024) and not _mixed.fits(4088, 16, 99 * 1024)
     assert not _mixed.fits(262, 16) and not _mixed.fits(4, 8)
 
 

@@ -27,6 +27,7 @@ import weakref
 import numpy
 
 from accelmath._core.call import Context
+from accelmath._core.gpu.device import block_shared_memory
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
@@ -183,7 +184,8 @@ def _new_fused(op, traced_fn, values, axes, key):
     itemsize = 8 if op.dtype == "float32" else 16
     mixed = (not columns and ndim == 2 and tuple(op.strides) == (op.shape[1], 1)
              and min(lengths) >= 8 and any(_mixed.awkward(n) for n in lengths)
-             and all(_mixed.fits(n, itemsize) for n in lengths))
+             and all(_mixed.fits(n, itemsize, block_shared_memory(op.device_id))
+                     for n in lengths))
     if not (columns or mixed):
         return None
     shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
