@@ -50,7 +50,9 @@ THREADS = {"float32": ((256, 4), (256, 4)), "float64": ((256, 8), (1024, 4))}
 def threads_of(dtype):
     """``((threads, m per thread) of the rows, (those) of the columns)`` for ``dtype``."""
     return THREADS[dtype]
-_SMALL = (2, 3, 4, 5, 7, 8)
+
+
+_SMALL = (2, 3, 4, 5, 7, 8)  # the radices unrolled with their constants
 
 
 def radices(n):
@@ -244,8 +246,6 @@ def _small_stage(n, r, ns, sign, threads, stride):
     {{ cx *c = a; a = b; b = c; }}
   }}
 """
-
-
 
 
 def _prime_stage(n, p, ns, sign, table, threads, stride, mt):
