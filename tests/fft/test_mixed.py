@@ -10,7 +10,7 @@ import pytest
 from accelmath._core.gpu import modules
 from accelmath.fft import _mixed
 
-LENGTHS = [8, 12, 97, 125, 146, 1000, 1016, 1155, 2044, 4088, 4096, 6144]
+LENGTHS = [8, 12, 97, 125, 143, 146, 1000, 1016, 1155, 2044, 4088, 4096, 6144, 11 * 13 * 17]
 
 
 @pytest.mark.parametrize("n", LENGTHS)

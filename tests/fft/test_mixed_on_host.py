@@ -55,8 +55,11 @@ def _fn(s, k, a):
     return s * k + a
 
 
-@pytest.mark.parametrize("shape, dtype", [((146, 97), "float64"), ((96, 110), "float32"),
-                                          ((22, 146), "float64"), ((33, 16), "float32")])
+@pytest.mark.parametrize("shape, dtype", [
+    ((146, 97), "float64"), ((96, 110), "float32"), ((22, 146), "float64"),
+    ((33, 16), "float32"),
+    # two primes above 7 (13 x 11): the second one's stage twiddles its pairs
+    ((143, 26), "float64"), ((22, 286), "float32"), ((143, 143), "float64")])
 def test_the_filter_on_the_host(tmp_path, shape, dtype):
     rng = np.random.default_rng()
     complex_dtype = "complex64" if dtype == "float32" else "complex128"
