@@ -33,7 +33,7 @@ from accelmath._core.gpu.modules import compile_soon, device_options, is_compile
 from accelmath.bindings import driver
 
 __all__ = ["Filter", "MAX_LENGTH", "MAX_PRIME", "THREADS", "awkward", "fits", "filter_source",
-           "radices", "reference", "shared_bytes", "stages", "threads_of"]
+           "radices", "reference", "shared_bytes", "stages"]
 
 #: The largest prime factor a length may have
 MAX_PRIME = 127
@@ -45,11 +45,6 @@ MAX_LENGTH = 6144
 #: several blocks share a multiprocessor; columns of 1024, the values and scratch of one
 #: column filling its shared memory in float64)
 THREADS = {"float32": ((256, 4), (256, 4)), "float64": ((256, 8), (1024, 4))}
-
-
-def threads_of(dtype):
-    """``((threads, m per thread) of the rows, (those) of the columns)`` for ``dtype``."""
-    return THREADS[dtype]
 
 
 _SMALL = (2, 3, 4, 5, 7, 8)  # the radices unrolled with their constants
@@ -446,9 +441,9 @@ def filter_source(n0, n1, dtype, element=None, threads=None):
     (:func:`accelmath.fusion._cuda.element_source` of the element function, axis 0, of the
     spectrum's complex dtype), ``columns``; ``init_tables`` fills the twiddles once a module is
     loaded. ``threads``: ``((threads, m per thread), (those))`` of the rows' and the columns'
-    kernels (default :func:`threads_of`); each kernel takes the shared memory of its
+    kernels (default: :data:`THREADS` of ``dtype``); each kernel takes the shared memory of its
     transform (:func:`shared_bytes`)."""
-    (rows_threads, rows_mt), (columns_threads, columns_mt) = threads or threads_of(dtype)
+    (rows_threads, rows_mt), (columns_threads, columns_mt) = threads or THREADS[dtype]
     real, pair, ctype = (("float", "float2", "c64") if dtype == "float32"
                          else ("double", "double2", "c128"))
     decls_r, fills_r = _tables(n1, "r")
@@ -493,7 +488,7 @@ class Filter:
 
     def __init__(self, n0, n1, dtype, element, device_id, threads=None):
         self.n0, self.n1, self.dtype, self.device_id = n0, n1, dtype, device_id
-        self.threads = threads or threads_of(dtype)
+        self.threads = threads or THREADS[dtype]
         self.source = filter_source(n0, n1, dtype, element, threads)
         options = device_options(device_id)
         self._thread = (None if is_compiled(self.source, options, _NAME)

@@ -29,7 +29,7 @@ import numpy
 from accelmath._core.call import Context
 from accelmath._core.gpu.device import block_shared_memory
 from accelmath._core.gpu.stream import resolve_stream
-from accelmath._core.operand import wrap_named
+from accelmath._core.operand import ITEMSIZE, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _columns, _mixed
@@ -180,8 +180,8 @@ def _new_fused(op, traced_fn, values, axes, key):
         return None
     columns = (op.dtype == "float32" and lengths[0] in _columns.LENGTHS
                and _columns.available(op.device_id))
-    spectrum_dtype = "complex64" if op.dtype == "float32" else "complex128"
-    itemsize = 8 if op.dtype == "float32" else 16
+    spectrum_dtype = norms.complex_dtype(op.dtype)
+    itemsize = ITEMSIZE[spectrum_dtype]
     mixed = (not columns and ndim == 2 and tuple(op.strides) == (op.shape[1], 1)
              and min(lengths) >= 8 and any(_mixed.awkward(n) for n in lengths)
              and all(_mixed.fits(n, itemsize, block_shared_memory(op.device_id))
@@ -253,8 +253,7 @@ def _run_mixed(fused, op, values, stream, like):
     for v in values:
         if hasattr(v, "adapter"):
             v.wait_ready(ctx.stream)
-    spectrum_dtype = "complex64" if op.dtype == "float32" else "complex128"
-    spectrum, spectrum_ptr = ctx.empty(fused.shape, spectrum_dtype)
+    spectrum, spectrum_ptr = ctx.empty(fused.shape, norms.complex_dtype(op.dtype))
     out, out_ptr = ctx.empty(op.shape, op.dtype)
     fused.mixed.run(op.ptr, spectrum_ptr, out_ptr, fused.scale, _element(fused, values),
                     ctx.stream)

@@ -160,7 +160,7 @@ def kernel(device_id, dtype):
     found = _kernels.get((device_id, dtype))
     if found is not None or (device_id, dtype) in _failed:
         return found
-    variant = (f"-DACCELMATH_{dtype}",)
+    variant = _variant(dtype)
     try:
         options = modules.device_options(device_id, variant)
         if not modules.is_compiled(SOURCE, options, _NAME):
@@ -181,11 +181,16 @@ def prepare(device_id, dtype, wait):
     (:func:`accelmath.linalg.prepare`)."""
     if dtype not in _SCALE:
         return
-    variant = (f"-DACCELMATH_{dtype}",)
+    variant = _variant(dtype)
     if wait:
         modules.loaded(device_id, SOURCE, _NAME, variant)
     else:
         modules.compile_soon(SOURCE, modules.device_options(device_id, variant), _NAME)
+
+
+def _variant(dtype):
+    """The NVRTC options that compile the kernel of ``dtype`` alone."""
+    return (f"-DACCELMATH_{dtype}",)
 
 
 def _words(values):
