@@ -32,8 +32,8 @@ from accelmath._core.gpu.launch import LaunchConfig, allow_dynamic_shared, launc
 from accelmath._core.gpu.modules import compile_soon, device_options, is_compiled, loaded
 from accelmath.bindings import driver
 
-__all__ = ["Filter", "MAX_LENGTH", "MAX_PRIME", "THREADS", "awkward", "fits", "filter_source",
-           "radices", "reference", "shared_bytes", "stages"]
+__all__ = ["Filter", "MAX_LENGTH", "MAX_PRIME", "SHARED_CONSTANTS", "THREADS", "awkward", "fits",
+           "filter_source", "radices", "reference", "row_length", "shared_bytes", "stages"]
 
 #: The largest prime factor a length may have
 MAX_PRIME = 127
@@ -41,10 +41,14 @@ MAX_PRIME = 127
 #: complex128)
 MAX_LENGTH = 6144
 #: ``(threads per block, outputs m per thread of a prime radix)`` of the row kernels and of the
-#: column kernel, by dtype: the fastest measured on an H200 for 4088^2 (rows of 256 threads:
-#: several blocks share a multiprocessor; columns of 1024, the values and scratch of one
-#: column filling its shared memory in float64)
-THREADS = {"float32": ((256, 4), (256, 4)), "float64": ((256, 8), (1024, 4))}
+#: column kernel, by dtype: the fastest measured on an H200 for 4088^2 (rows of a few hundred
+#: threads: several blocks share a multiprocessor; in float64, columns of 896, the values and
+#: scratch of one column filling its shared memory, and 3 outputs a thread, so that most
+#: threads have work in the stage of the prime 73)
+THREADS = {"float32": ((256, 4), (256, 4)), "float64": ((384, 4), (896, 3))}
+#: Whether a prime stage reads its constants from a copy in shared memory (made by the block)
+#: rather than from ``__constant__`` memory, by dtype: the faster on an H200 for 4088^2
+SHARED_CONSTANTS = {"float32": False, "float64": True}
 
 
 _SMALL = (2, 3, 4, 5, 7, 8)  # the radices unrolled with their constants
@@ -91,11 +95,23 @@ def stages(n):
     return out
 
 
-def fits(n, itemsize, shared=None):
-    """Whether an ``n``-point transform of complex values of ``itemsize`` bytes runs here
-    (``shared``: the bytes of shared memory a block may have, where known)."""
-    return (8 <= n <= MAX_LENGTH and radices(n) is not None
-            and (shared is None or shared_bytes(n, itemsize) <= shared))
+def fits(n0, n1, itemsize, shared=None):
+    """Whether the kernels of the filter of an ``n0 x n1`` real array, of a spectrum of
+    complex values of ``itemsize`` bytes, run here (``shared``: the bytes of shared memory a
+    block may have, where known): a block holds a transform's values and scratch, and its
+    prime stages' constants (both directions')."""
+    lengths = (n0, row_length(n1))
+    if min(n0, n1) < 8 or any(n > MAX_LENGTH or radices(n) is None for n in lengths):
+        return False
+    return shared is None or all(
+        shared_bytes(n, itemsize) + 2 * itemsize * sum(set(radices(n)) - set(_SMALL)) <= shared
+        for n in lengths)
+
+
+def row_length(n1):
+    """The length of the complex transforms of the rows' kernels for real rows of ``n1``:
+    half of an even ``n1``, else ``n1``."""
+    return n1 // 2 if n1 % 2 == 0 else n1
 
 
 def awkward(n):
@@ -243,13 +259,13 @@ def _small_stage(n, r, ns, sign, threads, stride):
 """
 
 
-def _prime_stage(n, p, ns, sign, table, threads, stride, mt):
+def _prime_stage(n, p, ns, sign, table, threads, stride, mt, shared):
     """An odd prime radix ``p``: first each input pair ``t, p - t`` of ``a`` (twiddled where
     ``Ns > 1``) becomes its sum and difference, in place; then each thread makes the outputs
     ``m`` and ``p - m`` of one DFT for ``mt`` values of ``m`` and writes them to ``b``.
     The threads of a warp take adjacent DFTs and the same ``m``, so that their reads of the
-    sums are of adjacent values and those of the constants (``__constant__`` memory) are of
-    one."""
+    sums are of adjacent values and those of the constants (``__constant__`` memory ``table``,
+    or, with ``shared``, the block's copy of it made in the first pass) are of one."""
     g, h = n // p, (p - 1) // 2
     groups = -(-(h + 1) // mt)
     twiddle = ""
@@ -257,8 +273,13 @@ def _prime_stage(n, p, ns, sign, table, threads, stride, mt):
         step = stride * n // (ns * p)
         twiddle = (f"      u = cmulw(u, W[t * (j % {ns}) * {step}], {sign});\n"
                    f"      w = cmulw(w, W[({p} - t) * (j % {ns}) * {step}], {sign});\n")
+    copy = ""
+    if shared:
+        copy = (f"    __shared__ cx T{p}[{p}];\n"
+                f"    for (int i = threadIdx.x; i < {p}; i += {threads}) T{p}[i] = {table}[i];\n")
+        table = f"T{p}"
     return f"""  {{ // prime radix {p}, Ns {ns}
-    for (int i = threadIdx.x; i < {g * h}; i += {threads}) {{
+{copy}    for (int i = threadIdx.x; i < {g * h}; i += {threads}) {{
       const int j = i % {g}, t = i / {g} + 1;
       cx u = a[j + t * {g}], w = a[j + ({p} - t) * {g}];
 {twiddle}      a[j + t * {g}] = mkc(u.x + w.x, u.y + w.y);
@@ -300,17 +321,18 @@ def _prime_stage(n, p, ns, sign, table, threads, stride, mt):
 """
 
 
-def _transform(n, sign, tag, threads, stride=1, mt=4):
+def _transform(n, sign, tag, threads, stride=1, mt=4, shared=False):
     """``fft_<tag>_<f|i>(a, b)``: the ``n``-point transform of shared ``a``, ``b`` its
     scratch (all threads of the block); returns the one of them that holds the result (it
     ends synchronized). Its twiddles are ``W<tag>[stride q]`` (a table of ``stride n``
-    values)."""
+    values); ``shared``: its prime stages read their constants from shared memory."""
     body = []
     for r, ns in stages(n):
         if r in _SMALL:
             body.append(_small_stage(n, r, ns, sign, threads, stride))
         else:
-            body.append(_prime_stage(n, r, ns, sign, f"CS{tag}_{r}", threads, stride, mt))
+            body.append(_prime_stage(n, r, ns, sign, f"CS{tag}_{r}", threads, stride, mt,
+                                     shared))
     direction = "f" if sign < 0 else "i"
     return (f"__device__ __forceinline__ cx *fft_{tag}_{direction}(cx *a, cx *b) {{\n"
             f"  const cx *W = W{tag};\n" + "".join(body) + "  return a;\n}\n")
@@ -444,6 +466,7 @@ def filter_source(n0, n1, dtype, element=None, threads=None):
     kernels (default: :data:`THREADS` of ``dtype``); each kernel takes the shared memory of its
     transform (:func:`shared_bytes`)."""
     (rows_threads, rows_mt), (columns_threads, columns_mt) = threads or THREADS[dtype]
+    shared = SHARED_CONSTANTS[dtype]
     real, pair, ctype = (("float", "float2", "c64") if dtype == "float32"
                          else ("double", "double2", "c128"))
     decls_r, fills_r = _tables(n1, "r")
@@ -455,9 +478,11 @@ def filter_source(n0, n1, dtype, element=None, threads=None):
              f"#define M1 {n1 // 2}\n"
              f"#define ELEMENT_TYPE {ctype}\n",
              _HEAD, "\n".join(decls_r + decls_c) + "\n",
-             *(_transform(n1 // 2, sign, "r", rows_threads, 2, rows_mt) if half
-               else _transform(n1, sign, "r", rows_threads, 1, rows_mt) for sign in (-1, 1)),
-             *(_transform(n0, sign, "c", columns_threads, 1, columns_mt) for sign in (-1, 1)),
+             *(_transform(n1 // 2, sign, "r", rows_threads, 2, rows_mt, shared) if half
+               else _transform(n1, sign, "r", rows_threads, 1, rows_mt, shared)
+               for sign in (-1, 1)),
+             *(_transform(n0, sign, "c", columns_threads, 1, columns_mt, shared)
+               for sign in (-1, 1)),
              _KERNELS.replace("TABLE_FILLS", "\n".join(fills_r + fills_c))]
     if element is not None:
         parts.insert(0, element + "#define ACCELMATH_ELEMENT\n")
@@ -512,8 +537,7 @@ class Filter:
             if self._kernels is None:
                 module = loaded(self.device_id, self.source, _NAME)
                 itemsize = 8 if self.dtype == "float32" else 16
-                rows_shared = shared_bytes(self.n1 // 2 if self.n1 % 2 == 0 else self.n1,
-                                           itemsize)
+                rows_shared = shared_bytes(row_length(self.n1), itemsize)
                 columns_shared = shared_bytes(self.n0, itemsize)
                 names = ("rows_forward", "columns", "rows_inverse")
                 functions = [module.function(name) for name in names]

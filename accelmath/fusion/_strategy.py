@@ -15,7 +15,9 @@ from accelmath._core.gpu.device import ensure_context
 
 __all__ = ["fastest", "forget"]
 
-_lock = threading.Lock()
+# Reentrant: a candidate timed under it may itself be a fused call that asks for its own
+# fastest way (spectral_filter's separate passes: a transform with a fused epilogue).
+_lock = threading.RLock()
 _chosen = {}  # key -> index
 
 

@@ -27,9 +27,17 @@ def test_radices_and_fits():
     assert _mixed.radices(4088) == [73, 7, 8]
     assert _mixed.radices(2 * 131) is None and _mixed.radices(0) is None
     assert np.prod(_mixed.radices(6144)) == 6144
-    assert _mixed.fits(4088, 16) and not _mixed.fits(8192, 16) and _mixed.fits(8192, 8) is False
-    assert _mixed.fits(4088, 16, 227 * 1024) and not _mixed.fits(4088, 16, 99 * 1024)
-    assert not _mixed.fits(262, 16) and not _mixed.fits(4, 8)
+    assert _mixed.fits(4088, 4088, 16) and not _mixed.fits(8192, 4088, 16)
+    assert _mixed.fits(4088, 4088, 16, 227 * 1024) and not _mixed.fits(4088, 4088, 16, 99 * 1024)
+    # a block holds two columns, or two rows of half an even width, and the constants of
+    # the prime 73 of both directions
+    block = 2 * 4088 * 16 + 2 * 73 * 16
+    assert _mixed.fits(4088, 2 * 4088, 16, block)
+    assert not _mixed.fits(4088, 2 * 4088, 16, block - 1)
+    assert _mixed.fits(146, 2 * 4088, 16, block)
+    assert not _mixed.fits(146, 2 * 4088, 16, block - 1)
+    assert not _mixed.fits(146, 4088 + 1, 16, 2 * 4088 * 16)  # (an odd width, whole)
+    assert not _mixed.fits(262, 97, 16) and not _mixed.fits(97, 4, 8)
 
 
 def _element(dtype):

@@ -41,3 +41,24 @@ def test_a_candidate_that_raises_loses(timed):
 
     assert _strategy.fastest(("k", 2), lambda: "problem k 2",
                              {"raises": fails, "runs": lambda: "slow"}, 0, 0) == 1
+
+
+def test_a_candidate_may_ask_for_its_own_fastest_way(timed):
+    """A candidate that is itself a fused call with ways of its own (spectral_filter's
+    separate passes: a transform with a fused epilogue) asks while the outer choice is being
+    timed, on the same thread: it is answered, not left waiting."""
+    import threading
+
+    inner = {"slow": lambda: "slow", "fast": lambda: "fast"}
+
+    def nested():
+        return ["slow", "fast"][_strategy.fastest(("inner",), lambda: "inner", inner, 0, 0)]
+
+    chosen = []
+    worker = threading.Thread(target=lambda: chosen.append(_strategy.fastest(
+        ("outer",), lambda: "outer", {"nested": nested, "slow": lambda: "slow"}, 0, 0)),
+        daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the nested choice waited for the outer one's lock"
+    assert chosen == [0]  # (nested returns "fast": the inner choice)

@@ -184,8 +184,7 @@ def _new_fused(op, traced_fn, values, axes, key):
     itemsize = ITEMSIZE[spectrum_dtype]
     mixed = (not columns and ndim == 2 and tuple(op.strides) == (op.shape[1], 1)
              and min(lengths) >= 8 and any(_mixed.awkward(n) for n in lengths)
-             and all(_mixed.fits(n, itemsize, block_shared_memory(op.device_id))
-                     for n in lengths))
+             and _mixed.fits(*lengths, itemsize, block_shared_memory(op.device_id)))
     if not (columns or mixed):
         return None
     shape = tuple(op.shape[:-1]) + (op.shape[-1] // 2 + 1,)
