@@ -98,13 +98,14 @@ def stages(n):
 def fits(n0, n1, itemsize, shared=None):
     """Whether the kernels of the filter of an ``n0 x n1`` real array, of a spectrum of
     complex values of ``itemsize`` bytes, run here (``shared``: the bytes of shared memory a
-    block may have, where known): a block holds a transform's values and scratch, and its
-    prime stages' constants (both directions')."""
+    block may have, where known): a block holds a transform's values and scratch, and the
+    constants of its prime stages (each stage its own, in both directions)."""
     lengths = (n0, row_length(n1))
     if min(n0, n1) < 8 or any(n > MAX_LENGTH or radices(n) is None for n in lengths):
         return False
     return shared is None or all(
-        shared_bytes(n, itemsize) + 2 * itemsize * sum(set(radices(n)) - set(_SMALL)) <= shared
+        shared_bytes(n, itemsize) + 2 * itemsize * sum(r for r in radices(n) if r not in _SMALL)
+        <= shared
         for n in lengths)
 
 
