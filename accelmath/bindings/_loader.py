@@ -24,7 +24,10 @@ from accelmath.errors import CudaLibraryError, LibraryNotFoundError
 
 __all__ = ["Function", "Library", "library_file", "load_library", "remember_paths"]
 
-_lock = threading.Lock()
+# Reentrant: loading runs Python (imports, the store's files) that may collect garbage, and a
+# finalizer run then (a stream or a page-locked buffer freed) may make the first call of a
+# driver function, which loads its library on the same thread.
+_lock = threading.RLock()
 _loaded = {}
 _memo = None  # (recall, keep): recall(name) -> path or None; keep(name, path)
 
@@ -102,6 +105,9 @@ def load_library(name):
     LibraryNotFoundError
         If the library cannot be found or loaded.
     """
+    found = _loaded.get(name)
+    if found is not None:
+        return found
     with _lock:
         if name in _loaded:
             return _loaded[name]

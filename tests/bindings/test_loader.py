@@ -84,3 +84,27 @@ def test_threads_that_bind_and_call_a_function_at_once_do_not_crash():
         for thread in threads:
             thread.join()
     assert errors == []
+
+
+def test_a_load_that_loads_another_library_on_its_thread_does_not_wait_for_itself(
+        monkeypatch):
+    """Finding a library runs Python (imports, the store's files), which may collect garbage;
+    a finalizer run then may make the first call of a driver function, whose library loads on
+    the same thread, inside the first load."""
+    import threading
+
+    loaded = {}
+    monkeypatch.setattr(_loader, "_loaded", loaded)
+
+    def find(name):
+        if name == "outer":
+            _loader.load_library("inner")  # (what such a finalizer does)
+        return (name, f"/{name}.so")
+
+    monkeypatch.setattr(_loader, "_find", find)
+    worker = threading.Thread(target=_loader.load_library, args=("outer",), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "the inner load waited for the outer one's lock"
+    assert loaded == {"outer": ("outer", "/outer.so"), "inner": ("inner", "/inner.so")}
+    assert _loader.load_library("outer") == ("outer", "/outer.so")  # (found without the lock)
