@@ -12,10 +12,17 @@ import numpy
 
 from accelmath.errors import ArgumentTypeError, AxisError, InvalidArgumentError
 
-__all__ = ["EXECUTIONS", "check_execution", "check_workers", "index", "length", "count",
+__all__ = ["absent", "EXECUTIONS", "check_execution", "check_workers", "index", "length", "count",
            "normalize_axis", "check_flag"]
 
 EXECUTIONS = ("auto", "cuda", "cpu")
+
+
+def absent(args):
+    """Whether the further arguments ``args`` of a fused function (a prologue's, an
+    epilogue's) are none: the default ``()``, or None (an array, or a scalar, even 0, is an
+    argument)."""
+    return args is None or args.__class__ is tuple and not args
 
 
 def index(value, what):

@@ -89,6 +89,9 @@ class FFT(Plan):
         :meth:`execute` (``prologue_args=``, ``epilogue_args=``), so new operands never
         re-plan. The normalization folds into the epilogue. An epilogue may change the
         result's dtype (``abs(y) ** 2``: real).
+    prologue_args, epilogue_args : sequence, optional
+        The further arrays and scalars of each :meth:`execute` that gives none of its own
+        (default: none; a call's own replace them, all of them).
     overwrite_input : bool
         For ``"c2r"`` on the GPU: the transform may overwrite its operand, as cuFFT's c2r
         transforms do, so it makes no scratch copy of it (one pass over the input less); the
@@ -125,7 +128,8 @@ class FFT(Plan):
     def __init__(self, operand=None, *, shape=None, dtype=None, strides=None, package=None,
                  device=None, axes=None, kind=None, norm=None, last_axis_size=None,
                  conjugate=False, out_strides=None, execution="auto", workers=None,
-                 prologue=None, epilogue=None, overwrite_input=False):
+                 prologue=None, epilogue=None, prologue_args=(), epilogue_args=(),
+                 overwrite_input=False):
         layout_only = operand is None
         if layout_only:
             operand = template_operand(shape, dtype, strides, package, device)
@@ -133,6 +137,10 @@ class FFT(Plan):
             raise InvalidArgumentError(
                 "give either an operand or shape, dtype, strides, package and device")
         op = wrap_named(operand, "operand")
+        if (prologue is None and epilogue is None
+                and not (absent(prologue_args) and absent(epilogue_args))):
+            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
+                                       "a prologue or an epilogue")
         norm = norms.check_norm(norm)
         execution = check_execution(execution)
         workers = check_workers(workers)
@@ -243,7 +251,8 @@ class FFT(Plan):
             from accelmath.fft._fusion.fused import Fusion  # (the fusion layer, loaded on use)
 
             self._fusion = Fusion(prologue, epilogue, kind, op.shape, out_shape, axes,
-                                  fused_scales if on_gpu else (1.0, 1.0))
+                                  fused_scales if on_gpu else (1.0, 1.0), prologue_args,
+                                  epilogue_args)
         elif on_gpu:
             self._install_shim(self._calls[None].direct, executor.resources.local,
                                executor.align_mask)

@@ -111,6 +111,27 @@ def test_a_plan_with_an_epilogue_takes_new_arguments_each_execute(norm):
         plain.execute(epilogue_args=(1.0,))
 
 
+def test_a_plan_keeps_the_arguments_it_was_made_with_for_calls_that_give_none():
+    rng = _rng()
+    x = rng.standard_normal((5, 32)) + 1j * rng.standard_normal((5, 32))
+    w, s = rng.standard_normal(32), rng.standard_normal()
+    plan = F.FFT(x, axes=(1,), epilogue=lambda y, ww, ss: y * ww + ss, epilogue_args=(w, s))
+    assert_close(plan.forward(), np.fft.fft(x, axis=1) * w + s, 1e-12)
+    assert_close(plan.execute(x * 2), np.fft.fft(x * 2, axis=1) * w + s, 1e-12)
+    w2 = rng.standard_normal(32)
+    assert_close(plan.forward(epilogue_args=(w2, 0.0)), np.fft.fft(x, axis=1) * w2, 1e-12)
+    real = rng.standard_normal((16, 16))
+    window = np.outer(np.hanning(16), np.hanning(16))
+    plan = F.FFT(real, prologue=lambda v, ww: v * ww, prologue_args=(window,))
+    assert_close(plan.execute(), np.fft.rfft2(real * window), 1e-12)
+    with pytest.raises(InvalidArgumentError, match="need a plan made with"):
+        F.FFT(x, epilogue_args=(w,))
+    with pytest.raises(InvalidArgumentError, match="epilogue_args given without an epilogue"):
+        F.FFT(x, prologue=lambda v: v, epilogue_args=(w,))
+    one = F.FFT(x, axes=(1,), epilogue=lambda y, ww: y * ww, epilogue_args=w)  # (one value)
+    assert_close(one.forward(), np.fft.fft(x, axis=1) * w, 1e-12)
+
+
 def test_a_real_plan_with_a_prologue_and_an_epilogue():
     rng = _rng()
     x = rng.standard_normal((16, 16))

@@ -116,6 +116,23 @@ def test_a_plan_with_a_python_epilogue():
                          1e-12)
     with pytest.raises(InvalidArgumentError, match="need a plan made with a Python epilogue"):
         linalg.Matmul(a, b).execute(epilogue_args=(1.0,))
+    with pytest.raises(InvalidArgumentError, match="need a plan made with a Python epilogue"):
+        linalg.Matmul(a, b).execute(epilogue_args=bias)  # (one array: no truth value asked)
+
+
+def test_a_plan_keeps_the_epilogue_arguments_it_was_made_with():
+    rng = np.random.default_rng()
+    a, b, bias = rng.standard_normal((5, 3)), rng.standard_normal((3, 4)), rng.standard_normal(4)
+    plan = linalg.Matmul(a, b, epilogue=lambda acc, v, s: relu(acc + v) * s,
+                         epilogue_args=(bias, 2.0))
+    assert_close(plan.execute(), np.maximum(a @ b + bias, 0) * 2.0, 1e-12)
+    assert_close(plan.execute(epilogue_args=(bias, -1.0)), np.maximum(a @ b + bias, 0) * -1.0,
+                 1e-12)
+    assert_close(plan.execute(a * 2), np.maximum(2 * a @ b + bias, 0) * 2.0, 1e-12)
+    with pytest.raises(InvalidArgumentError, match="need a plan made with a Python epilogue"):
+        linalg.Matmul(a, b, epilogue_args=(bias,))
+    with pytest.raises(InvalidArgumentError, match="need a plan made with a Python epilogue"):
+        linalg.Matmul(a, b, epilogue="relu", epilogue_args=(bias,))
 
 
 @pytest.mark.gpu

@@ -12,6 +12,8 @@ load :mod:`accelmath.fusion` (tracing, code generation, kernels: about 30 ms).
 
 import importlib
 
+from accelmath._core.arguments import absent
+
 __all__ = ["absent", "fused_call", "multiply", "plain_call", "product", "spectral_filter"]
 
 _loaded = {}  # name -> what it names, imported with its first use
@@ -30,12 +32,6 @@ def _load(name):
                             attribute)
         _loaded[name] = found
     return found
-
-
-def absent(args):
-    """Whether the further arguments ``args`` of a prologue or an epilogue are none: the
-    default ``()``, or None (an array, or a scalar, even 0, is an argument)."""
-    return args is None or args.__class__ is tuple and not args
 
 
 def plain_call(prologue, epilogue, prologue_args, epilogue_args):

@@ -95,9 +95,16 @@ class Fusion:
     are 1.
     """
 
-    def __init__(self, prologue, epilogue, kind, in_shape, out_shape, axes, scales):
+    def __init__(self, prologue, epilogue, kind, in_shape, out_shape, axes, scales,
+                 prologue_args=(), epilogue_args=()):
         self.prologue = None if prologue is None else traced(prologue, "prologue")
         self.epilogue = None if epilogue is None else traced(epilogue, "epilogue", True)
+        check_unused(self.prologue, prologue_args, self.epilogue, epilogue_args)
+        # the arguments of an execute that gives none: their form checked now, their values
+        # with each call's
+        arguments(prologue_args, "prologue_args")
+        arguments(epilogue_args, "epilogue_args")
+        self.prologue_args, self.epilogue_args = prologue_args, epilogue_args
         axes = tuple(axes)
         lengths = tuple((out_shape if kind == "c2r" else in_shape)[a] for a in axes)
         self.input_context = input_context(kind, tuple(in_shape), axes, lengths)
@@ -128,6 +135,10 @@ class Fusion:
     def execute(self, plan, call, x, out, direction, stream, prologue_args, epilogue_args):
         """Run ``plan``'s transform ``call`` of ``x`` with the prologue and epilogue: as
         separate passes, or where they apply and measure faster, as cuFFT callbacks."""
+        if absent(prologue_args):
+            prologue_args = self.prologue_args
+        if absent(epilogue_args):
+            epilogue_args = self.epilogue_args
         check_unused(self.prologue, prologue_args, self.epilogue, epilogue_args)
         inverse = direction == "inverse" or (direction is None and plan.kind == "c2r")
         if self.problem is None and plan.execution == "cuda":

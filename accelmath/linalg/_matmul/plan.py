@@ -4,7 +4,7 @@ the stateless :func:`~accelmath.linalg.matmul` shares its pieces (:mod:`.statele
 
 import functools
 
-from accelmath._core.arguments import length
+from accelmath._core.arguments import absent, length
 from accelmath._core.call import Context, stream_of
 from accelmath._core.dispatch import missed
 from accelmath._core.gpu.stream import check_stream
@@ -59,6 +59,9 @@ class Matmul(Plan):
         As for :func:`matmul` (``bias`` and ``aux`` may also be given to :meth:`execute`). A
         Python ``epilogue`` runs as one fused pass over each product, its ``epilogue_args``
         given to :meth:`execute`.
+    epilogue_args : sequence, optional
+        The further arrays and scalars of a Python ``epilogue`` for each :meth:`execute`
+        that gives none of its own (default: none; a call's own replace them, all of them).
     a_shape, b_shape, c_shape : tuple of int, optional
         The operands' shapes, for a plan made without operands (``c_shape``: where ``beta``
         is not 0).
@@ -87,12 +90,13 @@ class Matmul(Plan):
 
     what = "matrix product plan"
     _fused = None  # a Python epilogue's pass after the product (see _execute_fused)
+    _epilogue_args = ()  # its arguments where an execute gives none
     _small = None  # the small-product kernel, where it runs the product (see small)
 
     def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
                  aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
                  b_strides=None, c_strides=None, dtype=None, package=None, device=None,
-                 execution="auto", allow_tf32=False, stream=None):
+                 execution="auto", allow_tf32=False, stream=None, epilogue_args=()):
         layout_only = a is None and b is None
         if layout_only:
             a = template_operand(a_shape, dtype, a_strides, package, device)
@@ -106,6 +110,12 @@ class Matmul(Plan):
         self._fused = None
         if epilogue is not None and epilogue.__class__ is not str and callable(epilogue):
             self._fused, epilogue = _after_product(epilogue), None
+        if not absent(epilogue_args):
+            if self._fused is None:
+                raise InvalidArgumentError(
+                    "epilogue_args need a plan made with a Python epilogue")
+            _arguments(epilogue_args)  # (their form, now; their values with each call's)
+            self._epilogue_args = epilogue_args
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
                                    allow_tf32)
@@ -396,7 +406,7 @@ class Matmul(Plan):
                                             epilogue_args=epilogue_args), like)
         if self._freed:
             self._check_live()
-        if self._fused is not None or epilogue_args:
+        if self._fused is not None or not absent(epilogue_args):
             return self._execute_fused(a, b, c, bias, aux, out, stream, epilogue_args)
         if not self._on_device:
             check_stream(stream)
@@ -409,6 +419,8 @@ class Matmul(Plan):
         over it in one pass (in place where it keeps the dtype)."""
         if self._fused is None:
             raise InvalidArgumentError("epilogue_args need a plan made with a Python epilogue")
+        if absent(epilogue_args):
+            epilogue_args = self._epilogue_args
         if not self._on_device:
             check_stream(stream)
             product = self._execute_host(a, b, c, bias, aux, None)
@@ -535,6 +547,13 @@ class Matmul(Plan):
         state = "freed" if self._freed else ("cuda" if self._on_device else "cpu")
         return (f"Matmul(shape={self.shape}, dtype={self.dtype}, epilogue={self.epilogue!r}, "
                 f"{state})")
+
+
+def _arguments(epilogue_args):
+    """The further arguments of a Python epilogue, checked (the fusion layer's rule)."""
+    from accelmath.fusion._elementwise import arguments
+
+    return arguments(epilogue_args, "epilogue_args")
 
 
 def _after_product(epilogue):
