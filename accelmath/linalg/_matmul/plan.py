@@ -406,7 +406,9 @@ class Matmul(Plan):
                                             epilogue_args=epilogue_args), like)
         if self._freed:
             self._check_live()
-        if self._fused is not None or not absent(epilogue_args):
+        # (not absent(epilogue_args), written out: every Python execute asks)
+        if self._fused is not None or (epilogue_args is not None and (
+                epilogue_args.__class__ is not tuple or epilogue_args)):
             return self._execute_fused(a, b, c, bias, aux, out, stream, epilogue_args)
         if not self._on_device:
             check_stream(stream)
