@@ -413,14 +413,22 @@ static PyTypeObject LaunchType = {
     .tp_getset = launch_getset,
 };
 
+static PyMethodDef functions[] = {
+    {"exchange_layout", (PyCFunction)(void (*)(void))exchange_layout, METH_FASTCALL,
+     "exchange_layout(api, x): (code, bits, lanes, device_type, device_id, shape, strides, "
+     "address) of array x, as the DLPack exchange API in capsule api describes it."},
+    {NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "accelmath._core._hostcall",
-    "Fast calls of status-returning C functions of word-sized arguments.", -1,
+    "Fast calls of status-returning C functions of word-sized arguments.", -1, functions,
 };
 
 PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0 ||
         PyType_Ready(&ReaderType) < 0 || PyType_Ready(&ChainType) < 0 ||
+        PyType_Ready(&ExchangeReaderType) < 0 || PyType_Ready(&ExchangeStreamType) < 0 ||
         front_ready() < 0) {
         return NULL;
     }
@@ -444,6 +452,8 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
         PyModule_AddObjectRef(m, "Reader", (PyObject *)&ReaderType) < 0 ||
         PyModule_AddObjectRef(m, "Front", (PyObject *)&FrontType) < 0 ||
         PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0 ||
+        PyModule_AddObjectRef(m, "ExchangeReader", (PyObject *)&ExchangeReaderType) < 0 ||
+        PyModule_AddObjectRef(m, "ExchangeStream", (PyObject *)&ExchangeStreamType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0 ||
         PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {
         Py_DECREF(m);

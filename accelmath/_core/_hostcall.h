@@ -1,5 +1,6 @@
 /* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
- * _function.c, _reader.c, _front.c, _front_parts.c, _chain.c and _kernel_call.c): one
+ * _function.c, _reader.c, _exchange.c, _front.c, _front_parts.c, _chain.c and
+ * _kernel_call.c): one
  * machine word per argument, Function (a C function of word arguments, _function.c) and the
  * types and functions the files share. */
 #ifndef ACCELMATH_HOSTCALL_H
@@ -13,7 +14,7 @@
 #define MAX_ARGS 16
 /* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
  * what a type takes or does, so that a build older than the Python code is not used. */
-#define INTERFACE 5
+#define INTERFACE 6
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
@@ -46,6 +47,16 @@ extern PyTypeObject FunctionType; /* _function.c */
 extern PyTypeObject ReaderType;   /* _reader.c */
 extern PyTypeObject FrontType;    /* _front.c */
 extern PyTypeObject ChainType;    /* _chain.c */
+extern PyTypeObject ExchangeReaderType, ExchangeStreamType; /* _exchange.c */
+
+/* exchange_layout(api, x), a module function (_exchange.c). */
+PyObject *exchange_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+
+/* A reader's checks (_reader.c): whether get(x) == expected for each (get, expected) of the
+ * tuple checks (1, 0, -1 on an error); whether a tuple holds such pairs (0, -1 with
+ * TypeError). */
+int reader_checks(PyObject *checks, PyObject *x);
+int reader_checks_valid(PyObject *checks);
 
 /* A kernel launch of word arguments (_kernel_call.c): its driver (a KernelDriver's address),
  * the CUfunction, the packed grid and block, the stream, then 11 parameter words. */

@@ -21,6 +21,39 @@ static PyObject *value_of(PyObject *get, PyObject *x) {
     return PyObject_Vectorcall(get, &x, 1, NULL);
 }
 
+/* Whether get(x) == expected for each (get, expected) of the tuple checks, in order: 1, 0 at
+ * the first that fails, -1 on an error. */
+int reader_checks(PyObject *checks, PyObject *x) {
+    Py_ssize_t n = PyTuple_GET_SIZE(checks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *check = PyTuple_GET_ITEM(checks, i); /* (get, expected) */
+        PyObject *value = value_of(PyTuple_GET_ITEM(check, 0), x);
+        if (value == NULL) {
+            return -1;
+        }
+        int same = PyObject_RichCompareBool(value, PyTuple_GET_ITEM(check, 1), Py_EQ);
+        Py_DECREF(value);
+        if (same <= 0) {
+            return same;
+        }
+    }
+    return 1;
+}
+
+/* 0 where checks (a tuple) holds (get, expected) pairs, else -1 with TypeError. */
+int reader_checks_valid(PyObject *checks) {
+    Py_ssize_t n = PyTuple_GET_SIZE(checks);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *check = PyTuple_GET_ITEM(checks, i);
+        if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) != 2) {
+            PyErr_Format(PyExc_TypeError, "reader: check %zd is %R, should be (get, expected)",
+                         i, check);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames) {
     Reader *self = (Reader *)self_;
@@ -29,21 +62,9 @@ static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_
         return NULL;
     }
     PyObject *x = args[0];
-    Py_ssize_t n = PyTuple_GET_SIZE(self->checks);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *check = PyTuple_GET_ITEM(self->checks, i); /* (get, expected) */
-        PyObject *value = value_of(PyTuple_GET_ITEM(check, 0), x);
-        if (value == NULL) {
-            return NULL;
-        }
-        int same = PyObject_RichCompareBool(value, PyTuple_GET_ITEM(check, 1), Py_EQ);
-        Py_DECREF(value);
-        if (same < 0) {
-            return NULL;
-        }
-        if (!same) {
-            Py_RETURN_NONE;
-        }
+    int held = reader_checks(self->checks, x);
+    if (held <= 0) {
+        return held < 0 ? NULL : Py_NewRef(Py_None);
     }
     return PyObject_Vectorcall(self->pointer, &x, 1, NULL);
 }
@@ -55,14 +76,8 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
                                      &checks, &pointer)) {
         return NULL;
     }
-    Py_ssize_t n = PyTuple_GET_SIZE(checks);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *check = PyTuple_GET_ITEM(checks, i);
-        if (!PyTuple_Check(check) || PyTuple_GET_SIZE(check) != 2) {
-            PyErr_Format(PyExc_TypeError, "Reader: check %zd is %R, should be (get, expected)",
-                         i, check);
-            return NULL;
-        }
+    if (reader_checks_valid(checks) < 0) {
+        return NULL;
     }
     if (!PyCallable_Check(pointer)) {
         PyErr_Format(PyExc_TypeError, "Reader: pointer %R is not callable", pointer);

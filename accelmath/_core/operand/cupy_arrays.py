@@ -3,13 +3,19 @@ CuPy's memory pool in the order of its current stream."""
 
 import contextlib
 import operator
+import types
 
+from accelmath._core import hostcall
 from accelmath._core.gpu.stream import cupy_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.base import Adapter, Layouts
 from accelmath._core.operand.record import Operand
 
 __all__ = ["CupyAdapter"]
+
+_DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+_POINTER = operator.attrgetter("data.ptr")
+_DEVICE_ID = operator.attrgetter("data.device_id")
 
 
 class CupyAdapter(Adapter):
@@ -49,25 +55,20 @@ class CupyAdapter(Adapter):
 
     def reader(self, key, keyed=False):
         shape, strides, dtype, device_id = key
-        if strides == tuple(s * dtype.itemsize for s in contiguous_strides(shape)) and \
-                hasattr(self._cp.ndarray, "_c_contiguous"):
-            # C order: CuPy's flag, read without building the strides tuple, says the same
-            # (up to the strides of axes of length 1, which address nothing)
-            def read(x):
-                data = x.data
-                if (x._c_contiguous and x.shape == shape and x.dtype is dtype
-                        and data.device_id == device_id):
-                    return data.ptr
-                return None
-        else:
-            def read(x):
-                data = x.data
-                if (x.shape == shape and x.strides == strides and x.dtype is dtype
-                        and data.device_id == device_id):
-                    return data.ptr
-                return None
-
-        return read
+        ndarray = self._cp.ndarray
+        # C order: CuPy's flag, read without building the strides tuple, says the same (up to
+        # the strides of axes of length 1, which address nothing). Read in C (the call
+        # shim's Reader): the array's own descriptors, and attrgetter (C too) for its memory
+        # pointer's attributes. keyed: the dtype and shape were found equal already.
+        flag = getattr(ndarray, "_c_contiguous", None)
+        if not isinstance(flag, _DESCRIPTORS):
+            flag = operator.attrgetter("_c_contiguous") if flag is not None else None
+        contiguous = strides == tuple(s * dtype.itemsize for s in contiguous_strides(shape))
+        return hostcall.reader(
+            [(flag, True) if contiguous and flag is not None else (ndarray.strides, strides),
+             *([] if keyed else [(ndarray.shape, shape), (ndarray.dtype, dtype)]),
+             (_DEVICE_ID, device_id)],
+            _POINTER)
 
     def stream_getter(self, device_id):
         # CuPy keeps a current stream per device: the one of the current device is the

@@ -7,7 +7,7 @@ differentiable yet, and a silent detach would cut the caller's autograd graph).
 
 import functools
 
-from accelmath._core import hostcall
+from accelmath._core import exchange, hostcall
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.record import ITEMSIZE, Operand, unsupported_dtype
@@ -33,6 +33,9 @@ class TorchAdapter(Adapter):
                 self._to_name[tdtype] = name
         self._to_torch = {v: k for k, v in self._to_name.items()}
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        # DLPack's C exchange API (torch 2.10 and later): a tensor's layout in one C call
+        self._api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
+        self._dlpack_dtypes = {}  # torch dtype -> DLPack's (code, bits, lanes)
 
     def check_gradients(self, x):
         """Raise GradientError if tensor ``x`` records gradients while they are enabled (a
@@ -92,15 +95,35 @@ class TorchAdapter(Adapter):
         # grad mode: no need to ask torch.is_grad_enabled() here.
         # keyed: the dtype and shape were found equal already, 0.1-0.2 us a tensor less
         contiguous = strides == contiguous_strides(shape)
-        return hostcall.reader(
+        lazy = [(tensor.is_conj if dtype.is_complex else tensor.is_neg, False),
+                *([(tensor.is_neg, False)] if dtype.is_complex else []),
+                (tensor.requires_grad, False)]
+        generic = hostcall.reader(
             [*([] if keyed else [(tensor.dtype, dtype), (tensor.shape, shape)]),
              (tensor.is_contiguous, True) if contiguous else (tensor.stride, strides),
-             (tensor.get_device, device),
-             (tensor.is_conj if dtype.is_complex else tensor.is_neg, False),
-             *([(tensor.is_neg, False)] if dtype.is_complex else []),
-             (tensor.requires_grad, False),
+             (tensor.get_device, device), *lazy,
              (tensor.is_cpu if device < 0 else tensor.is_cuda, True)],
             tensor.data_ptr)
+        # Plain tensors (and parameters) through the exchange API: dtype, device, shape and
+        # strides in one C call; the lazy bits and requires_grad, which DLPack does not
+        # describe, as above. Subclasses (which may override what a tensor says of itself)
+        # go to the reader above.
+        code = self._dlpack_dtype(dtype)
+        fast = None if code is None else exchange.exchange_reader(
+            self._api, (tensor, self._torch.nn.Parameter),
+            (*code, 1 if device < 0 else 2, max(device, 0), shape, strides), lazy, generic)
+        return generic if fast is None else fast
+
+    def _dlpack_dtype(self, dtype):
+        """DLPack's (code, bits, lanes) of a torch dtype, as the exchange API gives it (None
+        where it is not used)."""
+        if dtype not in self._dlpack_dtypes:
+            try:
+                layout = exchange.exchange_layout(self._api, self._torch.empty(0, dtype=dtype))
+            except Exception:  # (BufferError) a dtype DLPack does not name
+                layout = None
+            self._dlpack_dtypes[dtype] = None if layout is None else layout[:3]
+        return self._dlpack_dtypes[dtype]
 
     def stream_scope(self, handle, device_id):
         cuda = self._torch.cuda
@@ -111,6 +134,11 @@ class TorchAdapter(Adapter):
         return cuda.stream(stream)
 
     def stream_getter(self, device_id):
+        if device_id is not None:
+            # (2: DLPack's CUDA) torch's current stream of the device, in one C call
+            current = exchange.exchange_stream(self._api, 2, device_id)
+            if current is not None:
+                return current
         if self._raw_stream is not None:
             return functools.partial(self._raw_stream, device_id)
         return super().stream_getter(device_id)

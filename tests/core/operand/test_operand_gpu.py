@@ -4,6 +4,7 @@ fast-path readers, and gradients refused on the GPU paths of accelmath.fft."""
 import numpy as np
 import pytest
 
+from accelmath._core import hostcall
 from accelmath._core.operand import (adapter_named, check_same_device, device_adapter,
                                       wrap_operand)
 from accelmath._core.gpu.stream import resolve_stream, stream_handle
@@ -38,6 +39,33 @@ def test_cupy_reader(make, cp):
     assert read(cp.zeros((3, 6), cp.complex64)) is None
     other_order = x.copy(order="F" if x.flags.c_contiguous else "C")
     assert read(other_order) is None
+    assert read(x.real) is None and read(x[:3]) is None
+    if hostcall.status().startswith("C call shim"):
+        assert type(read).__name__ == "Reader"  # made in C
+    keyed = adapter.reader(adapter.layout_key(x), keyed=True)  # (shape and dtype: the key's)
+    assert keyed(y) == y.data.ptr and keyed(other_order) is None
+
+
+def test_torch_cuda_reader_and_stream_through_the_exchange_api(torch_cuda):
+    torch = torch_cuda
+    adapter = adapter_named("torch")
+    x = torch.randn(4, 6, dtype=torch.complex64, device="cuda")
+    read = adapter.reader(adapter.layout_key(x))
+    if getattr(torch.Tensor, "__dlpack_c_exchange_api__", None) is not None and \
+            hostcall.status().startswith("C call shim"):
+        assert type(read).__name__ == "ExchangeReader"
+    assert read(x) == x.data_ptr()
+    y = torch.randn(4, 6, dtype=torch.complex64, device="cuda")
+    assert read(y) == y.data_ptr()
+    for other in (x.cpu(), x.conj(), x.T.contiguous().T, x.clone().requires_grad_(),
+                  x.to(torch.complex128)):
+        assert read(other) is None
+    current = adapter.stream_getter(0)
+    assert current() == torch.cuda.current_stream().cuda_stream
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        assert current() == s.cuda_stream != 0
+    assert current() == torch.cuda.current_stream().cuda_stream
 
 
 def test_torch_zero_copy_and_streams(torch_cuda):
