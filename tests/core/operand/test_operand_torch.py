@@ -10,9 +10,17 @@ from accelmath.errors import UnsupportedDTypeError, UnsupportedOperandError
 torch = pytest.importorskip("torch")
 
 
-@pytest.fixture
-def adapter():
-    return adapter_named("torch")
+@pytest.fixture(params=["exchange", "attributes"])
+def adapter(request):
+    """The torch adapter, reading tensors through DLPack's C exchange API where torch and
+    the call shim offer it, and one that reads their attributes (as with torch before 2.10)."""
+    if request.param == "exchange":
+        return adapter_named("torch")
+    from accelmath._core.operand.torch_tensors import TorchAdapter
+
+    attributes = TorchAdapter()
+    attributes._api = None
+    return attributes
 
 
 @pytest.mark.filterwarnings("ignore:ComplexHalf support is experimental")
