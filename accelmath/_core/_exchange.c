@@ -62,6 +62,19 @@ static const ExchangeAPI *api_of(PyObject *capsule) {
     return api;
 }
 
+/* The API's description of x into *t (0), or -1 with an exception (one of its own where the
+ * producer set none). */
+static int describe(const ExchangeAPI *api, PyObject *x, DLTensor *t) {
+    if (api->dltensor_from_py_object_no_sync(x, t) == 0) {
+        return 0;
+    }
+    if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_RuntimeError, "the DLPack exchange API failed to describe a %s",
+                     Py_TYPE(x)->tp_name);
+    }
+    return -1;
+}
+
 /* ExchangeReader: the layout as C values, and the rest of a reader. */
 typedef struct {
     PyObject_HEAD
@@ -80,17 +93,17 @@ static int same_layout(ExchangeReader *self, const DLTensor *t) {
         t->device.device_type != self->device_type || t->device.device_id != self->device_id) {
         return 0;
     }
-    int64_t c_stride = 1;
+    uint64_t c_stride = 1; /* C order's, where the API gives no strides (wraps, unsigned) */
     for (int32_t i = self->ndim - 1; i >= 0; i--) {
         int64_t n = t->shape[i];
         if (n != self->shape[i]) {
             return 0;
         }
-        int64_t stride = t->strides != NULL ? t->strides[i] : c_stride;
+        int64_t stride = t->strides != NULL ? t->strides[i] : (int64_t)c_stride;
         if (n != 1 && stride != self->strides[i]) {
             return 0;
         }
-        c_stride *= n;
+        c_stride *= (uint64_t)n;
     }
     return 1;
 }
@@ -119,8 +132,14 @@ static PyObject *exchange_reader_vectorcall(PyObject *self_, PyObject *const *ar
         }
         return PyObject_Vectorcall(self->fallback, &x, 1, NULL);
     }
+    /* the checks first (they may run Python), then the description: the address returned
+     * is the one x has once they ran */
+    int held = reader_checks(self->checks, x);
+    if (held <= 0) {
+        return held < 0 ? NULL : Py_NewRef(Py_None);
+    }
     DLTensor t;
-    if (self->api->dltensor_from_py_object_no_sync(x, &t) != 0) {
+    if (describe(self->api, x, &t) < 0) {
         /* an array the API does not describe (a meta tensor, say): the plan's checked path
          * says what is wrong with it */
         if (!PyErr_ExceptionMatches(PyExc_Exception)) {
@@ -131,10 +150,6 @@ static PyObject *exchange_reader_vectorcall(PyObject *self_, PyObject *const *ar
     }
     if (!same_layout(self, &t)) {
         Py_RETURN_NONE;
-    }
-    int held = reader_checks(self->checks, x);
-    if (held <= 0) {
-        return held < 0 ? NULL : Py_NewRef(Py_None);
     }
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t.data + t.byte_offset);
 }
@@ -163,6 +178,12 @@ static PyObject *exchange_reader_new(PyTypeObject *type, PyObject *args, PyObjec
                           "device_type, device_id, shape, strides)", &code, &bits, &lanes,
                           &device_type, &device_id, &PyTuple_Type, &shape, &PyTuple_Type,
                           &strides)) {
+        return NULL;
+    }
+    if (code > UINT8_MAX || bits > UINT8_MAX || lanes > UINT16_MAX) {
+        PyErr_Format(PyExc_ValueError,
+                     "ExchangeReader: dtype (%u, %u, %u) out of DLPack's ranges (code and "
+                     "bits of 8 bits, lanes of 16)", code, bits, lanes);
         return NULL;
     }
     Py_ssize_t ndim = PyTuple_GET_SIZE(shape);
@@ -327,7 +348,7 @@ PyObject *exchange_layout(PyObject *module, PyObject *const *args, Py_ssize_t na
         return NULL;
     }
     DLTensor t;
-    if (api->dltensor_from_py_object_no_sync(args[1], &t) != 0) {
+    if (describe(api, args[1], &t) < 0) {
         return NULL;
     }
     PyObject *shape = PyTuple_New(t.ndim), *strides = NULL;
@@ -340,6 +361,7 @@ PyObject *exchange_layout(PyObject *module, PyObject *const *args, Py_ssize_t na
         PyObject *s = t.strides == NULL ? NULL : PyLong_FromLongLong(t.strides[i]);
         if (n == NULL || (t.strides != NULL && s == NULL)) {
             Py_XDECREF(n);
+            Py_XDECREF(s);
             Py_CLEAR(strides);
             break;
         }

@@ -128,3 +128,53 @@ def test_the_torch_adapter_reads_through_it_on_cuda_layouts_too():
     assert type(read).__name__ == "ExchangeReader" and read(x) == x.data_ptr()
     cuda = adapter.reader((*key[:3], 0, *key[4:]))  # a key of cuda:0 never reads CPU memory
     assert type(cuda).__name__ == "ExchangeReader" and cuda(x) is None
+
+
+def test_dtypes_of_one_dlpack_code_are_told_apart():
+    """torch's sub-byte integers (uint1-7, int1-7) read as DLPack's 8-bit ones: a reader of
+    uint8 or int8 compares the dtype too."""
+    from accelmath._core.operand.torch_tensors import TorchAdapter
+
+    adapter = TorchAdapter()
+    for dtype, sub in ((torch.uint8, getattr(torch, "uint4", None)),
+                       (torch.int8, getattr(torch, "int4", None))):
+        x = torch.zeros(4, 6, dtype=dtype)
+        read = adapter.reader(adapter.layout_key(x))
+        assert read(x) == x.data_ptr()
+        if sub is not None:
+            assert exchange.exchange_layout(API, torch.empty(4, 6, dtype=sub))[:3] == \
+                exchange.exchange_layout(API, x)[:3]
+            assert read(torch.empty(4, 6, dtype=sub)) is None
+    assert not adapter._dlpack_shared(adapter._dlpack_dtype(torch.float32))
+
+
+def test_the_checks_run_before_the_address_is_read():
+    """A check that moves the tensor's memory (as set_ does) leaves the reader the new
+    address, or none, never the old one."""
+    x = torch.zeros(4, 6)
+    other = torch.ones(4, 6)
+
+    def move(t):
+        t.set_(other)
+        return True
+
+    assert _reader(x, checks=((move, True),))(x) == other.data_ptr()
+
+
+def test_a_dtype_code_is_checked_when_made():
+    x = torch.zeros(3)
+    layout = exchange.exchange_layout(API, x)[:7]
+    module = hostcall._extension()
+    for bad in ((258, 32, 1), (2, 256, 1), (2, 32, 1 << 16)):
+        with pytest.raises(ValueError, match="out of DLPack's ranges"):
+            module.ExchangeReader(API, (T,), (*bad, *layout[3:]), (), None)
+
+
+def test_a_dtype_asked_while_the_shim_is_off_is_asked_again(monkeypatch):
+    from accelmath._core.operand.torch_tensors import TorchAdapter
+
+    adapter = TorchAdapter()
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
+    assert adapter._dlpack_dtype(torch.float64) is None
+    monkeypatch.delenv("ACCELMATH_HOSTCALL")
+    assert adapter._dlpack_dtype(torch.float64) == (2, 64, 1)

@@ -6,6 +6,7 @@ differentiable yet, and a silent detach would cut the caller's autograd graph).
 """
 
 import functools
+import warnings
 
 from accelmath._core import exchange, hostcall
 from accelmath._core.layout import contiguous_strides
@@ -36,6 +37,7 @@ class TorchAdapter(Adapter):
         # DLPack's C exchange API (torch 2.10 and later): a tensor's layout in one C call
         self._api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
         self._dlpack_dtypes = {}  # torch dtype -> DLPack's (code, bits, lanes)
+        self._shared_codes = None  # the codes several torch dtypes have (made on first use)
 
     def check_gradients(self, x):
         """Raise GradientError if tensor ``x`` records gradients while they are enabled (a
@@ -109,6 +111,8 @@ class TorchAdapter(Adapter):
         # describe, as above. Subclasses (which may override what a tensor says of itself)
         # go to the reader above.
         code = self._dlpack_dtype(dtype)
+        if code is not None and self._dlpack_shared(code):
+            lazy = [(tensor.dtype, dtype), *lazy]  # (DLPack's code is another dtype's too)
         fast = None if code is None else exchange.exchange_reader(
             self._api, (tensor, self._torch.nn.Parameter),
             (*code, 1 if device < 0 else 2, max(device, 0), shape, strides), lazy, generic)
@@ -116,14 +120,36 @@ class TorchAdapter(Adapter):
 
     def _dlpack_dtype(self, dtype):
         """DLPack's (code, bits, lanes) of a torch dtype, as the exchange API gives it (None
-        where it is not used)."""
+        where it is not used, or names no such dtype)."""
         if dtype not in self._dlpack_dtypes:
-            try:
-                layout = exchange.exchange_layout(self._api, self._torch.empty(0, dtype=dtype))
+            try:  # (a CPU tensor, whatever torch's default device or mode)
+                layout = exchange.exchange_layout(
+                    self._api, self._torch.empty(0, dtype=dtype, device="cpu"))
             except Exception:  # (BufferError) a dtype DLPack does not name
-                layout = None
-            self._dlpack_dtypes[dtype] = None if layout is None else layout[:3]
+                self._dlpack_dtypes[dtype] = None
+            else:
+                if layout is None:  # the call shim not used now: asked again next time
+                    return None
+                self._dlpack_dtypes[dtype] = layout[:3]
         return self._dlpack_dtypes[dtype]
+
+    def _dlpack_shared(self, code):
+        """Whether DLPack's ``code`` is that of more than one torch dtype (torch's sub-byte
+        integers read as 8-bit ones), so that a reader compares the dtype too. Asked of
+        codes of at most 8 bits (torch's dtypes are scanned once, 10 ms, where one is):
+        wider ones are each one dtype's."""
+        if code[1] > 8:
+            return False
+        if self._shared_codes is None:
+            torch, seen, shared = self._torch, {}, set()
+            with warnings.catch_warnings():  # (torch's on quantized and complex32 tensors)
+                warnings.simplefilter("ignore")
+                for dtype in {v for v in vars(torch).values() if isinstance(v, torch.dtype)}:
+                    other = self._dlpack_dtype(dtype)
+                    if other is not None and seen.setdefault(other, dtype) != dtype:
+                        shared.add(other)
+            self._shared_codes = shared
+        return code in self._shared_codes
 
     def stream_scope(self, handle, device_id):
         cuda = self._torch.cuda
