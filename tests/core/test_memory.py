@@ -155,7 +155,9 @@ def test_read_backs_share_one_pool_of_page_locked_buffers(host_driver):
                                      ("copy", 40, True), ("record", 1), ("wait event", 1),
                                      ("destroy event", 1)]
     assert len(memory._local.spares) == 1
-    memory.read_back(values.ctypes.data, 3000, np.int64, 7)  # larger: a second buffer
+    wide = np.arange(3000, dtype=np.int64)  # (its own 24,000 bytes: the copy reads them all)
+    np.testing.assert_array_equal(
+        memory.read_back(wide.ctypes.data, 3000, np.int64, 7), wide)  # larger: a second buffer
     assert [c for c in host_driver.calls if c[0] == "alloc"][-1] == ("alloc", 32768)
     assert len(memory._local.spares) == 2
 
