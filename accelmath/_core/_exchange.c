@@ -291,6 +291,10 @@ static PyObject *exchange_stream_vectorcall(PyObject *self_, PyObject *const *ar
     }
     void *stream = NULL;
     if (self->api->current_work_stream(self->device_type, self->device_id, &stream) != 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "the DLPack exchange API failed to name the current stream");
+        }
         return NULL;
     }
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)stream);

@@ -41,38 +41,31 @@ def exchange_reader(api, types, layout, checks, fallback):
     callable or None
         Of one array: its pointer where it has the layout and passes the checks, else None.
     """
-    module = hostcall._extension()
-    if module is None or api is None:
-        return None
-    try:
-        return module.ExchangeReader(api, tuple(types), tuple(layout),
-                                     tuple((get, expected) for get, expected in checks),
-                                     fallback)
-    except ValueError:  # an API of another version
-        return None
+    return _made("ExchangeReader", api, tuple(types), tuple(layout),
+                 tuple((get, expected) for get, expected in checks), fallback)
 
 
 def exchange_layout(api, x):
     """What the DLPack C exchange API ``api`` says of array ``x``: ``(code, bits, lanes,
     device_type, device_id, shape, strides, address)`` (strides in elements, None for C
     order), or None where the call shim is not used or the API is not one it reads."""
-    module = hostcall._extension()
-    if module is None or api is None:
-        return None
-    try:
-        return module.exchange_layout(api, x)
-    except ValueError:
-        return None
+    return _made("exchange_layout", api, x)
 
 
 def exchange_stream(api, device_type, device_id):
     """A function of no arguments that returns the current stream (an int) of one device, as
     the DLPack C exchange API ``api`` names it, or None where the call shim is not used or
     the API is not one it reads."""
+    return _made("ExchangeStream", api, device_type, device_id)
+
+
+def _made(name, api, *args):
+    """``name(api, *args)`` of the call shim, or None where the shim is not used, there is no
+    API, or the API is of a version it does not read (ValueError)."""
     module = hostcall._extension()
     if module is None or api is None:
         return None
     try:
-        return module.ExchangeStream(api, device_type, device_id)
+        return getattr(module, name)(api, *args)
     except ValueError:
         return None

@@ -6,7 +6,6 @@ differentiable yet, and a silent detach would cut the caller's autograd graph).
 """
 
 import functools
-import warnings
 
 from accelmath._core import exchange, hostcall
 from accelmath._core.layout import contiguous_strides
@@ -37,7 +36,6 @@ class TorchAdapter(Adapter):
         # DLPack's C exchange API (torch 2.10 and later): a tensor's layout in one C call
         self._api = getattr(torch.Tensor, "__dlpack_c_exchange_api__", None)
         self._dlpack_dtypes = {}  # torch dtype -> DLPack's (code, bits, lanes)
-        self._shared_codes = None  # the codes several torch dtypes have (made on first use)
 
     def check_gradients(self, x):
         """Raise GradientError if tensor ``x`` records gradients while they are enabled (a
@@ -133,23 +131,12 @@ class TorchAdapter(Adapter):
                 self._dlpack_dtypes[dtype] = layout[:3]
         return self._dlpack_dtypes[dtype]
 
-    def _dlpack_shared(self, code):
-        """Whether DLPack's ``code`` is that of more than one torch dtype (torch's sub-byte
-        integers read as 8-bit ones), so that a reader compares the dtype too. Asked of
-        codes of at most 8 bits (torch's dtypes are scanned once, 10 ms, where one is):
-        wider ones are each one dtype's."""
-        if code[1] > 8:
-            return False
-        if self._shared_codes is None:
-            torch, seen, shared = self._torch, {}, set()
-            with warnings.catch_warnings():  # (torch's on quantized and complex32 tensors)
-                warnings.simplefilter("ignore")
-                for dtype in {v for v in vars(torch).values() if isinstance(v, torch.dtype)}:
-                    other = self._dlpack_dtype(dtype)
-                    if other is not None and seen.setdefault(other, dtype) != dtype:
-                        shared.add(other)
-            self._shared_codes = shared
-        return code in self._shared_codes
+    @staticmethod
+    def _dlpack_shared(code):
+        """Whether DLPack's ``code`` may be that of more than one torch dtype, so that a reader
+        compares the dtype too: torch's sub-byte integers (uint1-7, int1-7) read as DLPack's
+        8-bit ones; wider codes are each one dtype's."""
+        return code[1] <= 8
 
     def stream_scope(self, handle, device_id):
         cuda = self._torch.cuda
