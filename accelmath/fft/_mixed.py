@@ -479,9 +479,8 @@ def filter_source(n0, n1, dtype, element=None, threads=None):
              f"#define M1 {n1 // 2}\n"
              f"#define ELEMENT_TYPE {ctype}\n",
              _HEAD, "\n".join(decls_r + decls_c) + "\n",
-             *(_transform(n1 // 2, sign, "r", rows_threads, 2, rows_mt, shared) if half
-               else _transform(n1, sign, "r", rows_threads, 1, rows_mt, shared)
-               for sign in (-1, 1)),
+             *(_transform(row_length(n1), sign, "r", rows_threads, 2 if half else 1, rows_mt,
+                          shared) for sign in (-1, 1)),
              *(_transform(n0, sign, "c", columns_threads, 1, columns_mt, shared)
                for sign in (-1, 1)),
              _KERNELS.replace("TABLE_FILLS", "\n".join(fills_r + fills_c))]
@@ -515,7 +514,7 @@ class Filter:
     def __init__(self, n0, n1, dtype, element, device_id, threads=None):
         self.n0, self.n1, self.dtype, self.device_id = n0, n1, dtype, device_id
         self.threads = threads or THREADS[dtype]
-        self.source = filter_source(n0, n1, dtype, element, threads)
+        self.source = filter_source(n0, n1, dtype, element, self.threads)
         options = device_options(device_id)
         self._thread = (None if is_compiled(self.source, options, _NAME)
                         else compile_soon(self.source, options, _NAME))
@@ -525,7 +524,7 @@ class Filter:
     @property
     def ready(self):
         """Whether the kernels are compiled (and :meth:`run` takes no NVRTC time)."""
-        if self._thread is not None:
+        if self._thread:  # (None: compiled; False: the compile failed)
             if self._thread.is_alive():
                 return False
             self._thread = None
@@ -545,14 +544,14 @@ class Filter:
                 for function, shared in zip(functions, (rows_shared, columns_shared,
                                                         rows_shared)):
                     allow_dynamic_shared(function, shared)
-                count = max(self.n0, self.n1, MAX_PRIME)
+                count = max(self.n0, self.n1)  # (the twiddle tables' lengths)
                 launch(module.function("init_tables"),
                        LaunchConfig((count + 255) // 256, 256), (), None)
                 driver.lib.stream_synchronize(None)  # (the tables ready before any stream)
                 (rows, _), (cols, _) = self.threads
-                configs = (LaunchConfig(self.n0, rows, rows_shared),
-                           LaunchConfig(self.n1 // 2 + 1, cols, columns_shared),
-                           LaunchConfig(self.n0, rows, rows_shared))
+                row_config = LaunchConfig(self.n0, rows, rows_shared)
+                configs = (row_config, LaunchConfig(self.n1 // 2 + 1, cols, columns_shared),
+                           row_config)
                 self._kernels = (*functions, configs)
         return self._kernels
 
@@ -562,7 +561,7 @@ class Filter:
         complex values, C order), ``element`` the element function's ``Element`` struct and
         ``scale`` the factor after it."""
         forward, columns, inverse, configs = self._kernels or self._load()
-        launch(forward, configs[0], (ctypes.c_void_p(x), ctypes.c_void_p(spectrum)), stream)
-        launch(columns, configs[1], (ctypes.c_void_p(spectrum), self._real(scale), element),
-               stream)
-        launch(inverse, configs[2], (ctypes.c_void_p(spectrum), ctypes.c_void_p(out)), stream)
+        spectrum = ctypes.c_void_p(spectrum)
+        launch(forward, configs[0], (ctypes.c_void_p(x), spectrum), stream)
+        launch(columns, configs[1], (spectrum, self._real(scale), element), stream)
+        launch(inverse, configs[2], (spectrum, ctypes.c_void_p(out)), stream)

@@ -11,7 +11,8 @@ import functools
 
 import numpy
 
-from accelmath._core.arguments import check_execution, check_flag, check_workers, index
+from accelmath._core.arguments import (absent, check_execution, check_flag, check_workers,
+                                       index)
 from accelmath._core.dispatch import missed
 from accelmath._core.layout import axis_order, check_dense, contiguous_strides
 from accelmath._core.operand import wrap_named
@@ -20,7 +21,6 @@ from accelmath._core.plan import Call, Plan, template_operand
 from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError
 from accelmath.fft import _normalize as norms
 from accelmath.fft._cpu import host_transform
-from accelmath.fft._fusion import absent
 from accelmath.fft._layout import output_layout
 
 __all__ = ["FFT"]
@@ -29,6 +29,8 @@ _KINDS = ("c2c", "r2c", "c2r")
 _DIRECTIONS = {"forward": False, "inverse": True}
 # The CPU computes half precision in single, as scipy.fft does.
 _CPU_DTYPE = {"float16": "float32", "complex32": "complex64"}
+# (refused where a plan has neither a prologue nor an epilogue, when made and when run)
+_NEED_FUSION = "prologue_args and epilogue_args need a plan made with a prologue or an epilogue"
 
 
 def _host_numpy_dtype(op, compute_dtype):
@@ -139,8 +141,7 @@ class FFT(Plan):
         op = wrap_named(operand, "operand")
         if (prologue is None and epilogue is None
                 and not (absent(prologue_args) and absent(epilogue_args))):
-            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
-                                       "a prologue or an epilogue")
+            raise InvalidArgumentError(_NEED_FUSION)
         norm = norms.check_norm(norm)
         execution = check_execution(execution)
         workers = check_workers(workers)
@@ -363,8 +364,7 @@ class FFT(Plan):
             result = self._fusion.execute(self, call, x, out, direction, stream, prologue_args,
                                           epilogue_args)
         elif not (absent(prologue_args) and absent(epilogue_args)):
-            raise InvalidArgumentError("prologue_args and epilogue_args need a plan made with "
-                                       "a prologue or an epilogue")
+            raise InvalidArgumentError(_NEED_FUSION)
         else:
             result = self.run(x, out, stream, call)
         return result if like is None else returned_as(result, like)
@@ -416,3 +416,4 @@ class FFT(Plan):
         state = "freed" if self._freed else self.execution
         return (f"FFT(kind={self.kind}, axes={self.axes}, shape={self.in_shape}, "
                 f"dtype={self.in_dtype}->{self.out_dtype}, norm={self.norm}, {state})")
+

@@ -128,3 +128,19 @@ def test_spectral_filter_picks_a_way_and_agrees(cp):
         got = fft.spectral_filter(cx, lambda s, kk: s * kk, (ck,))
         modules.wait_for_compiles()
         assert np.abs(cp.asnumpy(got) - expected).max() <= 1e-12 * np.abs(expected).max()
+
+
+def test_a_failed_compile_leaves_the_way_not_ready(monkeypatch):
+    """Asked again and again after its background compile failed, a Filter says it is not
+    ready (the way is not offered), never raises."""
+
+    class Finished:
+        def is_alive(self):
+            return False
+
+    monkeypatch.setattr(_mixed, "filter_source", lambda *args: "source")
+    monkeypatch.setattr(_mixed, "device_options", lambda device_id: None)
+    monkeypatch.setattr(_mixed, "is_compiled", lambda *args: False)
+    monkeypatch.setattr(_mixed, "compile_soon", lambda *args: Finished())
+    kernels = _mixed.Filter(4088, 4088, "float64", "", 0)
+    assert [kernels.ready for _ in range(3)] == [False] * 3

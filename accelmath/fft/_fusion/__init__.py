@@ -12,9 +12,7 @@ load :mod:`accelmath.fusion` (tracing, code generation, kernels: about 30 ms).
 
 import importlib
 
-from accelmath._core.arguments import absent
-
-__all__ = ["absent", "fused_call", "multiply", "plain_call", "product", "spectral_filter"]
+__all__ = ["fused_call", "multiply", "plain_call", "product", "spectral_filter"]
 
 _loaded = {}  # name -> what it names, imported with its first use
 

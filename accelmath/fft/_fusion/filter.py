@@ -29,6 +29,7 @@ import numpy
 from accelmath._core.call import Context
 from accelmath._core.gpu.device import block_shared_memory
 from accelmath._core.gpu.stream import resolve_stream
+from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
@@ -182,8 +183,8 @@ def _new_fused(op, traced_fn, values, axes, key):
                and _columns.available(op.device_id))
     spectrum_dtype = norms.complex_dtype(op.dtype)
     itemsize = ITEMSIZE[spectrum_dtype]
-    mixed = (not columns and ndim == 2 and tuple(op.strides) == (op.shape[1], 1)
-             and min(lengths) >= 8 and any(_mixed.awkward(n) for n in lengths)
+    mixed = (not columns and ndim == 2 and tuple(op.strides) == contiguous_strides(op.shape)
+             and any(_mixed.awkward(n) for n in lengths)
              and _mixed.fits(*lengths, itemsize, block_shared_memory(op.device_id)))
     if not (columns or mixed):
         return None

@@ -18,13 +18,13 @@ one pass after the transform, not two.
 import contextlib
 import functools
 
+from accelmath._core.arguments import absent
 from accelmath._core.call import stream_of
 from accelmath._core.gpu.stream import resolve_stream
 from accelmath._core.operand import wrap_named
 from accelmath._core.plan import Call
 from accelmath.errors import InvalidArgumentError
 from accelmath.fft import _normalize as norms
-from accelmath.fft._fusion import absent
 from accelmath.fft._fusion import callbacks as _callback
 from accelmath.fusion._elementwise import apply, arguments, check_out, traced, types_of
 from accelmath.fusion._evaluate import Axes
