@@ -19,9 +19,6 @@
  * (fail(status) raises). `keep` is held (what the addresses point into). */
 #include "_hostcall.h"
 
-typedef int (*launch_fn)(W, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                         unsigned, W, void **, void **);
-typedef int (*context_fn)(void **);
 
 /* An element, read from its tuple once, when the chain is made. */
 typedef struct {

@@ -18,6 +18,12 @@
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
+/* The driver's cuLaunchKernel and cuCtxGetCurrent, as _chain.c and _kernel_call.c call them
+ * (a CUfunction and a stream passed as words). */
+typedef int (*launch_fn)(W, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, W, void **, void **);
+typedef int (*context_fn)(void **);
+
 /* None is NULL; integers are taken modulo 2**64, as ctypes takes c_void_p values. */
 static inline int to_word(PyObject *obj, W *word) {
     if (obj == Py_None) {

@@ -17,14 +17,12 @@
 
 #define KERNEL_WORDS 11
 
-typedef int (*launch_fn)(W, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                         unsigned, W, void **, void **);
 
 /* What the caller keeps alive as long as it calls kernel_call with its address: cuLaunchKernel,
  * cuCtxGetCurrent, cuCtxPushCurrent and cuCtxPopCurrent, and the kernel's CUcontext. */
 typedef struct {
     launch_fn launch;
-    int (*context_get)(void **);
+    context_fn context_get;
     int (*context_push)(void *);
     int (*context_pop)(void **);
     void *context;

@@ -224,8 +224,9 @@ class Matmul(Plan):
         ``alpha`` and ``beta``, as one call for the call shim's launcher (see
         :meth:`_launcher`): on the small-product kernel where it takes the product, else on
         cuBLASLt (``call`` None where the product is more than one call)."""
-        if self._small is not None and self._small.takes_alpha(alpha):
-            call = self._small.direct_call(alpha)
+        word = None if self._small is None else self._small.alpha_word(alpha)
+        if word is not None:
+            call = self._small.direct_call(word)
             if call is not None:
                 return call, self._small.local, 0
         return (self._lt.direct_call(alpha, beta, self._uses_c), self._lt.resources.local,
@@ -448,8 +449,9 @@ class Matmul(Plan):
                 pd = self._first_out(out, handle)
             d = out
         if self._direct:
-            if self._small is not None and self._small.takes_alpha(alpha):
-                self._small.run(pa, pb, pd, alpha, handle)
+            word = None if self._small is None else self._small.alpha_word(alpha)
+            if word is not None:
+                self._small.run(pa, pb, pd, word, handle)
             else:
                 self._lt.run(pa, pb, pc if self._uses_c else 0, pd, pbias, paux, alpha, beta,
                              handle)

@@ -164,8 +164,10 @@ def kernel(device_id, dtype):
     try:
         options = modules.device_options(device_id, variant)
         if not modules.is_compiled(SOURCE, options, _NAME):
-            modules.compile_soon(SOURCE, options, _NAME)
-            return None
+            if modules.compile_soon(SOURCE, options, _NAME).is_alive():
+                return None
+            if not modules.is_compiled(SOURCE, options, _NAME):  # (ended, and nothing made)
+                raise RuntimeError("its compile failed (see the log above)")
         module = modules.loaded(device_id, SOURCE, _NAME, variant)
         found = _kernels[device_id, dtype] = module.function(f"small_product_{dtype}")
     except Exception as exc:  # (cuBLASLt runs every product then)
@@ -244,40 +246,35 @@ class SmallProduct:
             self._shim = (call, ctypes.addressof(self._driver), function.value,
                           *hostcall.kernel_head(self._config.grid, self._config.block))
 
-    def takes_alpha(self, alpha):
-        """Whether the host scalar at address ``alpha`` is one this kernel takes: not 0, whose
-        products stay on cuBLASLt as they were (the signs of its zeros, its NaN of 0 times
-        an infinity)."""
-        return _SCALE[self.dtype].from_address(alpha).value != 0
-
-    def _alpha_word(self, alpha):
-        """The double bits of the host scalar at address ``alpha`` (of the scale type)."""
+    def alpha_word(self, alpha):
+        """The kernel's word of the host scalar at address ``alpha`` (of the scale type): its
+        double's bits; None for 0, a scalar this kernel does not take (those products stay on
+        cuBLASLt as they were: the signs of its zeros, its NaN of 0 times an infinity)."""
         value = _SCALE[self.dtype].from_address(alpha).value
-        return struct.unpack("<q", struct.pack("<d", value))[0]
+        return None if value == 0 else struct.unpack("<q", struct.pack("<d", value))[0]
 
-    def direct_call(self, alpha):
+    def direct_call(self, alpha_word):
         """The product as one call of the call shim's kernel launch, a
-        :class:`~accelmath._core.hostcall.BoundCall` (its operands: a and b), ``alpha`` the
-        address of the host scalar; None where the call shim is not used."""
+        :class:`~accelmath._core.hostcall.BoundCall` (its operands: a and b), with the scalar
+        word ``alpha_word`` (:meth:`alpha_word`); None where the call shim is not used."""
         if self._shim is None:
             return None
         call, driver_address, function, grid, block = self._shim
         return hostcall.BoundCall(
             call, self._fail,  # (the bound method holds the driver its address names)
             (driver_address, function, grid, block, "stream", "in0", "in1", "out",
-             *self._fixed, self._alpha_word(alpha)))
+             *self._fixed, alpha_word))
 
-    def run(self, a, b, d, alpha, stream):
-        """Enqueue ``d = alpha * a @ b`` on ``stream`` (device addresses; ``alpha`` the
-        address of the host scalar)."""
+    def run(self, a, b, d, alpha_word, stream):
+        """Enqueue ``d = alpha * a @ b`` on ``stream`` (device addresses; ``alpha_word`` the
+        scalar's word, :meth:`alpha_word`)."""
         state = getattr(self.local, "state", None)
         if state is None or state.stream != stream:  # (the launcher takes the stream now)
             self.local.state = _State(stream)
-        words = (a, b, d, *self._fixed, self._alpha_word(alpha))
+        words = (a, b, d, *self._fixed, alpha_word)  # (hostcall.KERNEL_WORDS of them)
         if self._shim is not None:
             call, driver_address, function, grid, block = self._shim
-            status = call(driver_address, function, grid, block, stream, *words,
-                          *(0,) * (hostcall.KERNEL_WORDS - len(words)))
+            status = call(driver_address, function, grid, block, stream, *words)
             if status:
                 self._fail(status)
             return
