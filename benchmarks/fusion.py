@@ -39,8 +39,8 @@ import tempfile
 import time
 
 import numpy as np
-from _common import (case_parser, device_times_ms, environment, error_text, host_times_us,
-                     write)
+from _common import (case_parser, device_times_ms, environment, error_text, head_start,
+                     host_times_us, write)
 
 TRACE_REPEATS = 200
 TOLERANCE = {"float16": 5e-3, "float32": 1e-5, "float64": 1e-12, "complex64": 1e-5}
@@ -246,11 +246,6 @@ def host_rows(torch, cp, F):
     return rows
 
 
-# GPU clock cycles of the sleep before each timed run (about 2 ms): more than the host time
-# of its 5 calls (torch and CuPy both enqueue on the legacy default stream here)
-_HEAD_START = 4_000_000
-
-
 # the targets for the convolutions: the faster fused way (the inverse transform's
 # prologue, or spectral_filter) at most this times torch's own, on torch tensors
 _TARGETS = {"4096^2 float32": 0.5, "4088^2 float64": 0.6}
@@ -296,7 +291,7 @@ def device_rows(notes):
         try:
             row, cases = build()
             times = device_times_ms(cases, event, rounds=10, calls=dict.fromkeys(cases, 5),
-                                    head_start=lambda: torch.cuda._sleep(_HEAD_START))
+                                    head_start=head_start(torch))
             row.update(times)
             for package in ("torch", "cupy"):
                 fused, unfused = (times.get(f"accelmath {w} ({package})")

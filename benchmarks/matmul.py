@@ -41,7 +41,7 @@ import tempfile
 import time
 
 from _common import (case_parser, device_times_ms, environment, error_text, first_call_ms,
-                      host_times_us, run_case, run_sizes, selected, write)
+                     head_start, host_times_us, run_case, run_sizes, selected, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -63,10 +63,6 @@ PLAIN = [(f"{N}^3 fp16", (N, N), (N, N), "float16", False),
           "complex128", False),
          ("64^3 fp32", (64, 64), (64, 64), "float32", False),
          ("batched 8 x 32^3 fp64", (8, 32, 32), (8, 32, 32), "float64", False)]
-# GPU clock cycles of a sleep enqueued before each timed run of a case whose calls take the
-# host about as long as the device (about 2 ms): the device's time alone is timed
-_HEAD_START = 4_000_000
-_SMALL = 128  # products of no side longer than this: accelmath's small-product kernel
 EPILOGUES = [(f"{N}^3 fp16 bias+relu", "relu"), (f"{N}^3 fp16 bias+gelu", "gelu"),
              (f"{N}^3 fp16 relu(a @ b + bias) * 0.5", "scaled")]
 HOST = "host time per call: 64^3 fp32"
@@ -264,9 +260,11 @@ def plain_case(name, a_shape, b_shape, dtype, tf32):
         spec = {"check": ctx.checker(torch.matmul(ctx.wide(a), ctx.wide(b)), dtype,
                                      TOLERANCE["tf32" if tf32 else dtype]),
                 "cleanup": []}
-        if max(a_shape + b_shape) <= _SMALL:
+        from accelmath.linalg._matmul.small import MAX_SIDE  # (its small-product kernel's)
+
+        if max(a_shape + b_shape) <= MAX_SIDE:
             ALG.prepare(dtype, wait=True)  # (the kernel of its dtype, as a warm store has it)
-            spec["head start"] = lambda: torch.cuda._sleep(_HEAD_START)
+            spec["head start"] = head_start(torch)
         spec["ours"] = {"accelmath": lambda: ALG.matmul(a, b, allow_tf32=tf32),
                         **_stateful_pair(spec, a, b, allow_tf32=tf32)}
         torch.backends.cuda.matmul.allow_tf32 = tf32
