@@ -218,3 +218,25 @@ def test_alpha_zero_and_nonfinite_operands(cp, compiled):
     assert cp.isinf(d[0]).all() and cp.all(d[1:] == 8)
     a[1, 1] = cp.nan
     assert cp.isnan(linalg.matmul(a, b)[1]).all()
+
+
+def test_a_kernel_whose_compile_failed_is_given_up(monkeypatch, caplog):
+    """A background compile that ended with nothing made: the kernel is not asked for again
+    (cuBLASLt runs the products), and the log says so once."""
+    from accelmath._core.gpu import modules
+    from accelmath.linalg._matmul import small
+
+    class Finished:
+        def is_alive(self):
+            return False
+
+    monkeypatch.delenv("ACCELMATH_SMALL_PRODUCTS", raising=False)
+    monkeypatch.setattr(small, "_failed", set())
+    monkeypatch.setattr(small, "_kernels", {})
+    monkeypatch.setattr(modules, "device_options", lambda device_id, extra=(): None)
+    monkeypatch.setattr(modules, "is_compiled", lambda *args: False)
+    started = []
+    monkeypatch.setattr(modules, "compile_soon", lambda *args: started.append(1) or Finished())
+    assert small.kernel(0, "float32") is None and (0, "float32") in small._failed
+    assert small.kernel(0, "float32") is None and started == [1]
+    assert "small-product kernel is not used" in caplog.text
