@@ -104,7 +104,7 @@ def fits(n0, n1, itemsize, shared=None):
     if min(n0, n1) < 8 or any(n > MAX_LENGTH or radices(n) is None for n in lengths):
         return False
     return shared is None or all(
-        shared_bytes(n, itemsize) + 2 * itemsize * sum(r for r in radices(n) if r not in _SMALL)
+        shared_bytes(n, itemsize) + 2 * itemsize * sum(_large_primes(n))
         <= shared
         for n in lengths)
 
@@ -118,7 +118,13 @@ def row_length(n1):
 def awkward(n):
     """Whether ``n`` has a prime factor above 7: the lengths cuFFT runs slowly, where these
     kernels are worth timing against it."""
-    return any(r > 8 for r in radices(n) or ())
+    return bool(_large_primes(n))
+
+
+def _large_primes(n):
+    """The radices of ``n``'s stages that are primes above 7 (each a stage of its own, with
+    its constants), in order; none where :func:`radices` has none."""
+    return [r for r in radices(n) or () if r not in _SMALL]
 
 
 def shared_bytes(n, itemsize):
@@ -346,7 +352,7 @@ def _tables(n, tag):
     decls = [f"__device__ cx W{tag}[{n}];"]
     fills = [f"  if (i < {n}) {{ double sn, c; sincospi(-2.0 * i / {n}, &sn, &c); "
              f"W{tag}[i] = mkc((real)c, (real)sn); }}"]
-    for p in sorted({r for r in radices(n) if r not in _SMALL}):
+    for p in sorted(set(_large_primes(n))):
         q = numpy.arange(p)
         values = ", ".join(f"{{{c!r}, {sn!r}}}" for c, sn in
                            zip(numpy.cos(2 * numpy.pi * q / p).tolist(),
