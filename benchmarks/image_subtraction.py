@@ -442,10 +442,11 @@ def one_size(size, space, libraries, repeats, first_call, scratch):
         row = {"size": size, "code": library}
         if library == "accelmath" and space.device == "gpu":
             # On a machine whose store is empty, accelmath compiles its kernels in the
-            # background while the first subtractor's plans go without them, for their life:
-            # one subtractor first, its kernels waited for, so that the warm figure is what a
-            # long-running process gets whatever the store held (the first-call rows time
-            # the first call itself).
+            # background while the first pairs go without them (the subtract stage in its
+            # Fourier form until the direct kernel is compiled): one subtractor
+            # first, its kernels waited for, so that the warm figure is what a long-running
+            # process gets whatever the store held (the first-call rows time the first call
+            # itself).
             first = MAKERS[library](space, reference, science, mask)
             settle(first.warm)
             first.free()
