@@ -31,8 +31,8 @@ from accelmath._core.gpu.modules import compile_soon as modules_compile_soon
 from accelmath._core.gpu.modules import device_options, is_compiled, loaded
 from accelmath.bindings import driver
 
-__all__ = ["LENGTHS", "SOURCE", "available", "compile_soon", "compiled", "fits", "launcher",
-           "options", "round_trip", "round_trip_source", "widths"]
+__all__ = ["LENGTHS", "SOURCE", "available", "code", "compile_soon", "compiled", "fits",
+           "launcher", "options", "round_trip", "round_trip_source", "widths"]
 
 LENGTHS = tuple(1 << k for k in range(9, 14))
 _CLUSTER = 8
@@ -454,20 +454,25 @@ def round_trip_source(element):
     return element + "#define ACCELMATH_ELEMENT\n" + SOURCE
 
 
+def code(device_id, length, source=SOURCE, width=None):
+    """``(source, options, name)`` of the kernel for a length on a device, as
+    ``modules.compile_soon`` and ``modules.is_compiled`` take them. ``source``:
+    :data:`SOURCE` or a :func:`round_trip_source`; ``width``: one of :func:`widths`."""
+    return source, device_options(device_id, options(length, width)), _NAME
+
+
 def compiled(device_id, length, source=SOURCE, width=None):
     """Whether the kernel for a length is compiled for a device (kept in the store, or
     compiled in the background by :func:`compile_soon`, or set up in this process already):
-    a plan can time it at once. ``source``: :data:`SOURCE` or a :func:`round_trip_source`;
-    ``width``: one of :func:`widths`."""
+    a plan can time it at once (the arguments as :func:`code` takes them)."""
     return ((device_id, length, source, width) in _ready
-            or is_compiled(source, device_options(device_id, options(length, width)), _NAME))
+            or is_compiled(*code(device_id, length, source, width)))
 
 
 def compile_soon(device_id, length, source=SOURCE, width=None):
     """Start compiling the kernel for a length for a device in the background (about a
     second of NVRTC), for the plans made after it; the thread (see ``modules.compile_soon``)."""
-    return modules_compile_soon(source, device_options(device_id, options(length, width)),
-                                _NAME)
+    return modules_compile_soon(*code(device_id, length, source, width))
 
 
 def _kernel(device_id, length, source=SOURCE, name="columns", width=None):

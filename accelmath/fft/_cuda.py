@@ -15,8 +15,8 @@ import logging
 import threading
 
 from accelmath._core import hostcall
-from accelmath._core.gpu import timing
-from accelmath._core.gpu.device import ensure_context
+from accelmath._core.gpu import modules, timing
+from accelmath._core.gpu.device import block_shared_memory, ensure_context
 from accelmath._core.gpu.kernels import copy_scale
 from accelmath._core.gpu.memory import allocate_workspace
 from accelmath._core.gpu.resources import Resources
@@ -25,7 +25,7 @@ from accelmath._core.operand import ITEMSIZE
 from accelmath._core.switches import switched_off
 from accelmath.bindings import cufft, driver
 from accelmath.errors import CudaLibraryError, InvalidArgumentError
-from accelmath.fft import _columns
+from accelmath.fft import _columns, _mixed
 from accelmath.fft._layout import plan_steps
 
 __all__ = ["TYPED_EXEC", "CudaExecutor", "aligned"]
@@ -41,6 +41,8 @@ TYPED_EXEC = {
 _ALIGN = 256
 # Transforms of at least this many output points time their candidate plans.
 _TUNE_POINTS = 1 << 20
+
+
 def aligned(n):
     """``n`` bytes rounded up to the alignment of the buffers a plan's workspace holds."""
     return (n + _ALIGN - 1) // _ALIGN * _ALIGN
@@ -65,7 +67,7 @@ def _points(shape):
 
 def _run_calls(calls, handles, buffers, direction, stream):
     """Make the calls of a plan's steps on ``buffers`` ({"in": ptr, "out": ptr, "tmp": ptr}):
-    cuFFT's (their handles set to ``stream``), or the column kernel's (no handle)."""
+    cuFFT's (their handles set to ``stream``), or accelmath's kernels' (no handle)."""
     for (func, c_name, with_direction, src, dst, offsets), handle in zip(calls, handles):
         a, b = buffers[src], buffers[dst]
         for da, db in offsets:
@@ -103,11 +105,11 @@ def _make_plan(step, in_dtype, out_dtype):
 
 def _thread_handles(steps, in_dtype, out_dtype, work):
     """A set of handles for another thread: the plan's cuFFT plans made again (None for the
-    column kernel's steps)."""
+    steps of accelmath's kernels)."""
     handles = []
     try:
         for step in steps:
-            if step.engine == "columns":
+            if step.engine != "cufft":
                 handles.append(None)
                 continue
             handle, size = _make_plan(step, in_dtype, out_dtype)
@@ -180,8 +182,9 @@ class CudaExecutor:
         self.conjugate = conjugate
         self._lock = threading.Lock()  # guards the making of the executor of misaligned operands
         self.resources = Resources(self, cufft.lib.destroy, device_id, package)
-        # the column kernel's compiles this plan went without (see _with_columns)
-        self.without_columns = frozenset()  # lengths whose kernel was compiling
+        # the kernels this plan went without while they compiled, each one's (source,
+        # options, name) as modules.compile_soon takes them (see _with_columns, _with_mixed)
+        self.waiting = frozenset()
 
         # Where the transform reads and writes: the operands themselves, or scratch copies
         # when cuFFT would overwrite the input (c2r) or cannot express the layout.
@@ -212,11 +215,12 @@ class CudaExecutor:
                 more = plan_steps(kind, axes, *layout, out_shape, out_strides, **option)
                 if more is not None and (more, copy_in) not in candidates:
                     candidates.append((more, copy_in))
-            # the same, with accelmath's column kernel for the steps down columns
+            # the same, with accelmath's column kernel for the steps down columns, and one
+            # real 2-D transform of awkward lengths by accelmath's mixed-radix kernels
             for steps_, copy_in in list(candidates):
-                columns = self._with_columns(steps_)
-                if columns is not None:
-                    candidates.append((columns, copy_in))
+                for ours in (self._with_columns(steps_), self._with_mixed(steps_)):
+                    if ours is not None:
+                        candidates.append((ours, copy_in))
         self.steps, self.copy_in, handles, work = self._fastest(candidates, kind == "c2r")
         self._offsets = self._scratch_offsets(self.copy_in, self.steps)
         self._calls = self._calls_of(self.steps)
@@ -251,13 +255,46 @@ class CudaExecutor:
             # about a second for NVRTC, and it compiles in the background for the next ones
             # (the stateless functions' cache drops this plan once they end)
             for length in sorted(waiting):
-                _columns.compile_soon(self.device_id, length)
-            self.without_columns |= waiting
-            _log.info("FFT column kernel for lengths %s compiling in the background",
-                      sorted(waiting))
+                self._wait_for(_columns.code(self.device_id, length),
+                               f"FFT column kernel for length {length}")
             return None
         return [dataclasses.replace(step, engine="columns") if ok else step
                 for step, ok in zip(steps, fit)]
+
+    def _with_mixed(self, steps):
+        """``steps`` run by accelmath's mixed-radix kernels where they are one real 2-D
+        forward transform that those kernels take (lengths with a prime factor above 7, on
+        which cuFFT is slow: ``accelmath.fft._mixed``), else None; None too while the
+        kernels compile, or with ``ACCELMATH_MIXED=0``."""
+        if (len(steps) != 1 or switched_off("ACCELMATH_MIXED")
+                or not _mixed.forward_fits(steps[0], self.in_dtype,
+                                           block_shared_memory(self.device_id))):
+            return None
+        code = _mixed.forward_code(*steps[0].n, self.in_dtype, self.device_id)
+        if not modules.is_compiled(*code):
+            self._wait_for(code, f"FFT mixed-radix kernels for {steps[0].n}")
+            return None
+        return [dataclasses.replace(steps[0], engine="mixed")]
+
+    def _wait_for(self, code, what):
+        """Go without a kernel that is not compiled yet (a new machine) rather than wait for
+        NVRTC: it compiles in the background (``code``: its source, options and name) for
+        the plans made after this one."""
+        modules.compile_soon(*code)
+        self.waiting |= {code}
+        _log.info("%s compiling in the background", what)
+
+    def stale(self):
+        """Whether a kernel this plan went without (it was compiling when the plan was made)
+        has compiled since: a plan made again would time it too. A kernel whose compile
+        ended with nothing made is forgotten, so a failed compile is asked about once."""
+        for code in list(self.waiting):
+            if modules.compile_soon(*code).is_alive():  # (the compile's thread)
+                continue
+            if modules.is_compiled(*code):
+                return True
+            self.waiting -= {code}
+        return False
 
     def _fastest(self, candidates, inverse):
         """``(steps, copy_in, handles, work)`` of the fastest candidate: known from the
@@ -306,11 +343,11 @@ class CudaExecutor:
         return 0, out_offset, tmp_offset, aligned(tmp_offset + self._tmp_bytes(steps))
 
     def _plan(self, steps):
-        """One cuFFT handle per step (None for the column kernel's), and the largest work
-        area they need."""
+        """One cuFFT handle per step (None for those of accelmath's kernels), and the largest
+        work area they need."""
         handles, work = [], 0
         for step in steps:
-            if step.engine == "columns":
+            if step.engine != "cufft":
                 handles.append(None)
                 continue
             handle, size = _make_plan(step, self.in_dtype, self.out_dtype)
@@ -320,17 +357,19 @@ class CudaExecutor:
 
     def _calls_of(self, steps):
         """The call record of each step: (exec function, its C name, takes a direction,
-        source, destination, byte offsets). The column kernel's function takes
-        ``(src, dst, inverse, stream)``; it has no C name."""
+        source, destination, byte offsets). The function of accelmath's kernels (the column
+        kernel's, the mixed-radix ones') takes ``(src, dst, inverse, stream)``; it has no C
+        name."""
         in_size, out_size = ITEMSIZE[self.in_dtype], ITEMSIZE[self.out_dtype]
         sizes = {"in": in_size, "out": out_size,
                  "tmp": in_size if self.kind == "c2r" else out_size}
         calls = []
         for step in steps:
             offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
-            if step.engine == "columns":
-                calls.append((_columns.launcher(step, self.device_id), None, True, step.src,
-                               step.dst, offsets))
+            if step.engine != "cufft":
+                run = (_columns.launcher(step, self.device_id) if step.engine == "columns"
+                       else _mixed.forward_launcher(step, self.in_dtype, self.device_id))
+                calls.append((run, None, True, step.src, step.dst, offsets))
                 continue
             exec_name, with_direction = TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),
                                                         ("xt_exec", True))

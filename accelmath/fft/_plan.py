@@ -296,6 +296,17 @@ class FFT(Plan):
         return self._workers
 
     @property
+    def stale(self):
+        """True once a kernel this plan went without has compiled. On a machine whose store
+        lacks one of accelmath's FFT kernels for a problem (its column kernel, its
+        mixed-radix kernels), a GPU plan made while that kernel compiles (in the background,
+        about a second) goes without it rather than wait; a plan made again after the
+        compile would time it too. The stateless functions replace such plans on their own;
+        a plan kept for many calls may be made again once this turns True. False for host
+        plans, freed ones and those that went without nothing."""
+        return self._executor is not None and self._executor.stale()
+
+    @property
     def nbytes(self):
         """Device workspace bytes the plan uses per thread and stream that run it (0 on the
         CPU)."""

@@ -438,7 +438,7 @@ def _device(checked, x, out, stream, key):
     made = []
     remembered = key if direct and given is None else None
     plan = dispatcher.plan(op.device_id, plan_key, create, remembered)
-    if made and made[0] is plan and _without_columns(plan):
+    if made and made[0] is plan and _went_without(plan):
         _drop_when_compiled(plan)
     result = plan.execute(op, out=out, direction=_DIRECTIONS[call.inverse], stream=stream)
     if gapped is None:
@@ -446,38 +446,38 @@ def _device(checked, x, out, stream, key):
     return _write_out(result, op, gapped.obj, stream)
 
 
-def _without_columns(plan):
-    """Whether ``plan`` was made without the column kernel while it compiled (see
-    ``CudaExecutor._with_columns``)."""
+def _went_without(plan):
+    """Whether ``plan`` was made without a kernel of accelmath's while it compiled (see
+    ``CudaExecutor._wait_for``)."""
     executor = plan._executor
-    return executor is not None and bool(executor.without_columns)
+    return executor is not None and bool(executor.waiting)
 
 
 def _drop_when_compiled(plan):
-    """Drop ``plan``, cached, from the cache once the column kernel's compiles it went
-    without end (on a thread of its own), where one of them succeeded: the calls that led
-    to it plan again, with the kernel among their candidates (a plan kept for thousands of
-    calls would otherwise go without it). A compile that ended already is joined at once;
-    one that failed leaves the plan cached (planning again would go without it again)."""
-    from accelmath.fft import _columns  # (loaded with the cuFFT executor that made the plan)
+    """Drop ``plan``, cached, from the cache once the compiles of the kernels it went without
+    end (on a thread of its own), where one of them succeeded: the calls that led to it plan
+    again, with the kernel among their candidates (a plan kept for thousands of calls would
+    otherwise go without it). A compile that ended already is joined at once; one that
+    failed leaves the plan cached (planning again would go without it again)."""
+    from accelmath._core.gpu import modules  # (loaded with the executor that made the plan)
 
-    device_id, lengths = plan._executor.device_id, plan._executor.without_columns
+    device_id, codes = plan._executor.device_id, plan._executor.waiting
 
     def drop():
-        for length in lengths:
-            _columns.compile_soon(device_id, length).join()  # (the thread already started)
-        if any(_columns.compiled(device_id, length) for length in lengths):
+        for code in codes:
+            modules.compile_soon(*code).join()  # (the thread already started)
+        if any(modules.is_compiled(*code) for code in codes):
             dispatcher.cache(device_id).drop_if(lambda cached: cached is plan)
 
-    thread = threading.Thread(target=drop, name="accelmath-columns-compiled", daemon=True)
+    thread = threading.Thread(target=drop, name="accelmath-kernels-compiled", daemon=True)
     with _drops_lock:
         _drops[:] = [t for t in _drops if t.is_alive()] + [thread]
     thread.start()
 
 
 def wait_for_drops():
-    """Wait until the plans made without the column kernel while it compiled are dropped,
-    where its compile succeeded (the threads of :func:`_drop_when_compiled`)."""
+    """Wait until the plans made without a kernel while it compiled are dropped, where its
+    compile succeeded (the threads of :func:`_drop_when_compiled`)."""
     while True:
         with _drops_lock:
             if not _drops:

@@ -131,12 +131,11 @@ class Spectra:
             if self.on_gpu:  # the kernels compile (or load) while the plans are made
                 _kernels.prepare(kind.ordinal)
                 linalg.prepare("float64", device=kind.ordinal)
-            # the plans first, on small templates: their trial runs (when the store holds no
-            # choice yet) take memory that the buffers take afterwards
-            self._forward = fft.FFT(kind.empty((self.batch, n0, n1), "float64"), axes=(1, 2),
-                                    workers=workers)
-            self._inverse = fft.FFT(kind.empty((n0, m), "complex128"), axes=(0, 1),
-                                    kind="c2r", last_axis_size=n1, workers=workers)
+            # the plans first: their trial runs (when the store holds no choice yet) take
+            # memory that the buffers take afterwards
+            self._workers = workers
+            self._make_plans(kind.empty((self.batch, n0, n1), "float64"),
+                             kind.empty((n0, m), "complex128"))
             self.stack = kind.empty((planes, n0, n1), "float64")
             self.spectra = kind.empty((planes, n0, m), "complex128")
             self.rows = max(1, min(n0, chunk_bytes // (self.maps * m * 16)))
@@ -192,6 +191,25 @@ class Spectra:
             kind.multiply(stack[index[parent]], factor, out=stack[k])
             index[(i, j)] = k
         return selected
+
+    def _make_plans(self, planes, spectrum):
+        """The forward plan of ``planes`` (batch, N0, N1) and the inverse one of ``spectrum``
+        (N0, N1 // 2 + 1), their templates."""
+        self._forward = fft.FFT(planes, axes=(1, 2), workers=self._workers)
+        self._inverse = fft.FFT(spectrum, axes=(0, 1), kind="c2r",
+                                last_axis_size=self.configuration.shape[1],
+                                workers=self._workers)
+
+    def renew_stale_plans(self):
+        """Make the plans again where one went without a kernel that was compiling when it
+        was made and has compiled since (:attr:`accelmath.fft.FFT.stale`: a first
+        subtractor on a machine whose store is empty), the buffers their templates: called
+        before a pair fills them."""
+        if self._forward.stale or self._inverse.stale:
+            old = self._forward, self._inverse
+            self._make_plans(self.stack[:self.batch], self._spectrum)
+            for plan in old:
+                plan.free()
 
     def transform(self):
         """The half spectra of the stack."""

@@ -242,6 +242,7 @@ class Subtractor(Resource):
             mask = kind.contiguous(mask)
         flip = configuration.convolve == "science"
         convolved, other = (science, reference) if flip else (reference, science)
+        spectra.renew_stale_plans()
         ones = spectra.ones
         totals = (kind.total(reference, ones), kind.total(science, ones))
         selected = spectra.fill(convolved, other, mask)

@@ -184,15 +184,16 @@ def test_a_cached_plan_made_without_the_kernel_goes_once_its_compiles_end(monkey
         compiled[2] = True
 
     threads = {1: threading.Thread(target=lambda: None),  # (ended before the plan was cached)
-               2: threading.Thread(target=compile_two)}
+               2: threading.Thread(target=compile_two, daemon=True)}
     for thread in threads.values():
         thread.start()
-    monkeypatch.setattr(_columns, "compile_soon", lambda device_id, n: threads[n])
-    monkeypatch.setattr(_columns, "compiled", lambda device_id, n: compiled[n])
+    # (a kernel's code: its source, options and name; here one word)
+    monkeypatch.setattr(modules, "compile_soon", lambda n: threads[n])
+    monkeypatch.setattr(modules, "is_compiled", lambda n: compiled[n])
     plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(
-        device_id=0, without_columns=frozenset({1, 2})))
+        device_id=0, waiting=frozenset({(1,), (2,)})))
     other = SimpleNamespace(nbytes=0, _executor=None)
-    assert _transform._without_columns(plan) and not _transform._without_columns(other)
+    assert _transform._went_without(plan) and not _transform._went_without(other)
     dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
     dispatcher.plan(0, "other", lambda: other, call=("call", "other"))
     _transform._drop_when_compiled(plan)
@@ -214,10 +215,10 @@ def test_a_cached_plan_stays_where_its_compile_failed(monkeypatch):
     monkeypatch.setattr(_transform, "dispatcher", dispatcher)
     failed = threading.Thread(target=lambda: None)  # (ended, its kernel not compiled)
     failed.start()
-    monkeypatch.setattr(_columns, "compile_soon", lambda device_id, n: failed)
-    monkeypatch.setattr(_columns, "compiled", lambda device_id, n: False)
+    monkeypatch.setattr(modules, "compile_soon", lambda *code: failed)
+    monkeypatch.setattr(modules, "is_compiled", lambda *code: False)
     plan = SimpleNamespace(nbytes=0, _executor=SimpleNamespace(
-        device_id=0, without_columns=frozenset({7})))
+        device_id=0, waiting=frozenset({("source", "options", "name")})))
     dispatcher.plan(0, "plan", lambda: plan, call=("call", "plan"))
     _transform._drop_when_compiled(plan)
     _transform.wait_for_drops()
@@ -245,14 +246,14 @@ def test_stateless_plans_made_without_the_kernel_go_once_it_is_compiled(monkeypa
         def plans():
             return [plan for plan, _ in list(cache._entries.values())]
 
-        assert any(_transform._without_columns(plan) for plan in plans())
+        assert any(_transform._went_without(plan) for plan in plans())
         gate.set()
         _columns.compile_soon(device_id, N).join()  # (the thread the plan started)
         deadline = time.monotonic() + 10
-        while (any(_transform._without_columns(plan) for plan in plans())
+        while (any(_transform._went_without(plan) for plan in plans())
                and time.monotonic() < deadline):
             time.sleep(0.01)
-        assert not any(_transform._without_columns(plan) for plan in plans())
+        assert not any(_transform._went_without(plan) for plan in plans())
         _prefer_columns(monkeypatch)
         afft.rfft2(x)
         assert any(step.engine == "columns" for plan in plans()

@@ -138,9 +138,10 @@ def test_a_failed_compile_leaves_the_way_not_ready(monkeypatch):
         def is_alive(self):
             return False
 
-    monkeypatch.setattr(_mixed, "filter_source", lambda *args: "source")
-    monkeypatch.setattr(_mixed, "device_options", lambda device_id: None)
-    monkeypatch.setattr(_mixed, "is_compiled", lambda *args: False)
-    monkeypatch.setattr(_mixed, "compile_soon", lambda *args: Finished())
+    for name, value in (("filter_source", lambda *args: "source"),
+                        ("device_options", lambda device_id: None),
+                        ("is_compiled", lambda *args: False),
+                        ("compile_soon", lambda *args: Finished())):
+        monkeypatch.setattr(_mixed.kernels, name, value)
     kernels = _mixed.Filter(4088, 4088, "float64", "", 0)
     assert [kernels.ready for _ in range(3)] == [False] * 3

@@ -22,17 +22,11 @@ DFTs are most of their time), so the way is offered only for lengths with a prim
 schedule in NumPy (the CPU tests check the index arithmetic against ``numpy.fft``).
 """
 
-import ctypes
 import math
-import threading
 
 import numpy
 
-from accelmath._core.gpu.launch import LaunchConfig, allow_dynamic_shared, launch
-from accelmath._core.gpu.modules import compile_soon, device_options, is_compiled, loaded
-from accelmath.bindings import driver
-
-__all__ = ["Filter", "MAX_LENGTH", "MAX_PRIME", "SHARED_CONSTANTS", "THREADS", "awkward", "fits",
+__all__ = ["MAX_LENGTH", "MAX_PRIME", "SHARED_CONSTANTS", "THREADS", "awkward", "fits",
            "filter_source", "radices", "reference", "row_length", "shared_bytes", "stages"]
 
 #: The largest prime factor a length may have
@@ -435,6 +429,18 @@ extern "C" __global__ void __launch_bounds__(THREADS_R) rows_inverse(const cx *y
 #endif
 }
 
+// the columns' forward transforms, in place: column blockIdx.x of the spectrum y (N0 rows of
+// H1) of plane blockIdx.y (planes N0 x H1 apart)
+extern "C" __global__ void __launch_bounds__(THREADS_C) columns_forward(cx *y) {
+  extern __shared__ cx s[];
+  const int col = blockIdx.x;
+  cx *yp = y + (long long)blockIdx.y * N0 * H1;
+  for (int r = threadIdx.x; r < N0; r += THREADS_C) s[r] = yp[(long long)r * H1 + col];
+  __syncthreads();
+  const cx *f = fft_c_f(s, s + N0);
+  for (int k = threadIdx.x; k < N0; k += THREADS_C) yp[(long long)k * H1 + col] = f[k];
+}
+
 #ifdef ACCELMATH_ELEMENT
 // one pass down column blockIdx.x of the spectrum y (N0 rows of H1): forward, the element
 // function on each value (row k, column col), times scale, inverse, in place
@@ -493,81 +499,3 @@ def filter_source(n0, n1, dtype, element=None, threads=None):
     if element is not None:
         parts.insert(0, element + "#define ACCELMATH_ELEMENT\n")
     return "".join(parts)
-
-
-# --- running -----------------------------------------------------------------------------------
-
-_NAME = "accelmath_mixed.cu"
-_lock = threading.Lock()
-
-
-class Filter:
-    """The three kernels of one 2-D filter problem on a device (:func:`filter_source`),
-    compiled on a thread of their own where the store lacks them: :attr:`ready` says when
-    :meth:`run` may be called without waiting for NVRTC.
-
-    Parameters
-    ----------
-    n0, n1 : int
-        The real array's shape.
-    dtype : str
-        ``"float32"`` or ``"float64"``.
-    element : str
-        The element function's source (axis 0, of the spectrum's complex dtype).
-    device_id : int
-    """
-
-    def __init__(self, n0, n1, dtype, element, device_id, threads=None):
-        self.n0, self.n1, self.dtype, self.device_id = n0, n1, dtype, device_id
-        self.threads = threads or THREADS[dtype]
-        self.source = filter_source(n0, n1, dtype, element, self.threads)
-        options = device_options(device_id)
-        self._thread = (None if is_compiled(self.source, options, _NAME)
-                        else compile_soon(self.source, options, _NAME))
-        self._kernels = None  # (rows_forward, columns, rows_inverse, configs), once loaded
-        self._real = ctypes.c_float if dtype == "float32" else ctypes.c_double
-
-    @property
-    def ready(self):
-        """Whether the kernels are compiled (and :meth:`run` takes no NVRTC time)."""
-        if self._thread:  # (None: compiled; False: the compile failed)
-            if self._thread.is_alive():
-                return False
-            self._thread = None
-            if not is_compiled(self.source, device_options(self.device_id), _NAME):
-                self._thread = False  # (the compile failed: logged; this way is not offered)
-        return self._thread is None
-
-    def _load(self):
-        with _lock:
-            if self._kernels is None:
-                module = loaded(self.device_id, self.source, _NAME)
-                itemsize = 8 if self.dtype == "float32" else 16
-                rows_shared = shared_bytes(row_length(self.n1), itemsize)
-                columns_shared = shared_bytes(self.n0, itemsize)
-                names = ("rows_forward", "columns", "rows_inverse")
-                functions = [module.function(name) for name in names]
-                for function, shared in zip(functions, (rows_shared, columns_shared,
-                                                        rows_shared)):
-                    allow_dynamic_shared(function, shared)
-                count = max(self.n0, self.n1)  # (the twiddle tables' lengths)
-                launch(module.function("init_tables"),
-                       LaunchConfig((count + 255) // 256, 256), (), None)
-                driver.lib.stream_synchronize(None)  # (the tables ready before any stream)
-                (rows, _), (cols, _) = self.threads
-                row_config = LaunchConfig(self.n0, rows, rows_shared)
-                configs = (row_config, LaunchConfig(self.n1 // 2 + 1, cols, columns_shared),
-                           row_config)
-                self._kernels = (*functions, configs)
-        return self._kernels
-
-    def run(self, x, spectrum, out, scale, element, stream):
-        """Enqueue the filter on ``stream``: the real C-ordered ``x`` (a device address) to
-        ``out`` (likewise, of ``x``'s shape), through ``spectrum`` (``n0 x (n1 // 2 + 1)``
-        complex values, C order), ``element`` the element function's ``Element`` struct and
-        ``scale`` the factor after it."""
-        forward, columns, inverse, configs = self._kernels or self._load()
-        spectrum = ctypes.c_void_p(spectrum)
-        launch(forward, configs[0], (ctypes.c_void_p(x), spectrum), stream)
-        launch(columns, configs[1], (spectrum, self._real(scale), element), stream)
-        launch(inverse, configs[2], (spectrum, ctypes.c_void_p(out)), stream)

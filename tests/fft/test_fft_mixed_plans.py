@@ -1,0 +1,193 @@
+"""FFT plans with accelmath's mixed-radix kernels (``fft._mixed``) as a candidate for real 2-D
+forward transforms of awkward lengths: which steps they take (CPU), a plan's staleness after
+a kernel it went without has compiled (CPU, the compiles faked), and on the GPU their results
+against NumPy where the plan chooses them, a plan made on a new machine going without them
+until they compile, and a subtractor's plans made again then."""
+
+import threading
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from closeness import assert_close
+
+import accelmath.fft as afft
+from accelmath._core.gpu import modules
+from accelmath._core.layout import contiguous_strides
+from accelmath.fft import _mixed
+from accelmath.fft._cuda import CudaExecutor
+from accelmath.fft._layout import plan_steps
+
+HOPPER_SHARED = 227 * 1024
+
+
+def _step(shape, axes=(-2, -1), kind="r2c"):
+    """The one step of a joint cuFFT plan of a C-ordered real ``shape`` (None where the
+    layout needs several)."""
+    axes = tuple(a % len(shape) for a in axes)
+    out = list(shape)
+    out[axes[-1]] = shape[axes[-1]] // 2 + 1
+    steps = plan_steps(kind, axes, shape, contiguous_strides(shape), tuple(out),
+                       contiguous_strides(tuple(out)))
+    return steps[0] if len(steps) == 1 else None
+
+
+@pytest.mark.parametrize("shape,dtype,fits", [
+    ((4088, 4088), "float64", True),
+    ((7, 4088, 4088), "float64", True),      # a batch of planes one after another
+    ((3, 1022, 1095), "float32", True),      # an odd width
+    ((4096, 4096), "float64", False),        # cuFFT's own lengths
+    ((4088, 4088), "float16", False),
+    ((4088, 12300), "float64", False),       # rows longer than a block holds
+    ((2, 131 * 2, 512), "float64", False),   # a prime factor above MAX_PRIME
+])
+def test_the_steps_the_kernels_take(shape, dtype, fits):
+    assert _mixed.forward_fits(_step(shape), dtype, HOPPER_SHARED) is fits
+
+
+def test_steps_the_kernels_do_not_take():
+    step = _step((4088, 4088))
+    assert not _mixed.forward_fits(step, "float64", 48 * 1024)  # (too little shared memory)
+    for change in ({"kind": "c2r"}, {"istride": 2}, {"onembed": (4088, 2048)},
+                   {"n": (4088,), "inembed": (4088,), "onembed": (2045,)},
+                   {"batch": 2, "idist": 4088 * 4090}):
+        assert not _mixed.forward_fits(SimpleNamespace(**{**vars(step), **change}),
+                                       "float64", HOPPER_SHARED), change
+
+
+def test_a_stale_plan_is_one_whose_kernel_compiled_since(monkeypatch):
+    """A kernel still compiling leaves the plan fresh; one compiled makes it stale; one whose
+    compile ended with nothing is forgotten, asked about once."""
+    gate = threading.Event()
+    compiling = threading.Thread(target=gate.wait, daemon=True)
+    compiling.start()
+    ended = threading.Thread(target=lambda: None)
+    ended.start()
+    ended.join()
+    threads = {"compiling": compiling, "compiled": ended, "failed": ended}
+    asked = []
+    monkeypatch.setattr(modules, "compile_soon", lambda name: threads[name])
+    monkeypatch.setattr(modules, "is_compiled",
+                        lambda name: asked.append(name) or name == "compiled")
+    try:
+        executor = SimpleNamespace(waiting=frozenset({("compiling",), ("failed",)}))
+        assert not CudaExecutor.stale(executor) and not CudaExecutor.stale(executor)
+        assert executor.waiting == {("compiling",)} and asked == ["failed"]
+        executor.waiting |= {("compiled",)}
+        assert CudaExecutor.stale(executor)
+    finally:
+        gate.set()
+
+
+def test_host_plans_are_never_stale():
+    with afft.FFT(np.zeros((8, 8))) as plan:
+        assert not plan.stale
+    assert not plan.stale
+
+
+def _prefer_mixed(monkeypatch):
+    """Make the executor choose a candidate of the mixed-radix kernels whenever it has one,
+    those compiled first (as a warm store has them); returns the candidates timed."""
+    timed = []
+
+    def fake_time(self, steps, *args):
+        timed.append(steps)
+        return 0.0 if any(step.engine == "mixed" for step in steps) else 1.0
+
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
+    monkeypatch.setattr(CudaExecutor, "_time", fake_time)
+    return timed
+
+
+def _compile_first(cp, shape, dtype):
+    code = _mixed.forward_code(*shape[-2:], dtype, cp.cuda.Device().id)
+    modules.compile_soon(*code).join()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(3, 1022, 1022), (2044, 2044), (3, 1022, 1095),
+                                   (2, 584, 2044)])
+@pytest.mark.parametrize("dtype,rtol", [("float64", 1e-13), ("float32", 2e-6)])
+def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol):
+    cp = pytest.importorskip("cupy")
+    _compile_first(cp, shape, dtype)
+    timed = _prefer_mixed(monkeypatch)
+    rng = np.random.default_rng()
+    host = rng.standard_normal(shape)
+    x = cp.asarray(host, dtype=dtype)
+    with afft.FFT(x, axes=(-2, -1)) as plan:
+        assert [step.engine for step in plan._executor.steps] == ["mixed"]
+        assert any(step.engine == "cufft" for steps in timed for step in steps)
+        expected = np.fft.rfft2(host.astype(dtype).astype(np.float64))
+        for _ in range(2):
+            assert_close(cp.asnumpy(plan.execute()), expected, rtol)
+        out = cp.empty_like(plan.execute())
+        with cp.cuda.Stream():
+            plan.execute(x, out=out)
+            cp.cuda.get_current_stream().synchronize()
+        assert_close(cp.asnumpy(out), expected, rtol)
+    assert_close(cp.asnumpy(afft.rfft2(x)), expected, rtol)  # (whatever the stateless chose)
+
+
+@pytest.mark.gpu
+def test_switched_off(monkeypatch):
+    cp = pytest.importorskip("cupy")
+    _compile_first(cp, (1022, 1022), "float64")
+    timed = _prefer_mixed(monkeypatch)
+    monkeypatch.setenv("ACCELMATH_MIXED", "0")
+    with afft.FFT(cp.zeros((3, 1022, 1022)), axes=(1, 2)) as plan:
+        assert len(timed) > 1
+        assert all(step.engine == "cufft" for steps in timed for step in steps)
+        assert not plan.stale
+
+
+def _new_machine(monkeypatch, tmp_path):
+    """accelmath as on a new machine: an empty store, nothing compiled in this process."""
+    cp = pytest.importorskip("cupy")
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("ACCELMATH_CACHE", raising=False)
+    monkeypatch.delenv("ACCELMATH_MIXED", raising=False)
+    monkeypatch.setattr(modules, "_soon", {})
+    monkeypatch.setattr(modules, "_done", {})
+    return cp
+
+
+@pytest.mark.gpu
+def test_a_plan_made_while_the_kernels_compile_goes_stale(monkeypatch, tmp_path):
+    """With an empty store a plan goes without the kernels and they compile in the
+    background; once they have, the plan is stale, and one made again has them among its
+    candidates."""
+    cp = _new_machine(monkeypatch, tmp_path)
+    code = _mixed.forward_code(1022, 1022, "float64", cp.cuda.Device().id)
+    assert not modules.is_compiled(*code)
+    x = cp.zeros((3, 1022, 1022))
+    with afft.FFT(x, axes=(1, 2)) as plan:
+        assert all(step.engine == "cufft" for step in plan._executor.steps)
+        modules.compile_soon(*code).join()  # (the thread the plan started)
+        assert plan.stale
+        timed = _prefer_mixed(monkeypatch)
+        with afft.FFT(x, axes=(1, 2)) as again:
+            assert not again.stale
+            assert [step.engine for step in again._executor.steps] == ["mixed"]
+            assert any(step.engine == "cufft" for steps in timed for step in steps)
+    assert not plan.stale  # (freed)
+
+
+@pytest.mark.gpu
+def test_a_first_subtractor_makes_its_plans_again_once_the_kernels_compile(monkeypatch,
+                                                                           tmp_path):
+    from accelmath import subtraction
+
+    cp = _new_machine(monkeypatch, tmp_path)
+    pair = subtraction.synthetic_pair(1022, seed=5, stars=300, like=cp.empty(1))
+    subtractor = subtraction.Subtractor(pair.reference.shape, like=pair.reference)
+    spectra = subtractor._engine[1]
+    first = spectra._forward
+    code = _mixed.forward_code(1022, 1022, "float64", cp.cuda.Device().id)
+    modules.compile_soon(*code).join()
+    expected = subtractor.subtract(pair.reference, pair.science, mask=pair.mask)
+    assert spectra._forward is not first and not first.stale  # (made again, and freed)
+    assert not spectra._forward.stale and not spectra._inverse.stale
+    again = subtractor.subtract(pair.reference, pair.science, mask=pair.mask)
+    assert_close(cp.asnumpy(again.difference), cp.asnumpy(expected.difference), 1e-12)
+    subtractor.free()
