@@ -176,6 +176,7 @@ class CudaExecutor:
         self.package = package
         self.kind, self.axes = kind, tuple(axes)
         self.in_dtype, self.out_dtype = in_dtype, out_dtype
+        self._real_dtype = out_dtype if kind == "c2r" else in_dtype  # (of a real transform)
         self.in_shape, self.in_strides = in_shape, in_strides
         self.out_shape, self.out_strides = out_shape, out_strides
         self.scales = scales
@@ -263,14 +264,14 @@ class CudaExecutor:
 
     def _with_mixed(self, steps):
         """``steps`` run by accelmath's mixed-radix kernels where they are one real 2-D
-        forward transform that those kernels take (lengths with a prime factor above 7, on
-        which cuFFT is slow: ``accelmath.fft._mixed``), else None; None too while the
-        kernels compile, or with ``ACCELMATH_MIXED=0``."""
+        transform that those kernels take (lengths with a prime factor above 7, on which
+        cuFFT is slow: ``accelmath.fft._mixed``), else None; None too while the kernels
+        compile, or with ``ACCELMATH_MIXED=0``."""
         if (len(steps) != 1 or switched_off("ACCELMATH_MIXED")
-                or not _mixed.forward_fits(steps[0], self.in_dtype,
-                                           block_shared_memory(self.device_id))):
+                or not _mixed.step_fits(steps[0], self._real_dtype,
+                                        block_shared_memory(self.device_id))):
             return None
-        code = _mixed.forward_code(*steps[0].n, self.in_dtype, self.device_id)
+        code = _mixed.step_code(*steps[0].n, self._real_dtype, self.device_id)
         if not modules.is_compiled(*code):
             self._wait_for(code, f"FFT mixed-radix kernels for {steps[0].n}")
             return None
@@ -279,8 +280,8 @@ class CudaExecutor:
     def _wait_for(self, code, what):
         """Go without a kernel that is not compiled yet (a new machine) rather than wait for
         NVRTC: it compiles in the background (``code``: its source, options and name) for
-        the plans made after this one."""
-        modules.compile_soon(*code)
+        the plans made after this one, once the compiles running now have ended."""
+        modules.compile_soon(*code, deferred=True)
         self.waiting |= {code}
         _log.info("%s compiling in the background", what)
 
@@ -368,7 +369,7 @@ class CudaExecutor:
             offsets = tuple((a * sizes[step.src], b * sizes[step.dst]) for a, b in step.offsets)
             if step.engine != "cufft":
                 run = (_columns.launcher(step, self.device_id) if step.engine == "columns"
-                       else _mixed.forward_launcher(step, self.in_dtype, self.device_id))
+                       else _mixed.step_launcher(step, self._real_dtype, self.device_id))
                 calls.append((run, None, True, step.src, step.dst, offsets))
                 continue
             exec_name, with_direction = TYPED_EXEC.get((step.kind, self._step_in_dtype(step)),

@@ -8,6 +8,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -350,6 +351,33 @@ def test_a_background_compile_is_not_done_again(monkeypatch, background, counted
     assert cubin[:4] == b"\x7fELF" and counted["nvrtc"] == 1
     assert modules.is_compiled(KERNEL, options, "soon.cu")
     assert not modules.is_compiled(KERNEL, options, "other.cu")
+
+
+def test_a_deferred_compile_waits_for_the_others(monkeypatch, background):
+    """A deferred compile runs NVRTC only once the compiles running when it starts have
+    ended; one started meanwhile does not wait for it."""
+    monkeypatch.setenv("ACCELMATH_CACHE", "0")
+    gate, order = threading.Event(), []
+
+    def fake_nvrtc(source, name, options):
+        if name == "first.cu":
+            gate.wait(30)
+        order.append(name)
+        return b"image"
+
+    monkeypatch.setattr(modules, "_nvrtc_compile", fake_nvrtc)
+    options = CompileOptions(arch=(9, 0))
+    first = modules.compile_soon(KERNEL, options, "first.cu")
+    deferred = modules.compile_soon(KERNEL, options, "later.cu", deferred=True)
+    deferred.join(0.2)
+    assert deferred.is_alive() and order == []
+    modules.compile_soon(KERNEL, options, "meanwhile.cu").join(10)
+    assert order == ["meanwhile.cu"]
+    gate.set()
+    for thread in (first, deferred):
+        thread.join(10)
+    assert order == ["meanwhile.cu", "first.cu", "later.cu"]
+    assert modules._busy == [0] and modules.is_compiled(KERNEL, options, "later.cu")
 
 
 def test_wait_for_compiles_joins_the_background_ones(monkeypatch, background, counted, nvrtc):

@@ -472,6 +472,7 @@ def test_tuned_r2c_c2r_candidates(monkeypatch, choice, shape, axes, cp):
         return 0.0 if timed[-1] == choice else 1.0
 
     monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
+    monkeypatch.setenv("ACCELMATH_MIXED", "0")  # (cuFFT's candidates alone: 1100 = 4 25 11)
     monkeypatch.setattr(CudaExecutor, "_time", fake_time)
     host = np.random.default_rng().standard_normal(shape)
     dev = cp.asarray(host)

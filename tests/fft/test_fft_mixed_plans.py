@@ -4,6 +4,7 @@ a kernel it went without has compiled (CPU, the compiles faked), and on the GPU 
 against NumPy where the plan chooses them, a plan made on a new machine going without them
 until they compile, and a subtractor's plans made again then."""
 
+import functools
 import threading
 from types import SimpleNamespace
 
@@ -21,15 +22,16 @@ from accelmath.fft._layout import plan_steps
 HOPPER_SHARED = 227 * 1024
 
 
-def _step(shape, axes=(-2, -1), kind="r2c"):
-    """The one step of a joint cuFFT plan of a C-ordered real ``shape`` (None where the
-    layout needs several)."""
-    axes = tuple(a % len(shape) for a in axes)
-    out = list(shape)
-    out[axes[-1]] = shape[axes[-1]] // 2 + 1
-    steps = plan_steps(kind, axes, shape, contiguous_strides(shape), tuple(out),
-                       contiguous_strides(tuple(out)))
-    return steps[0] if len(steps) == 1 else None
+def _step(shape, kind="r2c"):
+    """The one step of a joint cuFFT plan of a real transform over the last two axes of
+    C-ordered arrays, the real ones of ``shape``."""
+    half = (*shape[:-1], shape[-1] // 2 + 1)
+    source, result = (shape, half) if kind == "r2c" else (half, shape)
+    axes = (len(shape) - 2, len(shape) - 1)
+    steps = plan_steps(kind, axes, source, contiguous_strides(source), result,
+                       contiguous_strides(result))
+    assert len(steps) == 1
+    return steps[0]
 
 
 @pytest.mark.parametrize("shape,dtype,fits", [
@@ -41,18 +43,19 @@ def _step(shape, axes=(-2, -1), kind="r2c"):
     ((4088, 12300), "float64", False),       # rows longer than a block holds
     ((2, 131 * 2, 512), "float64", False),   # a prime factor above MAX_PRIME
 ])
-def test_the_steps_the_kernels_take(shape, dtype, fits):
-    assert _mixed.forward_fits(_step(shape), dtype, HOPPER_SHARED) is fits
+@pytest.mark.parametrize("kind", ["r2c", "c2r"])
+def test_the_steps_the_kernels_take(shape, dtype, fits, kind):
+    assert _mixed.step_fits(_step(shape, kind), dtype, HOPPER_SHARED) is fits
 
 
 def test_steps_the_kernels_do_not_take():
     step = _step((4088, 4088))
-    assert not _mixed.forward_fits(step, "float64", 48 * 1024)  # (too little shared memory)
-    for change in ({"kind": "c2r"}, {"istride": 2}, {"onembed": (4088, 2048)},
+    assert not _mixed.step_fits(step, "float64", 48 * 1024)  # (too little shared memory)
+    for change in ({"kind": "c2c"}, {"kind": "c2r"}, {"istride": 2}, {"onembed": (4088, 2048)},
                    {"n": (4088,), "inembed": (4088,), "onembed": (2045,)},
                    {"batch": 2, "idist": 4088 * 4090}):
-        assert not _mixed.forward_fits(SimpleNamespace(**{**vars(step), **change}),
-                                       "float64", HOPPER_SHARED), change
+        changed = SimpleNamespace(**{**vars(step), **change})
+        assert not _mixed.step_fits(changed, "float64", HOPPER_SHARED), change
 
 
 def test_a_stale_plan_is_one_whose_kernel_compiled_since(monkeypatch):
@@ -100,7 +103,7 @@ def _prefer_mixed(monkeypatch):
 
 
 def _compile_first(cp, shape, dtype):
-    code = _mixed.forward_code(*shape[-2:], dtype, cp.cuda.Device().id)
+    code = _mixed.step_code(*shape[-2:], dtype, cp.cuda.Device().id)
     modules.compile_soon(*code).join()
 
 
@@ -108,17 +111,26 @@ def _compile_first(cp, shape, dtype):
 @pytest.mark.parametrize("shape", [(3, 1022, 1022), (2044, 2044), (3, 1022, 1095),
                                    (2, 584, 2044)])
 @pytest.mark.parametrize("dtype,rtol", [("float64", 1e-13), ("float32", 2e-6)])
-def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol):
+@pytest.mark.parametrize("kind", ["r2c", "c2r"])
+def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol, kind):
     cp = pytest.importorskip("cupy")
     _compile_first(cp, shape, dtype)
     timed = _prefer_mixed(monkeypatch)
     rng = np.random.default_rng()
-    host = rng.standard_normal(shape)
-    x = cp.asarray(host, dtype=dtype)
-    with afft.FFT(x, axes=(-2, -1)) as plan:
+    if kind == "r2c":
+        host = rng.standard_normal(shape).astype(dtype)
+        expected = np.fft.rfft2(host.astype(np.float64))
+        options = {}
+    else:  # (a spectrum of no real array: the imaginary parts NumPy leaves out, left out)
+        half = (*shape[:-1], shape[-1] // 2 + 1)
+        host = (rng.standard_normal(half) + 1j * rng.standard_normal(half)).astype(
+            np.result_type(dtype, np.complex64))
+        expected = np.fft.irfft2(host.astype(np.complex128), s=shape[-2:])
+        options = {"kind": "c2r", "last_axis_size": shape[-1]}
+    x = cp.asarray(host)
+    with afft.FFT(x, axes=(-2, -1), **options) as plan:
         assert [step.engine for step in plan._executor.steps] == ["mixed"]
         assert any(step.engine == "cufft" for steps in timed for step in steps)
-        expected = np.fft.rfft2(host.astype(dtype).astype(np.float64))
         for _ in range(2):
             assert_close(cp.asnumpy(plan.execute()), expected, rtol)
         out = cp.empty_like(plan.execute())
@@ -126,7 +138,24 @@ def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol):
             plan.execute(x, out=out)
             cp.cuda.get_current_stream().synchronize()
         assert_close(cp.asnumpy(out), expected, rtol)
-    assert_close(cp.asnumpy(afft.rfft2(x)), expected, rtol)  # (whatever the stateless chose)
+        assert np.array_equal(cp.asnumpy(x), host)  # (a c2r reads a copy of its input)
+    function = afft.rfft2 if kind == "r2c" else functools.partial(afft.irfft2, s=shape[-2:])
+    assert_close(cp.asnumpy(function(x)), expected, rtol)
+
+
+@pytest.mark.gpu
+def test_a_c2r_free_to_overwrite_its_input(monkeypatch):
+    cp = pytest.importorskip("cupy")
+    _compile_first(cp, (1022, 1022), "float64")
+    _prefer_mixed(monkeypatch)
+    host = np.fft.rfft2(np.random.default_rng().standard_normal((3, 1022, 1022)))
+    x = cp.asarray(host)
+    with afft.FFT(x, axes=(1, 2), kind="c2r", last_axis_size=1022, norm="ortho",
+                  overwrite_input=True) as plan:
+        assert plan._executor.copy_in is None
+        assert [step.engine for step in plan._executor.steps] == ["mixed"]
+        assert_close(cp.asnumpy(plan.execute()),
+                     np.fft.irfft2(host, s=(1022, 1022), norm="ortho"), 1e-13)
 
 
 @pytest.mark.gpu
@@ -158,7 +187,7 @@ def test_a_plan_made_while_the_kernels_compile_goes_stale(monkeypatch, tmp_path)
     background; once they have, the plan is stale, and one made again has them among its
     candidates."""
     cp = _new_machine(monkeypatch, tmp_path)
-    code = _mixed.forward_code(1022, 1022, "float64", cp.cuda.Device().id)
+    code = _mixed.step_code(1022, 1022, "float64", cp.cuda.Device().id)
     assert not modules.is_compiled(*code)
     x = cp.zeros((3, 1022, 1022))
     with afft.FFT(x, axes=(1, 2)) as plan:
@@ -183,7 +212,7 @@ def test_a_first_subtractor_makes_its_plans_again_once_the_kernels_compile(monke
     subtractor = subtraction.Subtractor(pair.reference.shape, like=pair.reference)
     spectra = subtractor._engine[1]
     first = spectra._forward
-    code = _mixed.forward_code(1022, 1022, "float64", cp.cuda.Device().id)
+    code = _mixed.step_code(1022, 1022, "float64", cp.cuda.Device().id)
     modules.compile_soon(*code).join()
     expected = subtractor.subtract(pair.reference, pair.science, mask=pair.mask)
     assert spectra._forward is not first and not first.stale  # (made again, and freed)

@@ -47,6 +47,9 @@ _sources = {}   # (device_id, name, extra, source) -> Module
 _source_locks = {}  # the same keys -> the Lock loaded() holds through that source's compile
 _soon = {}      # compile key -> the thread of compile_soon
 _done = {}      # compile key -> the image compile_soon made
+# NVRTC's compiles of a process in flight that a deferred one waits for (see compile_soon)
+_busy = [0]
+_idle = threading.Condition()
 
 
 def _check_arch(arch, name="arch"):
@@ -169,13 +172,17 @@ def compile_cuda(source, options, name="kernel.cu"):
     return _compile(key, source, options, name)
 
 
-def compile_soon(source, options, name="kernel.cu"):
+def compile_soon(source, options, name="kernel.cu", *, deferred=False):
     """Start :func:`compile_cuda` on a thread of its own, once per source, options and name,
     and return the thread. NVRTC runs without the interpreter lock, so the caller goes on at
     full speed; a later :func:`compile_cuda` of the same code waits for this one rather than
     compiling again. A failure is logged, and met again by that later call. The thread is
     not a daemon: a process that ends meanwhile waits for it (NVRTC must not be unloaded
-    under a compile), and so keeps its result in the store.
+    under a compile), and so keeps its result in the store. ``deferred``: NVRTC runs once no
+    other compile of this process is running (a kernel that only later calls may take, such
+    as a plan's candidate it went without: beside the compiles a first call waits for, it
+    made them several times slower); whichever thread started a code's compile first
+    decides.
 
     Examples
     --------
@@ -190,7 +197,7 @@ def compile_soon(source, options, name="kernel.cu"):
         thread = _soon.get(key)
         if thread is None:
             thread = _soon[key] = threading.Thread(
-                target=_compile_quietly, args=(key, source, options, name),
+                target=_compile_quietly, args=(key, source, options, name, deferred),
                 name=f"accelmath-compile-{name}")
             thread.start()
     return thread
@@ -221,17 +228,28 @@ def _compile_key(source, options, name):
                        "source": hashlib.sha256(source.encode()).hexdigest()})
 
 
-def _compile(key, source, options, name):
+def _compile(key, source, options, name, deferred=False):
     image = store.load("nvrtc", key)
     if image is None:
-        image = _nvrtc_compile(source, name, options)
+        with _idle:
+            if deferred:
+                _idle.wait_for(lambda: not _busy[0])
+            else:
+                _busy[0] += 1
+        try:
+            image = _nvrtc_compile(source, name, options)
+        finally:
+            if not deferred:
+                with _idle:
+                    _busy[0] -= 1
+                    _idle.notify_all()
         store.save("nvrtc", key, image)
     return image
 
 
-def _compile_quietly(key, source, options, name):
+def _compile_quietly(key, source, options, name, deferred=False):
     try:
-        _done[key] = _compile(key, source, options, name)
+        _done[key] = _compile(key, source, options, name, deferred)
     except Exception as exc:  # the caller's own compile meets it again, and raises it
         _log.info("compiling %s in the background failed: %s", name, exc)
 

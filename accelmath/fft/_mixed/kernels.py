@@ -1,7 +1,8 @@
 """Running the mixed-radix kernels (:mod:`.source`) on a device: a 2-D filter in three passes
-(:class:`Filter`), and the real 2-D forward transform of an FFT plan's step in two
-(:func:`forward_launcher`: the rows' r2c transforms, then the columns' forward transforms in
-place), which the plans of awkward lengths time against cuFFT's."""
+(:class:`Filter`), and the real 2-D transform of an FFT plan's step in two
+(:func:`step_launcher`: the rows' r2c transforms and then the columns' forward transforms in
+place, or the columns' inverse transforms in place and then the rows' c2r transforms), which
+the plans of awkward lengths time against cuFFT's."""
 
 import ctypes
 import threading
@@ -12,7 +13,7 @@ from accelmath.bindings import driver
 from accelmath.fft._mixed.source import (
     THREADS, awkward, filter_source, fits, row_length, shared_bytes)
 
-__all__ = ["Filter", "forward_code", "forward_fits", "forward_launcher"]
+__all__ = ["Filter", "step_code", "step_fits", "step_launcher"]
 
 _NAME = "accelmath_mixed.cu"
 _lock = threading.Lock()
@@ -107,37 +108,41 @@ class Filter:
         launch(inverse, configs[2], (spectrum, ctypes.c_void_p(out)), stream)
 
 
-# --- the real 2-D forward transform of a plan's step -----------------------------------------
+# --- the real 2-D transform of a plan's step ------------------------------------------------
 
-def forward_code(n0, n1, dtype, device_id):
-    """``(source, options, name)`` of the kernels of the real 2-D forward transform of
-    ``n0 x n1`` arrays of ``dtype`` on a device, as ``modules.compile_soon`` and
-    ``modules.is_compiled`` take them."""
+def step_code(n0, n1, dtype, device_id):
+    """``(source, options, name)`` of the kernels of the real 2-D transforms of ``n0 x n1``
+    arrays of ``dtype`` on a device, as ``modules.compile_soon`` and ``modules.is_compiled``
+    take them."""
     return filter_source(n0, n1, dtype), device_options(device_id), _NAME
 
 
-def forward_fits(step, dtype, shared):
-    """Whether :func:`forward_launcher` runs a plan step (an ``accelmath.fft._layout.Step``)
-    of real ``dtype`` input: one r2c transform over two axes, a length of which is
+def step_fits(step, dtype, shared):
+    """Whether :func:`step_launcher` runs a plan step (an ``accelmath.fft._layout.Step``) of
+    real ``dtype``: one r2c or c2r transform over two axes, a length of which is
     :func:`awkward` (cuFFT is fast on the others), each plane and its half spectrum dense and
     C-ordered, the planes of a batch one after another; ``shared`` the bytes of shared memory
     a block may have."""
-    if step.kind != "r2c" or len(step.n) != 2 or dtype not in THREADS:
+    if step.kind not in ("r2c", "c2r") or len(step.n) != 2 or dtype not in THREADS:
         return False
     n0, n1 = step.n
-    m = n1 // 2 + 1
-    return (step.istride == 1 and step.ostride == 1 and tuple(step.inembed) == (n0, n1)
-            and tuple(step.onembed) == (n0, m)
-            and (step.batch == 1 or (step.idist == n0 * n1 and step.odist == n0 * m))
+    real, half = (n0, n1), (n0, n1 // 2 + 1)
+    source, result = (real, half) if step.kind == "r2c" else (half, real)
+    return (step.istride == 1 and step.ostride == 1 and tuple(step.inembed) == source
+            and tuple(step.onembed) == result
+            and (step.batch == 1 or (step.idist == source[0] * source[1]
+                                     and step.odist == result[0] * result[1]))
             and (awkward(n0) or awkward(n1))
             and fits(n0, n1, _COMPLEX_SIZE[dtype], shared))
 
 
-def forward_launcher(step, dtype, device_id):
+def step_launcher(step, dtype, device_id):
     """A function ``run(src, dst, inverse, stream)`` that enqueues the transforms of a step
-    that :func:`forward_fits` from the device address ``src`` (the real planes) to ``dst``
-    (their half spectra) on ``stream`` (``inverse`` is False: an r2c step runs forward): the
-    rows' r2c transforms into ``dst``, then the columns' forward transforms in place there.
+    that :func:`step_fits` from the device address ``src`` to ``dst`` on ``stream`` (the
+    step's kind gives the direction; ``inverse`` is not read), unscaled as cuFFT's: an r2c
+    step the rows' r2c transforms into ``dst`` and then the columns' forward transforms in
+    place there, a c2r step the columns' inverse transforms in place in ``src`` (which it
+    overwrites, as cuFFT's c2r transforms do) and then the rows' c2r transforms into ``dst``.
     The kernels are compiled (or found in the store) and loaded here."""
     n0, n1 = step.n
     m = n1 // 2 + 1
@@ -145,21 +150,31 @@ def forward_launcher(step, dtype, device_id):
     complex_size = _COMPLEX_SIZE[dtype]
     rows_shared, columns_shared = (shared_bytes(row_length(n1), complex_size),
                                    shared_bytes(n0, complex_size))
-    rows = _function(module, "rows_forward", rows_shared)
-    columns = _function(module, "columns_forward", columns_shared)
+    forward = step.kind == "r2c"
+    rows = _function(module, "rows_forward" if forward else "rows_inverse", rows_shared)
+    columns = _function(module, "columns_forward" if forward else "columns_inverse",
+                        columns_shared)
     (row_threads, _), (column_threads, _) = THREADS[dtype]
+    in_size, out_size = ((complex_size // 2, complex_size) if forward
+                         else (complex_size, complex_size // 2))
     # each launch a run of whole planes: (input byte offset, output byte offset, configs)
     per = min(step.batch, _MAX_GRID_Y, _MAX_GRID_X // n0)
-    launches = [(first * step.idist * complex_size // 2, first * step.odist * complex_size,
+    launches = [(first * step.idist * in_size, first * step.odist * out_size,
                  LaunchConfig(count * n0, row_threads, rows_shared),
                  LaunchConfig((m, count), column_threads, columns_shared))
                 for first, count in ((k, min(per, step.batch - k))
                                      for k in range(0, step.batch, per))]
 
-    def run(src, dst, inverse, stream):
+    def run_forward(src, dst, inverse, stream):
         for a, b, row_config, column_config in launches:
             spectrum = ctypes.c_void_p(dst + b)
             launch(rows, row_config, (ctypes.c_void_p(src + a), spectrum), stream)
             launch(columns, column_config, (spectrum,), stream)
 
-    return run
+    def run_inverse(src, dst, inverse, stream):
+        for a, b, row_config, column_config in launches:
+            spectrum = ctypes.c_void_p(src + a)
+            launch(columns, column_config, (spectrum,), stream)
+            launch(rows, row_config, (spectrum, ctypes.c_void_p(dst + b)), stream)
+
+    return run_forward if forward else run_inverse

@@ -429,17 +429,20 @@ extern "C" __global__ void __launch_bounds__(THREADS_R) rows_inverse(const cx *y
 #endif
 }
 
-// the columns' forward transforms, in place: column blockIdx.x of the spectrum y (N0 rows of
-// H1) of plane blockIdx.y (planes N0 x H1 apart)
-extern "C" __global__ void __launch_bounds__(THREADS_C) columns_forward(cx *y) {
-  extern __shared__ cx s[];
-  const int col = blockIdx.x;
-  cx *yp = y + (long long)blockIdx.y * N0 * H1;
-  for (int r = threadIdx.x; r < N0; r += THREADS_C) s[r] = yp[(long long)r * H1 + col];
-  __syncthreads();
-  const cx *f = fft_c_f(s, s + N0);
-  for (int k = threadIdx.x; k < N0; k += THREADS_C) yp[(long long)k * H1 + col] = f[k];
-}
+// the columns' transforms in one direction, in place: column blockIdx.x of the spectrum y
+// (N0 rows of H1) of plane blockIdx.y (planes N0 x H1 apart)
+#define COLUMNS_PASS(NAME, TRANSFORM) \
+  extern "C" __global__ void __launch_bounds__(THREADS_C) NAME(cx *y) { \
+    extern __shared__ cx s[]; \
+    const int col = blockIdx.x; \
+    cx *yp = y + (long long)blockIdx.y * N0 * H1; \
+    for (int r = threadIdx.x; r < N0; r += THREADS_C) s[r] = yp[(long long)r * H1 + col]; \
+    __syncthreads(); \
+    const cx *f = TRANSFORM(s, s + N0); \
+    for (int k = threadIdx.x; k < N0; k += THREADS_C) yp[(long long)k * H1 + col] = f[k]; \
+  }
+COLUMNS_PASS(columns_forward, fft_c_f)
+COLUMNS_PASS(columns_inverse, fft_c_i)
 
 #ifdef ACCELMATH_ELEMENT
 // one pass down column blockIdx.x of the spectrum y (N0 rows of H1): forward, the element
