@@ -8,6 +8,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from closeness import assert_close
+from fft_candidates import prefer_engine
 
 import accelmath.fft as afft
 from accelmath._core.gpu import modules
@@ -87,16 +88,7 @@ def test_kernel_against_numpy(length, ncols, pitch, in_place, inverse):
 
 def _prefer_columns(monkeypatch):
     """Make the executor choose a candidate with the column kernel whenever it has one."""
-    from accelmath.fft._cuda import CudaExecutor
-
-    timed = []
-
-    def fake_time(self, steps, *args):
-        timed.append(steps)
-        return 0.0 if any(step.engine == "columns" for step in steps) else 1.0
-
-    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
-    monkeypatch.setattr(CudaExecutor, "_time", fake_time)
+    timed = prefer_engine(monkeypatch, "columns")
     # compiled first, as a warm store has them: a plan does not wait for a compile
     device_id = pytest.importorskip("cupy").cuda.Device().id
     for thread in [_columns.compile_soon(device_id, n) for n in _columns.LENGTHS]:

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from closeness import assert_close
+from fft_candidates import prefer_engine
 
 import accelmath.fft as afft
 from accelmath._core.gpu import modules
@@ -88,20 +89,6 @@ def test_host_plans_are_never_stale():
     assert not plan.stale
 
 
-def _prefer_mixed(monkeypatch):
-    """Make the executor choose a candidate of the mixed-radix kernels whenever it has one,
-    those compiled first (as a warm store has them); returns the candidates timed."""
-    timed = []
-
-    def fake_time(self, steps, *args):
-        timed.append(steps)
-        return 0.0 if any(step.engine == "mixed" for step in steps) else 1.0
-
-    monkeypatch.setenv("ACCELMATH_CACHE", "0")  # (timed now, not a stored choice)
-    monkeypatch.setattr(CudaExecutor, "_time", fake_time)
-    return timed
-
-
 def _compile_first(cp, shape, dtype):
     code = _mixed.step_code(*shape[-2:], dtype, cp.cuda.Device().id)
     modules.compile_soon(*code).join()
@@ -115,7 +102,7 @@ def _compile_first(cp, shape, dtype):
 def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol, kind):
     cp = pytest.importorskip("cupy")
     _compile_first(cp, shape, dtype)
-    timed = _prefer_mixed(monkeypatch)
+    timed = prefer_engine(monkeypatch, "mixed")
     rng = np.random.default_rng()
     if kind == "r2c":
         host = rng.standard_normal(shape).astype(dtype)
@@ -147,7 +134,7 @@ def test_plans_that_choose_the_kernels(monkeypatch, shape, dtype, rtol, kind):
 def test_a_c2r_free_to_overwrite_its_input(monkeypatch):
     cp = pytest.importorskip("cupy")
     _compile_first(cp, (1022, 1022), "float64")
-    _prefer_mixed(monkeypatch)
+    prefer_engine(monkeypatch, "mixed")
     host = np.fft.rfft2(np.random.default_rng().standard_normal((3, 1022, 1022)))
     x = cp.asarray(host)
     with afft.FFT(x, axes=(1, 2), kind="c2r", last_axis_size=1022, norm="ortho",
@@ -162,7 +149,7 @@ def test_a_c2r_free_to_overwrite_its_input(monkeypatch):
 def test_switched_off(monkeypatch):
     cp = pytest.importorskip("cupy")
     _compile_first(cp, (1022, 1022), "float64")
-    timed = _prefer_mixed(monkeypatch)
+    timed = prefer_engine(monkeypatch, "mixed")
     monkeypatch.setenv("ACCELMATH_MIXED", "0")
     with afft.FFT(cp.zeros((3, 1022, 1022)), axes=(1, 2)) as plan:
         assert len(timed) > 1
@@ -194,7 +181,7 @@ def test_a_plan_made_while_the_kernels_compile_goes_stale(monkeypatch, tmp_path)
         assert all(step.engine == "cufft" for step in plan._executor.steps)
         modules.compile_soon(*code).join()  # (the thread the plan started)
         assert plan.stale
-        timed = _prefer_mixed(monkeypatch)
+        timed = prefer_engine(monkeypatch, "mixed")
         with afft.FFT(x, axes=(1, 2)) as again:
             assert not again.stale
             assert [step.engine for step in again._executor.steps] == ["mixed"]
