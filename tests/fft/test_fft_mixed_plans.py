@@ -1,8 +1,8 @@
 """FFT plans with accelmath's mixed-radix kernels (``fft._mixed``) as a candidate for real 2-D
-forward transforms of awkward lengths: which steps they take (CPU), a plan's staleness after
-a kernel it went without has compiled (CPU, the compiles faked), and on the GPU their results
-against NumPy where the plan chooses them, a plan made on a new machine going without them
-until they compile, and a subtractor's plans made again then."""
+transforms of awkward lengths, r2c and c2r: which steps they take (CPU), a plan's staleness
+after a kernel it went without has compiled (CPU, the compiles faked), and on the GPU their
+results against NumPy where the plan chooses them, a plan made on a new machine going without
+them until they compile, and a subtractor's plans made again then."""
 
 import functools
 import threading
