@@ -21,7 +21,7 @@ from accelmath.subtraction import _kernels, _model
 from accelmath.subtraction._model import LagRules, centre, check_integer, configure
 from accelmath.subtraction._ops import from_numba, is_numba, kind_of, kind_of_array, to_numba
 from accelmath.subtraction._solve import background_products, solve
-from accelmath.subtraction._spectra import CHUNK_BYTES, Spectra
+from accelmath.subtraction._spectra import Spectra
 
 # On a GPU the subtract stage runs directly (:mod:`._direct`) once its kernel is compiled:
 # measured on an H200 at 4088^2, 2.0 ms where a mask was given against 8.4 for the Fourier
@@ -132,7 +132,7 @@ class Subtractor(Resource):
         cupy, torch), a package name, a ``torch.device`` or an array.
     chunk_bytes : int, optional
         Bytes of the spectrum products computed at once (bounds the memory beside the
-        spectra; default 256 MiB).
+        spectra; default 256 MiB on a GPU, 16 MiB on the CPU).
     workers : int, optional
         CPU threads of the host transforms (NumPy and CPU torch images).
 
@@ -160,12 +160,13 @@ class Subtractor(Resource):
 
     def __init__(self, shape, *, half_width=9, kernel_order=2, background_order=0,
                  constant_ratio=True, solver="cholesky", convolve="reference", like=None,
-                 chunk_bytes=CHUNK_BYTES, workers=None):
+                 chunk_bytes=None, workers=None):
         self.configuration = configure(shape, half_width, kernel_order, background_order,
                                        constant_ratio, solver, convolve)
         self._rules = LagRules.of(self.configuration)
         self._background = background_products(self.configuration)
-        self._chunk_bytes = check_integer(chunk_bytes, "chunk_bytes", 1)
+        self._chunk_bytes = (None if chunk_bytes is None
+                             else check_integer(chunk_bytes, "chunk_bytes", 1))
         self._workers = workers
         self._engine = None
         super().__init__()

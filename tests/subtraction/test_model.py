@@ -10,7 +10,7 @@ from accelmath.subtraction import Subtractor, synthetic_pair
 from accelmath.subtraction._model import LagRules, configure, terms
 from accelmath.subtraction._ops import kind_of
 from accelmath.subtraction._solve import assemble, background_products
-from accelmath.subtraction._spectra import Spectra, lag_matrices
+from accelmath.subtraction._spectra import HOST_CHUNK_BYTES, Spectra, lag_matrices
 
 CONFIGURATIONS = [dict(half_width=w, kernel_order=dk, background_order=db)
                   for w, dk, db in [(2, 0, 0), (2, 1, 1), (3, 2, 0), (2, 2, 1), (4, 1, 0)]]
@@ -24,6 +24,16 @@ def normal_equations(image, other, mask, configuration):
     spectra.transform()
     return assemble(kind, rules, rules.on(kind.asarray), spectra.correlations(),
                     spectra.polynomial_correlations(), background_products(configuration))
+
+
+def test_host_products_run_in_blocks_of_the_host_size():
+    """On the CPU the spectrum products of a 1024^2 pair run in blocks of at most
+    HOST_CHUNK_BYTES (the GPU's 256 MiB would take the whole image at once)."""
+    configuration = configure((1024, 1024))
+    spectra = Spectra(configuration, LagRules.of(configuration), kind_of(None))
+    block = spectra.rows * spectra.maps * (1024 // 2 + 1) * 16
+    assert spectra.rows < 1024 and block <= HOST_CHUNK_BYTES
+    assert (spectra.rows + 1) * spectra.maps * (1024 // 2 + 1) * 16 > HOST_CHUNK_BYTES
 
 
 @pytest.mark.parametrize("options", CONFIGURATIONS)
