@@ -83,13 +83,22 @@ class RawKernel(Resource):
     def __repr__(self):
         return f"RawKernel({self.name!r}, {len(self.source)} characters of source)"
 
-    def compile(self, device=0, *, wait=True):
+    def compile(self, device=0, *, wait=True, deferred=False):
         """Compile the source for ``device`` (an ordinal), or take it from the store, and
         load it there.
 
         With ``wait=False`` only the compile runs, on a thread of its own (NVRTC releases
         the interpreter lock), and the call returns at once; the first launch then waits for
-        it only if it has not finished.
+        it only if it has not finished. ``deferred`` (with ``wait=False``): that compile
+        starts once no other compile of the process is running, so that it does not slow
+        the ones a first call waits for.
+
+        Returns
+        -------
+        threading.Thread or None
+            With ``wait=False``, the compile's thread (the same one for every call that
+            asks for this code; None where the code is loaded already); None with
+            ``wait=True``.
 
         Raises
         ------
@@ -103,8 +112,10 @@ class RawKernel(Resource):
         if wait:
             self._function(device)
         elif device not in self._functions:
-            modules.compile_soon(self.source, modules.device_options(device, self.options),
-                                 _FILE)
+            return modules.compile_soon(self.source,
+                                        modules.device_options(device, self.options), _FILE,
+                                        deferred=deferred)
+        return None
 
     def ready(self, device=0):
         """Whether a launch on ``device`` would start without waiting for NVRTC: the code is

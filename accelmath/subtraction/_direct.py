@@ -188,10 +188,11 @@ def _taps(kernels):
 
 
 def prepare(device, half_width, terms, shape, wait=False):
-    """Compile the kernel of this configuration and image shape for ``device`` (in the
-    background unless ``wait``)."""
-    _kernel(half_width, tuple(terms), rows_per_thread(half_width, shape)).compile(device,
-                                                                                 wait=wait)
+    """Compile the kernel of this configuration and image shape for ``device``: unless
+    ``wait``, in the background once no other compile runs, and return the compile's
+    thread (None where the kernel is loaded already)."""
+    return _kernel(half_width, tuple(terms), rows_per_thread(half_width, shape)).compile(
+        device, wait=wait, deferred=True)
 
 
 def ready(device, half_width, terms, shape):

@@ -32,7 +32,7 @@ from accelmath.subtraction import _direct, _kernels
 from accelmath.subtraction._model import coordinates
 
 __all__ = ["Spectra", "lag_matrices", "kernel_matrices", "shifted_polynomials", "CHUNK_BYTES",
-           "HOST_CHUNK_BYTES", "BATCH_BYTES"]
+           "HOST_CHUNK_BYTES", "BATCH_BYTES", "DIRECT_WAIT_S"]
 
 # Bytes of the products of one block of rows (all maps of the block), which bounds the memory
 # the correlation maps take beside the spectra: on a GPU, where fewer and larger products run
@@ -45,6 +45,9 @@ HOST_CHUNK_BYTES = 16 * 2**20
 # The planes go through one batched transform up to this many bytes, else one at a time:
 # a transform's work areas (and its trial runs when planned) grow with its batch.
 BATCH_BYTES = 512 * 2**20
+# The longest a first pair waits at its subtract stage for the direct kernel's compile, in
+# seconds: about what the Fourier form's inverse plan costs instead (Spectra.direct_ready).
+DIRECT_WAIT_S = 0.2
 
 
 def _phase(n, k, sign):
@@ -133,12 +136,16 @@ class Spectra:
         planes = fij + 1
         self.batch = planes if planes * n0 * n1 * 8 <= BATCH_BYTES else 1
         self.on_gpu = kind.on_gpu
+        self._used = False  # (whether a pair has run: renew_stale_plans)
+        self._waited = False  # (for the direct kernel's compile: direct_ready)
         with kind.active():
             self.direct = self.on_gpu and _direct.applies(w, self.kernel_terms,
                                                           configuration.shape)
             if self.on_gpu:  # the kernels compile (or load) while the plans are made
                 _kernels.prepare(kind.ordinal)
                 linalg.prepare("float64", device=kind.ordinal)
+                if self.direct:  # (after those: a first pair needs it last)
+                    _direct.prepare(kind.ordinal, w, self.kernel_terms, configuration.shape)
             # the plans first: their trial runs (when the store holds no choice yet) take
             # memory that the buffers take afterwards
             self._workers = workers
@@ -201,20 +208,35 @@ class Spectra:
         return selected
 
     def _make_plans(self, planes, spectrum):
-        """The forward plan of ``planes`` (batch, N0, N1) and the inverse one of ``spectrum``
-        (N0, N1 // 2 + 1), their templates."""
+        """The forward plan of ``planes`` (batch, N0, N1), and the inverse one of
+        ``spectrum`` (N0, N1 // 2 + 1) unless the direct kernel takes the configuration:
+        only the Fourier form of the subtract stage takes it (then made by
+        :meth:`_inverse_plan`, where that kernel did not compile); their templates."""
         self._forward = fft.FFT(planes, axes=(1, 2), workers=self._workers)
-        self._inverse = fft.FFT(spectrum, axes=(0, 1), kind="c2r",
-                                last_axis_size=self.configuration.shape[1],
-                                workers=self._workers)
+        self._inverse = None
+        if not self.direct:
+            self._inverse_plan(spectrum)
+
+    def _inverse_plan(self, spectrum):
+        """The inverse plan, made of template ``spectrum`` where there is none yet."""
+        if self._inverse is None:
+            self._inverse = fft.FFT(spectrum, axes=(0, 1), kind="c2r",
+                                    last_axis_size=self.configuration.shape[1],
+                                    workers=self._workers)
+        return self._inverse
 
     def renew_stale_plans(self):
         """Make the plans again where one went without a kernel that was compiling when it
         was made and has compiled since (:attr:`accelmath.fft.FFT.stale`: a first
         subtractor on a machine whose store is empty), the buffers their templates: called
-        before a pair fills them."""
-        if self._forward.stale or self._inverse.stale:
-            old = self._forward, self._inverse
+        before a pair fills them. Not before the first pair: the plans were just made, and
+        a one-pair call (:func:`~accelmath.subtraction.subtract`) would spend more on
+        timing the new plans than they save it."""
+        if not self._used:
+            self._used = True
+            return
+        old = [plan for plan in (self._forward, self._inverse) if plan is not None]
+        if any(plan.stale for plan in old):
             self._make_plans(self.stack[:self.batch], self._spectrum)
             for plan in old:
                 plan.free()
@@ -275,7 +297,8 @@ class Spectra:
     def free(self):
         """Release the plans (idempotent)."""
         self._forward.free()
-        self._inverse.free()
+        if self._inverse is not None:
+            self._inverse.free()
 
     # --- the subtract pass -----------------------------------------------------------------
 
@@ -308,23 +331,30 @@ class Spectra:
                 kind.subtract(fd[start:stop], spectra[fij, start:stop], out=fd[start:stop])
             else:
                 kind.subtract(spectra[fij, start:stop], fd[start:stop], out=fd[start:stop])
-        image = self._inverse.inverse(fd)
+        image = self._inverse_plan(fd).inverse(fd)
         return self._background(image, background, flip)
 
     def direct_ready(self):
-        """Whether :meth:`direct_difference` runs here now: on a GPU, for a configuration
-        the direct kernel takes, once that kernel is compiled. Its compile starts in the
-        background when first asked, at the subtract stage of a first call, after the compiles
-        that call waits for: beside it they took several times longer (a profile of a first
-        call with an empty store)."""
+        """Whether :meth:`direct_difference` runs here: on a GPU, for a configuration the
+        direct kernel takes, once that kernel is compiled. Its compile starts in the
+        background when the spectra are made, after the compiles a first pair waits for
+        (beside them it made them slower); a first pair that reaches the subtract stage
+        before it has ended waits for it up to :data:`DIRECT_WAIT_S`, rather than make the
+        Fourier form's plan (on an H200 about 0.1 s with an empty store, against tens of ms
+        for what is left of the compile, but up to a second for a machine's very first
+        NVRTC compiles, read from a cold disk). Meanwhile, or where it could not compile,
+        the Fourier form runs."""
         if not self.direct:
             return False
         w, device = self.configuration.half_width, self.kind.ordinal
         shape = self.configuration.shape
         if _direct.ready(device, w, self.kernel_terms, shape):
             return True
-        _direct.prepare(device, w, self.kernel_terms, shape)  # (started once)
-        return False
+        compiling = _direct.prepare(device, w, self.kernel_terms, shape)  # (started once)
+        if compiling is not None and not self._waited:
+            self._waited = True
+            compiling.join(DIRECT_WAIT_S)
+        return _direct.ready(device, w, self.kernel_terms, shape)
 
     def direct_difference(self, convolved, other, kernels, background, flip):
         """The same difference image as :meth:`difference`, computed directly from the images

@@ -29,13 +29,41 @@ def test_the_fastest_is_timed_once_then_read_from_the_store(fresh_store):
     assert (again.index, again.stored, measured) == (1, True, [])
 
 
-def test_another_problem_or_other_candidates_are_timed_anew(fresh_store):
+def test_another_problem_is_timed_anew(fresh_store):
     timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)
     measured = []
     choice = timing.choose("other problem", ["a", "b"], lambda i: measured.append(i) or i, 0)
     assert choice.index == 0 and measured == [0, 1]
+
+
+def test_a_grown_set_times_the_new_candidates_against_the_earlier_choice_alone(fresh_store):
+    timing.choose("problem", ["a", "b", "c"], lambda i: [2.0, 1.0, 3.0][i], 0)  # (b)
+    measured = []
+    choice = timing.choose("problem", ["a", "b", "c", "d"],
+                           lambda i: measured.append(i) or 5.0 - i, 0)
+    assert choice.index == 3 and measured == [1, 3] and set(choice.times) == {"b", "d"}
+    # d beat b, which beat a and c: a set with e times d and e alone
     measured.clear()
-    choice = timing.choose("problem", ["a", "b", "c"], lambda i: measured.append(i) or 5 - i, 0)
+    choice = timing.choose("problem", ["e", "a", "b", "c", "d"],
+                           lambda i: measured.append(i) or [0.5, 0.1, 0.1, 0.1, 1.0][i], 0)
+    assert choice.index == 0 and measured == [0, 4]
+
+
+def test_without_the_earlier_choice_every_candidate_is_timed(fresh_store):
+    timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)  # (b)
+    measured = []
+    choice = timing.choose("problem", ["a", "c"], lambda i: measured.append(i) or 2.0 - i, 0)
+    assert choice.index == 1 and measured == [0, 1]
+
+
+@pytest.mark.parametrize("entry", [[1, 2], {"choice": "b"}, {"choice": "b", "beaten": "abc"},
+                                   {"choice": "b", "beaten": [None, 3, {"x": 1}]},
+                                   {"choice": ["b"], "beaten": ["a"]}])
+def test_a_malformed_record_of_the_earlier_choice_times_everyone(fresh_store, entry):
+    store.save_json("timing", timing._key("problem", (), 0, ()), entry)
+    measured = []
+    choice = timing.choose("problem", ["a", "b", "c"], lambda i: measured.append(i) or 3.0 - i,
+                           0)
     assert choice.index == 2 and measured == [0, 1, 2]
 
 

@@ -134,13 +134,14 @@ def test_compile_in_the_background_then_launch(cp):
 def test_a_kernel_is_ready_once_compiled(cp):
     import uuid
 
-    from accelmath._core.gpu import modules
-
     kernel = RawKernel(AXPY + f"// {uuid.uuid4()}\n", "axpy")  # (in no store yet)
     assert not kernel.ready(0)
-    kernel.compile(0, wait=False)
-    modules.wait_for_compiles()
+    thread = kernel.compile(0, wait=False, deferred=True)
+    assert kernel.compile(0, wait=False) is thread  # (one compile of the code)
+    thread.join()
     assert kernel.ready(0)
+    assert kernel.compile(0) is None
+    assert kernel.compile(0, wait=False) is None  # (loaded)
     kernel.free()
     with pytest.raises(StateError):
         kernel.ready(0)

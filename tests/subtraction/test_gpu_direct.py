@@ -79,3 +79,65 @@ def test_the_direct_difference_equals_the_fourier_form(package, shape, options, 
     assert_close(to_host(got.difference), to_host(expected.difference), 1e-12)
     assert_close(to_host(got.coefficients), to_host(expected.coefficients), 0)
     subtractor.free()
+
+
+@pytest.mark.gpu
+def test_a_subtractor_makes_its_inverse_plan_only_for_the_fourier_form(cp):
+    """Where the direct kernel takes the configuration, the inverse transform's plan is not
+    made with the subtractor, and a first pair waits for the kernel's compile rather than
+    make it; the Fourier form makes it when first needed."""
+    shape = (150, 170)
+    made = synthetic_pair(shape, stars=150)
+    reference, science, mask = (cp.asarray(a) for a in (made.reference, made.science,
+                                                        made.mask))
+    subtractor = Subtractor(shape, like=reference)
+    spectra = subtractor._engine[1]
+    assert spectra.direct and spectra._inverse is None
+    direct = subtractor.subtract(reference, science, mask=mask)
+    assert spectra._inverse is None
+    spectra.direct_ready = lambda: False
+    fourier = subtractor.subtract(reference, science, mask=mask)
+    assert spectra._inverse is not None
+    assert_close(cp.asnumpy(direct.difference), cp.asnumpy(fourier.difference), 1e-12)
+    subtractor.free()
+
+
+def test_a_spectra_without_the_direct_kernel_makes_its_inverse_plan_at_once():
+    import numpy as np
+
+    subtractor = Subtractor((64, 72), like=np.zeros(1))
+    spectra = subtractor._engine[1]
+    assert not spectra.direct and spectra._inverse is not None  # (the CPU: no direct kernel)
+    subtractor.free()
+
+
+def test_a_first_pair_waits_a_bounded_time_for_the_direct_kernel(monkeypatch):
+    """The subtract stage waits for the direct kernel's compile at most DIRECT_WAIT_S, once;
+    meanwhile the Fourier form runs."""
+    import threading
+    import time
+    import types
+
+    release = threading.Event()
+    compiling = threading.Thread(target=release.wait)
+    compiling.start()
+    state = {"ready": False}
+    monkeypatch.setattr(_direct, "ready", lambda *args: state["ready"])
+    monkeypatch.setattr(_direct, "prepare", lambda *args: compiling)
+    monkeypatch.setattr(_spectra, "DIRECT_WAIT_S", 0.05)
+    spectra = _spectra.Spectra.__new__(_spectra.Spectra)
+    spectra.direct, spectra._waited, spectra.kernel_terms = True, False, ((0, 0),)
+    spectra.kind = types.SimpleNamespace(ordinal=0)
+    spectra.configuration = types.SimpleNamespace(half_width=4, shape=(64, 64))
+    try:
+        start = time.perf_counter()
+        assert not spectra.direct_ready()
+        assert 0.05 <= time.perf_counter() - start < 1
+        start = time.perf_counter()
+        assert not spectra.direct_ready()  # (waited once)
+        assert time.perf_counter() - start < 0.04
+        state["ready"] = True
+        assert spectra.direct_ready()
+    finally:
+        release.set()
+        compiling.join()

@@ -27,6 +27,8 @@ __all__ = ["Choice", "choose", "known", "device_time"]
 
 _log = logging.getLogger("accelmath")
 _NAMESPACE = "timing"
+# the most labels a problem's record of the candidates its choice beat keeps
+_MOST_BEATEN = 64
 
 
 @dataclass(frozen=True)
@@ -132,22 +134,45 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1, keep=Non
     stored = known(problem, labels, device_id, libraries)
     if stored is not None:
         return stored
-    key = _key(problem, labels, device_id, libraries)
-    runs = [[] for _ in labels]
-    for _ in range(rounds):
-        for i, kept in enumerate(runs):
-            if not kept or math.isfinite(kept[0]):
-                kept.append(measure(i))
-    times = {label: statistics.median(kept) for label, kept in zip(labels, runs)}
-    index = min(range(len(labels)), key=lambda i: times[labels[i]])
-    if keep is not None and index != keep and math.isfinite(times[labels[keep]]):
+    contest, beaten = _contest(problem, labels, device_id, libraries)
+    runs = {i: [] for i in contest}
+    if len(contest) > 1:
+        for _ in range(rounds):
+            for i, kept in runs.items():
+                if not kept or math.isfinite(kept[0]):
+                    kept.append(measure(i))
+    times = {labels[i]: statistics.median(kept) for i, kept in runs.items() if kept}
+    index = min(contest, key=lambda i: times.get(labels[i], 0.0))
+    if keep in runs and index != keep and math.isfinite(times[labels[keep]]):
         index = _head_to_head(runs, measure, keep, index, rounds, margin)
-    _log.info("timing: %s: chose %s of %s", problem, labels[index],
-              ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()))
+    _log.info("timing: %s: chose %s of %s%s", problem, labels[index],
+              ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()),
+              f" ({len(labels) - len(contest)} beaten before, not timed)" if beaten else "")
     # (a candidate that could not run has no time: None, as JSON holds no infinity)
     kept = {label: ms if math.isfinite(ms) else None for label, ms in times.items()}
-    store.save_json(_NAMESPACE, key, {"choice": labels[index], "ms": kept})
+    store.save_json(_NAMESPACE, _key(problem, labels, device_id, libraries),
+                    {"choice": labels[index], "ms": kept})
+    beaten = [label for label in (*labels, *beaten) if label != labels[index]]
+    store.save_json(_NAMESPACE, _key(problem, (), device_id, libraries),
+                    {"choice": labels[index], "beaten": sorted(set(beaten))[:_MOST_BEATEN]})
     return Choice(index, times, False)
+
+
+def _contest(problem, labels, device_id, libraries):
+    """The indices of ``labels`` to time, and the labels of the problem's earlier choice
+    beaten before: where the store holds a choice for the same problem among other
+    candidates (a set that has grown: a kernel compiled since, a library's new candidate)
+    and that choice is among ``labels``, only it and the candidates it has not beaten are
+    timed, not those it beat already (so a plan made again once its kernel has compiled
+    times that kernel against the earlier winner alone)."""
+    entry = store.load_json(_NAMESPACE, _key(problem, (), device_id, libraries))
+    everyone = list(range(len(labels)))
+    if not (isinstance(entry, dict) and isinstance(entry.get("beaten"), list)
+            and entry.get("choice") in labels):
+        return everyone, ()
+    beaten = tuple(label for label in entry["beaten"] if isinstance(label, str))
+    out = set(beaten) - {entry["choice"]}
+    return [i for i in everyone if labels[i] not in out], beaten
 
 
 def _head_to_head(runs, measure, keep, other, rounds, margin):
