@@ -413,7 +413,7 @@ def _parser():
                                    "compiled again, autotune choices timed again."
                        ).set_defaults(run=_cache_clear)
     _add_demo(commands)
-    from accelmath.subtraction._command import add_subtract
+    from accelmath.subtraction._runs.command import add_subtract
 
     add_subtract(commands)
     _add_bench(commands)

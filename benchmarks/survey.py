@@ -46,7 +46,7 @@ CPU_DEFAULTS = {"pairs": 4, "size": 512}
 
 def array_kind():
     """Where the subtraction runs here: the first GPU's package, else NumPy."""
-    from accelmath.subtraction._dask import _gpu_kind
+    from accelmath.subtraction._runs.cluster import _gpu_kind
     from accelmath.subtraction._ops import kind_of
 
     return _gpu_kind() or kind_of(None)

@@ -25,9 +25,10 @@ import importlib
 _WHERE = {
     "subtract": "_subtractor", "Subtractor": "_subtractor", "SubtractionResult": "_subtractor",
     "synthetic_pair": "_synthetic", "SyntheticPair": "_synthetic", "Configuration": "_model",
-    "read_pair": "_fits", "write_difference": "_fits", "FitsPair": "_fits",
-    "read_manifest": "_survey", "subtract_files": "_survey", "SurveyPair": "_survey",
-    "Outcome": "_survey", "subtract_many": "_dask", "local_cluster": "_dask",
+    "read_pair": "_runs.fits", "write_difference": "_runs.fits", "FitsPair": "_runs.fits",
+    "read_manifest": "_runs.manifest", "subtract_files": "_runs.manifest",
+    "SurveyPair": "_runs.manifest", "Outcome": "_runs.manifest",
+    "subtract_many": "_runs.cluster", "local_cluster": "_runs.cluster",
 }
 __all__ = list(_WHERE)
 

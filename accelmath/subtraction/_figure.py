@@ -295,12 +295,12 @@ def draw_figure(path, report, images):
 
 
 def _publish(figure, path):
-    """Write ``figure`` to ``path`` as PNG, atomically (:func:`~._fits.write_beside`: a link
+    """Write ``figure`` to ``path`` as PNG, atomically (:func:`~accelmath.subtraction._runs.fits.write_beside`: a link
     at ``path`` is replaced, never followed); a file object as it is."""
     if not isinstance(path, (str, os.PathLike)):
         figure.savefig(path, format="png")
         return
-    from accelmath.subtraction._fits import write_beside
+    from accelmath.subtraction._runs.fits import write_beside
 
     write_beside(os.fspath(path), lambda temporary: figure.savefig(temporary, format="png"),
                  ".png")

@@ -12,8 +12,9 @@ import pytest
 from closeness import assert_close_elementwise
 
 from accelmath.errors import InvalidArgumentError, UnsupportedOperandError
-from accelmath.subtraction import _dask, subtract, synthetic_pair
-from accelmath.subtraction._dask import worker_environments
+from accelmath.subtraction import subtract, synthetic_pair
+from accelmath.subtraction._runs import cluster as _dask
+from accelmath.subtraction._runs.cluster import worker_environments
 
 pytest.importorskip("distributed")
 

@@ -215,7 +215,7 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
     """A write killed before its rename leaves its temporary file; the next write into that
     folder (once per folder and process) removes such files of this user, host and a process
     that has ended, and nothing else."""
-    from accelmath.subtraction import _fits
+    from accelmath.subtraction._runs import fits as _fits
 
     host, hex_ = _fits._host(), "0123456789abcdef" * 2
     dead, live = _dead_pid(), os.getppid()
@@ -255,7 +255,7 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
 
 def test_a_figure_write_removes_what_a_killed_figure_write_left(tmp_path):
     # (every write beside its target sweeps its folder, the demo's figure too)
-    from accelmath.subtraction import _fits
+    from accelmath.subtraction._runs import fits as _fits
 
     left = tmp_path / f".accelmath-{_dead_pid()}@{_fits._host()}-{'0123456789abcdef' * 2}.png"
     left.write_bytes(b"partial")
@@ -267,7 +267,7 @@ def test_a_figure_write_removes_what_a_killed_figure_write_left(tmp_path):
 def test_outputs_replace_only_files_and_never_an_input(tmp_path, files):
     """With overwrite: a pipe or a folder is refused, and so is an input's own file (the
     command names its inputs); without, anything there is refused."""
-    from accelmath.subtraction._fits import check_output
+    from accelmath.subtraction._runs.fits import check_output
 
     pipe = tmp_path / "pipe.fits"
     os.mkfifo(pipe)
@@ -305,7 +305,7 @@ def test_a_compressed_output_is_compressed_and_checked_whole(tmp_path, suffix):
     """An output named .gz (or .bz2) is written compressed, as astropy writes such names; a
     manifest's check of it decompresses it (its size says nothing), and calls a copy cut
     short not complete. A zip output is refused: astropy writes none."""
-    from accelmath.subtraction._survey import _state, is_complete
+    from accelmath.subtraction._runs.manifest import _state, is_complete
 
     out = tmp_path / f"diff{suffix}"
     data = np.random.default_rng().standard_normal((64, 64))

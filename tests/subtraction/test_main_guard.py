@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from accelmath.errors import AccelmathError, StateError
-from accelmath.subtraction import _main_guard
-from accelmath.subtraction._main_guard import is_guarded, start_failure, unguarded_main_message
+from accelmath.subtraction._runs import main_guard as _main_guard
+from accelmath.subtraction._runs.main_guard import is_guarded, start_failure, unguarded_main_message
 
 REPO = Path(__file__).resolve().parents[2]
 

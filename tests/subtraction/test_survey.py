@@ -10,7 +10,7 @@ import pytest
 
 from accelmath.errors import InvalidArgumentError
 from accelmath.subtraction import read_pair, subtract, synthetic_pair
-from accelmath.subtraction._survey import SurveyPair, is_complete, read_manifest, subtract_files
+from accelmath.subtraction._runs.manifest import SurveyPair, is_complete, read_manifest, subtract_files
 
 fits = pytest.importorskip("astropy.io.fits")
 
@@ -253,7 +253,7 @@ def test_a_pair_whose_worker_was_lost_fails_alone():
     # (a worker killed with its pair: its future raises; the other pairs' outcomes are kept)
     import types
 
-    from accelmath.subtraction._survey import Outcome, _on_cluster
+    from accelmath.subtraction._runs.manifest import Outcome, _on_cluster
 
     class Future:
         def __init__(self, key, value):
@@ -284,7 +284,7 @@ def test_a_pair_whose_worker_was_lost_fails_alone():
 def test_gpus_0_runs_on_a_local_cluster_of_cpu_workers(survey, monkeypatch):
     # (as the docstring says; without a GPU the default runs in this process)
     pytest.importorskip("distributed")
-    from accelmath.subtraction import _dask
+    from accelmath.subtraction._runs import cluster as _dask
 
     asked = []
 

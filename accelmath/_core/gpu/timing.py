@@ -10,7 +10,9 @@ rounds (candidates cheap to time again), they are timed in rounds, each once a r
 turn, and each candidate's median counts: a clock that drifts while the candidates are timed
 (the GPU warming, its power limit) then moves every candidate alike, instead of favouring
 those timed first; a candidate to keep (a library's own first choice) loses only to one that
-stays faster head to head. Choices and timings are logged on the ``accelmath`` logger.
+stays faster head to head. The store also keeps, per problem, the candidates its choice
+has beaten: a set of candidates that has grown since (a kernel compiled meanwhile) times only
+the new ones against that choice. Choices and timings are logged on the ``accelmath`` logger.
 """
 
 import ctypes
@@ -106,9 +108,12 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1, keep=Non
         labels).
     measure : callable
         ``measure(index)`` prepares candidate ``index`` (where ``rounds`` is more than 1, only
-        the first time it is called for it) and returns its device time in ms (infinity for a candidate that cannot run). It is called for every
-        candidate in turn, ``rounds`` times, when the choice is not known, for none when it
-        is; a candidate that could not run is not called again.
+        the first time it is called for it) and returns its device time in ms (infinity
+        for a candidate that cannot run). It is called for every candidate in turn,
+        ``rounds`` times, when the choice is not known, for none when it is; a candidate
+        that could not run is not called again. Where the store holds the problem's choice
+        among other candidates, the candidates that choice beat are not timed again (see
+        ``_contest``).
     device_id : int
         The device the candidates run on.
     libraries : sequence of str

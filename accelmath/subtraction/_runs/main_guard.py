@@ -48,7 +48,7 @@ def unguarded_main_message(caller, script):
 
     Examples
     --------
-    >>> from accelmath.subtraction._main_guard import unguarded_main_message
+    >>> from accelmath.subtraction._runs.main_guard import unguarded_main_message
     >>> print(unguarded_main_message("local_cluster", "run.py").splitlines()[-2])
         if __name__ == "__main__":
     """
@@ -107,7 +107,7 @@ def start_failure(exc, caller, script):
 
     Examples
     --------
-    >>> from accelmath.subtraction._main_guard import start_failure
+    >>> from accelmath.subtraction._runs.main_guard import start_failure
     >>> start_failure(RuntimeError("Nanny failed to start."), "subtract_many", None) is None
     True
     >>> type(start_failure(RuntimeError("Nanny failed to start."), "subtract_many", "run.py"))
@@ -176,7 +176,7 @@ def is_guarded(source, line):
 
     Examples
     --------
-    >>> from accelmath.subtraction._main_guard import is_guarded
+    >>> from accelmath.subtraction._runs.main_guard import is_guarded
     >>> script = 'import a\\nif __name__ == "__main__":\\n    a.run()\\na.run()\\n'
     >>> is_guarded(script, 3), is_guarded(script, 4)
     (True, False)

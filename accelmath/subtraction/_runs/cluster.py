@@ -29,7 +29,7 @@ import numpy as np
 
 from accelmath.errors import InvalidArgumentError, NoDeviceError, UnsupportedOperandError
 from accelmath.subtraction._gpu import gpu_available, gpu_count, gpu_package
-from accelmath.subtraction._main_guard import (check_not_bootstrapping, start_failure,
+from accelmath.subtraction._runs.main_guard import (check_not_bootstrapping, start_failure,
                                                unguarded_main_script)
 from accelmath.subtraction._ops import kind_of, kind_of_array
 
@@ -281,7 +281,7 @@ def worker_environments(gpus, workers, *, device_count, visible=None, cores=1):
 
     Examples
     --------
-    >>> from accelmath.subtraction._dask import worker_environments
+    >>> from accelmath.subtraction._runs.cluster import worker_environments
     >>> worker_environments(None, None, device_count=2)
     [{'CUDA_VISIBLE_DEVICES': '0'}, {'CUDA_VISIBLE_DEVICES': '1'}]
     >>> worker_environments([1], None, device_count=4, visible="4,5,6,7")

@@ -70,7 +70,7 @@ def read_manifest(path, out_dir=None):
     Examples
     --------
     >>> import os, tempfile
-    >>> from accelmath.subtraction._survey import read_manifest
+    >>> from accelmath.subtraction._runs.manifest import read_manifest
     >>> folder = tempfile.mkdtemp()
     >>> with open(os.path.join(folder, "pairs.csv"), "w") as f:
     ...     _ = f.write("reference,science\\nref1.fits,sci1.fits\\n")
@@ -159,7 +159,7 @@ def _state(path):
         from astropy.io import fits
     except ImportError:
         return "foreign"
-    from accelmath.subtraction._fits import compressed_suffix
+    from accelmath.subtraction._runs.fits import compressed_suffix
 
     packed = compressed_suffix(path) != ""
     try:
@@ -195,8 +195,8 @@ def _decompresses(hdu):
 
 def _run_one(pair, configuration, overwrite, mask_excludes):
     """Read, subtract and write one pair here (a worker or this process): its Outcome."""
-    from accelmath.subtraction._dask import _gpu_kind, _warm_subtractors
-    from accelmath.subtraction._fits import check_output, read_pair, write_difference
+    from accelmath.subtraction._runs.cluster import _gpu_kind, _warm_subtractors
+    from accelmath.subtraction._runs.fits import check_output, read_pair, write_difference
 
     start = time.perf_counter()
     try:
@@ -262,7 +262,7 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     list of Outcome
         In the pairs' order.
     """
-    from accelmath.subtraction._dask import (_check_configuration, _cores, _gpu_ordinals,
+    from accelmath.subtraction._runs.cluster import (_check_configuration, _cores, _gpu_ordinals,
                                              _import_distributed, _local_cluster)
     from accelmath.subtraction._gpu import gpu_count
 

@@ -3,7 +3,7 @@
 One pair: ``accelmath subtract REF.fits SCI.fits -o DIFF.fits`` reads the pair (and a mask),
 subtracts it on the device asked for, and writes the difference with the science image's
 header and the fit's record, printing a line per stage. Many pairs: ``accelmath subtract
---pairs pairs.csv --out-dir DIR`` runs a CSV manifest (:mod:`accelmath.subtraction._survey`)
+--pairs pairs.csv --out-dir DIR`` runs a CSV manifest (:mod:`accelmath.subtraction._runs.manifest`)
 on every GPU of the machine or on a Dask scheduler, resumable, a line per pair.
 """
 
@@ -50,7 +50,7 @@ def run_single(args, stream=None):
     stream = sys.stderr if stream is None else stream
     from accelmath.subtraction import Subtractor, read_pair, write_difference
     from accelmath.subtraction._demo import resolve_device
-    from accelmath.subtraction._fits import check_output
+    from accelmath.subtraction._runs.fits import check_output
 
     if args.output is None:
         raise InvalidArgumentError("-o/--output names the difference image to write")
@@ -80,7 +80,7 @@ def run_pairs(args, stream=None):
     """A manifest of pairs (see the module docstring); the exit status: 1 where a pair
     failed. Progress goes to ``stream`` (default: ``sys.stderr`` at the call)."""
     stream = sys.stderr if stream is None else stream
-    from accelmath.subtraction._survey import read_manifest, subtract_files
+    from accelmath.subtraction._runs.manifest import read_manifest, subtract_files
 
     pairs = read_manifest(args.pairs, args.out_dir)
     done = [0]
