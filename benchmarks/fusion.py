@@ -177,8 +177,11 @@ def long_row(torch, F, kind):
     (the product as the prologue of the inverse transform, float32 result)."""
     rng = np.random.default_rng()
     rows, n = 4, 2 ** 22
-    m = n if kind == "c2c" else n // 2 + 1
-    w = (rng.standard_normal(m) + 1j * rng.standard_normal(m)).astype(np.complex64)
+    if kind == "c2c":
+        w = rng.standard_normal(n) + 1j * rng.standard_normal(n)
+    else:  # (a real filter's half spectrum: real at DC and Nyquist, as c2r reads them)
+        w = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(n)
+    w = w.astype(np.complex64)
     tw = torch.from_numpy(w).cuda()
     if kind == "c2r":
         # (a real signal's half spectrum: its DC and Nyquist terms real, as irfft reads them)

@@ -147,7 +147,8 @@ class Spectra:
                 if self.direct:  # (after those: a first pair needs it last)
                     _direct.prepare(kind.ordinal, w, self.kernel_terms, configuration.shape)
             # the plans first: their trial runs (when the store holds no choice yet) take
-            # memory that the buffers take afterwards
+            # memory that the buffers take afterwards (the inverse plan of a Fourier form
+            # that runs where the direct kernel did not compile is made later, beside them)
             self._workers = workers
             self._make_plans(kind.empty((self.batch, n0, n1), "float64"),
                              kind.empty((n0, m), "complex128"))

@@ -49,6 +49,34 @@ def test_a_grown_set_times_the_new_candidates_against_the_earlier_choice_alone(f
     assert choice.index == 0 and measured == [0, 4]
 
 
+def test_an_earlier_choice_that_cannot_run_now_has_what_it_beat_timed_again(fresh_store):
+    inf = float("inf")
+    timing.choose("problem", ["a", "b"], lambda i: [1.0, 0.5][i], 0)  # (b)
+    measured = []
+    choice = timing.choose("problem", ["a", "b", "c"],
+                           lambda i: measured.append(i) or [1.0, inf, 3.0][i], 0)
+    assert choice.index == 0 and sorted(set(measured)) == [0, 1, 2]
+    measured.clear()
+    choice = timing.choose("other", ["a", "b"], lambda i: [1.0, 0.5][i], 0)  # (b)
+    choice = timing.choose("other", ["a", "b", "c"],
+                           lambda i: measured.append(i) or [2.0, inf, inf][i], 0)
+    assert choice.index == 0 and 0 in measured
+
+
+def test_a_candidate_that_could_not_run_is_not_counted_as_beaten(fresh_store):
+    timing.choose("problem", ["a", "b"], lambda i: [1.0, float("inf")][i], 0)  # (a)
+    measured = []
+    choice = timing.choose("problem", ["a", "b", "c"],
+                           lambda i: measured.append(i) or [1.0, 0.2, 3.0][i], 0)
+    assert choice.index == 1 and sorted(measured) == [0, 1, 2]
+
+
+def test_a_set_whose_others_were_all_beaten_times_nothing(fresh_store):
+    timing.choose("problem", ["a", "b", "c"], lambda i: [2.0, 1.0, 3.0][i], 0)  # (b)
+    choice = timing.choose("problem", ["c", "b"], lambda i: pytest.fail("timed"), 0)
+    assert choice == timing.Choice(1, {}, False)
+
+
 def test_without_the_earlier_choice_every_candidate_is_timed(fresh_store):
     timing.choose("problem", ["a", "b"], lambda i: [2.0, 1.0][i], 0)  # (b)
     measured = []

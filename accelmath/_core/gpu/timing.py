@@ -43,7 +43,8 @@ class Choice:
         The chosen candidate's index.
     times : dict
         ``{label: milliseconds}`` of the candidates timed now; empty where the choice came
-        from the store (or there was one candidate).
+        from the store, there was one candidate, or the store's record of the problem says
+        its earlier choice, among the candidates, beat every other one.
     stored : bool
         Whether the choice came from the store.
     """
@@ -139,45 +140,64 @@ def choose(problem, labels, measure, device_id, libraries=(), rounds=1, keep=Non
     stored = known(problem, labels, device_id, libraries)
     if stored is not None:
         return stored
-    contest, beaten = _contest(problem, labels, device_id, libraries)
-    runs = {i: [] for i in contest}
+    contest, beaten, earlier = _contest(problem, labels, device_id, libraries)
+    runs = {}
     if len(contest) > 1:
-        for _ in range(rounds):
-            for i, kept in runs.items():
-                if not kept or math.isfinite(kept[0]):
-                    kept.append(measure(i))
-    times = {labels[i]: statistics.median(kept) for i, kept in runs.items() if kept}
+        _time_in_rounds(runs, contest, measure, rounds)
+        if len(contest) < len(labels) and not math.isfinite(statistics.median(runs[earlier])):
+            # the earlier choice cannot run now: what it beat is timed again
+            rest = [i for i in range(len(labels)) if i not in runs]
+            _time_in_rounds(runs, rest, measure, rounds)
+            contest, beaten = list(range(len(labels))), ()
+    times = {labels[i]: statistics.median(kept) for i, kept in runs.items()}
     index = min(contest, key=lambda i: times.get(labels[i], 0.0))
     if keep in runs and index != keep and math.isfinite(times[labels[keep]]):
         index = _head_to_head(runs, measure, keep, index, rounds, margin)
     _log.info("timing: %s: chose %s of %s%s", problem, labels[index],
-              ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()),
+              ", ".join(f"{label} {ms:.4f} ms" for label, ms in times.items()) or "-",
               f" ({len(labels) - len(contest)} beaten before, not timed)" if beaten else "")
     # (a candidate that could not run has no time: None, as JSON holds no infinity)
     kept = {label: ms if math.isfinite(ms) else None for label, ms in times.items()}
     store.save_json(_NAMESPACE, _key(problem, labels, device_id, libraries),
                     {"choice": labels[index], "ms": kept})
-    beaten = [label for label in (*labels, *beaten) if label != labels[index]]
+    # (what could not run now is not beaten: it is timed again with the next set)
+    beaten = [label for label in (*labels, *beaten)
+              if label != labels[index] and math.isfinite(times.get(label, 0.0))]
     store.save_json(_NAMESPACE, _key(problem, (), device_id, libraries),
                     {"choice": labels[index], "beaten": sorted(set(beaten))[:_MOST_BEATEN]})
     return Choice(index, times, False)
 
 
 def _contest(problem, labels, device_id, libraries):
-    """The indices of ``labels`` to time, and the labels of the problem's earlier choice
-    beaten before: where the store holds a choice for the same problem among other
-    candidates (a set that has grown: a kernel compiled since, a library's new candidate)
-    and that choice is among ``labels``, only it and the candidates it has not beaten are
-    timed, not those it beat already (so a plan made again once its kernel has compiled
-    times that kernel against the earlier winner alone)."""
+    """``(indices, beaten, earlier)``: the indices of ``labels`` to time, the labels the
+    problem's earlier choice beat, and that choice's index (None where there is none).
+    Where the store holds a choice for the same problem among other candidates (a set that
+    has grown since: a kernel compiled meanwhile, a library's new candidate; or one that has
+    lost some) and that choice is among ``labels``, only it and the candidates it has not
+    beaten are timed, not those it beat already: a plan made again once its kernel has
+    compiled times that kernel against the earlier winner alone, and a set whose others
+    were all beaten times nothing. Everyone is timed otherwise."""
     entry = store.load_json(_NAMESPACE, _key(problem, (), device_id, libraries))
     everyone = list(range(len(labels)))
     if not (isinstance(entry, dict) and isinstance(entry.get("beaten"), list)
             and entry.get("choice") in labels):
-        return everyone, ()
+        return everyone, (), None
     beaten = tuple(label for label in entry["beaten"] if isinstance(label, str))
     out = set(beaten) - {entry["choice"]}
-    return [i for i in everyone if labels[i] not in out], beaten
+    return ([i for i in everyone if labels[i] not in out], beaten,
+            labels.index(entry["choice"]))
+
+
+def _time_in_rounds(runs, indices, measure, rounds):
+    """Time the candidates of ``indices`` in turn, ``rounds`` times, into ``runs`` (index ->
+    list of ms); one that could not run is not timed again."""
+    for i in indices:
+        runs.setdefault(i, [])
+    for _ in range(rounds):
+        for i in indices:
+            kept = runs[i]
+            if not kept or math.isfinite(kept[0]):
+                kept.append(measure(i))
 
 
 def _head_to_head(runs, measure, keep, other, rounds, margin):
