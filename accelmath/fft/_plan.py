@@ -427,4 +427,3 @@ class FFT(Plan):
         state = "freed" if self._freed else self.execution
         return (f"FFT(kind={self.kind}, axes={self.axes}, shape={self.in_shape}, "
                 f"dtype={self.in_dtype}->{self.out_dtype}, norm={self.norm}, {state})")
-

@@ -5,6 +5,7 @@ place, or the columns' inverse transforms in place and then the rows' c2r transf
 the plans of awkward lengths time against cuFFT's."""
 
 import ctypes
+import functools
 import threading
 
 from accelmath._core.gpu.launch import LaunchConfig, allow_dynamic_shared, launch
@@ -110,11 +111,18 @@ class Filter:
 
 # --- the real 2-D transform of a plan's step ------------------------------------------------
 
+@functools.lru_cache(maxsize=16)
+def _step_source(n0, n1, dtype):
+    """The source of the real 2-D transforms' kernels (about 0.4 ms to write, and asked for by
+    each candidate of a plan, its launcher and its staleness)."""
+    return filter_source(n0, n1, dtype)
+
+
 def step_code(n0, n1, dtype, device_id):
     """``(source, options, name)`` of the kernels of the real 2-D transforms of ``n0 x n1``
     arrays of ``dtype`` on a device, as ``modules.compile_soon`` and ``modules.is_compiled``
     take them."""
-    return filter_source(n0, n1, dtype), device_options(device_id), _NAME
+    return _step_source(n0, n1, dtype), device_options(device_id), _NAME
 
 
 def step_fits(step, dtype, shared):
@@ -146,7 +154,7 @@ def step_launcher(step, dtype, device_id):
     The kernels are compiled (or found in the store) and loaded here."""
     n0, n1 = step.n
     m = n1 // 2 + 1
-    module = _module(device_id, filter_source(n0, n1, dtype), n0, n1)
+    module = _module(device_id, _step_source(n0, n1, dtype), n0, n1)
     complex_size = _COMPLEX_SIZE[dtype]
     rows_shared, columns_shared = (shared_bytes(row_length(n1), complex_size),
                                    shared_bytes(n0, complex_size))
