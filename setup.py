@@ -13,6 +13,7 @@ setup(
         Extension("accelmath._core._hostcall",
                   ["accelmath/_core/_hostcall.c", "accelmath/_core/_function.c",
                    "accelmath/_core/_reader.c", "accelmath/_core/_exchange.c",
+                   "accelmath/_core/_capsule_stream.c",
                    "accelmath/_core/_front.c",
                    "accelmath/_core/_front_parts.c", "accelmath/_core/_chain.c",
                    "accelmath/_core/_kernel_call.c"],

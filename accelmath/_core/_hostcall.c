@@ -429,7 +429,7 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
     if (PyType_Ready(&FunctionType) < 0 || PyType_Ready(&LaunchType) < 0 ||
         PyType_Ready(&ReaderType) < 0 || PyType_Ready(&ChainType) < 0 ||
         PyType_Ready(&ExchangeReaderType) < 0 || PyType_Ready(&ExchangeStreamType) < 0 ||
-        front_ready() < 0) {
+        PyType_Ready(&CapsuleStreamType) < 0 || front_ready() < 0) {
         return NULL;
     }
     for (int k = 0; k < SLOT_NAMES; k++) {
@@ -454,6 +454,7 @@ PyMODINIT_FUNC PyInit__hostcall(void) {
         PyModule_AddObjectRef(m, "Chain", (PyObject *)&ChainType) < 0 ||
         PyModule_AddObjectRef(m, "ExchangeReader", (PyObject *)&ExchangeReaderType) < 0 ||
         PyModule_AddObjectRef(m, "ExchangeStream", (PyObject *)&ExchangeStreamType) < 0 ||
+        PyModule_AddObjectRef(m, "CapsuleStream", (PyObject *)&CapsuleStreamType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_ARGS", MAX_ARGS) < 0 ||
         PyModule_AddIntConstant(m, "INTERFACE", INTERFACE) < 0) {
         Py_DECREF(m);

@@ -1,8 +1,7 @@
 /* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
- * _function.c, _reader.c, _exchange.c, _front.c, _front_parts.c, _chain.c and
- * _kernel_call.c): one
- * machine word per argument, Function (a C function of word arguments, _function.c) and the
- * types and functions the files share. */
+ * _function.c, _reader.c, _exchange.c, _capsule_stream.c, _front.c, _front_parts.c,
+ * _chain.c and _kernel_call.c): one machine word per argument, Function (a C function of
+ * word arguments, _function.c) and the types and functions the files share. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
 #define PY_SSIZE_T_CLEAN
@@ -14,7 +13,7 @@
 #define MAX_ARGS 16
 /* The interface the Python side expects (hostcall._INTERFACE): raised with each change to
  * what a type takes or does, so that a build older than the Python code is not used. */
-#define INTERFACE 6
+#define INTERFACE 7
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
@@ -54,6 +53,7 @@ extern PyTypeObject ReaderType;   /* _reader.c */
 extern PyTypeObject FrontType;    /* _front.c */
 extern PyTypeObject ChainType;    /* _chain.c */
 extern PyTypeObject ExchangeReaderType, ExchangeStreamType; /* _exchange.c */
+extern PyTypeObject CapsuleStreamType; /* _capsule_stream.c */
 
 /* exchange_layout(api, x), a module function (_exchange.c). */
 PyObject *exchange_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs);

@@ -1,15 +1,17 @@
-/* Reader(checks, pointer), part of accelmath._core._hostcall: a function of one array x that
- * returns pointer(x) where get(x) == expected for each (get, expected) of the tuple checks,
- * else None. It is a plan's reader of one layout's arrays (see hostcall.reader), made in C:
- * the same checks and the same calls, without an interpreter frame. A get that is a getset or
- * member descriptor (a property of a C type, as an array's shape and dtype are) is read
- * through the descriptor itself; any other get is called with x. */
+/* Reader(checks, pointer, held=None), part of accelmath._core._hostcall: a function of one
+ * array x that returns pointer(x) where get(x) == expected for each (get, expected) of the
+ * tuple checks, else None. It is a plan's reader of one layout's arrays (see
+ * hostcall.reader), made in C: the same checks and the same calls, without an interpreter
+ * frame. A get (or pointer) that is a getset or member descriptor (a property of a C type, as
+ * an array's shape and dtype are) is read through the descriptor itself; any other is called
+ * with x. held, a pair (hold, held_checks), reads an object of x once, h = hold(x) (the
+ * memory it points into, say), checks h as checks does x, and returns pointer(h). */
 #include "_hostcall.h"
 
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
-    PyObject *checks, *pointer;
+    PyObject *checks, *pointer, *hold, *held_checks; /* hold NULL: none */
 } Reader;
 
 /* get(x): a new reference, NULL on an error. */
@@ -66,22 +68,53 @@ static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_
     if (held <= 0) {
         return held < 0 ? NULL : Py_NewRef(Py_None);
     }
-    return PyObject_Vectorcall(self->pointer, &x, 1, NULL);
+    if (self->hold == NULL) {
+        return value_of(self->pointer, x);
+    }
+    PyObject *h = value_of(self->hold, x);
+    if (h == NULL) {
+        return NULL;
+    }
+    held = reader_checks(self->held_checks, h);
+    PyObject *result = held <= 0 ? (held < 0 ? NULL : Py_NewRef(Py_None))
+                                 : value_of(self->pointer, h);
+    Py_DECREF(h);
+    return result;
+}
+
+/* Whether get is a descriptor value_of reads, or a callable. */
+static int gettable(PyObject *get) {
+    PyTypeObject *kind = Py_TYPE(get);
+    return kind == &PyGetSetDescr_Type || kind == &PyMemberDescr_Type || PyCallable_Check(get);
 }
 
 static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    static char *keywords[] = {"checks", "pointer", NULL};
-    PyObject *checks, *pointer;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O:Reader", keywords, &PyTuple_Type,
-                                     &checks, &pointer)) {
+    static char *keywords[] = {"checks", "pointer", "held", NULL};
+    PyObject *checks, *pointer, *held = Py_None, *hold = NULL, *held_checks = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!O|O:Reader", keywords, &PyTuple_Type,
+                                     &checks, &pointer, &held)) {
         return NULL;
     }
     if (reader_checks_valid(checks) < 0) {
         return NULL;
     }
-    if (!PyCallable_Check(pointer)) {
-        PyErr_Format(PyExc_TypeError, "Reader: pointer %R is not callable", pointer);
+    if (!gettable(pointer)) {
+        PyErr_Format(PyExc_TypeError, "Reader: pointer %R is neither callable nor a "
+                     "descriptor", pointer);
         return NULL;
+    }
+    if (held != Py_None) {
+        if (!PyTuple_Check(held) || PyTuple_GET_SIZE(held) != 2 ||
+            !gettable(PyTuple_GET_ITEM(held, 0)) || !PyTuple_Check(PyTuple_GET_ITEM(held, 1))) {
+            PyErr_Format(PyExc_TypeError, "Reader: held %R, should be None or (hold, a tuple "
+                         "of checks)", held);
+            return NULL;
+        }
+        hold = PyTuple_GET_ITEM(held, 0);
+        held_checks = PyTuple_GET_ITEM(held, 1);
+        if (reader_checks_valid(held_checks) < 0) {
+            return NULL;
+        }
     }
     Reader *self = (Reader *)type->tp_alloc(type, 0);
     if (self == NULL) {
@@ -90,6 +123,8 @@ static PyObject *reader_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->vectorcall = reader_vectorcall;
     self->checks = Py_NewRef(checks);
     self->pointer = Py_NewRef(pointer);
+    self->hold = Py_XNewRef(hold);
+    self->held_checks = Py_XNewRef(held_checks);
     return (PyObject *)self;
 }
 
@@ -97,6 +132,8 @@ static int reader_traverse(PyObject *self_, visitproc visit, void *arg) {
     Reader *self = (Reader *)self_;
     Py_VISIT(self->checks);
     Py_VISIT(self->pointer);
+    Py_VISIT(self->hold);
+    Py_VISIT(self->held_checks);
     return 0;
 }
 
@@ -104,6 +141,8 @@ static int reader_clear(PyObject *self_) {
     Reader *self = (Reader *)self_;
     Py_CLEAR(self->checks);
     Py_CLEAR(self->pointer);
+    Py_CLEAR(self->hold);
+    Py_CLEAR(self->held_checks);
     return 0;
 }
 
@@ -115,6 +154,10 @@ static void reader_dealloc(PyObject *self) {
 
 static PyObject *reader_repr(PyObject *self_) {
     Reader *self = (Reader *)self_;
+    if (self->hold != NULL) {
+        return PyUnicode_FromFormat("<C reader: %R, then %R of %R, %R>", self->checks,
+                                    self->pointer, self->hold, self->held_checks);
+    }
     return PyUnicode_FromFormat("<C reader: %R, then %R>", self->checks, self->pointer);
 }
 

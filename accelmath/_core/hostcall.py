@@ -3,9 +3,10 @@
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
 a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small CPython
 extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``, ``_exchange.c``,
-``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when accelmath is installed, calls
-status-returning C functions of up to 16 integer and pointer arguments for a tenth of that;
-:func:`front` puts a table of such calls before a public function. It is an optional extension:
+``_capsule_stream.c``, ``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when
+accelmath is installed, calls status-returning C functions of up to 16 integer and pointer
+arguments for a tenth of that; :func:`front` puts a table of such calls before a public
+function. It is an optional extension:
 where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
 :func:`fast` returns the ctypes function itself, :func:`launcher` the Python execute and
 :func:`front` the function: the results are the same, only slower. :func:`status` says which is
@@ -30,7 +31,7 @@ _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
 MAX_CHAIN = _MAX_ARGS
 #: The most parameters (8-byte words) of a kernel that :func:`kernel_call` launches
 KERNEL_WORDS = 11
-_INTERFACE = 6  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
+_INTERFACE = 7  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}
@@ -409,7 +410,7 @@ def kernel_head(grid, block, shared_bytes=0):
     return gx | gy << 32 | gz << 48, bx | by << 11 | bz << 22 | shared_bytes << 32
 
 
-def reader(checks, pointer):
+def reader(checks, pointer, held=None):
     """A reader of the pointer of arrays of one layout: a function of one array ``x`` that
     returns ``pointer(x)`` where ``get(x) == expected`` for each ``(get, expected)`` of
     ``checks`` (in order, stopping at the first that fails), else None.
@@ -423,8 +424,13 @@ def reader(checks, pointer):
         ``get``: a property of the array's type (a getset or member descriptor, as
         ``torch.Tensor.dtype`` is), read from ``x``, or any callable, called with ``x``
         (such as a method of the type: ``torch.Tensor.is_contiguous``).
-    pointer : callable
-        ``pointer(x)``: the address of ``x``'s first element.
+    pointer : callable or descriptor
+        ``pointer(x)``: the address of ``x``'s first element (read as ``get`` is).
+    held : (hold, checks), optional
+        An object the address is read from, read once: ``h = hold(x)`` (as ``get`` is),
+        checked as ``checks`` check ``x``, and the address ``pointer(h)``; for a package whose
+        array holds its memory, its device and its address in another object (CuPy's
+        ``x.data``).
 
     Returns
     -------
@@ -436,22 +442,66 @@ def reader(checks, pointer):
     >>> read = hostcall.reader([(len, 3), (min, 0)], pointer=max)
     >>> read([0, 1, 7]), read([1, 2, 7]), read([0, 7])
     (7, None, None)
+    >>> read = hostcall.reader([(len, 2)], held=(max, [(abs, 4)]), pointer=int.bit_length)
+    >>> read([1, 4]), read([1, 5]), read([4])
+    (3, None, None)
     """
     checks = tuple((get, expected) for get, expected in checks)
+    if held is not None:
+        held = (held[0], tuple((get, expected) for get, expected in held[1]))
     module = _extension()
     if module is not None:
-        return module.Reader(checks, pointer)
-    getters = tuple((get.__get__ if isinstance(get, _DESCRIPTORS) else get, expected)
-                    for get, expected in checks)
+        return module.Reader(checks, pointer, held)
+    get_pointer = _getter(pointer)
+    getters = tuple((_getter(get), expected) for get, expected in checks)
+    hold = None if held is None else _getter(held[0])
+    held_getters = () if held is None else tuple((_getter(get), expected)
+                                                 for get, expected in held[1])
 
-    def read(x):
+    def fits(x, getters):
         for get, expected in getters:
             value = get(x)
             if value is not expected and value != expected:
+                return False
+        return True
+
+    def read(x):
+        if not fits(x, getters):
+            return None
+        if hold is not None:
+            x = hold(x)
+            if not fits(x, held_getters):
                 return None
-        return pointer(x)
+        return get_pointer(x)
 
     return read
+
+
+def _getter(get):
+    """``get`` as a function of one object: a descriptor's ``__get__``, else ``get``."""
+    return get.__get__ if isinstance(get, _DESCRIPTORS) else get
+
+
+def capsule_stream(capsule, device_id):
+    """A function of no arguments that returns the current stream of device ``device_id``
+    (an int) through the C function ``intptr_t f(int device_id)`` that ``capsule`` holds,
+    named by that signature as Cython names the C functions a module exports (CuPy's
+    ``cupy_backends.cuda.stream.__pyx_capi__["get_stream_ptr"]``); None where the call shim
+    is not used or ``capsule`` is not such a capsule.
+
+    Examples
+    --------
+    >>> from accelmath._core import hostcall
+    >>> hostcall.capsule_stream(object(), 0) is None
+    True
+    """
+    module = _extension()
+    if module is None:
+        return None
+    try:
+        return module.CapsuleStream(capsule, device_id)
+    except (TypeError, ValueError):
+        return None
 
 
 def status():

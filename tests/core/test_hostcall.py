@@ -510,69 +510,14 @@ def test_launcher_inputs_are_checked():
         hostcall.launcher(plan.slow, {}, (_Array,), {}, None, int, plan.local, 0)
 
 
-# the checks of a "layout" of slices: read by their start and stop (member descriptors of a C
-# type) and a method
-_CHECKS = [(slice.start, 0), (slice.stop, 8), (slice.__reduce__, (slice, (0, 8, None)))]
-
-
-def _readers(monkeypatch):
-    """The reader of ``_CHECKS`` made by the call shim (where built) and in Python."""
-    made = [hostcall.reader(_CHECKS, pointer=lambda s: 0x1000 + s.stop)]
-    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
-    made.append(hostcall.reader(_CHECKS, pointer=lambda s: 0x1000 + s.stop))
-    monkeypatch.delenv("ACCELMATH_HOSTCALL")
-    assert (type(made[0]).__name__ == "Reader") == (_hostcall is not None)
-    return made
-
-
-def test_readers_check_in_order_and_read_the_pointer(monkeypatch):
-    for read in _readers(monkeypatch):
-        assert read(slice(0, 8)) == 0x1008
-        assert read(slice(0, 8, None)) == 0x1008
-        for other in (slice(1, 8), slice(0, 9), slice(0, 8, 2)):
-            assert read(other) is None
-        with pytest.raises(TypeError):  # what a check raises propagates
-            read(3)
-
-
-def test_readers_stop_at_the_first_failing_check(monkeypatch):
-    def refuse(x):
-        raise AssertionError("read after a failing check")
-
-    checks = [(slice.start, 0), (refuse, None)]
-    made = [hostcall.reader(checks, pointer=id)]
-    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
-    made.append(hostcall.reader(checks, pointer=id))
-    for read in made:
-        assert read(slice(1, 8)) is None
-        with pytest.raises(AssertionError):
-            read(slice(0, 8))
-
-
 def test_a_shim_built_from_older_code_is_not_used(monkeypatch):
     old = types.SimpleNamespace(__file__="/old/_hostcall.so", INTERFACE=1)
     monkeypatch.setattr(hostcall.importlib, "import_module", lambda name: old)
     monkeypatch.setattr(hostcall, "_imported", {})
     assert hostcall._extension() is None
     assert "built from older code" in hostcall.status() and "/old/" in hostcall.status()
-    read = hostcall.reader(_CHECKS, pointer=lambda s: 0x1000 + s.stop)
+    read = hostcall.reader([(slice.stop, 8)], pointer=lambda s: 0x1000 + s.stop)
     assert type(read).__name__ == "function" and read(slice(0, 8)) == 0x1008
-
-
-@needs_shim
-def test_a_c_reader_refuses_bad_checks_and_calls():
-    with pytest.raises(TypeError, match="should be"):
-        _hostcall.Reader(((slice.start,),), id)
-    with pytest.raises(TypeError, match="not callable"):
-        _hostcall.Reader((), 3)
-    with pytest.raises(TypeError):
-        _hostcall.Reader([(slice.start, 0)], id)  # a tuple is needed
-    read = _hostcall.Reader(tuple(_CHECKS), id)
-    with pytest.raises(TypeError, match="one argument"):
-        read(slice(0, 8), slice(0, 8))
-    with pytest.raises(TypeError, match="one argument"):
-        read(x=slice(0, 8))
-    assert "C reader" in repr(read)
 
 
 @needs_shim

@@ -14,8 +14,6 @@ from accelmath._core.operand.record import Operand
 __all__ = ["CupyAdapter"]
 
 _DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
-_POINTER = operator.attrgetter("data.ptr")
-_DEVICE_ID = operator.attrgetter("data.device_id")
 
 
 class CupyAdapter(Adapter):
@@ -58,21 +56,32 @@ class CupyAdapter(Adapter):
         ndarray = self._cp.ndarray
         # C order: CuPy's flag, read without building the strides tuple, says the same (up to
         # the strides of axes of length 1, which address nothing). Read in C (the call
-        # shim's Reader): the array's own descriptors, and attrgetter (C too) for its memory
-        # pointer's attributes. keyed: the dtype and shape were found equal already.
+        # shim's Reader): the array's own descriptors, then its memory pointer's, x.data
+        # read once for its device and its address. keyed: the dtype and shape were found
+        # equal already.
         flag = getattr(ndarray, "_c_contiguous", None)
         if not isinstance(flag, _DESCRIPTORS):
             flag = operator.attrgetter("_c_contiguous") if flag is not None else None
         contiguous = strides == tuple(s * dtype.itemsize for s in contiguous_strides(shape))
+        memory = self._cp.cuda.MemoryPointer
+        data, ptr, device = (getattr(ndarray, "data", None), getattr(memory, "ptr", None),
+                             getattr(memory, "device_id", None))
+        if not all(isinstance(d, _DESCRIPTORS) for d in (data, ptr, device)):
+            data, ptr, device = (operator.attrgetter("data"), operator.attrgetter("ptr"),
+                                 operator.attrgetter("device_id"))
         return hostcall.reader(
             [(flag, True) if contiguous and flag is not None else (ndarray.strides, strides),
-             *([] if keyed else [(ndarray.shape, shape), (ndarray.dtype, dtype)]),
-             (_DEVICE_ID, device_id)],
-            _POINTER)
+             *([] if keyed else [(ndarray.shape, shape), (ndarray.dtype, dtype)])],
+            ptr, held=(data, [(device, device_id)]))
 
     def stream_getter(self, device_id):
-        # CuPy keeps a current stream per device: the one of the current device is the
-        # cheap read, another device's is asked for by its id.
+        # CuPy keeps a current stream per device. Its C function of a device id
+        # (cupy_backends' get_stream_ptr) names it in one call; else the one of the current
+        # device is the cheap read, another device's is asked for by its id.
+        if device_id is not None:
+            current = hostcall.capsule_stream(self._stream_capsule(), device_id)
+            if current is not None:
+                return current
         current_ptr, get_device = self._stream_ptr, self._cp.cuda.runtime.getDevice
         get_stream = self._cp.cuda.get_current_stream
 
@@ -82,6 +91,16 @@ class CupyAdapter(Adapter):
             return get_stream(device_id).ptr
 
         return current_stream
+
+    @staticmethod
+    def _stream_capsule():
+        """CuPy's C function of a device id that returns its current stream, a capsule, or
+        None."""
+        try:
+            import cupy_backends.cuda.stream as backend
+        except ImportError:
+            return None
+        return getattr(backend, "__pyx_capi__", {}).get("get_stream_ptr")
 
     @contextlib.contextmanager
     def stream_scope(self, handle, device_id):
@@ -149,4 +168,3 @@ class CupyAdapter(Adapter):
             with like.device:
                 return self._cp.asarray(a)
         return self._cp.asarray(a)
-

@@ -26,6 +26,28 @@ def test_cupy_zero_copy_and_streams(cp):
     assert resolve_stream(s.ptr, op) == s.ptr
 
 
+def test_cupy_stream_getter_names_cupys_current_stream(cp):
+    import threading
+
+    adapter = adapter_named("cupy")
+    current = adapter.stream_getter(0)
+    if hostcall.status().startswith("C call shim"):
+        assert type(current).__name__ == "CapsuleStream"  # CuPy's own C function
+    assert current() == cp.cuda.get_current_stream(0).ptr
+    for s in (cp.cuda.Stream(non_blocking=True), cp.cuda.Stream.null, cp.cuda.Stream()):
+        with s:
+            assert current() == s.ptr == cp.cuda.get_current_stream(0).ptr
+    assert current() == cp.cuda.get_current_stream(0).ptr
+    s = cp.cuda.Stream(non_blocking=True)
+    seen = []
+    with s:  # another thread has its own current stream
+        thread = threading.Thread(target=lambda: seen.append(current()))
+        thread.start()
+        thread.join()
+        assert current() == s.ptr
+    assert seen == [cp.cuda.get_current_stream(0).ptr] != [s.ptr]
+
+
 @pytest.mark.parametrize("make", [lambda cp: cp.zeros((4, 6), cp.complex64),
                                   lambda cp: cp.zeros((6, 4), cp.complex64).T])
 def test_cupy_reader(make, cp):
