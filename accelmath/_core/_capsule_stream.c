@@ -14,7 +14,7 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     stream_fn get;
-    PyObject *capsule; /* (holds the module that holds f) */
+    PyObject *capsule;
     int device_id;
 } CapsuleStream;
 

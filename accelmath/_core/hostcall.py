@@ -452,6 +452,9 @@ def reader(checks, pointer, held=None):
     module = _extension()
     if module is not None:
         return module.Reader(checks, pointer, held)
+    if not all(_gettable(get) for get in (pointer, *(() if held is None else held[:1]))):
+        raise TypeError(f"reader: pointer {pointer!r} or held {held!r}: neither callable nor a "
+                        "descriptor")
     get_pointer = _getter(pointer)
     getters = tuple((_getter(get), expected) for get, expected in checks)
     hold = None if held is None else _getter(held[0])
@@ -461,20 +464,25 @@ def reader(checks, pointer, held=None):
     def fits(x, getters):
         for get, expected in getters:
             value = get(x)
-            if value is not expected and value != expected:
+            if value is not expected and not value == expected:
                 return False
         return True
 
     def read(x):
         if not fits(x, getters):
             return None
-        if hold is not None:
+        if held is not None:
             x = hold(x)
             if not fits(x, held_getters):
                 return None
         return get_pointer(x)
 
     return read
+
+
+def _gettable(get):
+    """Whether ``get`` is a descriptor :func:`_getter` reads, or a callable."""
+    return isinstance(get, _DESCRIPTORS) or callable(get)
 
 
 def _getter(get):
@@ -500,7 +508,7 @@ def capsule_stream(capsule, device_id):
         return None
     try:
         return module.CapsuleStream(capsule, device_id)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -87,6 +87,28 @@ def test_readers_read_the_pointer_of_a_held_object(monkeypatch):
         assert "C reader" in repr(made[0]) and "slice" in repr(made[0])
 
 
+def test_readers_read_the_held_object_once(monkeypatch):
+    calls = []
+
+    def hold(x):
+        calls.append(x)
+        return x.stop
+
+    made = [hostcall.reader([], slice.stop, held=(hold, [(slice.start, 3)]))]
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
+    made.append(hostcall.reader([], slice.stop, held=(hold, [(slice.start, 3)])))
+    for read in made:
+        calls.clear()
+        assert read(slice(0, slice(3, 9))) == 9 and len(calls) == 1
+
+
+def test_python_readers_refuse_what_the_c_reader_refuses(monkeypatch):
+    monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
+    for pointer, held in ((3, None), (slice.stop, (None, [(slice.start, 3)]))):
+        with pytest.raises(TypeError, match="neither callable nor a descriptor"):
+            hostcall.reader([], pointer, held=held)
+
+
 @needs_shim
 def test_a_c_reader_refuses_a_malformed_held_pair():
     for held in ((slice.stop,), (3, ()), (slice.stop, [(slice.start, 3)]),
@@ -116,6 +138,18 @@ def test_a_capsule_stream_calls_its_c_function_with_the_device():
     assert hostcall.capsule_stream(_capsule(function, ctypes.addressof(other)), 3) is None
     assert hostcall.capsule_stream(None, 3) is None
     assert hostcall.capsule_stream(_capsule(function, ctypes.addressof(name)), "0") is None
+    assert hostcall.capsule_stream(_capsule(function, ctypes.addressof(name)), 2**40) is None
+
+
+@needs_shim
+def test_a_capsule_stream_raises_what_its_c_function_raises():
+    # PyErr_BadArgument: a C function that sets TypeError (int (void), its int ignored: the
+    # error alone says the call failed)
+    raising = ctypes.cast(ctypes.pythonapi.PyErr_BadArgument, ctypes.c_void_p).value
+    name = ctypes.create_string_buffer(b"intptr_t (int)")
+    current = hostcall.capsule_stream(_capsule(raising, ctypes.addressof(name)), 0)
+    with pytest.raises(TypeError, match="bad argument type"):
+        current()
 
 
 def test_no_capsule_stream_without_the_shim(monkeypatch):
