@@ -6,11 +6,10 @@ extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``, ``_exc
 ``_capsule_stream.c``, ``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when
 accelmath is installed, calls status-returning C functions of up to 16 integer and pointer
 arguments for a tenth of that; :func:`front` puts a table of such calls before a public
-function. It is an optional extension:
-where it was not built (no C compiler at install time) or ``ACCELMATH_HOSTCALL=0``,
-:func:`fast` returns the ctypes function itself, :func:`launcher` the Python execute and
-:func:`front` the function: the results are the same, only slower. :func:`status` says which is
-used, and why.
+function. It is an optional extension: where it was not built (no C compiler at install time)
+or ``ACCELMATH_HOSTCALL=0``, :func:`fast` returns the ctypes function itself, :func:`launcher`
+the Python execute and :func:`front` the function: the results are the same, only slower.
+:func:`status` says which is used, and why.
 """
 
 import ctypes

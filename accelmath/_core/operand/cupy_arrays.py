@@ -100,7 +100,8 @@ class CupyAdapter(Adapter):
             import cupy_backends.cuda.stream as backend
         except ImportError:
             return None
-        return getattr(backend, "__pyx_capi__", {}).get("get_stream_ptr")
+        exported = getattr(backend, "__pyx_capi__", None)
+        return exported.get("get_stream_ptr") if isinstance(exported, dict) else None
 
     @contextlib.contextmanager
     def stream_scope(self, handle, device_id):
