@@ -56,6 +56,50 @@ def environment():
             "cpu": cpu, "cpu_count": os.cpu_count(), "date": datetime.date.today().isoformat()}
 
 
+def no_gpu(name):
+    """True, after saying so, where there is no usable GPU: benchmark ``name`` then measures
+    nothing."""
+    from accelmath._core.gpu import device
+
+    if device.gpu_available():
+        return False
+    print(f"{name}: needs a CUDA GPU ({device.gpu_unavailable_reason()}); nothing to measure.")
+    return True
+
+
+class Missing:
+    """Stands for what could not be imported or made; using or calling it raises why."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __getattr__(self, name):
+        raise RuntimeError(self.why)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(self.why)
+
+
+def live_bytes_hook(cupy):
+    """A ``cupy.cuda.MemoryHook`` that tracks the bytes in use from the memory pool (every
+    allocation and release, at the pool's rounded sizes) and their largest value."""
+
+    class LiveBytes(cupy.cuda.MemoryHook):
+        name = "LiveBytes"
+
+        def __init__(self):
+            self.used = self.peak = 0
+
+        def malloc_postprocess(self, **kwargs):
+            self.used += kwargs["mem_size"]
+            self.peak = max(self.peak, self.used)
+
+        def free_postprocess(self, **kwargs):
+            self.used -= kwargs["mem_size"]
+
+    return LiveBytes()
+
+
 def byte_compile(*packages):
     """Byte-compile the installed packages named (those importable), as an installed package
     is, before fresh processes time a first call: a source tree on a machine that writes no

@@ -13,7 +13,8 @@ import sys
 from typing import NamedTuple
 
 import numpy as np
-from _common import device_time_ms, environment, error_text, host_times_us, settle, write
+from _common import (device_time_ms, environment, error_text, host_times_us, no_gpu, settle,
+                     write)
 
 import accelmath.fft as afft
 from accelmath._core import hostcall
@@ -367,10 +368,7 @@ def round_trip_cases(rows):
 
 
 def main():
-    from accelmath._core.gpu import device
-
-    if not device.gpu_available():
-        print(f"fft: needs a CUDA GPU ({device.gpu_unavailable_reason()}); nothing to measure.")
+    if no_gpu("fft"):
         return 0
     try:
         import cupy

@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 
-from _common import byte_compile, environment, write
+from _common import byte_compile, environment, no_gpu, write
 
 SHAPE = (4096, 4096)
 REPEATS = 3
@@ -132,10 +132,7 @@ def summarize(case, store, runs):
 
 def main():
     # imported here, not at the top: the fresh processes time their own import of accelmath
-    from accelmath._core.gpu import device
-
-    if not device.gpu_available():
-        print(f"first_call: no GPU ({device.gpu_unavailable_reason()}); nothing to measure.")
+    if no_gpu("first_call"):
         return 0
     installed = {name for name in ("torch", "cupy") if importlib.util.find_spec(name)}
     runs = [(case, store) for case, (package, library) in CASES.items() if package in installed

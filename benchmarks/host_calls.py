@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 
-from _common import environment, host_times_us, write
+from _common import environment, host_times_us, no_gpu, write
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -103,10 +103,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.child:
         return child(args.calls)
-    from accelmath._core.gpu import device
-
-    if not device.gpu_available():
-        print("host_calls: no GPU here; nothing to time")
+    if no_gpu("host_calls"):
         return 0
     best = {tree: {} for tree in args.trees}
     for _ in range(args.rounds):

@@ -67,7 +67,7 @@ import tempfile
 import time
 
 import numpy as np
-from _common import byte_compile, environment, settle, write
+from _common import byte_compile, environment, live_bytes_hook, settle, write
 
 GPU_SIZES = (1024, 2048, 4088)
 CPU_SIZES = (1024,)
@@ -304,26 +304,6 @@ def warm_seconds(call, space, repeats):
         space.sync()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
-
-
-def live_bytes_hook(cupy):
-    """A ``cupy.cuda.MemoryHook`` that tracks the bytes in use from the memory pool (every
-    allocation and release, at the pool's rounded sizes) and their largest value."""
-
-    class LiveBytes(cupy.cuda.MemoryHook):
-        name = "LiveBytes"
-
-        def __init__(self):
-            self.used = self.peak = 0
-
-        def malloc_postprocess(self, **kwargs):
-            self.used += kwargs["mem_size"]
-            self.peak = max(self.peak, self.used)
-
-        def free_postprocess(self, **kwargs):
-            self.used -= kwargs["mem_size"]
-
-    return LiveBytes()
 
 
 def agreement(ours, theirs, science_scale):

@@ -40,8 +40,9 @@ import sys
 import tempfile
 import time
 
-from _common import (case_parser, device_times_ms, environment, error_text, first_call_ms,
-                     head_start, host_times_us, run_case, run_sizes, selected, write)
+from _common import (Missing, case_parser, device_times_ms, environment, error_text,
+                     first_call_ms, head_start, host_times_us, no_gpu, run_case, run_sizes,
+                     selected, write)
 
 DEVICE = "cuda"
 N = 4096
@@ -78,19 +79,6 @@ HOST_TARGETS = [("stateless / a @ b", 1.0), ("Matmul.execute / a @ b", 0.8)]
 
 class Wrong(Exception):
     """A result of the wrong shape or dtype: the case is marked WRONG."""
-
-
-class Missing:
-    """Stands for what could not be imported or made; using or calling it raises why."""
-
-    def __init__(self, why):
-        self.why = why
-
-    def __getattr__(self, name):
-        raise RuntimeError(self.why)
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError(self.why)
 
 
 # --- the packages --------------------------------------------------------------------------
@@ -541,11 +529,7 @@ def main(argv=None):
         for name, _ in cases:
             print(name, "" if selected(name, args) else "(skipped)")
         return 0
-    from accelmath._core.gpu import device
-
-    if not device.gpu_available():
-        print(f"matmul: needs a CUDA GPU ({device.gpu_unavailable_reason()}); "
-              "nothing to measure.")
+    if no_gpu("matmul"):
         return 0
     if args.keep_store:
         return measure_all(args, cases)

@@ -26,8 +26,8 @@ import sys
 import time
 
 import _common
-from _common import (case_parser, device_time_ms, environment, error_text, first_call_ms,
-                     host_times_us, run_sizes, selected, write)
+from _common import (Missing, case_parser, device_time_ms, environment, error_text,
+                     first_call_ms, host_times_us, no_gpu, run_sizes, selected, write)
 from _solver_data import (Context, Wrong, check_cholesky, check_eigh, check_qr, check_solve,
                           check_svd, spd, symmetric, tolerance)
 
@@ -57,13 +57,6 @@ FLOPS = {"cholesky": (lambda n: n ** 3 / 3, "n^3/3"),
                   "10n^3/3 (tridiagonalization 4n^3/3 + back-transformation 2n^3)"),
          "svd": (lambda n: 20 * n ** 3 / 3,
                  "20n^3/3 (bidiagonalization 8n^3/3 + two back-transformations 2n^3)")}
-
-
-def _missing(what):
-    class Missing:
-        def __getattr__(self, name):
-            raise RuntimeError(what)
-    return Missing()
 
 
 # --- the cases: each builder returns a spec (a dict) ------------------------------------------
@@ -190,7 +183,7 @@ def system_case(kind):
                 factor = ALG.Cholesky(a, lower=True)
                 spec["cleanup"] = [factor.free]
             except Exception as exc:  # the row still times the peers
-                factor = _missing(f"Cholesky(a, lower=True) failed: {error_text(exc)}")
+                factor = Missing(f"Cholesky(a, lower=True) failed: {error_text(exc)}")
             if kind == "resolve":
                 spec["ours"] = {"accelmath": lambda: factor.solve(b)}
                 # the peers' factor, made once too: only their solves are timed
@@ -457,7 +450,7 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-ALG = _missing("accelmath.linalg is not imported")
+ALG = Missing("accelmath.linalg is not imported")
 
 
 def main(argv=None):
@@ -471,11 +464,7 @@ def main(argv=None):
         for name, *_ in crossover:
             print(name, "" if selected(name, args) else "(skipped)")
         return 0
-    from accelmath._core.gpu import device
-
-    if not device.gpu_available():
-        print(f"solvers: needs a CUDA GPU ({device.gpu_unavailable_reason()}); "
-              "nothing to measure.")
+    if no_gpu("solvers"):
         return 0
     ctx = Context()
     if ctx.xp is None:
@@ -486,7 +475,7 @@ def main(argv=None):
         import accelmath.linalg as ALG
     except Exception as exc:
         notes.append(f"accelmath.linalg failed to import: {error_text(exc)}")
-        ALG = _missing(f"accelmath.linalg failed to import: {error_text(exc)}")
+        ALG = Missing(f"accelmath.linalg failed to import: {error_text(exc)}")
     if ctx.cp is None:
         notes.append(f"CuPy missing ({ctx.cp_missing}): accelmath ran on torch tensors")
     if ctx.torch is None:
