@@ -102,6 +102,14 @@ def test_readers_read_the_held_object_once(monkeypatch):
         assert read(slice(0, slice(3, 9))) == 9 and len(calls) == 1
 
 
+def test_readers_refuse_a_held_that_is_no_pair(monkeypatch):
+    for shim in ("1", "0"):
+        monkeypatch.setenv("ACCELMATH_HOSTCALL", shim)
+        for held in ((slice.stop,), slice.stop, (slice.stop, (), ())):
+            with pytest.raises(TypeError, match="held"):
+                hostcall.reader([], slice.stop, held=held)
+
+
 def test_python_readers_refuse_what_the_c_reader_refuses(monkeypatch):
     monkeypatch.setenv("ACCELMATH_HOSTCALL", "0")
     for pointer, held in ((3, None), (slice.stop, (None, [(slice.start, 3)]))):
