@@ -16,6 +16,17 @@ __all__ = ["CupyAdapter"]
 _DESCRIPTORS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 
 
+def _stream_capsule():
+    """CuPy's C function of a device id that returns its current stream (a capsule, from the
+    C functions its ``cupy_backends.cuda.stream`` exports), or None."""
+    try:
+        import cupy_backends.cuda.stream as backend
+    except ImportError:
+        return None
+    exported = getattr(backend, "__pyx_capi__", None)
+    return exported.get("get_stream_ptr") if isinstance(exported, dict) else None
+
+
 class CupyAdapter(Adapter):
     """The adapter of ``cupy.ndarray``."""
 
@@ -29,6 +40,7 @@ class CupyAdapter(Adapter):
         get_stream = cupy.cuda.get_current_stream
         self._stream_ptr = getattr(cupy.cuda.stream, "get_current_stream_ptr",
                                    lambda: get_stream().ptr)
+        self._stream_capsule = _stream_capsule()
         self._layouts = Layouts()
         self._dtypes = self._layouts.dtypes
         self._stream_getters = {}  # device id -> stream_getter(device id), made once
@@ -79,7 +91,7 @@ class CupyAdapter(Adapter):
         # (cupy_backends' get_stream_ptr) names it in one call; else the one of the current
         # device is the cheap read, another device's is asked for by its id.
         if device_id is not None:
-            current = hostcall.capsule_stream(self._stream_capsule(), device_id)
+            current = hostcall.capsule_stream(self._stream_capsule, device_id)
             if current is not None:
                 return current
         current_ptr, get_device = self._stream_ptr, self._cp.cuda.runtime.getDevice
@@ -91,17 +103,6 @@ class CupyAdapter(Adapter):
             return get_stream(device_id).ptr
 
         return current_stream
-
-    @staticmethod
-    def _stream_capsule():
-        """CuPy's C function of a device id that returns its current stream, a capsule, or
-        None."""
-        try:
-            import cupy_backends.cuda.stream as backend
-        except ImportError:
-            return None
-        exported = getattr(backend, "__pyx_capi__", None)
-        return exported.get("get_stream_ptr") if isinstance(exported, dict) else None
 
     @contextlib.contextmanager
     def stream_scope(self, handle, device_id):

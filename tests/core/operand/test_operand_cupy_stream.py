@@ -16,6 +16,7 @@ def _adapter(current_device, streams):
     adapter = CupyAdapter.__new__(CupyAdapter)
     adapter._cp = SimpleNamespace(cuda=cuda)
     adapter._stream_ptr = lambda: streams[current_device[0]]
+    adapter._stream_capsule = None  # (CuPy's C function: none in the stand-in)
     adapter._stream_getters = {}
     return adapter
 
