@@ -184,14 +184,15 @@ def long_row(torch, F, kind):
     (the product as the prologue of the inverse transform, float32 result)."""
     rng = np.random.default_rng()
     rows, n = 4, 2 ** 22
+    # the filter: complex, or for the real transforms a real filter's half spectrum (its DC
+    # and Nyquist terms real, as c2r reads them); the c2r input likewise a real signal's
     if kind == "c2c":
         w = rng.standard_normal(n) + 1j * rng.standard_normal(n)
-    else:  # (a real filter's half spectrum: real at DC and Nyquist, as c2r reads them)
+    else:
         w = np.fft.rfft(rng.standard_normal(n)) / np.sqrt(n)
     w = w.astype(np.complex64)
     tw = torch.from_numpy(w).cuda()
     if kind == "c2r":
-        # (a real signal's half spectrum: its DC and Nyquist terms real, as irfft reads them)
         x = np.fft.rfft(rng.standard_normal((rows, n))).astype(np.complex64)
         expected = np.fft.irfft(x.astype(np.complex128) * w, n=n)
         tx = torch.from_numpy(x).cuda()

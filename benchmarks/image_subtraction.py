@@ -423,10 +423,9 @@ def one_size(size, space, libraries, repeats, first_call, scratch):
         if library == "accelmath" and space.device == "gpu":
             # On a machine whose store is empty, accelmath compiles its kernels in the
             # background while the first pairs go without them (the subtract stage in its
-            # Fourier form until the direct kernel is compiled): one subtractor
-            # first, its kernels waited for, so that the warm figure is what a long-running
-            # process gets whatever the store held (the first-call rows time the first call
-            # itself).
+            # Fourier form until the direct kernel is compiled): one subtractor first, its
+            # kernels waited for, so that the warm figure is what a long-running process gets
+            # whatever the store held (the first-call rows time the first call itself).
             first = MAKERS[library](space, reference, science, mask)
             settle(first.warm)
             first.free()

@@ -19,7 +19,6 @@
  * (fail(status) raises). `keep` is held (what the addresses point into). */
 #include "_hostcall.h"
 
-
 /* An element, read from its tuple once, when the chain is made. */
 typedef struct {
     char code;           /* 'a' an array, else the number's code */

@@ -17,7 +17,6 @@
 
 #define KERNEL_WORDS 11
 
-
 /* What the caller keeps alive as long as it calls kernel_call with its address: cuLaunchKernel,
  * cuCtxGetCurrent, cuCtxPushCurrent and cuCtxPopCurrent, and the kernel's CUcontext. */
 typedef struct {

@@ -295,8 +295,9 @@ def draw_figure(path, report, images):
 
 
 def _publish(figure, path):
-    """Write ``figure`` to ``path`` as PNG, atomically (:func:`~accelmath.subtraction._runs.fits.write_beside`: a link
-    at ``path`` is replaced, never followed); a file object as it is."""
+    """Write ``figure`` to ``path`` as PNG, atomically
+    (:func:`~accelmath.subtraction._runs.fits.write_beside`: a link at ``path`` is replaced,
+    never followed); a file object as it is."""
     if not isinstance(path, (str, os.PathLike)):
         figure.savefig(path, format="png")
         return

@@ -212,4 +212,3 @@ class TorchAdapter(Adapter):
     def to_device(self, a):
         """Copy NumPy array ``a`` to the current GPU."""
         return self._torch.from_numpy(a).cuda()
-

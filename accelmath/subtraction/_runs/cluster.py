@@ -30,7 +30,7 @@ import numpy as np
 from accelmath.errors import InvalidArgumentError, NoDeviceError, UnsupportedOperandError
 from accelmath.subtraction._gpu import gpu_available, gpu_count, gpu_package
 from accelmath.subtraction._runs.main_guard import (check_not_bootstrapping, start_failure,
-                                               unguarded_main_script)
+                                                    unguarded_main_script)
 from accelmath.subtraction._ops import kind_of, kind_of_array
 
 __all__ = ["local_cluster", "subtract_many", "worker_environments"]

@@ -3,8 +3,9 @@
 One pair: ``accelmath subtract REF.fits SCI.fits -o DIFF.fits`` reads the pair (and a mask),
 subtracts it on the device asked for, and writes the difference with the science image's
 header and the fit's record, printing a line per stage. Many pairs: ``accelmath subtract
---pairs pairs.csv --out-dir DIR`` runs a CSV manifest (:mod:`accelmath.subtraction._runs.manifest`)
-on every GPU of the machine or on a Dask scheduler, resumable, a line per pair.
+--pairs pairs.csv --out-dir DIR`` runs a CSV manifest
+(:mod:`accelmath.subtraction._runs.manifest`) on every GPU of the machine or on a Dask
+scheduler, resumable, a line per pair.
 """
 
 import argparse

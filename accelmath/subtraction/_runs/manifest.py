@@ -262,8 +262,9 @@ def subtract_files(pairs, *, configuration=None, client=None, scheduler=None, gp
     list of Outcome
         In the pairs' order.
     """
-    from accelmath.subtraction._runs.cluster import (_check_configuration, _cores, _gpu_ordinals,
-                                             _import_distributed, _local_cluster)
+    from accelmath.subtraction._runs.cluster import (_check_configuration, _cores,
+                                                     _gpu_ordinals, _import_distributed,
+                                                     _local_cluster)
     from accelmath.subtraction._gpu import gpu_count
 
     configuration = dict(configuration or {})
