@@ -11,12 +11,9 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("accelmath._core._hostcall",
-                  ["accelmath/_core/_hostcall.c", "accelmath/_core/_function.c",
-                   "accelmath/_core/_reader.c", "accelmath/_core/_exchange.c",
-                   "accelmath/_core/_capsule_stream.c",
-                   "accelmath/_core/_front.c",
-                   "accelmath/_core/_front_parts.c", "accelmath/_core/_chain.c",
-                   "accelmath/_core/_kernel_call.c"],
-                  depends=["accelmath/_core/_hostcall.h"], optional=True),
+                  [f"accelmath/_core/_shim/{name}.c"
+                   for name in ("hostcall", "function", "reader", "exchange", "capsule_stream",
+                                "front", "front_parts", "chain", "kernel_call")],
+                  depends=["accelmath/_core/_shim/shim.h"], optional=True),
     ],
 )

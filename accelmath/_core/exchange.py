@@ -1,6 +1,6 @@
 """The DLPack C exchange API: an array package that offers it (``torch.Tensor`` does, as
 ``__dlpack_c_exchange_api__``) describes an array, and names a device's current stream, to C
-code in one call, without a Python object made. The call shim reads it (``_exchange.c``); where
+code in one call, without a Python object made. The call shim reads it (``_shim/exchange.c``); where
 the shim is not used, or the API is of a version it does not read, each function here returns
 None and callers read arrays through their attributes (:func:`hostcall.reader`).
 """

@@ -2,8 +2,7 @@
 
 A ctypes call costs about 0.5 us of host time (libffi, argument conversion), about an eighth of
 a short library call from Python. The call shim, ``accelmath._core._hostcall``, a small CPython
-extension built from ``_hostcall.c`` (and ``_function.c``, ``_reader.c``, ``_exchange.c``,
-``_capsule_stream.c``, ``_front.c``, ``_front_parts.c``, ``_chain.c``, ``_kernel_call.c``) when
+extension built from the C sources of ``_core/_shim/`` (``hostcall.c``, the module) when
 accelmath is installed, calls status-returning C functions of up to 16 integer and pointer
 arguments for a tenth of that; :func:`front` puts a table of such calls before a public
 function. It is an optional extension: where it was not built (no C compiler at install time)
@@ -30,7 +29,7 @@ _MAX_ARGS = 16  # the most word arguments of any library call accelmath makes
 MAX_CHAIN = _MAX_ARGS
 #: The most parameters (8-byte words) of a kernel that :func:`kernel_call` launches
 KERNEL_WORDS = 11
-_INTERFACE = 7  # the call shim's (INTERFACE in _hostcall.h): an older build is not used
+_INTERFACE = 7  # the call shim's (INTERFACE in _shim/shim.h): an older build is not used
 # argument types passed whole in one machine word
 _WORD_TYPES = {ctypes.c_int, ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
                ctypes.c_ulonglong, ctypes.c_size_t, ctypes.c_ssize_t, ctypes.c_void_p}

@@ -1,4 +1,4 @@
-"""The call shim's kernel launch (``_kernel_call.c``), through stand-ins of cuLaunchKernel
+"""The call shim's kernel launch (``_core/_shim/kernel_call.c``), through stand-ins of cuLaunchKernel
 and the context functions made by ctypes: the grid, block, shared memory, stream and the 11
 parameter words reach the launch; the kernel's context is pushed and popped where another is
 current; a failing status comes back, of the first call that failed."""

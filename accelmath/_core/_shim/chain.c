@@ -1,6 +1,6 @@
 /* Chain(first, pointer, elements, words, nwords, launch, head, parameters, stream, fail,
  *       context_get, context, miss, keep), part of accelmath._core._hostcall: a front's run
- * (_front.c) of a call that is a launcher's call followed by one kernel over its result, with
+ * (front.c) of a call that is a launcher's call followed by one kernel over its result, with
  * further arrays and scalars: a transform and its fused epilogue.
  *
  * chain(x, values=()) reads the values first: element k of the tuple `elements` describes
@@ -17,7 +17,7 @@
  * a long long) or the current context (context_get: the address of cuCtxGetCurrent) is not
  * `context`, before anything ran; it raises where a call raises, and where the launch fails
  * (fail(status) raises). `keep` is held (what the addresses point into). */
-#include "_hostcall.h"
+#include "shim.h"
 
 /* An element, read from its tuple once, when the chain is made. */
 typedef struct {

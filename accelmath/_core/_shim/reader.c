@@ -6,7 +6,7 @@
  * an array's shape and dtype are) is read through the descriptor itself; any other is called
  * with x. held, a pair (hold, held_checks), reads an object of x once, h = hold(x) (the
  * memory it points into, say), checks h as checks does x, and returns pointer(h). */
-#include "_hostcall.h"
+#include "shim.h"
 
 typedef struct {
     PyObject_HEAD

@@ -1,8 +1,8 @@
-/* The parts of a front's key (_front.c), part of accelmath._core._hostcall: the plain values
+/* The parts of a front's key (front.c), part of accelmath._core._hostcall: the plain values
  * a key holds as they are, the arrays' types (by identity), the values a fused function reads
  * (its part: its code, then each value by value or by identity) and a fused function's
  * operand tuple (each array's type, shape and dtype, each number's type). */
-#include "_hostcall.h"
+#include "shim.h"
 
 PyObject *front_shape, *front_dtype;
 
@@ -89,7 +89,7 @@ static PyObject *read_value(PyObject *v, int depth) {
     return item;
 }
 
-/* A fused function's part of a key (see _front.c; a new reference), `codes` the dict of the
+/* A fused function's part of a key (see front.c; a new reference), `codes` the dict of the
  * global names each code reads, `miss` what an absent global reads as: NULL with no error
  * where it has none, NULL with an error where reading it raised an error that propagates. */
 PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn) {
@@ -148,7 +148,7 @@ unkeyed:
     return NULL;
 }
 
-/* An operand tuple's part of a key (see _front.c; a new reference), its arrays of a type in
+/* An operand tuple's part of a key (see front.c; a new reference), its arrays of a type in
  * the set `types`: NULL with no error where it has none, NULL with an error where reading an
  * array's shape or dtype raised. */
 PyObject *front_operands_part(PyObject *types, PyObject *values) {

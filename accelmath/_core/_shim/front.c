@@ -11,7 +11,7 @@
  * - one named in the tuple `functions`: a Python function (no defaults) whose code is in the
  *   dict `codes`, `codes[code]` the tuple of global names it reads; its part of the key is
  *   (code, w...), w each value it reads (its closure's cells, then those globals, `miss` for
- *   one absent) as _front_parts.c keeps it: numbers, strings and tuples of those by value,
+ *   one absent) as front_parts.c keeps it: numbers, strings and tuples of those by value,
  *   anything else by identity (held by the key);
  * - one named in the tuple `operands`: a tuple of arrays of a type in `types` and exact
  *   ints, floats and complex numbers (fewer than MAX_ARGS), or None, keyed only beside a
@@ -23,7 +23,7 @@
  * not in the table, or a run that answers `miss`, goes to learn(key, *args, **kwargs),
  * which calls function and may put the key in the table; any other call goes to function
  * itself. Errors of run, learn and function propagate. */
-#include "_hostcall.h"
+#include "shim.h"
 
 typedef struct {
     PyObject_HEAD

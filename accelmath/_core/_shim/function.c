@@ -1,7 +1,7 @@
 /* Function(address, nargs), part of accelmath._core._hostcall: the C function at address,
  * int f(W, ..., W) of nargs words, called from Python for a fraction of what a ctypes call
- * costs; call_words, the call itself, which Launch (_hostcall.c) makes too. */
-#include "_hostcall.h"
+ * costs; call_words, the call itself, which Launch (hostcall.c) makes too. */
+#include "shim.h"
 
 /* The argument lists of 1 to 16 words, as types and as values of a[]. */
 #define T1 W

@@ -1,7 +1,7 @@
-/* The call shim's shared pieces (accelmath._core._hostcall, built from _hostcall.c,
- * _function.c, _reader.c, _exchange.c, _capsule_stream.c, _front.c, _front_parts.c,
- * _chain.c and _kernel_call.c): one machine word per argument, Function (a C function of
- * word arguments, _function.c) and the types and functions the files share. */
+/* The call shim's shared pieces (accelmath._core._hostcall, built from hostcall.c,
+ * function.c, reader.c, exchange.c, capsule_stream.c, front.c, front_parts.c,
+ * chain.c and kernel_call.c): one machine word per argument, Function (a C function of
+ * word arguments, function.c) and the types and functions the files share. */
 #ifndef ACCELMATH_HOSTCALL_H
 #define ACCELMATH_HOSTCALL_H
 #define PY_SSIZE_T_CLEAN
@@ -17,7 +17,7 @@
 
 typedef intptr_t W; /* one argument: an integer or a pointer, passed as one machine word */
 
-/* The driver's cuLaunchKernel and cuCtxGetCurrent, as _chain.c and _kernel_call.c call them
+/* The driver's cuLaunchKernel and cuCtxGetCurrent, as chain.c and kernel_call.c call them
  * (a CUfunction and a stream passed as words). */
 typedef int (*launch_fn)(W, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                          unsigned, W, void **, void **);
@@ -48,23 +48,23 @@ typedef struct {
 /* Call f with the n words of a (0 to MAX_ARGS), the GIL released: its status. */
 int call_words(void *f, Py_ssize_t n, const W *a);
 
-extern PyTypeObject FunctionType; /* _function.c */
-extern PyTypeObject ReaderType;   /* _reader.c */
-extern PyTypeObject FrontType;    /* _front.c */
-extern PyTypeObject ChainType;    /* _chain.c */
-extern PyTypeObject ExchangeReaderType, ExchangeStreamType; /* _exchange.c */
-extern PyTypeObject CapsuleStreamType; /* _capsule_stream.c */
+extern PyTypeObject FunctionType; /* function.c */
+extern PyTypeObject ReaderType;   /* reader.c */
+extern PyTypeObject FrontType;    /* front.c */
+extern PyTypeObject ChainType;    /* chain.c */
+extern PyTypeObject ExchangeReaderType, ExchangeStreamType; /* exchange.c */
+extern PyTypeObject CapsuleStreamType; /* capsule_stream.c */
 
-/* exchange_layout(api, x), a module function (_exchange.c). */
+/* exchange_layout(api, x), a module function (exchange.c). */
 PyObject *exchange_layout(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
-/* A reader's checks (_reader.c): whether get(x) == expected for each (get, expected) of the
+/* A reader's checks (reader.c): whether get(x) == expected for each (get, expected) of the
  * tuple checks (1, 0, -1 on an error); whether a tuple holds such pairs (0, -1 with
  * TypeError). */
 int reader_checks(PyObject *checks, PyObject *x);
 int reader_checks_valid(PyObject *checks);
 
-/* A kernel launch of word arguments (_kernel_call.c): its driver (a KernelDriver's address),
+/* A kernel launch of word arguments (kernel_call.c): its driver (a KernelDriver's address),
  * the CUfunction, the packed grid and block, the stream, then 11 parameter words. */
 int kernel_call(W driver, W function, W grid, W block, W stream, W p0, W p1, W p2, W p3, W p4,
                 W p5, W p6, W p7, W p8, W p9, W p10);
@@ -72,7 +72,7 @@ int kernel_call(W driver, W function, W grid, W block, W stream, W p0, W p1, W p
 /* Ready FrontType and its strings (0, -1 on an error). */
 int front_ready(void);
 
-/* The parts of a front's key (_front_parts.c): "shape" and "dtype", interned; whether a value
+/* The parts of a front's key (front_parts.c): "shape" and "dtype", interned; whether a value
  * is plain (an exact int or str, None, a tuple of exact ints); an error cleared where a
  * call goes unkeyed for it (1) or left to propagate (0); whether a type is one of a set, by
  * identity; a fused function's part and an operand tuple's part (new references, NULL with

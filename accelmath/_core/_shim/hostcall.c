@@ -1,12 +1,12 @@
 /* accelmath._core._hostcall: call status-returning C functions of word-sized arguments
  * (integers and pointers, up to 16) for a fraction of what a ctypes call costs, alone
- * (Function, _function.c) or after the checks of a plan's execute (Launch, here); Reader
- * (_reader.c) reads an array's pointer after the checks of its layout; Front (_front.c) makes
+ * (Function, function.c) or after the checks of a plan's execute (Launch, here); Reader
+ * (reader.c) reads an array's pointer after the checks of its layout; Front (front.c) makes
  * a public function's commonest calls from a table of launchers. It knows no library:
  * a plan describes its library call as data (the function, its error raiser and its argument
  * slots). Built when accelmath is installed (setup.py, an optional extension); where it is
  * missing, accelmath/_core/hostcall.py calls through ctypes instead. */
-#include "_hostcall.h"
+#include "shim.h"
 
 /* Launch(slow, calls, inputs, out_readers, allocate, current_stream, local, mask): a plan's
  * execute made in C for its common calls, and slow, the same execute in Python, for the rest.

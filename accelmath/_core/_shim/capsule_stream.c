@@ -4,7 +4,7 @@
  * signature, "intptr_t (int)", as Cython names the C functions a module exports in its
  * __pyx_capi__ (CuPy's cupy_backends.cuda.stream.get_stream_ptr is one): a capsule of any
  * other signature is refused when the CapsuleStream is made. An error f raises propagates. */
-#include "_hostcall.h"
+#include "shim.h"
 
 #define SIGNATURE "intptr_t (int)"
 

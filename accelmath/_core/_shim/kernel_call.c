@@ -1,5 +1,5 @@
 /* kernel_call, part of accelmath._core._hostcall: a kernel launch as a C function of word
- * arguments, which a Function (and so a Launch, _hostcall.c) calls like any library call:
+ * arguments, which a Function (and so a Launch, hostcall.c) calls like any library call:
  *
  *   int kernel_call(W driver, W function, W grid, W block, W stream, W p0, ..., W p10)
  *
@@ -13,7 +13,7 @@
  * call's stack: threads launch at once without sharing them (the driver copies the
  * parameters before cuLaunchKernel returns). The status is the driver's, of the first call
  * that failed. */
-#include "_hostcall.h"
+#include "shim.h"
 
 #define KERNEL_WORDS 11
 

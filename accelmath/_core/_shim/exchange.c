@@ -3,13 +3,13 @@
  * "dlpack_exchange_api") describes an array to C code in one call, without a Python object
  * made, and names the current stream of a device. Here:
  *   - ExchangeReader(api, types, layout, checks, fallback): a reader of one layout's arrays
- *     (as Reader is, _reader.c), reading the layout through the API;
+ *     (as Reader is, reader.c), reading the layout through the API;
  *   - exchange_layout(api, x): what the API says of x, as a tuple (tests, and the layouts'
  *     dtype codes);
  *   - ExchangeStream(api, device_type, device_id): the current stream of one device, an int.
  * The declarations below are the standard's (dlpack.h, version 1), the fields this file
  * reads and what precedes them. */
-#include "_hostcall.h"
+#include "shim.h"
 
 typedef struct {
     int32_t device_type, device_id;
