@@ -2,11 +2,11 @@
 
 torch.fft returns this spectrum transposed (strides (1, 4096)), which cuFFT writes faster than
 the C-order result that NumPy, CuPy and accelmath return on CuPy arrays. This benchmark times
-the ways to the C-order result that were tried, through accelmath's cuFFT bindings: cuFFT's
-2-D plan (also with its patient JIT planning), its two passes alone (rows, then columns in
-place), the columns first, and accelmath's own column kernel (``accelmath.fft._columns``), which
-rfft2 chooses where it measures faster than cuFFT's column pass. Device time per call (CUDA
-events around 10 calls back to back, median of 30). Run on a GPU machine:
+the ways to the C-order result that were tried, through accelmath's cuFFT bindings: cuFFT's 2-D plan
+(also with its patient JIT planning), its two passes alone (rows, then columns in place), the
+columns first, and accelmath's own column kernel (``accelmath.fft._kernels.columns``), which rfft2
+chooses where it measures faster than cuFFT's column pass. Device time per call (CUDA events around
+10 calls back to back, median of 30). Run on a GPU machine:
 ``python benchmarks/r2c_layouts.py``; writes ``benchmarks/results/r2c-layouts-<device>.{json,md}``.
 """
 
@@ -18,7 +18,7 @@ from _common import device_time_ms, environment, write
 
 import accelmath.fft as afft
 from accelmath.bindings import cufft
-from accelmath.fft import _columns
+from accelmath.fft._kernels import columns as _columns
 from accelmath.fft._layout import plan_steps
 
 N = 4096

@@ -25,7 +25,7 @@ from accelmath._core.operand import ITEMSIZE
 from accelmath._core.switches import switched_off
 from accelmath.bindings import cufft, driver
 from accelmath.errors import CudaLibraryError, InvalidArgumentError
-from accelmath.fft import _columns, _mixed
+from accelmath.fft._kernels import columns as _columns, mixed as _mixed
 from accelmath.fft._layout import plan_steps
 
 __all__ = ["TYPED_EXEC", "CudaExecutor", "aligned"]
@@ -265,7 +265,7 @@ class CudaExecutor:
     def _with_mixed(self, steps):
         """``steps`` run by accelmath's mixed-radix kernels where they are one real 2-D
         transform that those kernels take (lengths with a prime factor above 7, on which
-        cuFFT is slow: ``accelmath.fft._mixed``), else None; None too while the kernels
+        cuFFT is slow: ``accelmath.fft._kernels.mixed``), else None; None too while the kernels
         compile, or with ``ACCELMATH_MIXED=0``."""
         if (len(steps) != 1 or switched_off("ACCELMATH_MIXED")
                 or not _mixed.step_fits(steps[0], self._real_dtype,

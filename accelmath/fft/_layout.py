@@ -28,8 +28,9 @@ class Step:
     ``dst`` name the buffers a step reads and writes: ``"in"`` (the plan's input, or for c2r
     its scratch copy), ``"out"``, or ``"tmp"`` (a dense scratch buffer laid out as
     :func:`scratch_layout` says, see ``plan_steps(scratch=True)``). ``engine`` is what runs
-    it: ``"cufft"``, or ``"columns"`` for accelmath's column kernel (``accelmath.fft._columns``,
-    which the executor may choose for c2c steps down columns).
+    it: ``"cufft"``, or ``"columns"`` for accelmath's column kernel
+    (``accelmath.fft._kernels.columns``, which the executor may choose for c2c steps down
+    columns).
     """
 
     kind: str

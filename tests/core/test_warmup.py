@@ -68,9 +68,9 @@ def test_device_path_imports_modules_and_loads_libraries(monkeypatch, nvrtc):
 
     # (imported afresh here, and afterwards the module every other test holds again: the
     # package's attribute too, which the import sets)
-    monkeypatch.delitem(sys.modules, "accelmath.fft._columns", raising=False)
+    monkeypatch.delitem(sys.modules, "accelmath.fft._kernels.columns", raising=False)
     monkeypatch.delattr(accelmath.fft, "_columns", raising=False)
     monkeypatch.setattr(_loader, "_loaded", {})
-    warmup.device_path(("accelmath.fft._columns",), ("nvrtc",))()
-    assert "accelmath.fft._columns" in sys.modules
+    warmup.device_path(("accelmath.fft._kernels.columns",), ("nvrtc",))()
+    assert "accelmath.fft._kernels.columns" in sys.modules
     assert "nvrtc" in _loader._loaded

@@ -12,7 +12,7 @@ from fft_candidates import prefer_engine
 
 import accelmath.fft as afft
 from accelmath._core.gpu import modules
-from accelmath.fft import _columns
+from accelmath.fft._kernels import columns as _columns
 from accelmath.fft._layout import Step, plan_steps
 
 N = 4096

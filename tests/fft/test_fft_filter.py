@@ -9,7 +9,7 @@ from device_arrays import on_device, to_host
 
 import accelmath.fft as F
 from accelmath.errors import InvalidArgumentError, TraceError
-from accelmath.fft import _columns
+from accelmath.fft._kernels import columns as _columns
 from accelmath.fft._fusion import filter as _filter
 from accelmath.fusion import frequency, index, trace
 from accelmath.fusion._cuda import element_source, element_struct

@@ -1,8 +1,8 @@
-"""FFT plans with accelmath's mixed-radix kernels (``fft._mixed``) as a candidate for real 2-D
-transforms of awkward lengths, r2c and c2r: which steps they take (CPU), a plan's staleness
-after a kernel it went without has compiled (CPU, the compiles faked), and on the GPU their
-results against NumPy where the plan chooses them, a plan made on a new machine going without
-them until they compile, and a subtractor's plans made again then."""
+"""FFT plans with accelmath's mixed-radix kernels (``fft._kernels.mixed``) as a candidate for real
+2-D transforms of awkward lengths, r2c and c2r: which steps they take (CPU), a plan's staleness
+after a kernel it went without has compiled (CPU, the compiles faked), and on the GPU their results
+against NumPy where the plan chooses them, a plan made on a new machine going without them until
+they compile, and a subtractor's plans made again then."""
 
 import functools
 import threading
@@ -16,7 +16,7 @@ from fft_candidates import prefer_engine
 import accelmath.fft as afft
 from accelmath._core.gpu import modules
 from accelmath._core.layout import contiguous_strides
-from accelmath.fft import _mixed
+from accelmath.fft._kernels import mixed as _mixed
 from accelmath.fft._cuda import CudaExecutor
 from accelmath.fft._layout import plan_steps
 

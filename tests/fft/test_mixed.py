@@ -1,4 +1,4 @@
-"""accelmath's mixed-radix transforms (``fft._mixed``): the Stockham schedule against
+"""accelmath's mixed-radix transforms (``fft._kernels.mixed``): the Stockham schedule against
 numpy.fft for lengths of every kind of factor (CPU), the kernels' source compiled by NVRTC
 (no GPU needed), and on the GPU the 2-D filter's three kernels against NumPy in float64,
 float32 and float64, even and odd widths, a large prime factor, further arrays and scalars,
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from accelmath._core.gpu import modules
-from accelmath.fft import _mixed
+from accelmath.fft._kernels import mixed as _mixed
 
 LENGTHS = [8, 12, 97, 125, 143, 146, 1000, 1016, 1155, 2044, 4088, 4096, 6144, 11 * 13 * 17]
 

@@ -1,4 +1,4 @@
-"""The mixed-radix kernels' CUDA source (``fft._mixed.filter_source``), generated for one
+"""The mixed-radix kernels' CUDA source (``fft._kernels.mixed.filter_source``), generated for one
 thread a block and compiled as host C++ (g++: a block one call, the barriers nothing, shared
 memory a static array), run over every row and column as the launches do: the 2-D filter
 ``irfft2(fn(rfft2(x)))`` with further arrays and scalars, even and odd widths, large prime
@@ -12,7 +12,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from accelmath.fft import _mixed
+from accelmath.fft._kernels import mixed as _mixed
 from accelmath.fft._fusion import filter as spectral
 from accelmath.fusion import _cuda, frequency, index
 from accelmath.fusion._elementwise import arguments, traced, types_of

@@ -12,7 +12,7 @@ other way does three times.
 
 A C-ordered float32 or float64 matrix whose lengths have a prime factor above 7 (4088 = 8 x 7 x
 73, say), where cuFFT is slow, has a third way: accelmath's own mixed-radix kernels
-(:mod:`accelmath.fft._mixed`), the rows' r2c transforms, one pass down the columns (forward,
+(:mod:`accelmath.fft._kernels.mixed`), the rows' r2c transforms, one pass down the columns (forward,
 ``fn``, inverse) and the rows' c2r transforms.
 
 The first call of a problem (shape, expression, device) times the ways and keeps the fastest
@@ -33,7 +33,7 @@ from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
 from accelmath.errors import InvalidArgumentError
-from accelmath.fft import _columns, _mixed
+from accelmath.fft._kernels import columns as _columns, mixed as _mixed
 from accelmath.fft import _normalize as norms
 from accelmath.fft._functions_nd import irfftn, rfftn
 from accelmath.fft._plan import FFT
@@ -248,7 +248,7 @@ def _run(fused, width, x, values, stream, handle, like):
 def _run_mixed(fused, op, values, stream, like):
     """The mixed-radix way: the rows' r2c transforms, one pass down the columns (forward,
     the element, ``1 / n``, inverse) and the rows' c2r, each a kernel of accelmath's
-    (:mod:`accelmath.fft._mixed`), through a spectrum of this call's."""
+    (:mod:`accelmath.fft._kernels.mixed`), through a spectrum of this call's."""
     ctx = Context(op, stream)
     for v in values:
         if hasattr(v, "adapter"):

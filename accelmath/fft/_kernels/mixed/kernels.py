@@ -11,7 +11,7 @@ import threading
 from accelmath._core.gpu.launch import LaunchConfig, allow_dynamic_shared, launch
 from accelmath._core.gpu.modules import compile_soon, device_options, is_compiled, loaded
 from accelmath.bindings import driver
-from accelmath.fft._mixed.source import (
+from accelmath.fft._kernels.mixed.source import (
     THREADS, awkward, filter_source, fits, row_length, shared_bytes)
 
 __all__ = ["Filter", "step_code", "step_fits", "step_launcher"]

@@ -59,7 +59,7 @@ def radices(n):
 
     Examples
     --------
-    >>> from accelmath.fft._mixed import radices
+    >>> from accelmath.fft._kernels.mixed import radices
     >>> radices(4088), radices(4096)[:2], radices(2 * 131)
     ([73, 7, 8], [8, 8], None)
     """
