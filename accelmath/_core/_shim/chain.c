@@ -88,8 +88,8 @@ static int read_address(PyObject *read, PyObject *v, uintptr_t align, W *address
     return (uintptr_t)*address % align ? 1 : 0;
 }
 
-static PyObject *chain_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
-                                  PyObject *kwnames) {
+static PyObject *chain_call(PyObject *self_, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames) {
     Chain *self = (Chain *)self_;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     if (self->first == NULL) {
@@ -166,6 +166,11 @@ static PyObject *chain_vectorcall(PyObject *self_, PyObject *const *args, size_t
         return NULL;
     }
     return y;
+}
+
+static PyObject *chain_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    return guarded(chain_call, " in a Chain call", self, args, nargsf, kwnames);
 }
 
 static PyObject *chain_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

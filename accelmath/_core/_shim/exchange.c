@@ -118,9 +118,13 @@ static int exact_type(PyObject *types, PyObject *x) {
     return 0;
 }
 
-static PyObject *exchange_reader_vectorcall(PyObject *self_, PyObject *const *args,
-                                            size_t nargsf, PyObject *kwnames) {
+static PyObject *exchange_reader_call(PyObject *self_, PyObject *const *args,
+                                      size_t nargsf, PyObject *kwnames) {
     ExchangeReader *self = (ExchangeReader *)self_;
+    if (self->types == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "ExchangeReader: called after it was cleared");
+        return NULL;
+    }
     if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "ExchangeReader takes one argument, the array");
         return NULL;
@@ -152,6 +156,12 @@ static PyObject *exchange_reader_vectorcall(PyObject *self_, PyObject *const *ar
         Py_RETURN_NONE;
     }
     return PyLong_FromUnsignedLongLong((unsigned long long)(uintptr_t)t.data + t.byte_offset);
+}
+
+static PyObject *exchange_reader_vectorcall(PyObject *self, PyObject *const *args,
+                                            size_t nargsf, PyObject *kwnames) {
+    return guarded(exchange_reader_call, " in an ExchangeReader call", self, args, nargsf,
+                   kwnames);
 }
 
 /* An int of a tuple's item i, into *value (0, -1 with an error). */

@@ -102,24 +102,22 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
     if (operands && !hashed) {
         return NULL; /* (its launcher takes the arrays alone) */
     }
-    Py_ssize_t size = 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1;
-    PyObject *key = PyTuple_New(size);
-    if (key == NULL) {
+    Parts parts;
+    if (parts_start(&parts, 1 + 3 * self->arrays + (nargs - self->arrays) + nkw + 1) < 0) {
         return NULL;
     }
-    Py_ssize_t k = 0;
-    PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)self));
+    parts_add(&parts, Py_NewRef((PyObject *)self));
     for (Py_ssize_t i = 0; i < self->arrays; i++) {
         PyObject *shape = PyObject_GetAttr(args[i], front_shape);
         PyObject *dtype = shape == NULL ? NULL : PyObject_GetAttr(args[i], front_dtype);
         if (dtype == NULL) {
             Py_XDECREF(shape);
-            Py_DECREF(key);
+            parts_drop(&parts);
             return NULL;
         }
-        PyTuple_SET_ITEM(key, k++, Py_NewRef((PyObject *)Py_TYPE(args[i])));
-        PyTuple_SET_ITEM(key, k++, shape);
-        PyTuple_SET_ITEM(key, k++, dtype);
+        parts_add(&parts, Py_NewRef((PyObject *)Py_TYPE(args[i])));
+        parts_add(&parts, shape);
+        parts_add(&parts, dtype);
     }
     for (Py_ssize_t i = self->arrays; i < nargs + nkw; i++) {
         PyObject *v = args[i], *part;
@@ -133,12 +131,16 @@ static PyObject *key_of(Front *self, PyObject *const *args, Py_ssize_t nargs,
             part = front_function_part(self->codes, self->miss, v);
         }
         if (part == NULL) {
-            Py_DECREF(key);
+            parts_drop(&parts);
             return NULL; /* (an error where one propagates) */
         }
-        PyTuple_SET_ITEM(key, k++, part);
+        parts_add(&parts, part);
     }
-    PyTuple_SET_ITEM(key, k++, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
+    parts_add(&parts, Py_NewRef(kwnames == NULL ? Py_None : kwnames));
+    PyObject *key = parts_tuple(&parts);
+    if (key == NULL) {
+        return NULL;
+    }
     if (hashed && PyObject_Hash(key) == -1) { /* (a value read that is not hashable) */
         Py_DECREF(key);
         front_unkeyed_error();
@@ -211,8 +213,8 @@ static PyObject *call_learn(Front *self, PyObject *key, PyObject *const *args,
     return result;
 }
 
-static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
-                                  PyObject *kwnames) {
+static PyObject *front_call(PyObject *self_, PyObject *const *args, size_t nargsf,
+                            PyObject *kwnames) {
     Front *self = (Front *)self_;
     if (self->function == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Front: called after it was cleared");
@@ -233,6 +235,11 @@ static PyObject *front_vectorcall(PyObject *self_, PyObject *const *args, size_t
     }
     Py_DECREF(key);
     return result;
+}
+
+static PyObject *front_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                  PyObject *kwnames) {
+    return guarded(front_call, " in a Front call", self, args, nargsf, kwnames);
 }
 
 static PyObject *front_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {

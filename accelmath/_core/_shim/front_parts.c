@@ -68,20 +68,20 @@ static PyObject *read_value(PyObject *v, int depth) {
     }
     if (PyTuple_CheckExact(v) && depth < 4) {
         Py_ssize_t n = PyTuple_GET_SIZE(v);
-        PyObject *item = PyTuple_New(n + 1);
-        if (item == NULL) {
+        Parts parts;
+        if (parts_start(&parts, n + 1) < 0) {
             return NULL;
         }
-        PyTuple_SET_ITEM(item, 0, Py_NewRef(type));
+        parts_add(&parts, Py_NewRef(type));
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *part = read_value(PyTuple_GET_ITEM(v, i), depth + 1);
             if (part == NULL) {
-                Py_DECREF(item);
+                parts_drop(&parts);
                 return NULL;
             }
-            PyTuple_SET_ITEM(item, i + 1, part);
+            parts_add(&parts, part);
         }
-        return item;
+        return parts_tuple(&parts);
     }
     PyObject *id = PyLong_FromVoidPtr(v);
     PyObject *item = id == NULL ? NULL : PyTuple_Pack(3, type, id, v);
@@ -100,6 +100,8 @@ PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn) {
     /* (held: hashing the code, or comparing a global's name, may run Python that replaces
      * the function's code or empties the table of codes) */
     PyObject *code = Py_NewRef(PyFunction_GET_CODE(fn)), *names, *part = NULL;
+    Parts parts;
+    parts.items = NULL;
     names = Py_XNewRef(PyDict_GetItemWithError(codes, code));
     if (names == NULL || !PyTuple_CheckExact(names)) {
         goto unkeyed;
@@ -108,11 +110,10 @@ PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn) {
     PyObject *globals = PyFunction_GET_GLOBALS(fn);
     Py_ssize_t cells = closure == NULL ? 0 : PyTuple_GET_SIZE(closure);
     Py_ssize_t n = cells + PyTuple_GET_SIZE(names);
-    part = PyTuple_New(1 + n);
-    if (part == NULL) {
+    if (parts_start(&parts, 1 + n) < 0) {
         goto unkeyed;
     }
-    PyTuple_SET_ITEM(part, 0, Py_NewRef(code));
+    parts_add(&parts, Py_NewRef(code));
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value;
         if (i < cells) {
@@ -133,7 +134,11 @@ PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn) {
         if (item == NULL) {
             goto unkeyed;
         }
-        PyTuple_SET_ITEM(part, 1 + i, item);
+        parts_add(&parts, item);
+    }
+    part = parts_tuple(&parts); /* (the items taken, or released) */
+    if (part == NULL) {
+        goto unkeyed;
     }
     Py_DECREF(code);
     Py_DECREF(names);
@@ -141,7 +146,9 @@ PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn) {
 unkeyed:
     Py_DECREF(code);
     Py_XDECREF(names);
-    Py_XDECREF(part);
+    if (parts.items != NULL) {
+        parts_drop(&parts);
+    }
     if (PyErr_Occurred()) {
         front_unkeyed_error(); /* (cleared, or left to propagate) */
     }
@@ -153,8 +160,8 @@ unkeyed:
  * array's shape or dtype raised. */
 PyObject *front_operands_part(PyObject *types, PyObject *values) {
     Py_ssize_t n = PyTuple_GET_SIZE(values);
-    PyObject *part = PyTuple_New(n);
-    if (part == NULL) {
+    Parts parts;
+    if (parts_start(&parts, n) < 0) {
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -168,16 +175,54 @@ PyObject *front_operands_part(PyObject *types, PyObject *values) {
             Py_XDECREF(shape);
             Py_XDECREF(dtype);
             if (item == NULL) {
-                Py_DECREF(part);
+                parts_drop(&parts);
                 return NULL;
             }
         } else {
-            Py_DECREF(part);
+            parts_drop(&parts);
             return NULL;
         }
-        PyTuple_SET_ITEM(part, i, item);
+        parts_add(&parts, item);
     }
-    return part;
+    return parts_tuple(&parts);
+}
+
+int parts_start(Parts *parts, Py_ssize_t size) {
+    parts->n = 0;
+    parts->items = size <= PARTS_SMALL ? parts->small : PyMem_New(PyObject *, size);
+    if (parts->items == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void parts_free(Parts *parts) {
+    if (parts->items != parts->small) {
+        PyMem_Free(parts->items);
+    }
+    parts->items = NULL;
+}
+
+PyObject *parts_tuple(Parts *parts) {
+    /* (no Python code runs between the tuple's making and its filling) */
+    PyObject *tuple = PyTuple_New(parts->n);
+    if (tuple == NULL) {
+        parts_drop(parts);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < parts->n; i++) {
+        PyTuple_SET_ITEM(tuple, i, parts->items[i]);
+    }
+    parts_free(parts);
+    return tuple;
+}
+
+void parts_drop(Parts *parts) {
+    for (Py_ssize_t i = 0; i < parts->n; i++) {
+        Py_DECREF(parts->items[i]);
+    }
+    parts_free(parts);
 }
 
 int front_parts_ready(void) {

@@ -271,9 +271,13 @@ end:
     return done;
 }
 
-static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
-                                   PyObject *kwnames) {
+static PyObject *launch_call(PyObject *self_, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
     Launch *self = (Launch *)self_;
+    if (self->slow == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Launch: called after it was cleared");
+        return NULL;
+    }
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
     PyObject *name;
@@ -287,6 +291,11 @@ static PyObject *launch_vectorcall(PyObject *self_, PyObject *const *args, size_
         }
     }
     return PyObject_Vectorcall(self->slow, args, nargsf, kwnames);
+}
+
+static PyObject *launch_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+    return guarded(launch_call, " in a Launch call", self, args, nargsf, kwnames);
 }
 
 static PyObject *launch_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {

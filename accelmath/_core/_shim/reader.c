@@ -56,9 +56,13 @@ int reader_checks_valid(PyObject *checks) {
     return 0;
 }
 
-static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_t nargsf,
-                                   PyObject *kwnames) {
+static PyObject *reader_call(PyObject *self_, PyObject *const *args, size_t nargsf,
+                             PyObject *kwnames) {
     Reader *self = (Reader *)self_;
+    if (self->checks == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Reader: called after it was cleared");
+        return NULL;
+    }
     if (PyVectorcall_NARGS(nargsf) != 1 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
         PyErr_SetString(PyExc_TypeError, "Reader takes one argument, the array");
         return NULL;
@@ -80,6 +84,11 @@ static PyObject *reader_vectorcall(PyObject *self_, PyObject *const *args, size_
                                  : value_of(self->pointer, h);
     Py_DECREF(h);
     return result;
+}
+
+static PyObject *reader_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames) {
+    return guarded(reader_call, " in a Reader call", self, args, nargsf, kwnames);
 }
 
 /* Whether get is a descriptor value_of reads, or a callable. */

@@ -85,4 +85,37 @@ int front_type(PyObject *types, PyObject *type);
 PyObject *front_function_part(PyObject *codes, PyObject *miss, PyObject *fn);
 PyObject *front_operands_part(PyObject *types, PyObject *values);
 
+/* A key's items, read one by one (each read may run Python: a property, a collection's
+ * __del__), then made one tuple (parts_tuple) once all are read, so that no Python code meets
+ * a tuple with empty items. Up to PARTS_SMALL items on the stack, more on the heap. */
+#define PARTS_SMALL 40
+typedef struct {
+    PyObject **items; /* (new references) */
+    Py_ssize_t n;
+    PyObject *small[PARTS_SMALL];
+} Parts;
+
+/* Room for size items (0, -1 with MemoryError). */
+int parts_start(Parts *parts, Py_ssize_t size);
+/* Add a new reference (stolen), within the room asked for. */
+static inline void parts_add(Parts *parts, PyObject *item) {
+    parts->items[parts->n++] = item;
+}
+/* The tuple of the items (stolen; NULL with an error), or the items released (drop). */
+PyObject *parts_tuple(Parts *parts);
+void parts_drop(Parts *parts);
+
+/* A call of a type that runs Python (its checks, readers, a table's entries): through
+ * Py_EnterRecursiveCall, so that a cycle of calls through no Python frame (a table's entry
+ * that is the front itself) raises RecursionError where it would overflow the C stack. */
+static inline PyObject *guarded(vectorcallfunc call, const char *where, PyObject *self,
+                                PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    if (Py_EnterRecursiveCall(where)) {
+        return NULL;
+    }
+    PyObject *result = call(self, args, nargsf, kwnames);
+    Py_LeaveRecursiveCall();
+    return result;
+}
+
 #endif
