@@ -378,11 +378,17 @@ class TorchTransform:
             out_shape[axes[-1]] = last
         self.kind, self.axes = kind, tuple(axes)
         self.out_shape, self.out_dtype = tuple(out_shape), out_name
+        # an input of no elements (its zeros padded, where s is given) transforms to zeros,
+        # which torch's CPU FFTs fail to make for some shapes (an MKL error)
+        self._zeros = math.prod(shape) == 0 and getattr(torch, out_name)
 
     def execute(self, t, inverse=None, out=None, workers=None):
         """The transform of CPU tensor ``t``, into ``out`` (checked by the caller; it may
         overlap ``t``) or a new tensor. ``workers`` is not used: torch runs on its own
         threads (``torch.set_num_threads``)."""
+        if self._zeros:
+            return (t.new_zeros(self.out_shape, dtype=self._zeros) if out is None
+                    else out.zero_())
         if self._convert is not None:
             t = t.to(self._convert)
         function = self._functions[self._inverse if inverse is None else inverse]
@@ -395,7 +401,7 @@ class TorchTransform:
         """``execute(t, inverse, workers=workers)`` as a function of ``t`` alone: torch's
         own function where nothing else is to do (the call memo's path)."""
         function = self._functions[self._inverse if inverse is None else inverse]
-        if self._convert is None and not self._resolve:
+        if self._convert is None and not self._resolve and not self._zeros:
             if self._defaults:
                 return function
             size, dim, norm = self._size, self._dim, self._norm

@@ -43,7 +43,8 @@ _REAL.update({_LONG: _LONG, _CLONG: _LONG})
 _AXES_NONE = ("`axes` should not be `None` if `s` is not `None`: this is deprecated in NumPy "
               "2.0 (the last len(s) axes are transformed); pass axes explicitly")
 _S_NONE = ("Passing an array containing `None` values to `s` is deprecated in NumPy 2.0 (a "
-           "None means the input's length); use -1 for that")
+           "None means the 1-D transform's default length); pass that length, or -1 for the "
+           "input's")
 
 
 def check_norm(norm):
@@ -134,7 +135,7 @@ def check_size(kind, shape, axes, s, in_dtype, out_dtype):
         raise too_large_error(kind, shape, axes, s, in_dtype, out_dtype, out_of_memory=False)
 
 
-def normalize_axes(shape, s, axes, default_axes=None, unique=True):
+def normalize_axes(shape, s, axes, default_axes=None, unique=True, halved=False):
     """Resolve ``s`` and ``axes`` as numpy.fft does.
 
     Parameters
@@ -142,13 +143,18 @@ def normalize_axes(shape, s, axes, default_axes=None, unique=True):
     shape : tuple of int
         The operand's extents.
     s : sequence of int or None
-        Transform lengths (None: the operand's extents; -1 or None for an axis: its extent).
+        Transform lengths (None: the operand's extents; -1 for an axis: its extent; None for
+        an axis, deprecated in NumPy 2: the 1-D transform's default, its extent but where
+        ``halved``).
     axes : sequence of int or None
         Axes (None: ``default_axes``, or the last ``len(s)`` axes, or all axes).
     default_axes : tuple or None
         The function's default axes (``(-1,)`` for one-axis functions, ``(-2, -1)`` for 2-D).
     unique : bool
         Refuse an axis given twice (plans); the functions transform it again, as NumPy.
+    halved : bool
+        A c2r transform's: a None for the last axis means ``2 * (m - 1)``, ``irfft``'s default
+        for an input of m points.
 
     Returns
     -------
@@ -182,10 +188,12 @@ def normalize_axes(shape, s, axes, default_axes=None, unique=True):
     if s is not None:
         if isinstance(s, int) or not hasattr(s, "__len__"):
             s = (s,)
-        s = tuple(-1 if v is None else index(v, "s") for v in s)
+        s = tuple(None if v is None else index(v, "s") for v in s)
         if len(s) != len(result):
             raise InvalidArgumentError(
                 f"s={s} and axes={tuple(axes)} must have the same length")
+        halve = halved and s[-1] is None
+        s = tuple(-1 if v is None else v for v in s)
         for i, (v, a) in enumerate(zip(s, result)):
             if v < 1 and v != -1:
                 raise InvalidArgumentError(
@@ -194,6 +202,8 @@ def normalize_axes(shape, s, axes, default_axes=None, unique=True):
                 raise data_points_error(
                     0, f"by s[{i}] = -1 (the input's length) along axis {a}, which has length 0")
         s = tuple(shape[a] if v == -1 else v for v, a in zip(s, result))
+        if halve:  # (at least 1: the transform checks it, as irfft's n)
+            s = s[:-1] + (2 * (s[-1] - 1),)
     return tuple(result), s
 
 

@@ -177,7 +177,7 @@ def transform(call, x, out, stream):
     check_execution(call.execution)
     norms.warn_deprecated(s, axes)
     op = read_operand(x)
-    axes, s = norms.normalize_axes(op.shape, s, axes, unique=False)
+    axes, s = norms.normalize_axes(op.shape, s, axes, unique=False, halved=kind == "c2r")
     if not axes and kind != "c2c":
         raise InvalidArgumentError("axes must name at least one axis for a real transform")
     if s is None:  # (lengths given pad an axis of length 0 with zeros, as in NumPy)

@@ -120,14 +120,23 @@ def test_s_of_minus_one_along_an_axis_of_length_zero(name, shape, s, axis):
     ("fft", (0,), {"n": 4}), ("irfft", (3, 0), {"n": 4}), ("irfft", (0,), {"n": 1}),
     ("hfft", (0, 3), {"n": 4, "axis": 0}), ("irfftn", (0, 4), {"s": (4, -1), "axes": (0, 1)}),
     ("irfft2", (0, 0), {"s": (2, 2)}), ("rfftn", (0, 3), {"s": (2, 3), "axes": (0, 1)}),
+    ("fft", (0, 8), {}), ("rfft", (8, 0), {"axis": 0}), ("irfft", (0, 5), {}),
+    ("fftn", (0, 8), {"axes": (1,)}), ("ihfft", (3, 0, 4), {}),
 ])
-def test_lengths_given_pad_axes_of_length_zero(name, shape, kwargs):
-    """Lengths given zero-pad an axis of length 0, as NumPy does (c2r transforms too): the
-    transform of zeros (NumPy's c2r leaves such results uninitialized: only its shape and
-    dtype are compared)."""
-    x = np.zeros(shape, np.float64 if name.startswith("rfft") else np.complex128)
+@pytest.mark.parametrize("package", ["numpy", "torch"])
+def test_lengths_given_pad_axes_of_length_zero(name, shape, kwargs, package):
+    """Lengths given zero-pad an axis of length 0, as NumPy does (c2r transforms too), and an
+    axis not transformed may have length 0: the transform of zeros (NumPy's c2r leaves such
+    results uninitialized: only its shape and dtype are compared). On CPU torch tensors too,
+    whose own FFTs fail on some of these."""
+    x = np.zeros(shape, np.float64 if name.startswith(("rfft", "ihfft")) else np.complex128)
     expected = getattr(np.fft, name)(x, **kwargs)
+    if package == "torch":
+        torch = pytest.importorskip("torch")
+        x = torch.from_numpy(x)
     got = getattr(accelmath.fft, name)(x, **kwargs)
+    assert type(got) is type(x)
+    got = np.asarray(got)
     assert got.shape == expected.shape and got.dtype == expected.dtype
     np.testing.assert_array_equal(got, np.zeros_like(expected))
 

@@ -587,6 +587,12 @@ def test_numpy_2_deprecations(name):
     with pytest.warns(DeprecationWarning, match="array containing `None` values to `s`"):
         actual = getattr(accelmath.fft, name)(x, s=(None, 3), axes=(0, 2))
     assert_close(actual, getattr(np.fft, name)(x, s=(5, 3), axes=(0, 2)), what=name, same_type=True)
+    # a None means the 1-D transform's default: irfft's 2 * (m - 1) on irfftn's last axis
+    with pytest.warns(DeprecationWarning, match="array containing `None` values to `s`"):
+        actual = getattr(accelmath.fft, name)(x, s=(3, None), axes=(0, 2))
+    with pytest.warns(DeprecationWarning, match="array containing `None` values to `s`"):
+        expected = getattr(np.fft, name)(x, s=(3, None), axes=(0, 2))
+    assert_close(actual, expected, what=name, same_type=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         getattr(accelmath.fft, name)(x, s=(-1, 5), axes=(0, 1))

@@ -67,6 +67,16 @@ def test_a_prologue_feeds_the_transform():
     assert_close(filtered, np.fft.irfft(spectrum * keep, n=64), 1e-12)
 
 
+def test_none_for_arguments_is_none():
+    rng = _rng()
+    x = rng.standard_normal(16) + 0j
+    twice = np.fft.fft(x * 2) * 3
+    assert_close(F.fft(x, prologue=lambda v: v * 2, prologue_args=None,
+                       epilogue=lambda y: y * 3, epilogue_args=None), twice, 1e-12)
+    with F.FFT(x, epilogue=lambda y: y * 3, epilogue_args=None) as plan:
+        assert_close(plan.execute(x * 2, epilogue_args=None), twice, 1e-12)
+
+
 def test_out_and_torch_tensors():
     torch = pytest.importorskip("torch")
     rng = _rng()

@@ -36,7 +36,8 @@ __all__ = ["Fusion", "check_unused", "input_context", "lengths_of", "output_cont
 def lengths_of(call, shape):
     """``(axes, lengths)`` of a transform call on an input of ``shape``: the transformed axes
     and each one's transform length (a c2r transform's output length on its last axis)."""
-    axes, s = norms.normalize_axes(shape, call.s, call.axes, unique=False)
+    axes, s = norms.normalize_axes(shape, call.s, call.axes, unique=False,
+                                   halved=call.kind == "c2r")
     if s is None:
         s = tuple(shape[a] for a in axes)
     if call.kind == "c2r":
