@@ -210,7 +210,9 @@ def _broadcast(shapes, names):
 
 def arguments(args, name):
     """The further arguments ``args`` of a prologue or epilogue (named ``name``: a sequence,
-    or one value) as a list, arrays wrapped as operands."""
+    one value, or None for none) as a list, arrays wrapped as operands."""
+    if args is None:  # (as the functions' ``absent`` reads it)
+        return []
     if not isinstance(args, (tuple, list)):
         args = (args,)
     values = []
