@@ -77,6 +77,17 @@ def test_epilogue_inputs():
         linalg.matmul(a, b, aux=np.ones((2, 4)))
     with pytest.raises(InvalidArgumentError, match=r"beta=1\.0 scales c, and no c is given"):
         linalg.matmul(a, b, beta=1.0)
+    # a c without a beta: refused, where the default beta (0) would leave it unread
+    c = np.ones((2, 4))
+    for make in (linalg.matmul, linalg.Matmul):
+        with pytest.raises(InvalidArgumentError, match="c is given without beta"):
+            make(a, b, c)
+        with pytest.raises(InvalidArgumentError, match="c is given without beta"):
+            make(a, b, c=c, alpha=2.0)
+    with pytest.raises(InvalidArgumentError, match="c is given without beta"):
+        linalg.Matmul(a_shape=(2, 3), b_shape=(3, 4), c_shape=(2, 4), dtype="float64")
+    np.testing.assert_array_equal(linalg.matmul(a, b, c, beta=0), a @ b)
+    np.testing.assert_array_equal(linalg.matmul(a, b, c, beta=1), a @ b + c)
     # the ReLU mask: relu_aux's packed shape, on every path
     for mask in (np.zeros((2, 1), np.uint8), np.zeros((4, 16), np.uint8),
                  np.zeros((2, 32), np.uint8)):

@@ -30,13 +30,18 @@ def _gelu(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x**3)))
 
 
-def _product_reference(a, b, c=None, *, alpha=1, beta=0, epilogue=None, bias=None, out=None,
+def _product_reference(a, b, c=None, *, alpha=1, beta=None, epilogue=None, bias=None, out=None,
                        **ours_only):
-    """``epilogue(alpha * a @ b + beta * c)`` as NumPy computes it (in a's and b's dtype).
-    Object arrays are not given to NumPy: its matmul of object arrays corrupted memory in
-    these runs (a segfault later in the process); accelmath must refuse them all the same."""
+    """``epilogue(alpha * a @ b + beta * c)`` as NumPy computes it (in a's and b's dtype), a c
+    given without a beta refused. Object arrays are not given to NumPy: its matmul of object
+    arrays corrupted memory in these runs (a segfault later in the process); accelmath must
+    refuse them all the same."""
     if any(np.asarray(x).dtype == object for x in (a, b, c) if x is not None):
         raise TypeError("object arrays: not multiplied by the reference")
+    if beta is None:
+        if c is not None:
+            raise ValueError("c without beta")
+        beta = 0
     d = np.matmul(a, b)
     dtype = d.dtype
     d = alpha * d

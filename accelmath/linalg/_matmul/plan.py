@@ -93,7 +93,7 @@ class Matmul(Plan):
     _epilogue_args = ()  # its arguments where an execute gives none
     _small = None  # the small-product kernel, where it runs the product (see small)
 
-    def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=0, epilogue=None, bias=None,
+    def __init__(self, a=None, b=None, c=None, *, alpha=1, beta=None, epilogue=None, bias=None,
                  aux=None, a_shape=None, b_shape=None, c_shape=None, a_strides=None,
                  b_strides=None, c_strides=None, dtype=None, package=None, device=None,
                  execution="auto", allow_tf32=False, stream=None, epilogue_args=()):
@@ -117,6 +117,8 @@ class Matmul(Plan):
             _arguments(epilogue_args)  # (their form, now; their values with each call's)
             self._epilogue_args = epilogue_args
         templates = self._templates(a, b, epilogue, bias, aux) if layout_only else (bias, aux)
+        if beta is None:
+            beta = problems.default_beta(c)
         problem = problems.prepare(a, b, c, *templates, alpha, beta, epilogue, execution,
                                    allow_tf32)
         check_stream(stream)  # (where it is given, whatever runs the plan)

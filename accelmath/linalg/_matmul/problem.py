@@ -89,6 +89,16 @@ def scalar_of(value, name, dtype):
     return value
 
 
+def default_beta(c):
+    """beta where it is not given: 0, which reads no c, so that a c given without a beta is
+    refused (rather than left unread)."""
+    if c is not None:
+        raise InvalidArgumentError(
+            "c is given without beta, whose default 0 reads no c: pass beta=1 to add c (or "
+            "beta=0 to leave it unread)")
+    return 0
+
+
 def prepare(a, b, c, bias, aux, alpha, beta, epilogue, execution, allow_tf32):
     """The :class:`Problem` of a product's arguments (see ``matmul``), or the error naming
     the argument at fault."""

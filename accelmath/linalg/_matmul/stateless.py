@@ -107,7 +107,8 @@ def matmul(a, b, c=None, **options):
         conjugated transposes (``x.mH``), are read where they lie, with no copy; other
         lazily conjugated views and layouts no cuBLASLt operation expresses are copied.
     c : array, optional
-        Added as ``beta * c`` (the result's shape; read only where ``beta`` is not 0).
+        Added as ``beta * c`` (the result's shape; read only where ``beta`` is not 0). A ``c``
+        needs a ``beta`` given with it.
     alpha, beta : number, optional
         The scalars (default 1 and 0).
     epilogue : str or callable, optional
@@ -193,11 +194,13 @@ def matmul(a, b, c=None, **options):
     return _matmul(a, b, c, **options)
 
 
-def _matmul(a, b, c=None, *, alpha=_ONE, beta=_ZERO, epilogue=None, bias=None, aux=None,
+def _matmul(a, b, c=None, *, alpha=_ONE, beta=None, epilogue=None, bias=None, aux=None,
            out=None, stream=None, execution=_AUTO, allow_tf32=False, epilogue_args=_NO_ARGS,
            like=None):
     """The body of :func:`matmul` (see there), its options as keyword-only parameters."""
     front_key = dispatcher.taken()  # (the front's key of a call matmul(a, b))
+    if beta is None:
+        beta = _ZERO if c is None else problems.default_beta(c)
     if like is not None:
         like = target_of(like)
         return returned_as(_matmul(a, b, c, alpha=alpha, beta=beta, epilogue=epilogue, bias=bias,
