@@ -5,6 +5,7 @@ built-in exception (``TypeError``, ``ValueError``, ``RuntimeError``), so callers
 either.
 """
 
+import numpy.exceptions
 import numpy.linalg
 
 __all__ = [
@@ -36,9 +37,9 @@ class InvalidArgumentError(AccelmathError, ValueError):
     """An argument has a value outside what the function accepts (axes, shapes, norms...)."""
 
 
-class AxisError(InvalidArgumentError, IndexError):
-    """An axis out of bounds for an array's dimensions: an ``IndexError`` too, as NumPy's
-    ``AxisError`` is, so that code written against NumPy catches it."""
+class AxisError(InvalidArgumentError, numpy.exceptions.AxisError):
+    """An axis out of bounds for an array's dimensions: NumPy's ``AxisError`` too (and so an
+    ``IndexError``), so that code written against NumPy catches it."""
 
 
 class ArgumentTypeError(InvalidArgumentError, TypeError):

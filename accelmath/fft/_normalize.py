@@ -252,6 +252,10 @@ def _lookup(table, promoted, dtype):
     if dtype in _PROMOTED:
         return promoted
     if dtype not in table:
+        if dtype == "bfloat16":  # (a float, which no FFT library takes)
+            raise UnsupportedDTypeError(
+                "unsupported dtype 'bfloat16' for an FFT (neither cuFFT nor NumPy transforms "
+                "it); convert to float32 first")
         raise UnsupportedDTypeError(
             f"unsupported dtype {dtype!r} for an FFT; expected a float, complex, integer or bool "
             "dtype")

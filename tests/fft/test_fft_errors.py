@@ -158,6 +158,14 @@ def test_unsupported_dtypes(x, dtype):
             function(x)
 
 
+def test_bfloat16_is_refused_with_what_to_do():
+    torch = pytest.importorskip("torch")
+    for function in (accelmath.fft.fft, accelmath.fft.rfft, accelmath.fft.irfftn):
+        with raises(TypeError, "unsupported dtype 'bfloat16' for an FFT (neither cuFFT nor "
+                               "NumPy transforms it); convert to float32 first"):
+            function(torch.ones(4, dtype=torch.bfloat16))
+
+
 @pytest.mark.parametrize("name", ["rfft", "ihfft", "rfft2", "rfftn"])
 def test_complex_input_to_a_real_transform(name):
     # (the argument named: found by the fuzz)
@@ -634,8 +642,9 @@ def test_unhashable_arguments_are_refused_with_the_front_in_place():
 
 
 def test_numpys_exception_kinds_catch_ours():
-    """An axis out of bounds is an IndexError too, a non-integer length or axis a TypeError
-    too, as NumPy raises them; each stays a ValueError (InvalidArgumentError), as before."""
+    """An axis out of bounds is NumPy's AxisError (an IndexError) too, a non-integer length or
+    axis a TypeError too, as NumPy raises them; each stays a ValueError (InvalidArgumentError),
+    as before."""
     from accelmath.errors import ArgumentTypeError, AxisError
 
     x = np.ones(8, complex)
@@ -644,6 +653,8 @@ def test_numpys_exception_kinds_catch_ours():
         with pytest.raises(IndexError):
             call()
         with pytest.raises(AxisError):
+            call()
+        with pytest.raises(np.exceptions.AxisError):
             call()
         with pytest.raises(InvalidArgumentError):
             call()
