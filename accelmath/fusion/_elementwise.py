@@ -15,11 +15,12 @@ from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import axis_order, contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
-from accelmath.errors import InvalidArgumentError, UnsupportedDTypeError, UnsupportedOperandError
+from accelmath.errors import (InvalidArgumentError, TraceError, UnsupportedDTypeError,
+                              UnsupportedOperandError)
 from accelmath.fusion._evaluate import evaluate
 from accelmath.fusion._graph import DTYPES, is_scalar
 from accelmath.fusion._launch import run
-from accelmath.fusion._trace import trace
+from accelmath.fusion._trace import Symbol, trace
 
 __all__ = ["Elementwise", "Fixed", "Traced", "apply", "arguments", "arrays_fit", "check_out",
            "elementwise", "compute", "dtype_of", "front_names", "function_key", "reads_key",
@@ -389,6 +390,14 @@ class Elementwise:
             a if isinstance(a, (type, str, numpy.dtype)) else getattr(a, "dtype", a))
             for a in arguments])
 
+    def _composed(self, arguments, out, stream):
+        """The function of traced values ``arguments``: called inside another traced
+        function, it is part of that one's expression (and so of its one pass)."""
+        if out is not None or stream is not None:
+            raise TraceError("a fused function called inside another takes no out= or "
+                             "stream=: its result is part of the other's expression")
+        return self.__wrapped__(*arguments)
+
     def __call__(self, *arguments, out=None, stream=None, like=None):
         """Apply the function to the arrays and scalars ``arguments``, element by element
         (broadcasting), into a new array of the first array's kind or into ``out``.
@@ -423,6 +432,8 @@ class Elementwise:
         for position, value in enumerate(arguments):
             if is_scalar(value):
                 values.append(checked_scalar(value, f"argument {position}"))
+            elif value.__class__ is Symbol:  # (called inside a traced function: its part)
+                return self._composed(arguments, out, stream)
             else:
                 values.append(wrap_named(value, f"argument {position}"))
                 names.append(f"argument {position}")
@@ -486,7 +497,9 @@ def elementwise(fn):
     Elementwise
         Callable as ``f(*arrays_and_scalars, out=None, stream=None, like=None)``: the arrays
         broadcast together (NumPy's rules), the result is of the first array's kind (NumPy,
-        CuPy, torch, JAX, Numba...) or ``like``'s, on the caller's stream.
+        CuPy, torch, JAX, Numba...) or ``like``'s, on the caller's stream. Called inside
+        another fused function (a prologue, an epilogue...), it is part of that one's
+        expression.
 
     Raises
     ------

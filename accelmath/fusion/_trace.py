@@ -152,9 +152,9 @@ class Symbol:
                          "or a chained comparison on it cannot be fused; choose with "
                          "numpy.where(condition, a, b) and combine conditions with & and |")
 
-    def _refuse(self, what):
+    def _refuse(self, what, hint=""):
         raise TraceError(f"{what} of a traced value is not supported: it stands for one "
-                         "element of an array")
+                         f"element of an array{hint}")
 
     def _operator(self, symbol):
         raise TraceError(f"the operator {symbol} is not supported in a fused expression; it "
@@ -183,14 +183,22 @@ class Symbol:
     def __iter__(self): self._refuse("iteration")
     def __getitem__(self, key): self._refuse("indexing")
     def __index__(self): self._refuse("use as an integer")
-    def __int__(self): self._refuse("int()")
-    def __float__(self): self._refuse("float()")
-    def __complex__(self): self._refuse("complex()")
-    def __array__(self, *args, **kwargs): self._refuse("conversion to a NumPy array")
+    def __int__(self): self._refuse("int()", _CAST)
+    def __float__(self): self._refuse("float()", _CAST)
+    def __complex__(self): self._refuse("complex()", _CAST)
+
+    def __array__(self, *args, **kwargs):
+        self._refuse("conversion to a NumPy array or scalar (numpy.asarray(x), "
+                     "numpy.float64(x))", _CAST)
 
     def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):  # (protocols probed: absent)
+            raise AttributeError(name)
         raise TraceError(f".{name} of a traced value is not supported; it has .real, .imag, "
                          ".conj(), .astype() and .dtype")
+
+
+_CAST = "; cast it with x.astype(numpy.float64) (or another dtype)"
 
 
 def _names(table):

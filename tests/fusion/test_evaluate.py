@@ -63,6 +63,21 @@ def test_elementwise_on_numpy_and_torch_cpu_keeps_the_kind():
     assert f([1.0, 2.0], 1.0, 0.0).tolist() == [np.exp(1.0), np.exp(2.0)]
 
 
+def test_a_fused_function_inside_another_is_part_of_its_expression():
+    from accelmath.errors import TraceError
+    from accelmath.fusion import relu
+
+    inner = elementwise(lambda x, b: relu(x + b))
+    outer = elementwise(lambda x, b, s: inner(x, b) * s)
+    rng = np.random.default_rng()
+    x, b = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    np.testing.assert_allclose(outer(x, b, 2.0), np.maximum(x + b, 0) * 2.0, rtol=1e-15)
+    alone = elementwise(lambda x, b, s: relu(x + b) * s)
+    assert outer.expression(x, b, 2.0).key == alone.expression(x, b, 2.0).key
+    with pytest.raises(TraceError, match="takes no out= or stream="):
+        elementwise(lambda x: inner(x, 1.0, out=x))(x)
+
+
 def test_elementwise_refuses_what_it_cannot_run():
     f = elementwise(lambda x, y: x + y)
     with pytest.raises(InvalidArgumentError, match=r"do not broadcast together: argument 0 "
