@@ -27,7 +27,7 @@ Examples
 True
 """
 
-from accelmath.errors import GradientError
+from accelmath.errors import GradientError, InvalidArgumentError
 from accelmath.fft import _functions, _functions_nd
 from accelmath.fft import _normalize as norms
 from accelmath.fft import _scipy_functions
@@ -80,19 +80,34 @@ def __ua_function__(method, args, kwargs):
     if not args:
         return NotImplemented
     try:
-        norms.transform_dtypes("c2c", read_operand(args[0]).dtype)
+        op = read_operand(args[0])
+        norms.transform_dtypes("c2c", op.dtype)
     except GradientError:  # accelmath's own error says how to proceed
         raise
     except TypeError:  # objects and dtypes accelmath has no FFT of: scipy's own
         return NotImplemented
     if name in _DEFAULT_AXES:
         _axes_of_s(name, args, kwargs)
+        _scipy_lengths(len(op.shape), *_given(args, kwargs))
     return function(*args, **kwargs)
+
+
+def _scipy_lengths(ndim, s, axes):
+    """Refuse what scipy.fft refuses of the functions of several axes and NumPy takes: a None
+    in ``s`` (NumPy 2's deprecated default length), an axis given twice (NumPy transforms it
+    again)."""
+    if s is not None and hasattr(s, "__len__") and any(v is None for v in s):
+        raise InvalidArgumentError("shape must be a scalar or iterable of integers (scipy.fft "
+                                   f"takes no None in s={tuple(s)})")
+    if axes is not None and hasattr(axes, "__len__"):
+        normalized = [norms.normalize_axis(a, ndim, "axes") for a in axes]
+        if len(set(normalized)) < len(normalized):
+            raise InvalidArgumentError(f"all axes must be unique (scipy.fft), got axes={axes}")
 
 
 def _axes_of_s(name, args, kwargs):
     """Give ``axes`` explicitly where ``s`` comes without them: the last ``len(s)`` axes."""
-    s = args[_S] if len(args) > _S else kwargs.get("s")
+    s = _given(args, kwargs)[0]
     if s is None:
         return
     last = tuple(range(-(len(s) if hasattr(s, "__len__") else 1), 0))
@@ -101,3 +116,9 @@ def _axes_of_s(name, args, kwargs):
             args[_AXES] = last
     elif kwargs.get("axes", _DEFAULT_AXES[name]) is None:
         kwargs["axes"] = last
+
+
+def _given(args, kwargs):
+    """The ``s`` and ``axes`` of a call of a function of several axes."""
+    s = args[_S] if len(args) > _S else kwargs.get("s")
+    return s, args[_AXES] if len(args) > _AXES else kwargs.get("axes")

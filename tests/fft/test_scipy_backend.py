@@ -155,6 +155,19 @@ def test_errors_are_accelmath_errors():
         scipy_fft.fft(data("fft"), norm="x")
 
 
+@pytest.mark.parametrize("name", ["fftn", "irfftn", "hfftn", "ihfft2"])
+def test_what_scipy_refuses_of_several_axes_is_refused(name):
+    """A None in s and an axis given twice: NumPy takes them, scipy.fft refuses them."""
+    x = np.ones((4, 6, 3), complex if name != "ihfft2" else float)
+    for kwargs, message in (({"s": (4, None), "axes": (0, 1)}, "shape must be a scalar"),
+                            ({"axes": (0, -3)}, "all axes must be unique")):
+        with pytest.raises(ValueError, match=message):
+            getattr(scipy_fft, name)(x, **kwargs)
+        with scipy_fft.set_backend(scipy_backend, only=True), \
+                pytest.raises(ValueError, match=message):
+            getattr(scipy_fft, name)(x, **kwargs)
+
+
 def test_accelmath_functions_inside_the_backend_do_not_recurse(calls):
     # accelmath's CPU path calls scipy.fft itself; under the backend that must not loop
     x = data("fft")
