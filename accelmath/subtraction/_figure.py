@@ -303,5 +303,5 @@ def _publish(figure, path):
         return
     from accelmath.subtraction._runs.fits import write_beside
 
-    write_beside(os.fspath(path), lambda temporary: figure.savefig(temporary, format="png"),
+    write_beside(os.fspath(path), lambda file: figure.savefig(file, format="png"),
                  ".png")

@@ -253,6 +253,29 @@ def test_a_later_write_removes_only_what_killed_writes_left(tmp_path):
                 and f.split("-")[1].split("@")[0] == str(os.getpid())]
 
 
+def test_a_write_never_goes_through_a_link_put_in_its_temporary_files_place(tmp_path):
+    """Another user who can write into the output folder swaps the temporary file for a link
+    to a file of the writer's while it is written: the write goes to the file made, not
+    through the link; nothing is published; the link (not the writer's) stays."""
+    from accelmath.subtraction._runs import fits as _fits
+
+    precious = tmp_path / "precious"
+    precious.write_text("the writer's own")
+    swapped = []
+
+    def write(file):
+        temporary = next(p for p in tmp_path.iterdir() if p.name.startswith(".accelmath-"))
+        temporary.unlink()
+        temporary.symlink_to(precious)  # (the attacker, in the gap)
+        swapped.append(temporary)
+        fits.PrimaryHDU(np.ones((4, 4), np.float32)).writeto(file)
+
+    with pytest.raises(InvalidArgumentError, match="replaced while it was written"):
+        _fits.write_beside(str(tmp_path / "diff.fits"), write, ".fits")
+    assert precious.read_text() == "the writer's own"
+    assert not (tmp_path / "diff.fits").exists() and swapped[0].is_symlink()
+
+
 def test_a_figure_write_removes_what_a_killed_figure_write_left(tmp_path):
     # (every write beside its target sweeps its folder, the demo's figure too)
     from accelmath.subtraction._runs import fits as _fits
@@ -260,7 +283,7 @@ def test_a_figure_write_removes_what_a_killed_figure_write_left(tmp_path):
     left = tmp_path / f".accelmath-{_dead_pid()}@{_fits._host()}-{'0123456789abcdef' * 2}.png"
     left.write_bytes(b"partial")
     _fits._swept.discard(str(tmp_path))
-    _fits.write_beside(str(tmp_path / "figure.png"), lambda t: open(t, "wb").close(), ".png")
+    _fits.write_beside(str(tmp_path / "figure.png"), lambda file: file.write(b"png"), ".png")
     assert not left.exists() and (tmp_path / "figure.png").exists()
 
 
@@ -300,9 +323,42 @@ def test_inputs_that_are_not_regular_files_or_have_damaged_headers(tmp_path):
         read_pair(damaged, damaged)
 
 
-@pytest.mark.parametrize("suffix", [".fits.gz", ".fits.bz2"])
+def test_an_image_declared_larger_than_memory_is_refused_unread(tmp_path):
+    """A compressed file declares what it likes: an image whose header asks for more than
+    half of the machine's memory is refused before its data are read (none are here)."""
+    import gzip
+
+    cards = ["SIMPLE  =                    T", "BITPIX  =                  -64",
+             "NAXIS   =                    2", "NAXIS1  =              9000000",
+             "NAXIS2  =              9000000", "END"]
+    bomb = tmp_path / "bomb.fits.gz"
+    bomb.write_bytes(gzip.compress("".join(c.ljust(80) for c in cards).ljust(2880).encode()))
+    with pytest.raises(InvalidArgumentError, match=r"bomb.fits.gz declares 648000000000000 "
+                                                   "bytes, more than half"):
+        read_pair(bomb, bomb)
+
+
+def test_another_users_file_is_never_replaced(tmp_path):
+    """With overwrite too, an output that exists is replaced only where it is the writer's
+    own (a file, or a link)."""
+    from accelmath.subtraction._runs.fits import check_output
+
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user here")
+    theirs = tmp_path / "theirs.fits"
+    theirs.write_text("someone's")
+    os.chown(theirs, 12345, 12345)
+    with pytest.raises(InvalidArgumentError, match="belongs to another user"):
+        write_difference(theirs, np.zeros((4, 4)), overwrite=True)
+    assert theirs.read_text() == "someone's"
+    mine = tmp_path / "mine.fits"
+    mine.write_text("mine")
+    check_output(mine, overwrite=True)
+
+
+@pytest.mark.parametrize("suffix", [".fits.gz", ".fits.bz2", ".fits.xz"])
 def test_a_compressed_output_is_compressed_and_checked_whole(tmp_path, suffix):
-    """An output named .gz (or .bz2) is written compressed, as astropy writes such names; a
+    """An output named .gz (or .bz2, .xz) is written compressed, as astropy writes such names; a
     manifest's check of it decompresses it (its size says nothing), and calls a copy cut
     short not complete. A zip output is refused: astropy writes none."""
     from accelmath.subtraction._runs.manifest import _state, is_complete
@@ -311,7 +367,7 @@ def test_a_compressed_output_is_compressed_and_checked_whole(tmp_path, suffix):
     data = np.random.default_rng().standard_normal((64, 64))
     write_difference(out, data)
     magic = open(out, "rb").read(3)
-    assert magic[:2] == b"\x1f\x8b" if suffix.endswith("gz") else magic == b"BZh"
+    assert magic == {".gz": b"\x1f\x8b\x08", ".bz2": b"BZh", ".xz": b"\xfd7z"}[suffix[5:]]
     with fits.open(out) as hdus:
         np.testing.assert_allclose(hdus[0].data, data.astype(np.float32))
     assert is_complete(out)

@@ -198,6 +198,12 @@ def test_a_manifest_may_not_write_what_another_row_reads(tmp_path):
                         "r1.fits,s1.fits,d1.fits\n")
     with pytest.raises(InvalidArgumentError, match="row 2 writes .*s1.fits, which row 3 reads"):
         read_manifest(manifest)
+    # the same file through a folder that is a link: one file
+    (tmp_path / "alias").symlink_to(tmp_path)
+    manifest.write_text("reference,science,output\nr0.fits,s0.fits,alias/s1.fits\n"
+                        "r1.fits,s1.fits,d1.fits\n")
+    with pytest.raises(InvalidArgumentError, match="row 2 writes .*s1.fits, which row 3 reads"):
+        read_manifest(manifest)
 
 
 @pytest.mark.gpu

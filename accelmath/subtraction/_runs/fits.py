@@ -7,7 +7,11 @@ machine's byte order (one copy, made here, stated), so that no later subtraction
 them again on each call.
 """
 
+import bz2
+import contextlib
 import functools
+import gzip
+import lzma
 import math
 import os
 import re
@@ -77,10 +81,7 @@ def _image(path, hdu, what):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            try:
-                found = _read_image(name, hdu, what, memmap=True)
-            except _Scaled:  # (scaled data are not memory-mapped by astropy: read, converted)
-                found = _read_image(name, hdu, what, memmap=False)
+            found = _read_image(name, hdu, what)
         except Exception as exc:  # (said after the warnings: a truncation's comes first)
             error = exc
     for warning in caught:  # (astropy warns of a truncated file, then reads zeros)
@@ -95,25 +96,44 @@ def _image(path, hdu, what):
     return found
 
 
-class _Scaled(Exception):
-    """Data that astropy does not memory-map (BZERO, BSCALE or BLANK in the header)."""
-
-
-def _unreadable(exc, memmap, what, name):
-    """The error of data that cannot be read: :class:`_Scaled` where astropy asks for
-    ``memmap=False``, else an InvalidArgumentError naming the file."""
-    if memmap and "memmap=False" in str(exc):
-        return _Scaled()
+def _unreadable(exc, what, name):
+    """The error of data that cannot be read, naming the file."""
     return InvalidArgumentError(f"{what}: {name} cannot be read ({exc})")
 
 
-def _read_image(name, hdu, what, memmap):
+def fits_in_memory(h, what, name):
+    """Refuse, before its data are read, an image whose header declares more bytes than half
+    this machine's memory (a compressed file declares what it likes); True otherwise."""
+    header = h.header
+    try:
+        axes = range(1, int(header.get("NAXIS", 0)) + 1)
+        size = math.prod(int(header.get(f"NAXIS{i}", 0)) for i in axes) * max(
+            abs(int(header.get("BITPIX", 8))) // 8, 1)
+    except (TypeError, ValueError, OverflowError):
+        return True  # (astropy's reading says what is wrong)
+    if size > _memory() // 2:
+        raise InvalidArgumentError(f"{what}: the image of {name} declares {size} bytes, more "
+                                   "than half of this machine's memory")
+    return True
+
+
+def _memory():
+    """This machine's memory in bytes (unlimited where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return 2 ** 63
+
+
+def _read_image(name, hdu, what):
+    # (read, not memory-mapped: a mapped file cut short by its writer meanwhile would end the
+    # process with SIGBUS; the data are copied into native numbers all the same)
     fits = _fits()
     if os.path.exists(name) and not os.path.isfile(name):  # (a pipe, /dev/zero: endless)
         raise InvalidArgumentError(f"{what}: {name} is not a regular file (a folder, a pipe, "
                                    "a device)")
     try:
-        hdus = fits.open(name, memmap=memmap, lazy_load_hdus=False)
+        hdus = fits.open(name, memmap=False, lazy_load_hdus=False)
     except FileNotFoundError:
         raise InvalidArgumentError(f"{what}: no such file: {name}") from None
     except (OSError, ValueError, TypeError, KeyError) as exc:  # (KeyError: a header's card)
@@ -122,7 +142,8 @@ def _read_image(name, hdu, what, memmap):
     with hdus:
         try:
             if hdu is None:
-                found = next((h for h in hdus if h.is_image and h.data is not None), None)
+                found = next((h for h in hdus if h.is_image and fits_in_memory(h, what, name)
+                              and h.data is not None), None)
                 if found is None:
                     raise InvalidArgumentError(f"{what}: {name} holds no image HDU")
             else:
@@ -131,11 +152,15 @@ def _read_image(name, hdu, what, memmap):
             raise InvalidArgumentError(f"{what}: {name} has no HDU {hdu!r} (it has "
                                        f"{[h.name for h in hdus]})") from None
         except (OSError, ValueError, TypeError) as exc:  # (a truncated file: its data)
-            raise _unreadable(exc, memmap, what, name) from None
+            raise _unreadable(exc, what, name) from None
+        except MemoryError:
+            raise InvalidArgumentError(f"{what}: the image of {name} does not fit in this "
+                                       "machine's memory") from None
         if not found.is_image:
             raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
                                        f"{type(found).__name__}, not an image")
         try:
+            fits_in_memory(found, what, name)
             data = found.data
             if data is None:
                 raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} holds no data")
@@ -147,7 +172,7 @@ def _read_image(name, hdu, what, memmap):
             # the one conversion: big-endian (or scaled, or integer) data to native numbers
             array = numpy.array(data, dtype=numpy.dtype(dtype).newbyteorder("="), order="C")
         except (OSError, ValueError, TypeError) as exc:  # (truncated data)
-            raise _unreadable(exc, memmap, what, name) from None
+            raise _unreadable(exc, what, name) from None
         except KeyError as exc:
             raise InvalidArgumentError(f"{what}: {name} has a damaged header ({exc!r} "
                                        "missing)") from None
@@ -246,9 +271,10 @@ def read_pair(reference, science, mask=None, *, hdu=None, mask_hdu=None, mask_ex
 def check_output(path, overwrite, inputs=(), flag="overwrite=True"):
     """``(name, folder)`` of an output ``path`` that :func:`write_difference` can write (a
     caller asks before its work): a file's name, not there unless ``overwrite`` (and then a
-    regular file or a link, which is replaced, not followed; never one of the files
-    ``inputs`` names), in a folder that exists and is writable; else InvalidArgumentError
-    naming it (and ``flag``, the caller's word for overwriting)."""
+    regular file or a link of this user's, which is replaced, not followed; never another
+    user's, never one of the files ``inputs`` names), in a folder that exists and is
+    writable; else InvalidArgumentError naming it (and ``flag``, the caller's word for
+    overwriting)."""
     name = os.fspath(path)
     if not name or name.endswith(os.sep):
         raise InvalidArgumentError(f"the output {name!r} names no file")
@@ -262,6 +288,11 @@ def check_output(path, overwrite, inputs=(), flag="overwrite=True"):
         if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
             raise InvalidArgumentError(f"{name} exists and is not a regular file (a folder, a "
                                        "pipe, a device): a difference replaces only a file")
+        uid = getattr(os, "geteuid", lambda: None)()
+        if uid is not None and status.st_uid != uid:
+            raise InvalidArgumentError(f"{name} exists and belongs to another user (uid "
+                                       f"{status.st_uid}): a difference replaces only its "
+                                       "writer's own files")
         for given in inputs:
             if given is not None and _same_file(status, given):
                 raise InvalidArgumentError(f"{name} is the input {os.fspath(given)}: a "
@@ -351,8 +382,7 @@ def write_difference(path, difference, header=None, result=None, *, dtype="float
         hdu.header["AMVERS"] = (__version__, RECORDS["AMVERS"])
     # (compressed as the name says: astropy compresses by the file's extension; without
     # overwrite, a link refuses a file made since the check above, as a rename would not)
-    write_beside(name, lambda temporary: hdu.writeto(temporary, overwrite=True,
-                                                     output_verify="silentfix"),
+    write_beside(name, lambda file: hdu.writeto(file, output_verify="silentfix"),
                  ".fits" + compressed_suffix(name), os.replace if overwrite else _publish_new)
     return name
 
@@ -365,24 +395,51 @@ def compressed_suffix(name):
 
 
 def write_beside(name, write, suffix, publish=os.replace):
-    """Write the file ``name`` atomically: ``write(temporary)`` into a new file beside it
-    (hidden, ``.accelmath-<process id>@<host>-<hex><suffix>``; made new, never through a link,
-    with the permissions the umask gives any new file), then ``publish(temporary, name)``
-    (a rename: a link at ``name`` is replaced, never followed). The temporary file goes
-    where either fails; those of killed writes go at the first write into a folder
-    (:func:`_sweep`)."""
+    """Write the file ``name`` atomically: ``write(file)`` into a new file beside it (hidden,
+    ``.accelmath-<process id>@<host>-<hex><suffix>``; made new, never through a link, with the
+    permissions the umask gives any new file), ``file`` a binary file object over the
+    descriptor that made it (compressed as a ``.gz``, ``.bz2`` or ``.xz`` suffix says), so
+    that a link another user puts in its place meanwhile is never written through; then
+    ``publish(temporary, name)`` (a rename: a link at ``name`` is replaced, never followed).
+    The temporary file goes where either fails; those of killed writes go at the first write
+    into a folder (:func:`_sweep`)."""
     folder = os.path.dirname(os.path.abspath(name))
     _sweep(folder)
     temporary = os.path.join(folder,
                              f"{_TEMPORARY}{os.getpid()}@{_host()}-{uuid.uuid4().hex}{suffix}")
-    os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
+    made = os.fstat(descriptor)
     try:
-        write(temporary)
+        with contextlib.ExitStack() as stack:
+            file = stack.enter_context(os.fdopen(descriptor, "wb"))
+            compress = _COMPRESSORS.get(os.path.splitext(suffix)[1].lower())
+            if compress is not None:
+                file = stack.enter_context(compress(file))
+            write(file)
+        if not _still(temporary, made):
+            raise InvalidArgumentError(f"the file written for {name} was replaced while it was "
+                                       "written (by another user?); nothing was published")
         publish(temporary, name)
     except BaseException:
-        if os.path.exists(temporary):
+        if _still(temporary, made):  # (ours alone: never what replaced it)
             os.unlink(temporary)
         raise
+
+
+def _still(path, made):
+    """Whether ``path`` is still the file of ``made`` (its status when it was made)."""
+    try:
+        now = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return (now.st_dev, now.st_ino) == (made.st_dev, made.st_ino)
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+# the compressed writes, by their suffix: a file object over the temporary file's descriptor
+_COMPRESSORS = {".gz": lambda file: gzip.GzipFile(fileobj=file, mode="wb"),
+                ".bz2": lambda file: bz2.BZ2File(file, "wb"),
+                ".xz": lambda file: lzma.LZMAFile(file, "wb")}
 
 
 # A write's temporary file beside its target: ".accelmath-<process id>@<host>-<hex><suffix>"

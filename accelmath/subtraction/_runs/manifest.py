@@ -118,19 +118,22 @@ def read_manifest(path, out_dir=None):
         stem = os.path.splitext(os.path.basename(cells["science"]))[0]
         output = (absolute(cells["output"]) if cells["output"]
                   else os.path.join(out_dir, f"{stem}-diff.fits"))
-        if output in outputs:
+        # (files compared as their real paths: a folder reached through a link is one)
+        real = os.path.realpath(output)
+        if real in outputs:
             raise InvalidArgumentError(
-                f"{name}, rows {outputs[output]} and {number} both write {output}: give one an "
+                f"{name}, rows {outputs[real]} and {number} both write {output}: give one an "
                 "output column")
-        outputs[output] = number
+        outputs[real] = number
         pair = SurveyPair(absolute(cells["reference"]), absolute(cells["science"]),
                           absolute(cells["mask"]) if cells["mask"] else None, output)
-        if output in (pair.reference, pair.science, pair.mask):
+        own = [os.path.realpath(p) for p in (pair.reference, pair.science, pair.mask)
+               if p is not None]
+        if real in own:
             raise InvalidArgumentError(f"{name}, row {number}: the output {output} is one of "
                                        "the pair's own files")
-        for path in (pair.reference, pair.science, pair.mask):
-            if path is not None:
-                inputs.setdefault(path, number)
+        for path in own:
+            inputs.setdefault(path, number)
         pairs.append(pair)
     for output, number in outputs.items():
         if output in inputs:
@@ -183,7 +186,13 @@ def _state(path):
 
 def _decompresses(hdu):
     """Whether the data of a compressed file's ``hdu`` read whole (a warning of a short one
-    taken as an error)."""
+    taken as an error; data declared larger than half this machine's memory are not read)."""
+    from accelmath.subtraction._runs.fits import fits_in_memory
+
+    try:
+        fits_in_memory(hdu, "an output", "its file")
+    except InvalidArgumentError:
+        return False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
