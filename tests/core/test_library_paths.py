@@ -54,6 +54,19 @@ def test_found_path_is_kept_and_used_next_time(fresh, monkeypatch):
     assert _loader.load_library("cufft")[1] == path
 
 
+def test_a_remembered_link_loads_the_file_it_was_checked_as(fresh, tmp_path, monkeypatch):
+    """A path remembered through a link is checked as its real file, and that file is what
+    loads: the link, pointed elsewhere after the check, is not followed again."""
+    path = os.path.realpath(_pathfinder_path("cufft"))
+    link = tmp_path / os.path.basename(path)
+    link.symlink_to(path)
+    library_paths._keep("cufft", str(link))
+    assert store.load_json(library_paths.NAMESPACE, library_paths.key("cufft"))["path"] == (
+        str(link))
+    _forbid_pathfinder(monkeypatch)
+    assert _loader.load_library("cufft")[1] == path
+
+
 def test_a_missing_file_is_looked_up_again(fresh, tmp_path):
     path = _pathfinder_path("cufft")
     store.save_json(library_paths.NAMESPACE, library_paths.key("cufft"),

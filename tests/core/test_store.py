@@ -519,6 +519,23 @@ def test_another_users_store_namespace_or_entry_is_not_read(root, recwarn, caplo
     assert store.problem().startswith(f"'{root}' belongs to another user (uid 4321")
 
 
+@pytest.mark.skipif(not hasattr(os, "lchown") or os.geteuid() != 0,
+                    reason="a second owner needs root's chown")
+def test_a_store_reached_through_another_users_link_is_not_used(root, tmp_path, monkeypatch,
+                                                                recwarn):
+    # (the link's owner could point it at any directory of ours)
+    store.save("nvrtc", "k", b"v")
+    link = tmp_path / "through-a-link"
+    link.symlink_to(root)
+    monkeypatch.setenv("ACCELMATH_CACHE_DIR", str(link))
+    assert store.load("nvrtc", "k") == b"v"  # (our own link: followed)
+    os.lchown(link, 4321, 4321)
+    assert store.problem().startswith(f"'{link}' is a symbolic link that another user owns "
+                                      "(uid 4321)")
+    assert store.load("nvrtc", "k") is None
+    assert _warnings_about(recwarn, "is a symbolic link that another user owns")
+
+
 # -- reading an entry never blocks, never reads without bound, never raises -------------------
 
 def _load_in_time(namespace, key, seconds=10):
@@ -584,9 +601,24 @@ def test_deep_or_huge_json_is_not_parsed(root, caplog, text):
 
 
 def test_shallow_json_with_brackets_in_strings_is_read(root):
-    value = {"a": "[[[[" * 50, "b": [[[1]]]}
+    value = {"a": "[[[[" * 50, "b": [[[1]]], "c": '\\"[', "d": "\\"}
     store.save_json("timing", "k", value)
     assert store.load_json("timing", "k") == value
+
+
+@pytest.mark.parametrize("text", [b'"' + b'\\"' * 400_000, b'"\\' + b"[" * 50,
+                                  b'["' + b"\\" * 3])
+def test_a_string_left_open_is_read_in_one_pass(root, caplog, text):
+    # (an opening quote that no quote closes: its text is one string, not looked through
+    # again from each quote inside it; not JSON, so not read)
+    store.save("timing", "k", text)
+    assert _load_in_time("timing", "k") == text
+    result = []
+    thread = threading.Thread(target=lambda: result.append(store.load_json("timing", "k")),
+                              daemon=True)
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive() and result == [None]
 
 
 # -- clear: only what the store wrote ---------------------------------------------------------

@@ -101,7 +101,9 @@ def _recall(name):
         _log.warning("not loading %s from %s, which the store remembers: %s; looking it up "
                      "again", name, path, why)
         return None
-    return path
+    # the file checked, by its real path: a link on the way (to which the check's answer does
+    # not hold once it points elsewhere) is not followed again
+    return os.path.realpath(path)
 
 
 def _keep(name, path):

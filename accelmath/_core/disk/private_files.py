@@ -47,8 +47,9 @@ class Unreadable(Exception):
 def distrust(path, follow=True):
     """Why the directory ``path`` is not private, as a phrase; ``None`` where it is.
 
-    Private: a directory (a symbolic link to one only where ``follow`` is true), owned by
-    this user, not writable by its group or by others.
+    Private: a directory (a symbolic link to one only where ``follow`` is true, and the link
+    this user's or the system's, whose owner alone can point it elsewhere), owned by this
+    user, not writable by its group or by others.
 
     Raises
     ------
@@ -59,6 +60,11 @@ def distrust(path, follow=True):
     status = os.stat(path) if follow else os.lstat(path)
     if stat.S_ISLNK(status.st_mode):
         return f"'{path}' is a symbolic link"
+    if follow and _POSIX:
+        link = os.lstat(path)
+        if stat.S_ISLNK(link.st_mode) and link.st_uid not in (0, os.geteuid()):
+            return (f"'{path}' is a symbolic link that another user owns (uid {link.st_uid}), "
+                    "who can point it elsewhere")
     if not stat.S_ISDIR(status.st_mode):
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", os.fspath(path))
     return _foreign(path, status)

@@ -28,7 +28,9 @@ _MAGIC = b"accelmath-store\n"
 JSON_LIMIT = 1 << 20  # bytes of a JSON value
 JSON_DEPTH = 32  # nesting of a JSON value
 _NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+# a JSON string, or one left open to the end (a lone backslash last): every opening quote
+# matches, so that no text makes the search start again at each quote (quadratic time)
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*(?:"|\\?\Z)', re.DOTALL)
 
 
 class BadEntry(Exception):
