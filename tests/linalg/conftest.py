@@ -4,7 +4,7 @@ GPU support, is missing."""
 
 import pytest
 
-from .gpu_cases import CuPy, JaxGpu, NumbaGpu, TorchCuda
+from .gpu.gpu_cases import CuPy, JaxGpu, NumbaGpu, TorchCuda
 
 
 @pytest.fixture

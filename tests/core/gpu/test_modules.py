@@ -20,7 +20,7 @@ from accelmath._core.gpu.modules import CompileOptions, compile_cuda, link, load
 from accelmath.bindings import _loader
 from accelmath.errors import CompileError, CudaLibraryError, InvalidArgumentError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 KERNEL = 'extern "C" __global__ void fill(float *x, float v) { x[threadIdx.x] = v; }'
 TWICE = '__device__ float twice(float x) { return 2 * x; }'
 USES_TWICE = ('__device__ float twice(float x);\n'

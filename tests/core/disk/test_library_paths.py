@@ -17,7 +17,7 @@ from accelmath._core.disk import store
 from accelmath._core.disk import store_format
 from accelmath.bindings import _loader
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

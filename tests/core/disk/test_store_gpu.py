@@ -14,7 +14,7 @@ from accelmath._core.disk import store_format
 
 pytestmark = pytest.mark.gpu
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 _KERNEL = r"""
 import cupy as cp

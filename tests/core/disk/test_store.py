@@ -18,7 +18,7 @@ import pytest
 from accelmath._core.disk import private_files, store, store_format, upkeep
 from accelmath.errors import InvalidArgumentError, StateError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

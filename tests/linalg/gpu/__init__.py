@@ -1,0 +1,1 @@
+"""The GPU tests of accelmath.linalg's solvers and decompositions, by routine."""
