@@ -33,7 +33,8 @@ from accelmath._core.operand.record import unsupported_dtype
 from accelmath.errors import (GradientError, InvalidArgumentError, OutOfMemoryError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 
-__all__ = ["Call", "Plan", "check_out", "mismatch", "template_operand"]
+__all__ = ["Call", "Plan", "check_apart", "check_out", "host_target", "mismatch",
+           "template_operand"]
 
 PACKAGES = ("numpy", "cupy", "torch")
 
@@ -153,7 +154,49 @@ def check_out(out, like, shape, dtype, strides=None, name="out"):
             f"{name} is a lazily conjugated or negated view; pass a tensor that owns its values")
     if out_op.package == "numpy" and not out.flags.writeable:
         raise InvalidArgumentError(f"{name} is read-only")
+    check_apart(out_op, name)
     return out_op
+
+
+def check_apart(out_op, name="out"):
+    """Raise InvalidArgumentError where elements of operand ``out_op`` share memory (a stride
+    0 along an axis of more than one element: a broadcast or expanded view), so that results
+    written there would collide."""
+    for axis, (n, stride) in enumerate(zip(out_op.shape, out_op.strides)):
+        if stride == 0 and n > 1:
+            raise InvalidArgumentError(
+                f"{name} has stride 0 along axis {axis} (of length {n}): its elements share "
+                "memory, and a result written there would keep one value of many; pass an "
+                "array of its own memory")
+
+
+def host_target(out, out_op, name="out"):
+    """The NumPy array a host result is written into for ``out`` (checked by
+    :func:`check_out` as ``out_op``): its package's NumPy view, read once here and checked to
+    be the very memory ``out_op`` describes (an object's ``__array__`` may give other memory
+    than its interface describes, an ndarray subclass may misstate its shape) and writable.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Where the view differs from what ``out`` said of itself, or is read-only.
+    """
+    if out.__class__ is numpy.ndarray:
+        return out  # (check_out read its own attributes)
+    view = out_op.adapter.to_numpy(out)
+    if not isinstance(view, numpy.ndarray):
+        raise InvalidArgumentError(f"{name} gives no NumPy view of its memory to write into")
+    view = numpy.ndarray.view(view, numpy.ndarray)  # (NumPy's own account, not a subclass's)
+    strides = tuple(s // view.itemsize for s in view.strides) if view.itemsize else ()
+    if (view.shape, view.dtype.name, strides) != (tuple(out_op.shape), out_op.dtype,
+                                                  tuple(out_op.strides)):
+        raise InvalidArgumentError(
+            f"{name} is not written: the memory its NumPy view gives (shape {view.shape}, "
+            f"dtype {view.dtype.name}, strides {strides}) is not what it describes (shape "
+            f"{tuple(out_op.shape)}, dtype {out_op.dtype}, strides {tuple(out_op.strides)})")
+    if not view.flags.writeable:
+        raise InvalidArgumentError(f"{name} is read-only (its NumPy view cannot be written)")
+    return view
 
 
 def mismatch(name, what, expected, given):
@@ -376,7 +419,7 @@ class Plan(Resource):
                 and out.shape == self.out_shape and out.flags.writeable):
             return out
         like = self._operand if op is None else op
-        return check_out(out, like, self.out_shape, self.out_dtype).adapter.to_numpy(out)
+        return host_target(out, check_out(out, like, self.out_shape, self.out_dtype))
 
     def _run_host(self, x, out, call):
         """Execute on host operand ``x`` (see :meth:`_host_input`): the domain's CPU

@@ -33,7 +33,7 @@ from accelmath._core.dispatch import Dispatcher, to_device, to_host
 from accelmath._core.gpu.stream import resolve_stream, stream_handle
 from accelmath._core.layout import is_dense
 from accelmath._core.operand import Operand, adapter_for, wrap_operand
-from accelmath._core.plan import check_out
+from accelmath._core.plan import check_out, host_target
 from accelmath.errors import (InvalidArgumentError, NoDeviceError, OutOfMemoryError,
                               UnsupportedDTypeError, UnsupportedOperandError)
 from accelmath.fft import _normalize as norms
@@ -313,11 +313,11 @@ def _run_host(entry, data, out):
         return out
     out_op = check_out(out, entry.like, transform.out_shape, entry.out_dtype)
     if out_op.package == "torch" or entry.like.package != "torch":
-        target = out if entry.like.package == "torch" else out_op.adapter.to_numpy(out)
+        target = out if entry.like.package == "torch" else host_target(out, out_op)
     else:  # torch's transform into a host array of another package: through a view
         import torch
 
-        array = out_op.adapter.to_numpy(out)
+        array = host_target(out, out_op)
         try:
             target = torch.from_numpy(array)
         except (ValueError, TypeError):  # (negative strides, another byte order: no view)
@@ -354,7 +354,7 @@ def _write_out(result, op, out, stream):
     made = wrap_operand(result)
     out_op = check_out(out, op, made.shape, made.dtype)
     if not op.on_device:
-        out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(result)
+        host_target(out, out_op)[...] = out_op.adapter.to_numpy(result)
         return out
     from accelmath._core.gpu.kernels import copy_scale
 
@@ -396,8 +396,7 @@ def _device(checked, x, out, stream, key):
         if out is None:
             return to_host(result, op)
         host = adapter_for(result).to_numpy(result)
-        out_op = check_out(out, op, host.shape, host.dtype.name)
-        out_op.adapter.to_numpy(out)[...] = host
+        host_target(out, check_out(out, op, host.shape, host.dtype.name))[...] = host
         return out
     kind, s, axes, norm, conjugate = call.kind, call.s, call.axes, call.norm, call.conjugate
     op.wait_ready(stream)  # (producers of the CUDA array protocols: their streams' work)

@@ -15,6 +15,7 @@ from accelmath._core.gpu.stream import check_stream, resolve_stream
 from accelmath._core.layout import axis_order, contiguous_strides
 from accelmath._core.operand import check_mutable, check_same_device, wrap_named
 from accelmath._core.operand.kinds import returned_as, target_of
+from accelmath._core.plan import check_apart, host_target
 from accelmath.errors import (InvalidArgumentError, TraceError, UnsupportedDTypeError,
                               UnsupportedOperandError)
 from accelmath.fusion._evaluate import evaluate
@@ -352,14 +353,15 @@ def compute(expression, values, shape, like, out=None, context=None, handle=None
         arguments = [v if is_scalar(v) else v.adapter.to_numpy(v.obj) for v in values]
         try:
             if target is not None and target.package == "numpy":
-                evaluate(expression, arguments, shape, context, out=target.obj)
+                evaluate(expression, arguments, shape, context,
+                         out=host_target(target.obj, target))
                 return target.obj
             result = evaluate(expression, arguments, shape, context)
         except OverflowError as exc:  # (a Python int beyond an integer element's type)
             raise InvalidArgumentError(f"a scalar argument does not fit the expression's "
                                        f"integer type: {exc}") from None
-        if target is not None:
-            target.obj[...] = target.adapter.from_numpy(result, target.obj)
+        if target is not None:  # (the memory checked, through its NumPy view)
+            host_target(target.obj, target)[...] = result
             return target.obj
         return like.adapter.from_numpy(result, like.obj)
     if target is not None:
@@ -475,6 +477,7 @@ def check_out(out, shape, dtype, first):
                                       "written: leave out=None")
     if target.package == "numpy" and not target.obj.flags.writeable:
         raise InvalidArgumentError("out is read-only (a broadcast view, or a flag set so)")
+    check_apart(target)
     return target
 
 

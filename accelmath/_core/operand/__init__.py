@@ -155,7 +155,8 @@ def check_mutable(out, name="out"):
     Raises
     ------
     InvalidArgumentError
-        For arrays of packages whose arrays are immutable (JAX).
+        For arrays of packages whose arrays are immutable (JAX), and for an object whose
+        array interface marks its data read-only.
     UnsupportedOperandError
         For array-likes (a list is read as a new NumPy array: a result written there would
         be lost), and for objects that are no array at all.
@@ -172,6 +173,8 @@ def check_mutable(out, name="out"):
         raise InvalidArgumentError(
             f"{name} is a {adapter.package} array, which cannot be written in place; omit "
             f"{name} to get a new one")
+    if adapter.read_only(out):
+        raise InvalidArgumentError(f"{name} is read-only (its array interface says so)")
 
 
 def check_same_device(*operands, names=None):

@@ -43,13 +43,16 @@ class ArrayLikeAdapter(NumpyAdapter):
     def wrap(self, x):
         try:
             a = self._np.asarray(x)
-        except (ValueError, TypeError, OverflowError, RuntimeError) as exc:
-            # ragged nesting, or elements NumPy cannot convert (device arrays, tensors that
-            # record gradients): NumPy's message says which, and its kind ours
+        except MemoryError:
+            raise
+        except Exception as exc:
+            # ragged nesting, elements NumPy cannot convert (device arrays, tensors that
+            # record gradients), or the object's own __array__ failing: the message says
+            # which, and its kind ours (the object's own error chained)
             error = (InvalidArrayLikeError if isinstance(exc, ValueError)
                      else UnsupportedOperandError)
-            raise error(
-                f"NumPy cannot make an array of this {type(x).__qualname__}: {exc}") from None
+            raise error(f"NumPy cannot make an array of this {type(x).__qualname__}: "
+                        f"{type(exc).__name__}: {exc}") from exc
         return super().wrap(a)
 
     def to_numpy(self, x):

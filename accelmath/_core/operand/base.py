@@ -88,6 +88,11 @@ class Adapter:
         """Return the :class:`~accelmath._core.operand.Operand` describing ``x``."""
         raise NotImplementedError
 
+    def read_only(self, x):
+        """Whether ``x`` says that its memory must not be written (where its package has
+        no flag of its own that the writes check)."""
+        return False
+
     def layout_key(self, x):
         """A cheap key of ``x``'s shape, strides, dtype and device in the package's own terms
         (equal keys mean equal layouts), or None where the package has no such fast path

@@ -195,6 +195,19 @@ class GenericAdapter(Adapter):
             return self._wrap_dlpack(x)
         raise unsupported_operand(x)
 
+    def read_only(self, x):
+        """Whether ``x``'s ``__cuda_array_interface__`` or ``__array_interface__`` marks its
+        data read-only (the second item of ``data``)."""
+        for name in ("__cuda_array_interface__", "__array_interface__"):
+            try:
+                interface = getattr(x, name, None)
+            except Exception:  # (a property that fails: read as no interface here)
+                continue
+            data = interface.get("data") if isinstance(interface, dict) else None
+            if isinstance(data, (tuple, list)) and len(data) == 2 and data[1]:
+                return True
+        return False
+
     def _wrap_cai(self, x, cai):
         name, shape, strides, ptr, stream = read_interface(x, cai)
         if strides is None:

@@ -10,6 +10,7 @@ import operator
 import numpy
 
 from accelmath._core.operand.numpy_arrays import numpy_dtype
+from accelmath._core.plan import host_target
 from accelmath.linalg._matmul.problem import checked_out
 
 __all__ = ["WORK_DTYPE", "host_operand", "host_product", "plain_product", "run", "to_caller"]
@@ -94,7 +95,11 @@ def run(problem, out):
                             problem.beta)
     if out is not None:
         out_op = checked_out(out, like, problem)
-        out[...] = to_caller(d, out_op, problem.dtype)  # (torch's bfloat16: no NumPy view)
+        result = to_caller(d, out_op, problem.dtype)
+        if out_op.package == "torch":  # (its own assignment: torch's bfloat16 has no NumPy view)
+            out[...] = result
+        else:  # (the memory checked, through its NumPy view)
+            host_target(out, out_op)[...] = result
         d = out
     else:
         d = to_caller(d, like, problem.dtype)

@@ -15,6 +15,7 @@ from accelmath._core.gpu.stream import check_stream
 from accelmath._core.layout import contiguous_strides
 from accelmath._core.operand import ITEMSIZE
 from accelmath._core.operand.kinds import returned_as, target_of
+from accelmath._core.plan import host_target
 from accelmath.errors import InvalidArgumentError
 from accelmath.linalg._matmul import cpu
 from accelmath.linalg._matmul import problem as problems
@@ -261,7 +262,7 @@ def _matmul(a, b, c=None, *, alpha=_ONE, beta=None, epilogue=None, bias=None, au
     results = tuple(to_host(r, like) for r in results)
     if out is not None:
         out_op = problems.checked_out(out, like, problem)
-        out_op.adapter.to_numpy(out)[...] = out_op.adapter.to_numpy(results[0])
+        host_target(out, out_op)[...] = out_op.adapter.to_numpy(results[0])
         results = (out,) + results[1:]
     return results if isinstance(result, tuple) else results[0]
 

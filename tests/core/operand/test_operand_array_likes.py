@@ -78,6 +78,18 @@ def test_ragged_lists():
     assert isinstance(info.value, ValueError) and isinstance(info.value, UnsupportedOperandError)
 
 
+@pytest.mark.parametrize("error", [KeyError("k"), AttributeError("a"), IndexError("i")])
+def test_an_array_method_that_fails_is_an_operand_error(error):
+    class Failing:
+        def __array__(self, dtype=None, copy=None):
+            raise error
+
+    with pytest.raises(UnsupportedOperandError, match=f"Failing: {type(error).__name__}: "
+                       ) as info:
+        wrap_operand(Failing())
+    assert info.value.__cause__ is error
+
+
 @pytest.mark.parametrize("cls, expected", [
     (list, True), (tuple, True), (int, True), (float, True), (complex, True), (bool, True),
     (np.float64, True), (np.int8, True), (str, False), (bytes, False), (dict, False),
