@@ -311,6 +311,10 @@ def _demo(args):
     except (AccelmathError, OSError) as exc:
         print(f"accelmath demo: {exc}", file=sys.stderr)
         return 1
+    except MemoryError:
+        print(f"accelmath demo: images of {args.size} x {args.size} pixels do not fit in this "
+              "machine's memory; pass a smaller --size", file=sys.stderr)
+        return 1
     return 1 if report.failures else 0
 
 

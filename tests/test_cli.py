@@ -784,6 +784,12 @@ def test_command_line_mistakes_get_one_line_each(tmp_path, capsys):
     line each, no traceback."""
     assert main(["demo", "--seed", "-5", "--size", "192", "--device", "cpu"]) == 1
     assert "seed=-5: a seed is a whole number" in capsys.readouterr().err
+    assert main(["demo", "--size", "99999999999999999999999", "--device", "cpu"]) == 1
+    assert "at most 16384 x 16384 pixels" in capsys.readouterr().err
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    assert main(["subtract", "--pairs", str(fifo), "--out-dir", str(tmp_path)]) != 0
+    assert "is not a regular file" in capsys.readouterr().err
     with pytest.raises(SystemExit) as info:
         main(["subtract", "a.fits", "b.fits", "-o", "c.fits", "--gpus", "a"])
     assert info.value.code == 2 and "invalid GPU list" in capsys.readouterr().err

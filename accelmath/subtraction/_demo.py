@@ -52,6 +52,7 @@ DEVICES = ("auto", "cpu", "cuda")
 GPU_SIZE = 4088
 CPU_SIZE = 1024
 MIN_SIZE = 192  # the demo's checks hold from here: PHROSTY's 19 x 19 kernel needs room
+MAX_SIZE = 16384  # a float64 pair of this side is 4 GiB, its subtraction's planes some 40
 STARS = 3000  # as PHROSTY's fields have, at most one per PIXELS_PER_STAR pixels
 PIXELS_PER_STAR = 90  # (smaller fields, crowded with 3000 stars, leave too few pixels to fit)
 #: The figure's file name: in the working directory by default, or in the folder given.
@@ -393,6 +394,11 @@ def run_demo(size=None, device="auto", output=None, seed=None, out=None, progres
         raise InvalidArgumentError(
             f"size={size}: the demo takes images of at least {MIN_SIZE} x {MIN_SIZE} pixels "
             "(PHROSTY's 19 x 19 kernel and its polynomial terms need that many to fit)")
+    if size > MAX_SIZE:
+        raise InvalidArgumentError(
+            f"size={size}: the demo takes images of at most {MAX_SIZE} x {MAX_SIZE} pixels "
+            "(a float64 pair of that side is 4 GiB, and its subtraction holds some ten times "
+            "that)")
     seed = _fresh_seed() if seed is None else int(seed)
     if not 0 <= seed < 2**63:
         raise InvalidArgumentError(f"seed={seed}: a seed is a whole number from 0 to 2**63 - 1")

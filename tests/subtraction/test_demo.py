@@ -449,7 +449,9 @@ def test_small_fields_are_less_crowded_and_pass(size, seed, tmp_path):
     assert report.failures == [], (seed, report)
 
 
-def test_a_size_too_small_for_the_kernel_is_refused(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="at least 192 x 192"):
-        run_demo(size=128, device="cpu", output=str(tmp_path), out=io.StringIO(),
-                 progress=io.StringIO())
+def test_a_size_too_small_for_the_kernel_or_too_large_is_refused(tmp_path):
+    for size, words in ((128, "at least 192 x 192"), (16385, "at most 16384 x 16384"),
+                        (10 ** 23, "at most 16384")):
+        with pytest.raises(InvalidArgumentError, match=words):
+            run_demo(size=size, device="cpu", output=str(tmp_path), out=io.StringIO(),
+                     progress=io.StringIO())

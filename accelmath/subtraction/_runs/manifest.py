@@ -81,6 +81,9 @@ def read_manifest(path, out_dir=None):
     name = os.fspath(path)
     base = os.path.dirname(os.path.abspath(name))
     out_dir = base if out_dir is None else os.path.abspath(os.fspath(out_dir))
+    if os.path.exists(name) and not os.path.isfile(name):  # (a pipe, /dev/zero: endless)
+        raise InvalidArgumentError(f"the manifest {name} is not a regular file (a folder, a "
+                                   "pipe, a device)")
     try:
         # (utf-8-sig: a spreadsheet's byte-order mark is not part of the first column's name)
         with open(name, newline="", encoding="utf-8-sig") as f:
