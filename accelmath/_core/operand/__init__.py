@@ -13,6 +13,8 @@ One module per array package: ``numpy_arrays``, ``cupy_arrays``, ``torch_tensors
 the adapter of each package in ``packages``.
 """
 
+import sys
+
 from accelmath._core.operand.array_likes import ArrayLikeAdapter, is_array_like
 from accelmath._core.operand.base import Adapter
 from accelmath._core.operand.packages import (ADAPTERS, adapter_named, array_namespace,
@@ -63,6 +65,8 @@ def adapter_for(x):
             adapter = adapter_named("numpy")
         elif package in ADAPTERS:
             adapter = adapter_named(package)
+        elif _subclassed(cls) is not None:  # (a user's subclass of a tensor or an array)
+            adapter = adapter_named(_subclassed(cls))
         elif _has(x, "__cuda_array_interface__") or _has(x, "__dlpack__"):
             adapter = GenericAdapter(package)
         elif hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
@@ -71,6 +75,21 @@ def adapter_for(x):
             raise unsupported_operand(x)
         _adapters[cls] = adapter
     return adapter
+
+
+# the array types of the packages whose subclasses (defined in other modules) are read as the
+# package's own arrays, by package
+_BASES = {"torch": "Tensor", "cupy": "ndarray"}
+
+
+def _subclassed(cls):
+    """The package (of those imported) whose array type ``cls`` subclasses, or None."""
+    for package, name in _BASES.items():
+        module = sys.modules.get(package)
+        base = getattr(module, name, None) if module is not None else None
+        if isinstance(base, type) and issubclass(cls, base):
+            return package
+    return None
 
 
 def _has(x, name):

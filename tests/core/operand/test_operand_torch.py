@@ -184,3 +184,19 @@ def test_allocation_and_host_conversions(adapter):
     assert torch.equal(back, counting)
     six = torch.arange(6.0).reshape(2, 3)
     assert torch.equal(adapter.permute(six, (1, 0)), six.T)
+
+
+def test_a_users_subclass_of_tensor_is_read_as_a_tensor():
+    # (a subclass defined outside torch: torch's adapter, not the generic DLPack one, so that
+    # results are tensors)
+    import accelmath.fft as F
+    from accelmath._core.operand import adapter_for
+
+    class Mine(torch.Tensor):
+        pass
+
+    t = torch.randn(8, dtype=torch.complex128).as_subclass(Mine)
+    assert adapter_for(t) is adapter_named("torch")
+    result = F.fft(t)
+    assert isinstance(result, torch.Tensor)
+    np.testing.assert_allclose(result.numpy(), np.fft.fft(t.numpy()), rtol=1e-12)
