@@ -43,8 +43,11 @@ class NumpyAdapter(Adapter):
         self._layouts = Layouts()
 
     def wrap(self, x):
-        name, strides = self._layouts.lookup(x.dtype, x.strides)
-        return Operand(x, x.__array_interface__["data"][0], x.shape, strides, name, None, self)
+        # a subclass is read as NumPy sees its memory (a property of its own may say otherwise)
+        view = x if x.__class__ is self._np.ndarray else self._np.ndarray.view(x, self._np.ndarray)
+        name, strides = self._layouts.lookup(view.dtype, view.strides)
+        return Operand(x, view.__array_interface__["data"][0], view.shape, strides, name, None,
+                       self)
 
     def empty(self, shape, dtype, device_id):
         if device_id is not None:

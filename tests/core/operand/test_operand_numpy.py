@@ -69,3 +69,20 @@ def test_allocation_and_host_conversions():
     assert adapter.to_numpy(x) is x
     assert adapter.from_numpy(x, None) is x
     assert adapter.layout_key(x) is None  # no fast path on the host
+
+
+def test_a_subclass_is_read_as_numpy_sees_its_memory():
+    # (its own shape, dtype or interface may say otherwise: what a device copy would read)
+    class Lying(np.ndarray):
+        @property
+        def shape(self):
+            return (1 << 20,)
+
+        @property
+        def dtype(self):
+            return "float64"
+
+    x = np.arange(8, dtype=np.complex64)
+    op = wrap_operand(x.view(Lying))
+    assert (op.shape, op.dtype, op.strides, op.ptr) == ((8,), "complex64", (1,), x.ctypes.data)
+    assert type(op.obj) is Lying

@@ -46,14 +46,16 @@ def test_a_view_that_is_not_the_memory_described_is_not_written():
         with pytest.raises(InvalidArgumentError, match="not what it describes"):
             call()
     assert not out.buffer.any()
+    # (an ndarray subclass is read as NumPy sees its memory: its own shape is not asked)
     misstated = np.zeros(4, np.complex64).view(Misstated)
     for call in _calls(misstated):
-        with pytest.raises(InvalidArgumentError, match="not what it describes"):
+        with pytest.raises(InvalidArgumentError, match=r"wrong shape \(4,\)"):
             call()
     f = elementwise(lambda v: v * 2)
-    for out in (Lying(), misstated):
-        with pytest.raises(InvalidArgumentError, match="not what it describes"):
-            f(np.ones(N, np.complex64), out=out)
+    with pytest.raises(InvalidArgumentError, match="not what it describes"):
+        f(np.ones(N, np.complex64), out=Lying())
+    with pytest.raises(InvalidArgumentError, match=r"shape \(4,\)"):
+        f(np.ones(N, np.complex64), out=misstated)
     with pytest.raises(InvalidArgumentError, match="not what it describes"):
         L.matmul(np.ones((64, 64), np.complex64), np.ones((64, 64), np.complex64),
                  out=Lying(shape=(64, 64)))
