@@ -208,6 +208,9 @@ def _broadcast(shapes, names):
     except ValueError:
         listed = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names, shapes))
         raise InvalidArgumentError(f"the arrays do not broadcast together: {listed}") from None
+    except RuntimeError as exc:  # (NumPy's limit on the axes it broadcasts)
+        raise InvalidArgumentError(f"a fused function's arrays have too many axes: {exc}") \
+            from None
 
 
 def arguments(args, name):

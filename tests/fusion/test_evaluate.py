@@ -78,6 +78,17 @@ def test_a_fused_function_inside_another_is_part_of_its_expression():
         elementwise(lambda x: inner(x, 1.0, out=x))(x)
 
 
+def test_arrays_of_more_axes_than_numpy_broadcasts_are_refused():
+    x, f = np.ones((1,) * 33), elementwise(lambda v: v * 2)
+    try:
+        np.broadcast_shapes(x.shape)
+    except RuntimeError:  # (NumPy 2.x: at most 32 axes broadcast)
+        with pytest.raises(InvalidArgumentError, match="too many axes"):
+            f(x)
+    else:
+        assert f(x).shape == x.shape
+
+
 def test_elementwise_refuses_what_it_cannot_run():
     f = elementwise(lambda x, y: x + y)
     with pytest.raises(InvalidArgumentError, match=r"do not broadcast together: argument 0 "
