@@ -395,12 +395,12 @@ class Elementwise:
             a if isinstance(a, (type, str, numpy.dtype)) else getattr(a, "dtype", a))
             for a in arguments])
 
-    def _composed(self, arguments, out, stream):
+    def _composed(self, arguments, out, stream, like):
         """The function of traced values ``arguments``: called inside another traced
         function, it is part of that one's expression (and so of its one pass)."""
-        if out is not None or stream is not None:
-            raise TraceError("a fused function called inside another takes no out= or "
-                             "stream=: its result is part of the other's expression")
+        if out is not None or stream is not None or like is not None:
+            raise TraceError("a fused function called inside another takes no out=, stream= "
+                             "or like=: its result is part of the other's expression")
         return self.__wrapped__(*arguments)
 
     def __call__(self, *arguments, out=None, stream=None, like=None):
@@ -426,6 +426,8 @@ class Elementwise:
         array
             ``out``, or the new result.
         """
+        if arguments and arguments[0].__class__ is Symbol:  # (inside a traced function)
+            return self._composed(arguments, out, stream, like)
         if like is not None:
             like = target_of(like)
             return returned_as(self(*arguments, out=out, stream=stream), like)
@@ -437,8 +439,6 @@ class Elementwise:
         for position, value in enumerate(arguments):
             if is_scalar(value):
                 values.append(checked_scalar(value, f"argument {position}"))
-            elif value.__class__ is Symbol:  # (called inside a traced function: its part)
-                return self._composed(arguments, out, stream)
             else:
                 values.append(wrap_named(value, f"argument {position}"))
                 names.append(f"argument {position}")

@@ -74,7 +74,7 @@ def test_a_fused_function_inside_another_is_part_of_its_expression():
     np.testing.assert_allclose(outer(x, b, 2.0), np.maximum(x + b, 0) * 2.0, rtol=1e-15)
     alone = elementwise(lambda x, b, s: relu(x + b) * s)
     assert outer.expression(x, b, 2.0).key == alone.expression(x, b, 2.0).key
-    with pytest.raises(TraceError, match="takes no out= or stream="):
+    with pytest.raises(TraceError, match="takes no out=, stream= or like="):
         elementwise(lambda x: inner(x, 1.0, out=x))(x)
 
 

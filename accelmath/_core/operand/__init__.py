@@ -65,8 +65,8 @@ def adapter_for(x):
             adapter = adapter_named("numpy")
         elif package in ADAPTERS:
             adapter = adapter_named(package)
-        elif _subclassed(cls) is not None:  # (a user's subclass of a tensor or an array)
-            adapter = adapter_named(_subclassed(cls))
+        elif (base := _subclassed(cls)) is not None:  # (a user's subclass of a package's array)
+            adapter = adapter_named(base)
         elif _has(x, "__cuda_array_interface__") or _has(x, "__dlpack__"):
             adapter = GenericAdapter(package)
         elif hasattr(x, "__array__") or hasattr(x, "__array_interface__"):

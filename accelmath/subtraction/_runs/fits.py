@@ -288,7 +288,7 @@ def check_output(path, overwrite, inputs=(), flag="overwrite=True"):
         if not (stat.S_ISREG(status.st_mode) or stat.S_ISLNK(status.st_mode)):
             raise InvalidArgumentError(f"{name} exists and is not a regular file (a folder, a "
                                        "pipe, a device): a difference replaces only a file")
-        uid = getattr(os, "geteuid", lambda: None)()
+        uid = _uid()
         if uid is not None and status.st_uid != uid:
             raise InvalidArgumentError(f"{name} exists and belongs to another user (uid "
                                        f"{status.st_uid}): a difference replaces only its "
@@ -465,7 +465,7 @@ def _sweep(folder):
     if folder in _swept:
         return
     _swept.add(folder)
-    uid = getattr(os, "geteuid", lambda: None)()
+    uid = _uid()
     if uid is None:
         return
     try:
@@ -483,6 +483,11 @@ def _sweep(folder):
                     os.unlink(entry.path)
             except OSError:  # (gone meanwhile, or not ours to remove)
                 pass
+
+
+def _uid():
+    """This process's effective user id (None where the system has none: Windows)."""
+    return getattr(os, "geteuid", lambda: None)()
 
 
 def _alive(pid):
