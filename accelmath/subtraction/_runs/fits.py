@@ -159,8 +159,9 @@ def _read_image(name, hdu, what):
         if not found.is_image:
             raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} is a "
                                        f"{type(found).__name__}, not an image")
-        try:
+        if hdu is not None:  # (the search above checked the HDU it found)
             fits_in_memory(found, what, name)
+        try:
             data = found.data
             if data is None:
                 raise InvalidArgumentError(f"{what}: HDU {hdu!r} of {name} holds no data")
